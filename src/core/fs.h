@@ -1,0 +1,42 @@
+// Filesystem helpers: whole-file reads, atomic writes, temporary directories.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "core/status.h"
+
+namespace kpilot {
+
+// Reads a whole file. NotFound names the path when it does not exist.
+Result<std::string> ReadFile(const std::filesystem::path& path);
+
+// Writes `data` to a temporary file beside `path`, fsyncs it and renames it over `path`, so a
+// crash leaves either the old or the new content, never a torn file. Creates parent folders.
+Status WriteFileAtomic(const std::filesystem::path& path, const std::string& data);
+
+// A fresh directory under $TMPDIR (or /tmp) removed with its content on destruction unless
+// Keep() was called. Move-only.
+class TempDir {
+ public:
+  // `prefix` starts the folder's name, e.g. "kpilot-eval-".
+  static Result<TempDir> Create(const std::string& prefix);
+  TempDir(TempDir&& other) noexcept;
+  TempDir& operator=(TempDir&& other) noexcept;
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+
+  const std::filesystem::path& path() const { return path_; }
+  void Keep() { keep_ = true; }
+
+ private:
+  explicit TempDir(std::filesystem::path p) : path_(std::move(p)) {}
+  std::filesystem::path path_;
+  bool keep_ = false;
+};
+
+// The last `max_bytes` of `text`, prefixed with "…" when cut.
+std::string Tail(const std::string& text, size_t max_bytes);
+
+}  // namespace kpilot

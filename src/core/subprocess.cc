@@ -1,0 +1,228 @@
+#include "core/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+extern char** environ;
+
+namespace kpilot {
+namespace {
+
+void AppendCapped(std::string& buf, const char* data, size_t n, size_t cap, bool& truncated) {
+  buf.append(data, n);
+  if (buf.size() > cap + cap / 2) {  // trim in chunks to keep appends cheap
+    buf.erase(0, buf.size() - cap);
+    truncated = true;
+  }
+}
+
+class PosixProcessRunner : public ProcessRunner {
+ public:
+  Result<ProcessResult> Run(const ProcessSpec& spec) override {
+    if (spec.argv.empty()) return Status::InvalidInput("subprocess: empty argv");
+    std::string exe = FindOnPath(spec.argv[0]);
+    if (exe.empty()) return Status::NotFound(spec.argv[0] + ": program not found on PATH");
+
+    // Everything the child needs is prepared before fork(): after it only async-signal-safe calls.
+    std::vector<char*> argv;
+    for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    if (spec.env) {
+      for (const auto& e : *spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+      envp.push_back(nullptr);
+    }
+    std::string cwd = spec.cwd ? spec.cwd->string() : std::string();
+
+    int in_pipe[2], out_pipe[2], err_pipe[2], exec_pipe[2];
+    if (pipe2(in_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC) ||
+        pipe2(exec_pipe, O_CLOEXEC))
+      return Status::Internal(std::string("pipe: ") + std::strerror(errno));
+
+    auto start = std::chrono::steady_clock::now();
+    pid_t pid = fork();
+    if (pid < 0) return Status::Internal(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      setpgid(0, 0);
+      signal(SIGPIPE, SIG_DFL);
+      dup2(in_pipe[0], 0);
+      dup2(out_pipe[1], 1);
+      dup2(err_pipe[1], 2);
+      if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
+        int e = errno;
+        (void)!write(exec_pipe[1], &e, sizeof(e));
+        _exit(127);
+      }
+      if (spec.env)
+        execve(exe.c_str(), argv.data(), envp.data());
+      else
+        execv(exe.c_str(), argv.data());
+      int e = errno;
+      (void)!write(exec_pipe[1], &e, sizeof(e));
+      _exit(127);
+    }
+    setpgid(pid, pid);  // also from the parent, so a kill before the child runs still hits the group
+    close(in_pipe[0]);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    close(exec_pipe[1]);
+
+    int exec_errno = 0;
+    ssize_t got = read(exec_pipe[0], &exec_errno, sizeof(exec_errno));
+    close(exec_pipe[0]);
+    if (got == static_cast<ssize_t>(sizeof(exec_errno))) {
+      close(in_pipe[1]);
+      close(out_pipe[0]);
+      close(err_pipe[0]);
+      int st;
+      waitpid(pid, &st, 0);
+      return Status::Internal(spec.argv[0] + ": cannot start: " + std::strerror(exec_errno));
+    }
+
+    ProcessResult r;
+    size_t in_off = 0;
+    int in_fd = in_pipe[1];
+    if (spec.stdin_data.empty()) {
+      close(in_fd);
+      in_fd = -1;
+    } else {
+      fcntl(in_fd, F_SETFL, O_NONBLOCK);
+    }
+    int out_fd = out_pipe[0], err_fd = err_pipe[0];
+    char buf[65536];
+    while (out_fd >= 0 || err_fd >= 0) {
+      int wait_ms = -1;
+      if (spec.timeout_s > 0) {
+        double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        double left = spec.timeout_s - elapsed;
+        if (left <= 0) {
+          r.timed_out = true;
+          kill(-pid, SIGKILL);
+          break;
+        }
+        wait_ms = static_cast<int>(std::min(left * 1000.0 + 1, 1000.0));
+      }
+      pollfd fds[3];
+      int n = 0;
+      if (out_fd >= 0) fds[n++] = {out_fd, POLLIN, 0};
+      if (err_fd >= 0) fds[n++] = {err_fd, POLLIN, 0};
+      if (in_fd >= 0) fds[n++] = {in_fd, POLLOUT, 0};
+      int pr = poll(fds, n, wait_ms);
+      if (pr < 0 && errno != EINTR) break;
+      for (int i = 0; i < n; ++i) {
+        if (!fds[i].revents) continue;
+        int fd = fds[i].fd;
+        if (fd == in_fd) {
+          ssize_t w = write(in_fd, spec.stdin_data.data() + in_off, spec.stdin_data.size() - in_off);
+          if (w > 0) in_off += static_cast<size_t>(w);
+          if (w < 0 && errno != EAGAIN && errno != EINTR) in_off = spec.stdin_data.size();
+          if (in_off >= spec.stdin_data.size()) {
+            close(in_fd);
+            in_fd = -1;
+          }
+          continue;
+        }
+        ssize_t k = read(fd, buf, sizeof(buf));
+        if (k > 0) {
+          AppendCapped(fd == out_fd ? r.out : r.err, buf, static_cast<size_t>(k), spec.max_output_bytes,
+                       r.output_truncated);
+        } else if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
+          close(fd);
+          if (fd == out_fd) out_fd = -1; else err_fd = -1;
+        }
+      }
+    }
+    if (in_fd >= 0) close(in_fd);
+    if (out_fd >= 0) close(out_fd);
+    if (err_fd >= 0) close(err_fd);
+
+    // Output closed (or timeout): reap, still enforcing the timeout if the child lingers.
+    int st = 0;
+    for (;;) {
+      pid_t w = waitpid(pid, &st, r.timed_out ? 0 : WNOHANG);
+      if (w == pid) break;
+      if (w < 0 && errno != EINTR) break;
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (spec.timeout_s > 0 && elapsed > spec.timeout_s) {
+        r.timed_out = true;
+        kill(-pid, SIGKILL);
+      } else {
+        usleep(2000);
+      }
+    }
+    // Whatever the child left in its process group goes with it.
+    kill(-pid, SIGKILL);
+    if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) r.term_signal = WTERMSIG(st);
+    if (r.output_truncated) {
+      for (std::string* s : {&r.out, &r.err})
+        if (s->size() > spec.max_output_bytes) s->erase(0, s->size() - spec.max_output_bytes);
+    }
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  }
+};
+
+}  // namespace
+
+std::string ProcessResult::Describe(double timeout) const {
+  if (timed_out) {
+    if (timeout > 0) return "timed out after " + std::to_string(static_cast<long>(timeout)) + " s";
+    return "timed out";
+  }
+  if (term_signal) return "killed by signal " + std::to_string(term_signal) + " (" + strsignal(term_signal) + ")";
+  return "exit code " + std::to_string(exit_code);
+}
+
+ProcessRunner& SystemProcessRunner() {
+  static PosixProcessRunner runner;
+  return runner;
+}
+
+bool IsSecretVariableName(const std::string& name) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSWORD"})
+    if (upper.find(word) != std::string::npos) return true;
+  return false;
+}
+
+std::vector<std::string> ScrubbedEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('='));
+    if (!IsSecretVariableName(name)) env.push_back(entry);
+  }
+  return env;
+}
+
+std::string FindOnPath(const std::string& program) {
+  if (program.empty()) return "";
+  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0 ? program : "";
+  const char* path = getenv("PATH");
+  std::string p = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    std::string dir = p.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string cand = dir + "/" + program;
+    struct stat sb;
+    if (stat(cand.c_str(), &sb) == 0 && S_ISREG(sb.st_mode) && access(cand.c_str(), X_OK) == 0) return cand;
+    start = end + 1;
+  }
+  return "";
+}
+
+}  // namespace kpilot

@@ -1,0 +1,59 @@
+// Running other programs: argv only (never a shell), each in its own process group so a
+// timeout kills everything it started, with output captured up to a cap.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace kpilot {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;                 // argv[0] is looked up on PATH when it has no '/'
+  std::optional<std::filesystem::path> cwd;      // default: the caller's working directory
+  std::optional<std::vector<std::string>> env;   // "NAME=VALUE" entries; default: inherit
+  std::string stdin_data;                        // written to the child's stdin, then closed
+  double timeout_s = 0;                          // wall-clock limit in seconds; 0 = none
+  size_t max_output_bytes = 16u << 20;           // per stream; beyond it the head is dropped
+};
+
+struct ProcessResult {
+  int exit_code = -1;         // valid when term_signal == 0 and !timed_out
+  int term_signal = 0;        // the signal that ended the child, 0 if it exited
+  bool timed_out = false;     // killed (with its whole process group) at the timeout
+  bool output_truncated = false;
+  std::string out;            // stdout (the last max_output_bytes when truncated)
+  std::string err;            // stderr, likewise
+  double wall_s = 0;          // seconds from start to reaped
+
+  bool Succeeded() const { return !timed_out && term_signal == 0 && exit_code == 0; }
+  // "exit code 2", "killed by signal 11 (Segmentation fault)", "timed out after 120 s".
+  std::string Describe(double timeout_s = 0) const;
+};
+
+// The seam for everything that starts a process; tests substitute a double.
+class ProcessRunner {
+ public:
+  virtual ~ProcessRunner() = default;
+  // Runs to completion. A program that cannot be started is a non-ok Status (NotFound when
+  // argv[0] is not on PATH); any exit, signal or timeout of a started program is a result.
+  virtual Result<ProcessResult> Run(const ProcessSpec& spec) = 0;
+};
+
+// The real runner (fork + execvpe). Shared, stateless, thread-safe.
+ProcessRunner& SystemProcessRunner();
+
+// True when a variable of this name must never reach a child that runs untrusted code: the
+// name contains KEY, TOKEN, SECRET or PASSWORD (case-insensitive).
+bool IsSecretVariableName(const std::string& name);
+
+// This process's environment without the secret variables above.
+std::vector<std::string> ScrubbedEnvironment();
+
+// Looks `program` up on PATH; empty when not found. A name with '/' is checked as is.
+std::string FindOnPath(const std::string& program);
+
+}  // namespace kpilot

@@ -1,0 +1,114 @@
+// The Task model: what a kernel must compute, on which shapes, checked how.
+//
+// One model serves every task source: native `task.toml` folders (loader.h), and later
+// KernelBench problems and flashinfer-bench definitions — so tensors are ordered, shapes are
+// symbolic over named axes bound per workload, and the reference may be a non-C++ program.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "task/dtype.h"
+
+namespace kpilot {
+
+enum class Backend { kHost, kCuda };
+std::string_view BackendName(Backend b);  // "host" | "cuda"
+
+// How an input's elements are drawn. Parameters by kind:
+//   normal:  mean (0), std (1)
+//   uniform: low (0), high (1)
+//   randint: low (0), high (10) — integers in [low, high)
+//   range:   start (0), step (1) — element i = start + i·step (wrapping in the dtype)
+//   constant: value
+enum class InitKind { kNormal, kUniform, kRandint, kRange, kConstant };
+std::string_view InitKindName(InitKind k);
+
+struct InitSpec {
+  InitKind kind = InitKind::kNormal;
+  double a = 0;  // mean | low | start | value
+  double b = 1;  // std  | high | step
+};
+
+struct Tolerance {
+  double atol = 1e-5;
+  double rtol = 1e-5;
+  // Share of elements that must match (1.0 = all). An element matches when
+  // |out − ref| ≤ atol + rtol·|ref| (NaN/Inf only where the reference has the same).
+  double matched_ratio = 1.0;
+};
+
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<std::string> shape;   // axis names, outermost first; empty = a 0-d tensor
+  InitSpec init;                    // inputs only
+  std::optional<Tolerance> tolerance;  // outputs only: overrides Task::tolerance
+  int line = 0;                     // where it was declared (0 when not from a file)
+};
+
+struct ScalarSpec {
+  std::string name;
+  DType dtype = DType::kF32;
+  double value = 0;
+  int line = 0;
+};
+
+struct Workload {
+  std::string name;
+  std::map<std::string, int64_t> axes;          // every axis used by any tensor is bound
+  std::map<std::string, double> scalar_values;  // overrides of ScalarSpec::value
+  double flops = 0;       // evaluated from Task::flops_formula (0 when none)
+  double min_bytes = 0;   // evaluated from Task::bytes_formula (0 when none)
+  int line = 0;
+};
+
+struct TunableParam {
+  std::string name;                 // becomes -DNAME=VALUE
+  std::vector<std::string> values;  // allowed values, in declaration order
+  int line = 0;
+};
+
+enum class ReferenceKind { kNative, kPython };
+
+struct SourceRef {
+  std::string name;                 // "reference", or the baseline's name
+  std::filesystem::path path;       // absolute
+  ReferenceKind kind = ReferenceKind::kNative;
+  std::string entry;                // entry point for non-native references ("" for native)
+};
+
+struct Task {
+  std::string name;
+  std::string description;
+  Backend backend = Backend::kHost;
+  std::filesystem::path dir;        // the task folder (absolute)
+  std::vector<TensorSpec> inputs;   // in ABI order
+  std::vector<TensorSpec> outputs;  // in ABI order
+  std::vector<ScalarSpec> scalars;  // in ABI order
+  Tolerance tolerance;
+  std::vector<Workload> workloads;
+  std::string flops_formula;        // muparser expression over axis names ("" = unknown)
+  std::string bytes_formula;
+  SourceRef reference;
+  std::vector<SourceRef> baselines;
+  std::vector<TunableParam> params;
+  std::vector<std::string> constraints;  // muparser boolean expressions over param names
+
+  const Workload* FindWorkload(const std::string& name) const;
+  // The baseline speedups are measured against: the first named baseline, else the reference.
+  const SourceRef& Baseline() const;
+  // Concrete shape of a tensor under a workload's axis bindings.
+  std::vector<int64_t> ShapeOf(const TensorSpec& t, const Workload& w) const;
+  // Effective tolerance for an output.
+  Tolerance ToleranceOf(const TensorSpec& output) const;
+};
+
+// A choice of tunable parameter values, name → value.
+using ParamValues = std::map<std::string, std::string>;
+
+}  // namespace kpilot
