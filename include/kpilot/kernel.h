@@ -78,6 +78,12 @@ typedef struct kpilot_scalar {
   } value;
 } kpilot_scalar;
 
+/* The entry point every candidate defines. Declared here so that a definition with another
+ * signature is a compile error rather than a crash at run time. */
+KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
+                                const kpilot_tensor* outputs, int num_outputs,
+                                const kpilot_scalar* scalars, int num_scalars, void* stream);
+
 typedef int (*kpilot_launch_fn)(const kpilot_tensor* inputs, int num_inputs,
                                 const kpilot_tensor* outputs, int num_outputs,
                                 const kpilot_scalar* scalars, int num_scalars, void* stream);

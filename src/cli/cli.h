@@ -1,0 +1,47 @@
+// Shared pieces of kpilot's subcommands: the command table entry, locating kpilot's own files,
+// and turning a Status into a message and an exit code.
+//
+// Exit codes, the same for every subcommand:
+//   0  success (for eval: the candidate passed)
+//   1  the candidate or run did not pass (or kpilot hit an internal error)
+//   2  usage or input error (bad flags, malformed task.toml, missing file)
+//   3  the machine lacks what was asked for (no GPU, no nvcc, …); the message says how to fix it
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.h"
+
+namespace kpilot::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitNotPassed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUnavailable = 3;
+
+// One subcommand: `add` registers it on the app and stores the exit code in *exit_code when it
+// runs. Each lives in its own file (doctor.cc, eval.cc, …).
+struct Command {
+  const char* name;
+  std::function<void(CLI::App& app, int* exit_code)> add;
+};
+
+void AddDoctorCommand(CLI::App& app, int* exit_code);
+void AddEvalCommand(CLI::App& app, int* exit_code);
+
+// Prints "kpilot: <message>" to stderr and returns the exit code for the status.
+int Fail(const Status& s);
+
+// The folder holding this executable.
+std::filesystem::path ExecutableDir();
+// kpilot-runner: $KPILOT_RUNNER, else beside this executable.
+std::filesystem::path RunnerPath();
+// The folder containing kpilot/kernel.h: $KPILOT_INCLUDE_DIR, else ../include beside this
+// executable (installed), else the source tree this kpilot was built from.
+std::filesystem::path IncludeDir();
+
+}  // namespace kpilot::cli

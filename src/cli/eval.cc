@@ -1,0 +1,270 @@
+// kpilot eval TASK_DIR CANDIDATE: compile, check and time one candidate; record it in the store.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "core/fs.h"
+#include "core/sha256.h"
+#include "device/device.h"
+#include "harness/harness.h"
+#include "store/store.h"
+#include "task/formula.h"
+#include "task/loader.h"
+
+namespace kpilot::cli {
+namespace {
+
+struct EvalArgs {
+  std::string task_dir;
+  std::string candidate;
+  std::vector<std::string> workloads;
+  std::string backend;
+  std::vector<std::string> defines;
+  bool json = false;
+  std::string store_dir = ".kpilot";
+  bool no_store = false;
+  bool compile_only = false;
+  bool no_time = false;
+  double timeout_s = 120;
+  std::string arch;
+};
+
+// Parses -D NAME=VALUE against the task's declared params.
+Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string>& defines) {
+  ParamValues params;
+  for (const auto& d : defines) {
+    size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status::InvalidInput("-D " + d + ": expected NAME=VALUE, e.g. -D BLOCK=256");
+    std::string name = d.substr(0, eq), value = d.substr(eq + 1);
+    const TunableParam* p = nullptr;
+    for (const auto& tp : task.params)
+      if (tp.name == name) p = &tp;
+    if (!task.params.empty() && !p) {
+      std::string known;
+      for (const auto& tp : task.params) known += (known.empty() ? "" : ", ") + tp.name;
+      return Status::InvalidInput("-D " + d + ": task " + task.name + " declares no param " + name +
+                                  " (its params: " + known + ")");
+    }
+    if (p && std::find(p->values.begin(), p->values.end(), value) == p->values.end()) {
+      std::string allowed;
+      for (const auto& v : p->values) allowed += (allowed.empty() ? "" : ", ") + v;
+      return Status::InvalidInput("-D " + d + ": " + name + " must be one of " + allowed + " (task.toml [params])");
+    }
+    params[name] = value;
+  }
+  if (!task.constraints.empty() && !params.empty()) {
+    // Unset params take their first declared value for the constraint check, as the candidate's
+    // #ifndef defaults are expected to.
+    ParamValues full = params;
+    for (const auto& tp : task.params)
+      if (!full.count(tp.name) && !tp.values.empty()) full[tp.name] = tp.values.front();
+    auto holds = ConstraintsHold(task.constraints, full);
+    if (!holds.ok()) return holds.status();
+    if (!*holds) return Status::InvalidInput("the -D values violate the task's constraints (task.toml constraints)");
+  }
+  return params;
+}
+
+std::string Pct(const SampleSummary& s) {
+  return s.median > 0 ? fmt::format("{:.1f}%", 100 * s.RelativeHalfWidth()) : "-";
+}
+
+std::string FormatMs(double ms) {
+  if (ms >= 100) return fmt::format("{:.1f} ms", ms);
+  if (ms >= 1) return fmt::format("{:.3f} ms", ms);
+  return fmt::format("{:.2f} µs", ms * 1000);
+}
+
+void PrintTable(const Evaluation& e, const std::string& stored) {
+  std::string params;
+  for (const auto& [k, v] : e.params) params += fmt::format(" {}={}", k, v);
+  std::cout << fmt::format("task       {} ({})\n", e.task, BackendName(e.backend));
+  std::cout << fmt::format("candidate  {}{}\n", e.candidate, params.empty() ? "" : "  params:" + params);
+  std::cout << fmt::format("verdict    {} — {}\n", VerdictName(e.verdict.kind), e.verdict.summary);
+  if (!e.verdict.passed() && e.verdict.evidence.contains("log_excerpt"))
+    std::cout << "compiler log (tail):\n" << e.verdict.evidence["log_excerpt"].get<std::string>() << "\n";
+  if (!e.timings.empty()) {
+    std::cout << fmt::format("\n{:<14} {:>24} {:>24} {:>24}\n", "workload", "candidate (median ± CI)",
+                             fmt::format("{} (median ± CI)", e.baseline), "speedup [95% CI]");
+    for (const auto& t : e.timings)
+      std::cout << fmt::format("{:<14} {:>24} {:>24} {:>24}\n", t.workload,
+                               FormatMs(t.candidate.median) + " ± " + Pct(t.candidate),
+                               FormatMs(t.baseline.median) + " ± " + Pct(t.baseline),
+                               fmt::format("{:.3f}× [{:.3f}, {:.3f}] n={}", t.speedup.ratio, t.speedup.ci.lo,
+                                           t.speedup.ci.hi, t.speedup.n));
+    std::cout << fmt::format("geomean speedup over {}: {:.3f}× [{:.3f}, {:.3f}]\n", e.baseline, e.speedup_geomean,
+                             e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi);
+  }
+  if (!e.compile.resources.empty()) {
+    std::cout << fmt::format("\n{:<40} {:>5} {:>8} {:>7} {:>10}\n", "kernel (ptxas)", "regs", "smem B", "stack B",
+                             "spill st/ld");
+    for (const auto& r : e.compile.resources)
+      std::cout << fmt::format("{:<40} {:>5} {:>8} {:>7} {:>10}\n", r.name.substr(0, 40), r.registers, r.shared_bytes,
+                               r.stack_bytes, fmt::format("{}/{}", r.spill_stores, r.spill_loads));
+  }
+  if (e.backend == Backend::kCuda) std::cout << "SASS       " << e.compile.sass_status << "\n";
+  std::cout << fmt::format("\ntime       compile {:.2f} s{}  run {:.2f} s  total {:.2f} s\n", e.compile_s,
+                           e.compile.cache_hit ? " (cache hit)" : "", e.run_s, e.total_s);
+  if (e.run.leftover_processes_killed > 0)
+    std::cout << fmt::format("sandbox    killed {} process(es) the candidate left behind\n",
+                             e.run.leftover_processes_killed);
+  if (!stored.empty()) std::cout << "stored     " << stored << "\n";
+}
+
+// Records the evaluation; returns "evaluation N in DIR".
+Result<std::string> Record(Store& store, const Task& task, const Evaluation& e) {
+  auto toml = ReadFile(task.dir / "task.toml");
+  TaskRecord tr;
+  tr.name = task.name;
+  tr.dir = task.dir.string();
+  tr.definition_sha = toml.ok() ? Sha256Hex(*toml) : "";
+  auto task_id = store.AddTask(tr);
+  if (!task_id.ok()) return task_id.status();
+  auto source = ReadFile(e.candidate);
+  if (!source.ok()) return source.status();
+  auto source_blob = store.PutBlob(*source);
+  if (!source_blob.ok()) return source_blob.status();
+  CandidateRecord cr;
+  cr.task_id = *task_id;
+  cr.source_path = e.candidate;
+  cr.source_blob = *source_blob;
+  cr.params_json = nlohmann::json(e.params).dump();
+  auto cand_id = store.AddCandidate(cr);
+  if (!cand_id.ok()) return cand_id.status();
+  EvaluationRecord er;
+  er.candidate_id = *cand_id;
+  er.backend = std::string(BackendName(e.backend));
+  er.verdict = std::string(VerdictName(e.verdict.kind));
+  er.speedup = e.speedup_geomean;
+  nlohmann::json full = ToJson(e);
+  auto result_blob = store.PutBlob(full.dump(2));
+  if (!result_blob.ok()) return result_blob.status();
+  er.result_blob = *result_blob;
+  if (!e.compile.log.empty()) {
+    auto b = store.PutBlob(e.compile.log);
+    if (!b.ok()) return b.status();
+    er.log_blob = *b;
+  }
+  if (!e.compile.resources.empty()) {
+    auto b = store.PutBlob(full["compile"]["resources"].dump(2));
+    if (!b.ok()) return b.status();
+    er.ptxas_blob = *b;
+  }
+  if (!e.compile.sass.empty()) {
+    auto b = store.PutBlob(e.compile.sass);
+    if (!b.ok()) return b.status();
+    er.sass_blob = *b;
+  }
+  auto eval_id = store.AddEvaluation(er);
+  if (!eval_id.ok()) return eval_id.status();
+  return fmt::format("evaluation {} in {}", *eval_id, store.dir().string());
+}
+
+int RunEval(const EvalArgs& a) {
+  auto task = LoadTask(a.task_dir);
+  if (!task.ok()) return Fail(task.status());
+  if (!a.backend.empty() && a.backend != BackendName(task->backend))
+    return Fail(Status::InvalidInput("--backend " + a.backend + ": task " + task->name + " is a " +
+                                     std::string(BackendName(task->backend)) + " task"));
+  if (!std::filesystem::exists(a.candidate))
+    return Fail(Status::NotFound(a.candidate + ": no such candidate file"));
+  auto params = ParseDefines(*task, a.defines);
+  if (!params.ok()) return Fail(params.status());
+
+  EvalOptions opt;
+  opt.workloads = a.workloads;
+  opt.params = *params;
+  opt.time = !a.no_time;
+  opt.timeout_s = a.timeout_s;
+  opt.compile.cuda_arch = a.arch;
+  if (task->backend == Backend::kCuda) {
+    std::string why;
+    auto gpus = SystemGpuProbe().List(&why);
+    if (opt.compile.cuda_arch.empty() && !gpus.empty()) opt.compile.cuda_arch = gpus.front().Arch();
+    if (gpus.empty() && !a.compile_only)
+      return Fail(Status::Unavailable("task " + task->name + " needs the cuda backend, but this machine has no usable GPU (" +
+                                      why + "); run it on a machine with an NVIDIA GPU, or add --compile-only to "
+                                      "check that the candidate compiles and see its resource report"));
+  }
+
+  std::unique_ptr<Store> store;
+  std::optional<TempDir> scratch;
+  std::filesystem::path cache_dir;
+  if (!a.no_store) {
+    auto s = Store::Open(a.store_dir);
+    if (!s.ok()) return Fail(s.status());
+    store = std::move(s).value();
+    cache_dir = store->dir() / "cache";
+  } else {
+    auto t = TempDir::Create("kpilot-cache-");
+    if (!t.ok()) return Fail(t.status());
+    scratch.emplace(std::move(t).value());
+    cache_dir = scratch->path();
+  }
+  auto toolchain = MakeSystemToolchain(cache_dir, IncludeDir());
+
+  if (a.compile_only) {
+    if (!a.json) std::cerr << "kpilot: compiling " << a.candidate << " …\n";
+    auto c = toolchain->Compile(a.candidate, *params, opt.compile);
+    if (!c.ok()) return Fail(c.status());
+    Evaluation e;
+    e.task = task->name;
+    e.candidate = a.candidate;
+    e.params = *params;
+    e.backend = task->backend;
+    e.compile = *c;
+    e.compile_s = c->seconds;
+    e.total_s = c->seconds;
+    e.verdict.kind = c->ok ? VerdictKind::kPassed : VerdictKind::kCompileError;
+    e.verdict.summary = c->ok ? "compiled (not run: --compile-only)" : "the candidate does not compile: " + c->first_error;
+    if (!c->ok) e.verdict.evidence = {{"first_error", c->first_error}, {"log_excerpt", Tail(c->log, 2000)}};
+    if (a.json) std::cout << ToJson(e).dump(2) << "\n";
+    else PrintTable(e, "");
+    return c->ok ? kExitOk : kExitNotPassed;
+  }
+
+  if (!a.json) std::cerr << "kpilot: evaluating " << a.candidate << " on " << task->name << " (compile, check "
+                         << opt.seeds.size() << " seeds per workload, time) …\n";
+  Evaluator evaluator(*toolchain, SystemProcessRunner(), RunnerPath());
+  auto e = evaluator.Evaluate(*task, a.candidate, opt);
+  if (!e.ok()) return Fail(e.status());
+  std::string stored;
+  if (store) {
+    auto rec = Record(*store, *task, *e);
+    if (!rec.ok()) return Fail(rec.status().WithContext("recording the evaluation in " + store->dir().string()));
+    stored = *rec;
+  }
+  if (a.json) {
+    nlohmann::json j = ToJson(*e);
+    if (!stored.empty()) j["stored"] = stored;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    PrintTable(*e, stored);
+  }
+  return e->verdict.passed() ? kExitOk : kExitNotPassed;
+}
+
+}  // namespace
+
+void AddEvalCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<EvalArgs>();
+  auto* cmd = app.add_subcommand("eval", "Compile, check and time one candidate against a task's reference");
+  cmd->add_option("task_dir", a->task_dir, "Task folder (holding task.toml)")->required();
+  cmd->add_option("candidate", a->candidate, "Candidate source (.cpp for host tasks, .cu for cuda tasks)")->required();
+  cmd->add_option("--workload", a->workloads, "Only these workloads (repeatable)");
+  cmd->add_option("--backend", a->backend, "Expected backend (host|cuda); must match the task")
+      ->check(CLI::IsMember({"host", "cuda"}));
+  cmd->add_option("-D", a->defines, "Tunable parameter NAME=VALUE (repeatable)");
+  cmd->add_flag("--json", a->json, "Print the full evaluation as JSON");
+  cmd->add_option("--store", a->store_dir, "Store folder")->capture_default_str();
+  cmd->add_flag("--no-store", a->no_store, "Do not record this evaluation");
+  cmd->add_flag("--compile-only", a->compile_only, "Only compile and report resources (works without a GPU)");
+  cmd->add_flag("--no-time", a->no_time, "Check correctness only, skip timing");
+  cmd->add_option("--timeout", a->timeout_s, "Wall-clock limit of the run in seconds")->capture_default_str();
+  cmd->add_option("--arch", a->arch, "CUDA target, e.g. sm_90a (default: the visible GPU's, else sm_90a)");
+  cmd->callback([a, exit_code]() { *exit_code = RunEval(*a); });
+}
+
+}  // namespace kpilot::cli

@@ -1,0 +1,29 @@
+// kpilot: optimizes GPU kernels in a closed loop. See README.md.
+#include <iostream>
+
+#include "cli/cli.h"
+
+namespace {
+
+// The subcommands, in the order `kpilot --help` lists them.
+const kpilot::cli::Command kCommands[] = {
+    {"doctor", kpilot::cli::AddDoctorCommand},
+    {"eval", kpilot::cli::AddEvalCommand},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kpilot — closed-loop GPU kernel optimization (task → candidate → compile → run → verdict)"};
+  app.set_version_flag("--version", "kpilot 0.1.0");
+  app.require_subcommand(1);
+  int exit_code = 0;
+  for (const auto& c : kCommands) c.add(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kpilot::cli::kExitUsage;
+  }
+  return exit_code;
+}

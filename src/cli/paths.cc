@@ -1,0 +1,35 @@
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/cli.h"
+
+namespace kpilot::cli {
+
+int Fail(const Status& s) {
+  std::cerr << "kpilot: " << s.message() << "\n";
+  return ExitCodeFor(s);
+}
+
+std::filesystem::path ExecutableDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return std::filesystem::current_path();
+  buf[n] = 0;
+  return std::filesystem::path(buf).parent_path();
+}
+
+std::filesystem::path RunnerPath() {
+  if (const char* env = std::getenv("KPILOT_RUNNER"); env && *env) return env;
+  return ExecutableDir() / "kpilot-runner";
+}
+
+std::filesystem::path IncludeDir() {
+  if (const char* env = std::getenv("KPILOT_INCLUDE_DIR"); env && *env) return env;
+  std::filesystem::path installed = ExecutableDir().parent_path() / "include";
+  if (std::filesystem::exists(installed / "kpilot" / "kernel.h")) return installed;
+  return std::filesystem::path(KPILOT_SOURCE_DIR) / "include";
+}
+
+}  // namespace kpilot::cli

@@ -1,0 +1,147 @@
+#include <chrono>
+
+#include "core/fs.h"
+#include "harness/harness.h"
+
+namespace kpilot {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+RunTensor ToRunTensor(const Task& task, const TensorSpec& spec, const Workload& w, bool is_output) {
+  RunTensor t;
+  t.name = spec.name;
+  t.dtype = spec.dtype;
+  t.shape = task.ShapeOf(spec, w);
+  t.init = spec.init;
+  if (is_output) t.tolerance = task.ToleranceOf(spec);
+  return t;
+}
+
+}  // namespace
+
+Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
+  RunRequest req;
+  req.backend = task.backend;
+  req.scalars = task.scalars;
+  for (const auto& name : opt.workloads)
+    if (!task.FindWorkload(name)) {
+      std::string known;
+      for (const auto& w : task.workloads) known += (known.empty() ? "" : ", ") + w.name;
+      return Status::InvalidInput("--workload " + name + ": task " + task.name + " has no such workload (it has: " +
+                                  known + ")");
+    }
+  for (const auto& w : task.workloads) {
+    if (!opt.workloads.empty() &&
+        std::find(opt.workloads.begin(), opt.workloads.end(), w.name) == opt.workloads.end())
+      continue;
+    RunWorkload rw;
+    rw.name = w.name;
+    for (const auto& in : task.inputs) rw.inputs.push_back(ToRunTensor(task, in, w, false));
+    for (const auto& out : task.outputs) rw.outputs.push_back(ToRunTensor(task, out, w, true));
+    for (const auto& s : task.scalars) {
+      auto it = w.scalar_values.find(s.name);
+      rw.scalar_values.push_back(it == w.scalar_values.end() ? s.value : it->second);
+    }
+    req.workloads.push_back(std::move(rw));
+  }
+  req.seeds = opt.seeds;
+  req.time = opt.time;
+  req.timing = opt.timing;
+  req.timeout_s = opt.timeout_s;
+  req.sandbox = opt.sandbox;
+  req.address_space_bytes = opt.address_space_bytes;
+  return req;
+}
+
+Evaluator::Evaluator(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe)
+    : toolchain_(toolchain), processes_(processes), runner_exe_(std::move(runner_exe)) {}
+
+Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::path& candidate,
+                                       const EvalOptions& opt) {
+  auto t_start = std::chrono::steady_clock::now();
+  Evaluation e;
+  e.task = task.name;
+  e.candidate = candidate.string();
+  e.params = opt.params;
+  e.backend = task.backend;
+  e.baseline = task.Baseline().name;
+
+  std::string want_ext = task.backend == Backend::kCuda ? ".cu" : ".cpp";
+  if (candidate.extension() != want_ext)
+    return Status::InvalidInput(candidate.string() + ": task " + task.name + " uses the " +
+                                std::string(BackendName(task.backend)) + " backend, so candidates are " + want_ext +
+                                " files");
+  auto request = BuildRunRequest(task, opt);
+  if (!request.ok()) return request.status();
+
+  // The reference and baseline are the task's: a failure to compile them is the task's fault.
+  CompileOptions ref_opts = opt.compile;
+  ref_opts.want_sass = false;
+  auto reference = toolchain_.Compile(task.reference.path, {}, ref_opts);
+  if (!reference.ok()) return reference.status();
+  if (!reference->ok)
+    return Status::InvalidInput("the task's reference " + task.reference.path.string() +
+                                " does not compile: " + reference->first_error);
+  std::filesystem::path baseline_object = reference->object;
+  if (!task.baselines.empty()) {
+    auto base = toolchain_.Compile(task.Baseline().path, {}, ref_opts);
+    if (!base.ok()) return base.status();
+    if (!base->ok)
+      return Status::InvalidInput("the task's baseline " + task.Baseline().path.string() +
+                                  " does not compile: " + base->first_error);
+    baseline_object = base->object;
+  }
+  auto compiled = toolchain_.Compile(candidate, opt.params, opt.compile);
+  if (!compiled.ok()) return compiled.status();
+  e.compile = *compiled;
+  e.compile_s = SecondsSince(t_start);
+  if (!compiled->ok) {
+    e.verdict.kind = VerdictKind::kCompileError;
+    e.verdict.summary = compiled->timed_out ? "the compiler timed out" : "the candidate does not compile: " + compiled->first_error;
+    e.verdict.evidence = {{"first_error", compiled->first_error}, {"log_excerpt", Tail(compiled->log, 2000)},
+                          {"timed_out", compiled->timed_out}};
+    e.total_s = SecondsSince(t_start);
+    return e;
+  }
+
+  request->reference_object = reference->object.string();
+  request->baseline_object = baseline_object.string();
+  request->candidate_object = compiled->object.string();
+
+  auto workdir = TempDir::Create("kpilot-run-");
+  if (!workdir.ok()) return workdir.status();
+  std::filesystem::path request_path = workdir->path() / "request.json";
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(request_path, ToJson(*request).dump()));
+
+  ProcessSpec spec;
+  spec.argv = {runner_exe_.string(), "--request", request_path.string()};
+  spec.cwd = workdir->path();
+  spec.env = ScrubbedEnvironment();
+  spec.timeout_s = opt.timeout_s + 30;  // backstop: the runner enforces opt.timeout_s itself
+  auto t_run = std::chrono::steady_clock::now();
+  auto proc = processes_.Run(spec);
+  e.run_s = SecondsSince(t_run);
+  if (!proc.ok()) return proc.status().WithContext("starting kpilot-runner");
+
+  RunResult run;
+  nlohmann::json j = nlohmann::json::parse(proc->out, nullptr, false);
+  auto parsed = j.is_discarded() ? Result<RunResult>(Status::Internal("no JSON")) : RunResultFromJson(j);
+  if (!parsed.ok()) {
+    // The supervisor always prints a result; without one it was itself killed (the backstop).
+    run.status = proc->timed_out ? "timeout" : "runtime_error";
+    run.message = "kpilot-runner ended without a result (" + proc->Describe(spec.timeout_s) + "): " + Tail(proc->err, 500);
+  } else {
+    run = std::move(parsed).value();
+  }
+  if (run.status == "error") return Status::InvalidInput(run.message);
+  e.run = run;
+  e.verdict = VerdictFromRun(run);
+  if (e.verdict.passed()) SummarizeTimings(run, &e);
+  e.total_s = SecondsSince(t_start);
+  return e;
+}
+
+}  // namespace kpilot

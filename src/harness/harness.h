@@ -1,0 +1,99 @@
+// The host side of an evaluation: compile reference, baseline and candidate; spawn
+// kpilot-runner in a fresh directory; turn its JSON into a Verdict with evidence and paired
+// timing statistics.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/stats.h"
+#include "core/subprocess.h"
+#include "runner/protocol.h"
+#include "task/task.h"
+#include "toolchain/toolchain.h"
+
+namespace kpilot {
+
+enum class VerdictKind { kCompileError, kRuntimeError, kTimeout, kIncorrect, kSuspicious, kPassed };
+std::string_view VerdictName(VerdictKind k);  // "compile_error", …, "passed"
+
+// What happened to a candidate, as data. `summary` is one plain sentence; `evidence` holds the
+// numbers (log excerpt, max abs/rel error and first bad index, signal, …).
+struct Verdict {
+  VerdictKind kind = VerdictKind::kRuntimeError;
+  std::string summary;
+  nlohmann::json evidence = nlohmann::json::object();
+  bool passed() const { return kind == VerdictKind::kPassed; }
+};
+
+// Timing of one workload. Times in milliseconds; speedup = baseline / candidate, paired.
+struct WorkloadTiming {
+  std::string workload;
+  SampleSummary candidate;
+  SampleSummary baseline;
+  PairedRatio speedup;
+  std::vector<double> candidate_ms;  // every sample
+  std::vector<double> baseline_ms;
+  std::string method;
+};
+
+struct Evaluation {
+  Verdict verdict;
+  std::string task;
+  std::string candidate;             // the source path as given
+  ParamValues params;
+  Backend backend = Backend::kHost;
+  std::string baseline;              // name of what speedups are measured against
+  CompileOutput compile;             // the candidate's compile
+  std::vector<WorkloadTiming> timings;
+  double speedup_geomean = 0;        // over workloads; 0 unless passed with timing
+  Interval speedup_geomean_ci;       // geometric means of the per-workload CI bounds
+  RunResult run;                     // the runner's raw result
+  double compile_s = 0;              // wall seconds: compiling all objects
+  double run_s = 0;                  // wall seconds: the runner
+  double total_s = 0;
+};
+
+nlohmann::json ToJson(const Evaluation& e);
+
+// Pure: the verdict for a runner result (status "error" is not a verdict: it is returned as a
+// non-ok Status by Evaluate, since the task or kpilot is at fault, not the candidate).
+Verdict VerdictFromRun(const RunResult& run);
+// Pure: per-workload statistics and the geometric mean from the runner's samples.
+void SummarizeTimings(const RunResult& run, Evaluation* e);
+
+struct EvalOptions {
+  std::vector<std::string> workloads;   // empty = all of the task's workloads
+  ParamValues params;                   // -D values for the candidate
+  CompileOptions compile;
+  std::vector<uint64_t> seeds = {1, 2, 3};
+  bool time = true;
+  TimingConfig timing;
+  double timeout_s = 120;               // the runner's wall-clock limit
+  bool sandbox = true;
+  int64_t address_space_bytes = 16ll << 30;  // host backend RLIMIT_AS
+};
+
+class Evaluator {
+ public:
+  // `runner_exe` is the kpilot-runner binary. Both references are borrowed.
+  Evaluator(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe);
+
+  // Evaluates `candidate` (a source file) on `task`. Every candidate failure is a Verdict in
+  // the Evaluation; a non-ok Status means the task, options or machine are at fault (unknown
+  // workload, a reference that does not compile, a missing compiler, a runner that cannot start).
+  Result<Evaluation> Evaluate(const Task& task, const std::filesystem::path& candidate, const EvalOptions& options);
+
+ private:
+  Toolchain& toolchain_;
+  ProcessRunner& processes_;
+  std::filesystem::path runner_exe_;
+};
+
+// Builds the runner request for `task` (pure; exposed for tests).
+Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& options);
+
+}  // namespace kpilot

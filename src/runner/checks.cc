@@ -1,0 +1,120 @@
+#include "runner/checks.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace kpilot {
+
+int64_t Numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+void FillInit(DType dtype, const InitSpec& init, uint64_t seed, uint64_t stream_id, void* data, int64_t n) {
+  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
+                    static_cast<uint32_t>(stream_id), 0x6b70696cu};
+  std::mt19937_64 rng(seq);
+  auto* bytes = static_cast<unsigned char*>(data);
+  size_t size = DTypeSize(dtype);
+  switch (init.kind) {
+    case InitKind::kNormal: {
+      std::normal_distribution<double> d(init.a, init.b);
+      for (int64_t i = 0; i < n; ++i) StoreFromDouble(dtype, d(rng), bytes + i * size);
+      break;
+    }
+    case InitKind::kUniform: {
+      std::uniform_real_distribution<double> d(init.a, init.b);
+      for (int64_t i = 0; i < n; ++i) StoreFromDouble(dtype, d(rng), bytes + i * size);
+      break;
+    }
+    case InitKind::kRandint: {
+      std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(init.a), static_cast<int64_t>(init.b) - 1);
+      for (int64_t i = 0; i < n; ++i) StoreFromDouble(dtype, static_cast<double>(d(rng)), bytes + i * size);
+      break;
+    }
+    case InitKind::kRange:
+      for (int64_t i = 0; i < n; ++i) StoreFromDouble(dtype, init.a + static_cast<double>(i) * init.b, bytes + i * size);
+      break;
+    case InitKind::kConstant:
+      for (int64_t i = 0; i < n; ++i) StoreFromDouble(dtype, init.a, bytes + i * size);
+      break;
+  }
+}
+
+void Poison(DType dtype, void* data, int64_t n) {
+  if (!IsFloat(dtype)) {
+    std::memset(data, 0x5A, static_cast<size_t>(n) * DTypeSize(dtype));
+    return;
+  }
+  size_t size = DTypeSize(dtype);
+  unsigned char nan_bits[8];
+  StoreFromDouble(dtype, NAN, nan_bits);
+  auto* p = static_cast<unsigned char*>(data);
+  for (int64_t i = 0; i < n; ++i) std::memcpy(p + i * size, nan_bits, size);
+}
+
+void FillGuard(void* data, size_t bytes) { std::memset(data, kGuardByte, bytes); }
+
+bool GuardIntact(const void* data, size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i)
+    if (p[i] != kGuardByte) return false;
+  return true;
+}
+
+CheckRecord CompareOutput(DType dtype, const void* out, const void* ref, int64_t n, const Tolerance& tol) {
+  CheckRecord rec;
+  rec.numel = n;
+  const auto* o = static_cast<const unsigned char*>(out);
+  const auto* r = static_cast<const unsigned char*>(ref);
+  size_t size = DTypeSize(dtype);
+  bool is_float = IsFloat(dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    bool match;
+    double c, e;
+    if (!is_float) {
+      // Integers compare exactly by value (bools by truthiness of a valid 0/1 byte).
+      match = std::memcmp(o + i * size, r + i * size, size) == 0;
+      c = LoadAsDouble(dtype, o + i * size);
+      e = LoadAsDouble(dtype, r + i * size);
+      if (dtype == DType::kBool && o[i] > 1) match = false;
+      double abs_err = std::fabs(c - e);
+      rec.max_abs_error = std::max(rec.max_abs_error, abs_err);
+      if (e != 0) rec.max_rel_error = std::max(rec.max_rel_error, abs_err / std::fabs(e));
+    } else {
+      c = LoadAsDouble(dtype, o + i * size);
+      e = LoadAsDouble(dtype, r + i * size);
+      if (std::isnan(e)) {
+        match = std::isnan(c);
+      } else if (std::isinf(e)) {
+        match = c == e;
+      } else if (!std::isfinite(c)) {
+        match = false;
+      } else {
+        double abs_err = std::fabs(c - e);
+        match = abs_err <= tol.atol + tol.rtol * std::fabs(e);
+        rec.max_abs_error = std::max(rec.max_abs_error, abs_err);
+        if (e != 0) rec.max_rel_error = std::max(rec.max_rel_error, abs_err / std::fabs(e));
+      }
+      if (!std::isfinite(c) && std::isfinite(e)) {
+        rec.max_abs_error = INFINITY;
+        rec.max_rel_error = INFINITY;
+      }
+    }
+    if (!match) {
+      if (rec.mismatches == 0) {
+        rec.first_bad_index = i;
+        rec.first_bad_value = c;
+        rec.first_bad_expected = e;
+      }
+      ++rec.mismatches;
+    }
+  }
+  double allowed = (1.0 - tol.matched_ratio) * static_cast<double>(n);
+  rec.ok = static_cast<double>(rec.mismatches) <= allowed + 1e-9;
+  return rec;
+}
+
+}  // namespace kpilot

@@ -1,0 +1,33 @@
+// A loaded candidate, reference or baseline shared object.
+//
+// The handle is deliberately never dlclose'd: a candidate may leave threads running in a library
+// it pulled in (OpenMP's thread pool keeps spinning after a parallel region), and unloading that
+// library under them crashes the process. The runner lives for one evaluation, so the process
+// exit releases everything.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#define KPILOT_NO_ABI_EXPORT
+#include "kpilot/kernel.h"
+#include "core/status.h"
+
+namespace kpilot {
+
+class KernelObject {
+ public:
+  // Loads `path` (RTLD_NOW | RTLD_LOCAL), checks `kpilot_abi_version()` against
+  // KPILOT_ABI_VERSION and resolves `kpilot_launch`. The error says what is wrong and how to fix
+  // it: unloadable object (dlerror), missing entry symbol (with a hint when only a C++-mangled
+  // one exists), missing or mismatched ABI version. `role` ("candidate", …) names it in messages.
+  static Result<KernelObject> Open(const std::string& path, const std::string& role);
+
+  kpilot_launch_fn launch() const { return launch_; }
+
+ private:
+  void* handle_ = nullptr;  // never closed, see above
+  kpilot_launch_fn launch_ = nullptr;
+};
+
+}  // namespace kpilot

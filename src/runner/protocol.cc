@@ -1,0 +1,222 @@
+#include "runner/protocol.h"
+
+namespace kpilot {
+namespace {
+
+using nlohmann::json;
+
+InitKind InitKindFromName(const std::string& s) {
+  for (InitKind k : {InitKind::kNormal, InitKind::kUniform, InitKind::kRandint, InitKind::kRange, InitKind::kConstant})
+    if (InitKindName(k) == s) return k;
+  throw std::runtime_error("unknown init kind \"" + s + "\"");
+}
+
+DType DTypeFromName(const std::string& s) {
+  auto d = ParseDType(s);
+  if (!d) throw std::runtime_error("unknown dtype \"" + s + "\"");
+  return *d;
+}
+
+json TensorJson(const RunTensor& t) {
+  return {{"name", t.name},
+          {"dtype", DTypeName(t.dtype)},
+          {"shape", t.shape},
+          {"init", {{"kind", InitKindName(t.init.kind)}, {"a", t.init.a}, {"b", t.init.b}}},
+          {"tolerance", {{"atol", t.tolerance.atol}, {"rtol", t.tolerance.rtol},
+                         {"matched_ratio", t.tolerance.matched_ratio}}}};
+}
+
+RunTensor TensorFromJson(const json& j) {
+  RunTensor t;
+  t.name = j.at("name").get<std::string>();
+  t.dtype = DTypeFromName(j.at("dtype").get<std::string>());
+  t.shape = j.at("shape").get<std::vector<int64_t>>();
+  const json& init = j.at("init");
+  t.init.kind = InitKindFromName(init.at("kind").get<std::string>());
+  t.init.a = init.at("a").get<double>();
+  t.init.b = init.at("b").get<double>();
+  const json& tol = j.at("tolerance");
+  t.tolerance.atol = tol.at("atol").get<double>();
+  t.tolerance.rtol = tol.at("rtol").get<double>();
+  t.tolerance.matched_ratio = tol.at("matched_ratio").get<double>();
+  return t;
+}
+
+// nlohmann refuses NaN/Inf in JSON output (writes null); errors can be infinite, so encode them.
+json Num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+double NumFrom(const json& j) {
+  if (j.is_string()) {
+    std::string s = j.get<std::string>();
+    if (s == "nan") return NAN;
+    if (s == "inf") return INFINITY;
+    if (s == "-inf") return -INFINITY;
+    throw std::runtime_error("bad number \"" + s + "\"");
+  }
+  if (j.is_null()) return NAN;
+  return j.get<double>();
+}
+
+}  // namespace
+
+json ToJson(const RunRequest& r) {
+  json workloads = json::array();
+  for (const auto& w : r.workloads) {
+    json ins = json::array(), outs = json::array();
+    for (const auto& t : w.inputs) ins.push_back(TensorJson(t));
+    for (const auto& t : w.outputs) outs.push_back(TensorJson(t));
+    workloads.push_back({{"name", w.name}, {"inputs", ins}, {"outputs", outs}, {"scalar_values", w.scalar_values}});
+  }
+  json scalars = json::array();
+  for (const auto& s : r.scalars) scalars.push_back({{"name", s.name}, {"dtype", DTypeName(s.dtype)}});
+  return {{"version", kRunnerProtocolVersion},
+          {"backend", BackendName(r.backend)},
+          {"reference_object", r.reference_object},
+          {"candidate_object", r.candidate_object},
+          {"baseline_object", r.baseline_object},
+          {"scalars", scalars},
+          {"workloads", workloads},
+          {"seeds", r.seeds},
+          {"time", r.time},
+          {"timing", {{"warmup", r.timing.warmup}, {"min_reps", r.timing.min_reps},
+                      {"max_reps", r.timing.max_reps}, {"max_seconds", r.timing.max_seconds},
+                      {"target_rel_ci", r.timing.target_rel_ci}}},
+          {"timeout_s", r.timeout_s},
+          {"cpu_seconds", r.cpu_seconds},
+          {"file_bytes", r.file_bytes},
+          {"address_space_bytes", r.address_space_bytes},
+          {"sandbox", r.sandbox}};
+}
+
+Result<RunRequest> RunRequestFromJson(const json& j) {
+  try {
+    RunRequest r;
+    int v = j.at("version").get<int>();
+    if (v != kRunnerProtocolVersion)
+      return Status::InvalidInput("runner request has protocol version " + std::to_string(v) +
+                                  ", this runner speaks " + std::to_string(kRunnerProtocolVersion) +
+                                  " — use the kpilot-runner installed with this kpilot");
+    std::string backend = j.at("backend").get<std::string>();
+    if (backend != "host" && backend != "cuda") return Status::InvalidInput("runner request: unknown backend " + backend);
+    r.backend = backend == "cuda" ? Backend::kCuda : Backend::kHost;
+    r.reference_object = j.at("reference_object").get<std::string>();
+    r.candidate_object = j.at("candidate_object").get<std::string>();
+    r.baseline_object = j.at("baseline_object").get<std::string>();
+    for (const auto& s : j.at("scalars")) {
+      ScalarSpec spec;
+      spec.name = s.at("name").get<std::string>();
+      spec.dtype = DTypeFromName(s.at("dtype").get<std::string>());
+      r.scalars.push_back(spec);
+    }
+    for (const auto& wj : j.at("workloads")) {
+      RunWorkload w;
+      w.name = wj.at("name").get<std::string>();
+      for (const auto& t : wj.at("inputs")) w.inputs.push_back(TensorFromJson(t));
+      for (const auto& t : wj.at("outputs")) w.outputs.push_back(TensorFromJson(t));
+      w.scalar_values = wj.at("scalar_values").get<std::vector<double>>();
+      if (w.scalar_values.size() != r.scalars.size())
+        return Status::InvalidInput("runner request: workload " + w.name + " has " +
+                                    std::to_string(w.scalar_values.size()) + " scalar values for " +
+                                    std::to_string(r.scalars.size()) + " scalars");
+      r.workloads.push_back(std::move(w));
+    }
+    r.seeds = j.at("seeds").get<std::vector<uint64_t>>();
+    r.time = j.at("time").get<bool>();
+    const json& t = j.at("timing");
+    r.timing.warmup = t.at("warmup").get<int>();
+    r.timing.min_reps = t.at("min_reps").get<int>();
+    r.timing.max_reps = t.at("max_reps").get<int>();
+    r.timing.max_seconds = t.at("max_seconds").get<double>();
+    r.timing.target_rel_ci = t.at("target_rel_ci").get<double>();
+    r.timeout_s = j.at("timeout_s").get<double>();
+    r.cpu_seconds = j.at("cpu_seconds").get<double>();
+    r.file_bytes = j.at("file_bytes").get<int64_t>();
+    r.address_space_bytes = j.at("address_space_bytes").get<int64_t>();
+    r.sandbox = j.at("sandbox").get<bool>();
+    return r;
+  } catch (const std::exception& e) {
+    return Status::InvalidInput(std::string("runner request: ") + e.what());
+  }
+}
+
+json ToJson(const RunResult& r) {
+  json checks = json::array();
+  for (const auto& c : r.checks)
+    checks.push_back({{"workload", c.workload}, {"seed", c.seed}, {"output", c.output}, {"numel", c.numel},
+                      {"mismatches", c.mismatches}, {"max_abs_error", Num(c.max_abs_error)},
+                      {"max_rel_error", Num(c.max_rel_error)}, {"first_bad_index", c.first_bad_index},
+                      {"first_bad_value", Num(c.first_bad_value)},
+                      {"first_bad_expected", Num(c.first_bad_expected)},
+                      {"guards_intact", c.guards_intact}, {"ok", c.ok}});
+  json timings = json::array();
+  for (const auto& t : r.timings)
+    timings.push_back({{"workload", t.workload}, {"candidate_ms", t.candidate_ms},
+                       {"baseline_ms", t.baseline_ms}, {"method", t.method}});
+  return {{"kpilot_result_version", r.version},
+          {"status", r.status},
+          {"message", r.message},
+          {"phase", r.phase},
+          {"checks", checks},
+          {"timings", timings},
+          {"candidate_stdout_tail", r.candidate_stdout_tail},
+          {"candidate_stderr_tail", r.candidate_stderr_tail},
+          {"sandbox", {{"pid_namespace", r.pid_namespace}, {"net_namespace", r.net_namespace},
+                       {"leftover_processes_killed", r.leftover_processes_killed}}},
+          {"exit_signal", r.exit_signal},
+          {"wall_s", r.wall_s}};
+}
+
+Result<RunResult> RunResultFromJson(const json& j) {
+  try {
+    RunResult r;
+    r.version = j.at("kpilot_result_version").get<int>();
+    if (r.version != kRunnerProtocolVersion)
+      return Status::Internal("runner result has version " + std::to_string(r.version) + ", expected " +
+                              std::to_string(kRunnerProtocolVersion));
+    r.status = j.at("status").get<std::string>();
+    r.message = j.value("message", "");
+    r.phase = j.value("phase", "");
+    for (const auto& c : j.at("checks")) {
+      CheckRecord k;
+      k.workload = c.at("workload").get<std::string>();
+      k.seed = c.at("seed").get<uint64_t>();
+      k.output = c.at("output").get<std::string>();
+      k.numel = c.at("numel").get<int64_t>();
+      k.mismatches = c.at("mismatches").get<int64_t>();
+      k.max_abs_error = NumFrom(c.at("max_abs_error"));
+      k.max_rel_error = NumFrom(c.at("max_rel_error"));
+      k.first_bad_index = c.at("first_bad_index").get<int64_t>();
+      k.first_bad_value = NumFrom(c.at("first_bad_value"));
+      k.first_bad_expected = NumFrom(c.at("first_bad_expected"));
+      k.guards_intact = c.at("guards_intact").get<bool>();
+      k.ok = c.at("ok").get<bool>();
+      r.checks.push_back(k);
+    }
+    for (const auto& t : j.at("timings")) {
+      TimingRecord k;
+      k.workload = t.at("workload").get<std::string>();
+      k.candidate_ms = t.at("candidate_ms").get<std::vector<double>>();
+      k.baseline_ms = t.at("baseline_ms").get<std::vector<double>>();
+      k.method = t.value("method", "");
+      r.timings.push_back(std::move(k));
+    }
+    r.candidate_stdout_tail = j.value("candidate_stdout_tail", "");
+    r.candidate_stderr_tail = j.value("candidate_stderr_tail", "");
+    if (j.contains("sandbox")) {
+      const json& s = j.at("sandbox");
+      r.pid_namespace = s.value("pid_namespace", false);
+      r.net_namespace = s.value("net_namespace", false);
+      r.leftover_processes_killed = s.value("leftover_processes_killed", 0);
+    }
+    r.exit_signal = j.value("exit_signal", 0);
+    r.wall_s = j.value("wall_s", 0.0);
+    return r;
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("runner result is malformed: ") + e.what());
+  }
+}
+
+}  // namespace kpilot

@@ -1,0 +1,234 @@
+#include "runner/supervisor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "core/fs.h"
+
+namespace kpilot {
+namespace {
+
+constexpr int kResultFd = 517;  // where the worker writes; far from what candidates open
+constexpr size_t kMaxResultBytes = 64u << 20;
+
+class PipeReporter : public PhaseReporter {
+ public:
+  void Phase(const std::string& phase, const std::string& detail) override {
+    std::string line = "phase " + phase + (detail.empty() ? "" : " " + detail) + "\n";
+    WriteAll(line);
+  }
+  static void WriteAll(const std::string& s) {
+    size_t off = 0;
+    while (off < s.size()) {
+      ssize_t n = write(kResultFd, s.data() + off, s.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      off += static_cast<size_t>(n);
+    }
+  }
+};
+
+void SetLimit(int resource, rlim_t soft, rlim_t hard) {
+  rlimit rl{soft, hard};
+  setrlimit(resource, &rl);
+}
+
+[[noreturn]] void WorkerMain(const RunRequest& req, const WorkerFn& worker) {
+  double cpu = req.cpu_seconds > 0 ? req.cpu_seconds : std::max(10.0, req.timeout_s * 4);
+  SetLimit(RLIMIT_CPU, static_cast<rlim_t>(cpu), static_cast<rlim_t>(cpu) + 5);
+  SetLimit(RLIMIT_FSIZE, static_cast<rlim_t>(req.file_bytes), static_cast<rlim_t>(req.file_bytes));
+  if (req.backend == Backend::kHost && req.address_space_bytes > 0)
+    SetLimit(RLIMIT_AS, static_cast<rlim_t>(req.address_space_bytes), static_cast<rlim_t>(req.address_space_bytes));
+  SetLimit(RLIMIT_CORE, 0, 0);
+  signal(SIGXFSZ, SIG_IGN);  // writes past the size limit fail with EFBIG instead of killing us
+  signal(SIGPIPE, SIG_IGN);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+  int out = open("candidate.stdout", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int err = open("candidate.stderr", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (out >= 0) dup2(out, 1);
+  if (err >= 0) dup2(err, 2);
+  PipeReporter reporter;
+  RunResult result = worker(req, reporter);
+  PipeReporter::WriteAll("result " + ToJson(result).dump() + "\n");
+  // _exit: candidates' static destructors and atexit handlers must not run after the report.
+  _exit(0);
+}
+
+// Pids of this process's direct children, from /proc (works with or without CONFIG_PROC_CHILDREN).
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    char* end;
+    long pid = strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0) continue;
+    auto stat = ReadFile("/proc/" + std::string(e->d_name) + "/stat");
+    if (!stat.ok()) continue;
+    size_t close_paren = stat->rfind(')');
+    if (close_paren == std::string::npos) continue;
+    char state;
+    long ppid;
+    if (sscanf(stat->c_str() + close_paren + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent)
+      out.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(d);
+  return out;
+}
+
+// Kills and reaps every descendant the worker left behind. Orphans reparent to us (subreaper),
+// so repeat until none is left. Returns how many were killed.
+int KillLeftovers() {
+  int killed = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::vector<pid_t> kids = ChildrenOf(getpid());
+    for (pid_t k : kids)
+      if (kill(k, SIGKILL) == 0) ++killed;
+    int st;
+    while (waitpid(-1, &st, WNOHANG) > 0) {
+    }
+    if (kids.empty() && waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD) break;
+    usleep(2000);
+  }
+  return killed;
+}
+
+std::string FileTail(const char* path, size_t max_bytes) {
+  auto text = ReadFile(path);
+  return text.ok() ? Tail(*text, max_bytes) : std::string();
+}
+
+std::string SignalName(int sig) {
+  const char* s = strsignal(sig);
+  return std::to_string(sig) + " (" + (s ? s : "?") + ")";
+}
+
+}  // namespace
+
+int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
+  auto start = std::chrono::steady_clock::now();
+  RunResult synthesized;
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (req.sandbox) {
+    synthesized.pid_namespace = unshare(CLONE_NEWPID) == 0;
+    synthesized.net_namespace = unshare(CLONE_NEWNET) == 0;
+  }
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    std::perror("kpilot-runner: pipe");
+    return 1;
+  }
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("kpilot-runner: fork");
+    return 1;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], kResultFd);
+    close(fds[1]);
+    WorkerMain(req, worker);
+  }
+  close(fds[1]);
+  fcntl(fds[0], F_SETFL, O_NONBLOCK);
+
+  std::string buffer, last_phase, result_line;
+  bool exited = false, timed_out = false;
+  int status = 0;
+  char chunk[65536];
+  for (;;) {
+    // Read what is there; the worker's children may hold the pipe open, so never wait for EOF.
+    for (;;) {
+      ssize_t n = read(fds[0], chunk, sizeof(chunk));
+      if (n <= 0) break;
+      if (buffer.size() < kMaxResultBytes) buffer.append(chunk, static_cast<size_t>(n));
+    }
+    size_t nl;
+    while ((nl = buffer.find('\n')) != std::string::npos) {
+      std::string line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      if (line.rfind("phase ", 0) == 0) last_phase = line.substr(6);
+      else if (line.rfind("result ", 0) == 0) result_line = line.substr(7);
+    }
+    if (exited) break;
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) {
+      exited = true;
+      continue;  // one more read drains what the worker wrote just before exiting
+    }
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed > req.timeout_s) {
+      timed_out = true;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      exited = true;
+      continue;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    poll(&p, 1, 20);
+  }
+  close(fds[0]);
+  int leftovers = KillLeftovers();
+
+  RunResult result;
+  bool have_result = false;
+  if (!result_line.empty() && !timed_out) {
+    try {
+      auto parsed = RunResultFromJson(nlohmann::json::parse(result_line));
+      if (parsed.ok()) {
+        result = std::move(parsed).value();
+        have_result = true;
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  std::string during = last_phase.empty() ? "" : " during " + last_phase;
+  if (!have_result) {
+    result = synthesized;
+    result.phase = last_phase.substr(0, last_phase.find(' '));
+    if (timed_out) {
+      result.status = "timeout";
+      result.message = "the run exceeded its wall-clock limit of " + std::to_string(static_cast<long>(req.timeout_s)) +
+                       " s" + during + "; it was killed with every process it started";
+    } else if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU)) {
+      result.status = "timeout";
+      result.message = "the run exceeded its CPU-time limit" + during;
+      result.exit_signal = WTERMSIG(status);
+    } else if (WIFSIGNALED(status)) {
+      result.status = "runtime_error";
+      result.exit_signal = WTERMSIG(status);
+      result.message = "the run was killed by signal " + SignalName(WTERMSIG(status)) + during;
+    } else {
+      result.status = "runtime_error";
+      result.message = "the run exited with code " + std::to_string(WEXITSTATUS(status)) + during +
+                       " before reporting a result (did the candidate call exit()?)";
+    }
+  }
+  result.pid_namespace = synthesized.pid_namespace;
+  result.net_namespace = synthesized.net_namespace;
+  result.leftover_processes_killed = leftovers;
+  result.candidate_stdout_tail = FileTail("candidate.stdout", 4096);
+  result.candidate_stderr_tail = FileTail("candidate.stderr", 4096);
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << ToJson(result).dump() << std::endl;
+  return 0;
+}
+
+}  // namespace kpilot

@@ -1,0 +1,233 @@
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "core/stats.h"
+#include "runner/checks.h"
+#include "runner/kernel_object.h"
+#include "runner/worker.h"
+
+namespace kpilot {
+namespace {
+
+constexpr size_t kGuardBytes = 256;  // multiple of 64, so data stays 64-byte aligned
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+// A host allocation with guard bytes before and after the data.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(size_t bytes) : bytes_(bytes) {
+    size_t total = (2 * kGuardBytes + bytes + 63) / 64 * 64;
+    mem_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, total)));
+    FillGuard(mem_.get(), kGuardBytes);
+    FillGuard(mem_.get() + kGuardBytes + bytes, total - kGuardBytes - bytes);
+    total_ = total;
+  }
+  bool ok() const { return mem_ != nullptr; }
+  void* data() const { return mem_.get() + kGuardBytes; }
+  size_t bytes() const { return bytes_; }
+  bool GuardsIntact() const {
+    return GuardIntact(mem_.get(), kGuardBytes) &&
+           GuardIntact(mem_.get() + kGuardBytes + bytes_, total_ - kGuardBytes - bytes_);
+  }
+
+ private:
+  std::unique_ptr<unsigned char, FreeDeleter> mem_;
+  size_t bytes_ = 0;
+  size_t total_ = 0;
+};
+
+kpilot_tensor MakeTensor(const RunTensor& spec, void* data) {
+  kpilot_tensor t{};
+  t.data = data;
+  t.dtype = static_cast<int32_t>(spec.dtype);
+  t.rank = static_cast<int32_t>(spec.shape.size());
+  int64_t stride = 1;
+  for (int i = t.rank - 1; i >= 0; --i) {
+    t.shape[i] = spec.shape[static_cast<size_t>(i)];
+    t.strides[i] = stride;
+    stride *= spec.shape[static_cast<size_t>(i)];
+  }
+  t.name = spec.name.c_str();
+  return t;
+}
+
+std::vector<kpilot_scalar> MakeScalars(const RunRequest& req, const RunWorkload& w) {
+  std::vector<kpilot_scalar> out;
+  for (size_t i = 0; i < req.scalars.size(); ++i) {
+    kpilot_scalar s{};
+    s.name = req.scalars[i].name.c_str();
+    s.dtype = static_cast<int32_t>(req.scalars[i].dtype);
+    if (IsFloat(req.scalars[i].dtype))
+      s.value.f = w.scalar_values[i];
+    else
+      s.value.i = static_cast<int64_t>(w.scalar_values[i]);
+    out.push_back(s);
+  }
+  return out;
+}
+
+// One set of output buffers for a workload, with the tensor descriptors pointing into them.
+struct OutputSet {
+  std::vector<GuardedBuffer> buffers;
+  std::vector<kpilot_tensor> tensors;
+  OutputSet(const RunWorkload& w) {
+    for (const auto& o : w.outputs) buffers.emplace_back(static_cast<size_t>(Numel(o.shape)) * DTypeSize(o.dtype));
+    for (size_t i = 0; i < w.outputs.size(); ++i) tensors.push_back(MakeTensor(w.outputs[i], buffers[i].data()));
+  }
+  void PoisonAll(const RunWorkload& w) {
+    for (size_t i = 0; i < w.outputs.size(); ++i) Poison(w.outputs[i].dtype, buffers[i].data(), Numel(w.outputs[i].shape));
+  }
+};
+
+struct InputSet {
+  std::vector<GuardedBuffer> buffers;
+  std::vector<kpilot_tensor> tensors;
+  InputSet(const RunWorkload& w, uint64_t seed) {
+    for (const auto& in : w.inputs) buffers.emplace_back(static_cast<size_t>(Numel(in.shape)) * DTypeSize(in.dtype));
+    for (size_t i = 0; i < w.inputs.size(); ++i) {
+      FillInit(w.inputs[i].dtype, w.inputs[i].init, seed, i, buffers[i].data(), Numel(w.inputs[i].shape));
+      tensors.push_back(MakeTensor(w.inputs[i], buffers[i].data()));
+    }
+  }
+};
+
+int Call(kpilot_launch_fn fn, const InputSet& in, const OutputSet& out, const std::vector<kpilot_scalar>& scalars) {
+  return fn(in.tensors.data(), static_cast<int>(in.tensors.size()), out.tensors.data(),
+            static_cast<int>(out.tensors.size()), scalars.data(), static_cast<int>(scalars.size()), nullptr);
+}
+
+double CallMs(kpilot_launch_fn fn, const InputSet& in, const OutputSet& out, const std::vector<kpilot_scalar>& scalars,
+              int* rc) {
+  auto t0 = std::chrono::steady_clock::now();
+  *rc = Call(fn, in, out, scalars);
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::milli>(t1 - t0).count();
+}
+
+RunResult Fail(RunResult r, const std::string& status, const std::string& message) {
+  r.status = status;
+  r.message = message;
+  return r;
+}
+
+}  // namespace
+
+RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
+  RunResult r;
+  r.phase = "load";
+  report.Phase("load", "");
+  auto reference = KernelObject::Open(req.reference_object, "reference");
+  if (!reference.ok()) return Fail(r, "error", reference.status().message());
+  auto candidate = KernelObject::Open(req.candidate_object, "candidate");
+  if (!candidate.ok()) return Fail(r, "runtime_error", candidate.status().message());
+  auto baseline = KernelObject::Open(req.baseline_object, "baseline");
+  if (!baseline.ok()) return Fail(r, "error", baseline.status().message());
+
+  for (const auto& w : req.workloads) {
+    std::vector<kpilot_scalar> scalars = MakeScalars(req, w);
+    for (uint64_t seed : req.seeds) {
+      std::string where = "workload " + w.name + ", seed " + std::to_string(seed);
+      InputSet inputs(w, seed);
+      std::vector<std::vector<unsigned char>> snapshot;
+      for (const auto& b : inputs.buffers) {
+        const auto* p = static_cast<const unsigned char*>(b.data());
+        snapshot.emplace_back(p, p + b.bytes());
+      }
+      r.phase = "reference";
+      report.Phase("reference", where);
+      OutputSet expected(w);
+      expected.PoisonAll(w);
+      int rc = Call(reference->launch(), inputs, expected, scalars);
+      if (rc != 0) return Fail(r, "error", "the task's reference returned " + std::to_string(rc) + " on " + where);
+
+      r.phase = "correctness";
+      report.Phase("correctness", where);
+      OutputSet actual(w);  // a fresh allocation for every trial
+      actual.PoisonAll(w);
+      rc = Call(candidate->launch(), inputs, actual, scalars);
+      if (rc != 0) return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc) + " on " + where);
+
+      bool all_ok = true;
+      for (size_t i = 0; i < w.outputs.size(); ++i) {
+        const RunTensor& o = w.outputs[i];
+        CheckRecord c = CompareOutput(o.dtype, actual.buffers[i].data(), expected.buffers[i].data(), Numel(o.shape),
+                                      o.tolerance);
+        c.workload = w.name;
+        c.seed = seed;
+        c.output = o.name;
+        c.guards_intact = actual.buffers[i].GuardsIntact();
+        if (!c.guards_intact) c.ok = false;
+        all_ok = all_ok && c.ok;
+        r.checks.push_back(c);
+      }
+      for (size_t i = 0; i < inputs.buffers.size(); ++i) {
+        if (std::memcmp(inputs.buffers[i].data(), snapshot[i].data(), snapshot[i].size()) != 0)
+          return Fail(r, "incorrect", "the candidate modified input \"" + w.inputs[i].name + "\" on " + where +
+                                          " — inputs are read-only");
+      }
+      if (!all_ok) {
+        // Earlier trials all passed, so the first failing record is from this one.
+        const CheckRecord& bad = *std::find_if(r.checks.begin(), r.checks.end(), [](const CheckRecord& c) { return !c.ok; });
+        if (!bad.guards_intact)
+          return Fail(r, "incorrect", "the candidate wrote outside output \"" + bad.output + "\" on " + where +
+                                          " (guard bytes around the buffer changed)");
+        return Fail(r, "incorrect", "output \"" + bad.output + "\" differs from the reference on " + where + ": " +
+                                        std::to_string(bad.mismatches) + " of " + std::to_string(bad.numel) +
+                                        " elements out of tolerance");
+      }
+    }
+  }
+
+  if (req.time) {
+    r.phase = "timing";
+    for (const auto& w : req.workloads) {
+      report.Phase("timing", "workload " + w.name);
+      std::vector<kpilot_scalar> scalars = MakeScalars(req, w);
+      InputSet inputs(w, req.seeds.empty() ? 1 : req.seeds.front());
+      OutputSet cand_out(w), base_out(w);
+      int rc = 0;
+      for (int i = 0; i < req.timing.warmup; ++i) {
+        CallMs(baseline->launch(), inputs, base_out, scalars, &rc);
+        CallMs(candidate->launch(), inputs, cand_out, scalars, &rc);
+      }
+      TimingRecord t;
+      t.workload = w.name;
+      t.method = "host steady_clock around each call; candidate and baseline interleaved ABAB";
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < req.timing.max_reps; ++i) {
+        double b, c;
+        if (i % 2 == 0) {
+          b = CallMs(baseline->launch(), inputs, base_out, scalars, &rc);
+          c = CallMs(candidate->launch(), inputs, cand_out, scalars, &rc);
+        } else {
+          c = CallMs(candidate->launch(), inputs, cand_out, scalars, &rc);
+          b = CallMs(baseline->launch(), inputs, base_out, scalars, &rc);
+        }
+        if (rc != 0) return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc) +
+                                                         " while timing workload " + w.name);
+        t.candidate_ms.push_back(c);
+        t.baseline_ms.push_back(b);
+        int n = i + 1;
+        double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (elapsed > req.timing.max_seconds && n >= 3) break;
+        if (n >= req.timing.min_reps && n % 5 == 0 &&
+            Summarize(t.candidate_ms).RelativeHalfWidth() <= req.timing.target_rel_ci &&
+            Summarize(t.baseline_ms).RelativeHalfWidth() <= req.timing.target_rel_ci)
+          break;
+      }
+      r.timings.push_back(std::move(t));
+    }
+  }
+  r.phase = "done";
+  r.status = "passed";
+  r.message = "every output matched the reference on every workload and seed";
+  return r;
+}
+
+}  // namespace kpilot
