@@ -7,7 +7,9 @@
 // sha256(source, flags, params, toolchain version).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,11 +37,16 @@ struct KernelResources {
 // SASS of one function, from `cuobjdump -sass`.
 struct SassInstruction {
   std::string opcode;          // "LDG.E.128", predicate stripped
-  std::string text;            // the whole instruction as printed
+  std::string text;            // the instruction as printed, predicate included; without the
+                               // offset, the trailing ";" and the encoding comment
+  // Added: where it sits and what guards it.
+  uint32_t offset = 0;         // byte offset in the function, from "/*0070*/"
+  std::string predicate;       // "@P0", "@!PT", ... ("" when unpredicated)
 };
 struct SassFunction {
   std::string name;            // as printed by cuobjdump (mangled)
   std::vector<SassInstruction> instructions;
+  std::string arch;            // added: "sm_90a", from the enclosing "code for sm_90a"
 };
 
 struct CompileOptions {
@@ -76,11 +83,48 @@ class Toolchain {
                                         const CompileOptions& options) = 0;
 };
 
+// Where the toolchain looks for its programs, in this order: the directories of `path`, then
+// `cuda_home`/bin, then `dirs`, then the `nvidia/*/bin` folders of the Python venvs in `venvs`
+// (PyPI's nvidia-cuda-cuobjdump puts cuobjdump in
+// .venv/lib/python3.X/site-packages/nvidia/cu13/bin/). A seam so tests can hide a compiler.
+struct ToolSearch {
+  std::string path;                           // colon-separated, like $PATH
+  std::string cuda_home;                      // like $CUDA_HOME; "" = none
+  std::vector<std::filesystem::path> dirs;    // fixed fallbacks
+  std::vector<std::filesystem::path> venvs;   // venv roots (the folder holding lib/)
+  std::string cuobjdump_override;             // used as is for cuobjdump when set
+};
+// $PATH, $CUDA_HOME, {/usr/local/cuda/bin}, the venvs {<kpilot source dir>/.venv, ./.venv},
+// and $KPILOT_CUOBJDUMP.
+ToolSearch DefaultToolSearch();
+// Absolute path of an executable `name` found per `search`; "" when absent.
+std::string FindTool(const std::string& name, const ToolSearch& search);
+
 // The real toolchain. `cache_dir` holds one folder per cache key (object, log, report).
 // `include_dir` is where <kpilot/kernel.h> lives (its parent of `kpilot/`).
+//
+// Cache entry `<cache_dir>/<key>/`: object.so, log.txt, meta.json (ok, first error, resources,
+// command, sass status) and sass.txt when SASS was extracted. An entry is built in a staging
+// folder beside it and renamed into place, so a crash never leaves a half entry; concurrent
+// compiles of one key are safe (the first rename wins). Failed compiles are cached (same input,
+// same verdict); timed-out compiles are not (a timeout depends on the machine's load).
+// The key covers the source text, the argv (less the output path), the params, the compiler's
+// `--version` output (and g++'s for .cu, as nvcc's host compiler) and the bytes of
+// <kpilot/kernel.h>; headers the source includes from its own folder are not covered.
+// The compiler runs in the source's folder with the source named by its file name, so error
+// locations read "file.cu:12: ..." and the key does not depend on where the file lies.
+// `command` is reported with `-o <cache_dir>/<key>/object.so`, where the object ends up.
+// An empty CompileOptions::cuda_arch asks `nvidia-smi` for the first GPU's compute capability
+// (9.0 → sm_90a, 8.0 → sm_80: the arch-specific "a" variant from 9.0 on) and uses sm_90a when
+// no GPU answers.
 std::unique_ptr<Toolchain> MakeSystemToolchain(std::filesystem::path cache_dir,
                                                std::filesystem::path include_dir,
-                                               ProcessRunner& runner = SystemProcessRunner());
+                                               ProcessRunner& runner = SystemProcessRunner(),
+                                               ToolSearch search = DefaultToolSearch());
+
+// The nvcc target for an arch: "sm_90a" → "-gencode=arch=compute_90a,code=sm_90a".
+// InvalidInput for anything not shaped like sm_NN[a|f].
+Result<std::string> GencodeFlag(const std::string& cuda_arch);
 
 // Pure parsers, tested on real tool output.
 std::vector<KernelResources> ParsePtxasReport(const std::string& log);
@@ -91,7 +135,15 @@ std::string FirstCompileError(const std::string& log);
 // Version strings ("nvcc 13.0.88", "g++ 12.2.0"), "" when the tool is absent.
 std::string NvccVersion(ProcessRunner& runner = SystemProcessRunner());
 std::string GxxVersion(ProcessRunner& runner = SystemProcessRunner());
-// Path of cuobjdump (PATH, $CUDA_HOME/bin, the project venv), "" when absent.
+// The same from `--version` output: "release 13.0, V13.0.88" → "nvcc 13.0.88"; g++'s first line
+// "g++ (Debian 12.2.0-14) 12.2.0" → "g++ 12.2.0". "" when the text does not match.
+std::string ParseNvccVersion(const std::string& version_output);
+std::string ParseGxxVersion(const std::string& version_output);
+// Path of cuobjdump ($KPILOT_CUOBJDUMP, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, the project
+// venv), "" when absent.
 std::string FindCuobjdump();
+std::string FindCuobjdump(const ToolSearch& search);
+// The whole `--version` output (stdout + stderr) of `program`, "" when it cannot be run.
+std::string ToolVersionOutput(ProcessRunner& runner, const std::string& program);
 
 }  // namespace kpilot

@@ -1,0 +1,435 @@
+// The system toolchain: nvcc / g++ as subprocesses, a content-addressed cache of results.
+#include "toolchain/toolchain.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "core/sha256.h"
+
+namespace kpilot {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kObjectName = "object.so";
+constexpr const char* kLogName = "log.txt";
+constexpr const char* kMetaName = "meta.json";
+constexpr const char* kSassName = "sass.txt";
+constexpr const char* kDefaultArch = "sm_90a";
+constexpr double kCuobjdumpTimeoutS = 60;
+constexpr double kProbeTimeoutS = 15;
+
+const char* const kNoCuobjdump =
+    "unavailable: cuobjdump not found — run the setup script or install the "
+    "nvidia-cuda-cuobjdump PyPI package";
+
+bool IsIdentifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+// The CPU's model and feature flags: objects built with -march=native are only valid for them.
+std::string HostCpuIdentity() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model, flags;
+  while (std::getline(in, line) && (model.empty() || flags.empty())) {
+    if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+    if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
+  }
+  return model + "\n" + flags;
+}
+
+// "9.0" (nvidia-smi's compute_cap) → "sm_90a"; "8.6" → "sm_86". "" when unparseable.
+std::string ArchFromComputeCap(const std::string& cap) {
+  int major = 0, minor = 0;
+  if (std::sscanf(cap.c_str(), "%d.%d", &major, &minor) != 2 || major <= 0) return "";
+  return "sm_" + std::to_string(major) + std::to_string(minor) + (major >= 9 ? "a" : "");
+}
+
+std::string FormatSeconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", s);
+  return buf;
+}
+
+Status SyncFile(const fs::path& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Internal(path.string() + ": cannot open: " + std::strerror(errno));
+  int rc = fsync(fd);
+  close(fd);
+  if (rc != 0) return Status::Internal(path.string() + ": fsync failed: " + std::strerror(errno));
+  return Status::Ok();
+}
+
+nlohmann::json ResourcesToJson(const std::vector<KernelResources>& resources) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& k : resources) {
+    out.push_back({{"name", k.name},
+                   {"mangled", k.mangled},
+                   {"arch", k.arch},
+                   {"registers", k.registers},
+                   {"shared_bytes", k.shared_bytes},
+                   {"stack_bytes", k.stack_bytes},
+                   {"spill_stores", k.spill_stores},
+                   {"spill_loads", k.spill_loads},
+                   {"constant_bytes", k.constant_bytes},
+                   {"barriers", k.barriers}});
+  }
+  return out;
+}
+
+std::vector<KernelResources> ResourcesFromJson(const nlohmann::json& in) {
+  std::vector<KernelResources> out;
+  for (const auto& j : in) {
+    KernelResources k;
+    k.name = j.value("name", "");
+    k.mangled = j.value("mangled", "");
+    k.arch = j.value("arch", "");
+    k.registers = j.value("registers", 0);
+    k.shared_bytes = j.value("shared_bytes", int64_t{0});
+    k.stack_bytes = j.value("stack_bytes", int64_t{0});
+    k.spill_stores = j.value("spill_stores", int64_t{0});
+    k.spill_loads = j.value("spill_loads", int64_t{0});
+    k.constant_bytes = j.value("constant_bytes", int64_t{0});
+    k.barriers = j.value("barriers", 0);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+std::string MetaJson(const CompileOutput& out, const std::string& compiler_version) {
+  nlohmann::json meta = {{"format", 1},
+                         {"ok", out.ok},
+                         {"first_error", out.first_error},
+                         {"compile_seconds", out.seconds},
+                         {"compiler_version", compiler_version},
+                         {"command", out.command},
+                         {"resources", ResourcesToJson(out.resources)},
+                         {"sass_status", out.sass_status}};
+  return meta.dump(2) + "\n";
+}
+
+// Removes a staging folder when the compile ends without publishing it.
+class StagingFolder {
+ public:
+  explicit StagingFolder(fs::path path) : path_(std::move(path)) {}
+  StagingFolder(const StagingFolder&) = delete;
+  StagingFolder& operator=(const StagingFolder&) = delete;
+  ~StagingFolder() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  void Release() { path_.clear(); }
+
+ private:
+  fs::path path_;
+};
+
+class SystemToolchain : public Toolchain {
+ public:
+  SystemToolchain(fs::path cache_dir, fs::path include_dir, ProcessRunner& runner, ToolSearch search)
+      : cache_dir_(std::move(cache_dir)),
+        include_dir_(std::move(include_dir)),
+        runner_(runner),
+        search_(std::move(search)) {}
+
+  Result<CompileOutput> Compile(const fs::path& source, const ParamValues& params,
+                                const CompileOptions& options) override;
+
+ private:
+  struct Compiler {
+    std::string path;
+    std::string version;      // "nvcc 13.0.88"
+    std::string version_key;  // every --version output that affects the object
+  };
+
+  Result<Compiler> FindCompiler(bool cuda);
+  std::string DefaultCudaArch();
+  Result<std::vector<std::string>> Flags(bool cuda, const CompileOptions& options);
+  std::optional<CompileOutput> LoadEntry(const fs::path& entry, const CompileOptions& options, bool cuda);
+  // Runs cuobjdump on `object`; fills out.sass / out.sass_status.
+  void ExtractSass(const fs::path& object, CompileOutput& out);
+
+  const fs::path cache_dir_;
+  const fs::path include_dir_;
+  ProcessRunner& runner_;
+  const ToolSearch search_;
+
+  std::mutex mu_;  // guards the lazily probed facts below
+  std::optional<Compiler> nvcc_, gxx_;
+  std::optional<std::string> default_arch_;
+};
+
+Result<SystemToolchain::Compiler> SystemToolchain::FindCompiler(bool cuda) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto probe_gxx = [&]() -> Result<Compiler> {
+    if (gxx_) return *gxx_;
+    std::string path = FindTool("g++", search_);
+    if (path.empty())
+      return Status::Unavailable("g++ not found on PATH: install it (Debian: apt-get install g++)");
+    std::string text = ToolVersionOutput(runner_, path);
+    gxx_ = Compiler{path, ParseGxxVersion(text), text};
+    return *gxx_;
+  };
+  if (!cuda) return probe_gxx();
+  if (nvcc_) return *nvcc_;
+  std::string path = FindTool("nvcc", search_);
+  if (path.empty())
+    return Status::Unavailable(
+        "nvcc not found (looked on PATH, in $CUDA_HOME/bin and /usr/local/cuda/bin): install the CUDA "
+        "toolkit and put nvcc on PATH, or set CUDA_HOME");
+  std::string text = ToolVersionOutput(runner_, path);
+  Compiler c{path, ParseNvccVersion(text), text};
+  // nvcc compiles the host half with g++; its version shapes the object too.
+  if (std::string host = FindTool("g++", search_); !host.empty())
+    c.version_key += "\n" + ToolVersionOutput(runner_, host);
+  nvcc_ = c;
+  return c;
+}
+
+std::string SystemToolchain::DefaultCudaArch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (default_arch_) return *default_arch_;
+  default_arch_ = kDefaultArch;
+  std::string smi = FindTool("nvidia-smi", search_);
+  if (smi.empty()) return *default_arch_;
+  ProcessSpec spec;
+  spec.argv = {smi, "--query-gpu=compute_cap", "--format=csv,noheader"};
+  spec.timeout_s = kProbeTimeoutS;
+  auto r = runner_.Run(spec);
+  if (r.ok() && r->Succeeded()) {
+    std::string arch = ArchFromComputeCap(r->out.substr(0, r->out.find('\n')));
+    if (!arch.empty()) default_arch_ = arch;
+  }
+  return *default_arch_;
+}
+
+Result<std::vector<std::string>> SystemToolchain::Flags(bool cuda, const CompileOptions& options) {
+  std::vector<std::string> flags;
+  if (options.flags) {
+    flags = *options.flags;
+  } else if (cuda) {
+    auto gencode = GencodeFlag(options.cuda_arch.empty() ? DefaultCudaArch() : options.cuda_arch);
+    if (!gencode.ok()) return gencode.status();
+    flags = {"-O3", "-lineinfo", "-std=c++17", "-Xcompiler", "-fPIC", "-shared", "-Xptxas", "-v", *gencode};
+  } else {
+    flags = {"-O3", "-march=native", "-fopenmp", "-std=c++17", "-fPIC", "-shared"};
+  }
+  flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
+  return flags;
+}
+
+void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out) {
+  std::string tool = FindCuobjdump(search_);
+  if (tool.empty()) {
+    out.sass_status = kNoCuobjdump;
+    return;
+  }
+  ProcessSpec spec;
+  spec.argv = {tool, "-sass", object.string()};
+  spec.timeout_s = kCuobjdumpTimeoutS;
+  auto r = runner_.Run(spec);
+  if (!r.ok()) {
+    out.sass_status = "unavailable: " + r.status().message();
+  } else if (!r->Succeeded()) {
+    out.sass_status = "unavailable: " + tool + " -sass " + r->Describe(spec.timeout_s) + ": " + Tail(r->err, 300);
+  } else {
+    out.sass = r->out;
+    out.sass_status = "ok";
+  }
+}
+
+std::optional<CompileOutput> SystemToolchain::LoadEntry(const fs::path& entry, const CompileOptions& options,
+                                                        bool cuda) {
+  auto meta_text = ReadFile(entry / kMetaName);
+  if (!meta_text.ok()) return std::nullopt;
+  auto meta = nlohmann::json::parse(*meta_text, nullptr, /*allow_exceptions=*/false);
+  if (meta.is_discarded() || !meta.is_object()) return std::nullopt;
+  CompileOutput out;
+  try {
+    out.ok = meta.value("ok", false);
+    out.first_error = meta.value("first_error", "");
+    out.resources = ResourcesFromJson(meta.value("resources", nlohmann::json::array()));
+    out.sass_status = meta.value("sass_status", "");
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // a hand-edited or foreign meta.json: rebuild the entry
+  }
+  auto log = ReadFile(entry / kLogName);
+  if (!log.ok()) return std::nullopt;
+  out.log = std::move(*log);
+  std::error_code ec;
+  if (out.ok) {
+    out.object = entry / kObjectName;
+    if (!fs::exists(out.object, ec)) return std::nullopt;
+  }
+  out.cache_hit = true;
+
+  if (!cuda || !out.ok) return out;
+  if (!options.want_sass) {
+    out.sass_status = "not requested";
+    return out;
+  }
+  if (auto sass = ReadFile(entry / kSassName); sass.ok()) {
+    out.sass = std::move(*sass);
+    out.sass_status = "ok";
+    return out;
+  }
+  // Cached before cuobjdump was available (or without SASS): add it to the entry now.
+  ExtractSass(out.object, out);
+  if (out.sass_status == "ok" && WriteFileAtomic(entry / kSassName, out.sass).ok()) {
+    nlohmann::json updated = meta;
+    updated["sass_status"] = "ok";
+    (void)WriteFileAtomic(entry / kMetaName, updated.dump(2) + "\n");
+  }
+  return out;
+}
+
+Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const ParamValues& params,
+                                               const CompileOptions& options) {
+  std::string ext = source.extension().string();
+  if (ext != ".cu" && ext != ".cpp")
+    return Status::InvalidInput(source.string() + ": unsupported source extension \"" + ext +
+                                "\": expected .cu (compiled with nvcc) or .cpp (compiled with g++)");
+  const bool cuda = ext == ".cu";
+  auto text = ReadFile(source);
+  if (!text.ok()) return text.status();
+  for (const auto& [name, value] : params) {
+    if (!IsIdentifier(name))
+      return Status::InvalidInput(source.string() + ": parameter name \"" + name +
+                                  "\" is not a C identifier (it becomes -D" + name + "=...)");
+  }
+  auto compiler = FindCompiler(cuda);
+  if (!compiler.ok()) return compiler.status();
+  auto flags = Flags(cuda, options);
+  if (!flags.ok()) return flags.status();
+
+  // argv less the output path: what the key covers. The compiler runs in the source's folder.
+  std::vector<std::string> keyed = {compiler->path};
+  keyed.insert(keyed.end(), flags->begin(), flags->end());
+  keyed.push_back("-I");
+  std::error_code ec;
+  keyed.push_back(fs::absolute(include_dir_, ec).lexically_normal().string());
+  for (const auto& [name, value] : params) keyed.push_back("-D" + name + "=" + value);
+  const std::string file_name = source.filename().string();
+
+  Sha256Builder key_builder;
+  key_builder.Add("kpilot-compile-1").Add(*text).Add(file_name);
+  for (size_t i = 1; i < keyed.size(); ++i) key_builder.Add(keyed[i]);
+  key_builder.Add("params");
+  for (const auto& [name, value] : params) key_builder.Add(name).Add(value);
+  key_builder.Add(compiler->version_key);
+  auto abi_header = ReadFile(include_dir_ / "kpilot" / "kernel.h");
+  key_builder.Add(abi_header.ok() ? *abi_header : std::string());
+  for (const auto& f : *flags)
+    if (f.find("native") != std::string::npos) key_builder.Add(HostCpuIdentity());
+  const std::string key = key_builder.HexDigest();
+
+  const fs::path entry = cache_dir_ / key;
+  auto command_with_output = [&](const fs::path& object) {
+    std::vector<std::string> argv = keyed;
+    argv.push_back("-o");
+    argv.push_back(object.string());
+    argv.push_back(file_name);
+    return argv;
+  };
+
+  auto hit = LoadEntry(entry, options, cuda);
+  // Entries appear whole (one rename), so one that exists but does not load was damaged by
+  // hand — unless a concurrent compile published it just now: look once more before removing.
+  if (!hit && fs::exists(entry, ec)) {
+    hit = LoadEntry(entry, options, cuda);
+    if (!hit) fs::remove_all(entry, ec);
+  }
+  if (hit) {
+    hit->key = key;
+    hit->command = command_with_output(entry / kObjectName);
+    return *std::move(hit);
+  }
+
+  fs::create_directories(cache_dir_, ec);
+  std::string staging_template = (cache_dir_ / (".staging-" + key.substr(0, 16) + "-XXXXXX")).string();
+  if (mkdtemp(staging_template.data()) == nullptr)
+    return Status::Internal(cache_dir_.string() + ": cannot create a cache staging folder: " +
+                            std::strerror(errno));
+  const fs::path staging = staging_template;
+  StagingFolder staging_guard(staging);  // removed on every return below unless published
+
+  CompileOutput out;
+  out.key = key;
+  out.command = command_with_output(entry / kObjectName);
+  ProcessSpec spec;
+  spec.argv = command_with_output(staging / kObjectName);
+  spec.cwd = source.has_parent_path() ? fs::absolute(source.parent_path(), ec) : fs::current_path(ec);
+  spec.env = ScrubbedEnvironment();
+  spec.timeout_s = options.timeout_s;
+  auto run = runner_.Run(spec);
+  if (!run.ok()) {
+    return run.status().WithContext("compiling " + source.string());
+  }
+  out.log = run->out + run->err;
+  out.seconds = run->wall_s;
+  if (run->timed_out) {
+    // Not cached: a timeout says as much about the machine's load as about the source.
+    out.timed_out = true;
+    out.first_error = file_name + ": compile timed out after " + FormatSeconds(options.timeout_s) +
+                      " s (raise CompileOptions::timeout_s if the source is just slow to compile)";
+    out.sass_status = "unavailable: compile timed out";
+    return out;
+  }
+  out.ok = run->Succeeded() && fs::exists(staging / kObjectName);
+  if (!out.ok) {
+    out.first_error = FirstCompileError(out.log);
+    if (out.first_error.empty())
+      out.first_error = file_name + ": " + fs::path(compiler->path).filename().string() + " failed (" +
+                        run->Describe(options.timeout_s) + "); no error line found, see the log";
+  }
+  if (cuda) out.resources = ParsePtxasReport(out.log);
+  if (!cuda) {
+    out.sass_status = "not applicable: host object";
+  } else if (!out.ok) {
+    out.sass_status = "unavailable: compile failed";
+  } else if (!options.want_sass) {
+    out.sass_status = "not requested";
+  } else {
+    ExtractSass(staging / kObjectName, out);
+  }
+
+  // Fill the staging folder, then publish it with one rename.
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(staging / kLogName, out.log));
+  if (out.sass_status == "ok") KPILOT_RETURN_IF_ERROR(WriteFileAtomic(staging / kSassName, out.sass));
+  if (out.ok) KPILOT_RETURN_IF_ERROR(SyncFile(staging / kObjectName));
+  CompileOutput stored = out;
+  if (!options.want_sass && stored.sass_status == "not requested") stored.sass_status = "";
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(staging / kMetaName, MetaJson(stored, compiler->version)));
+  if (rename(staging.c_str(), entry.c_str()) == 0) {
+    staging_guard.Release();
+  } else {
+    int err = errno;
+    // Another compile of the same key published first; its entry holds the same result.
+    if (!(err == EEXIST || err == ENOTEMPTY) || !fs::exists(entry / kMetaName, ec))
+      return Status::Internal(entry.string() + ": cannot publish the cache entry: " + std::strerror(err));
+  }
+  if (out.ok) out.object = entry / kObjectName;
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Toolchain> MakeSystemToolchain(fs::path cache_dir, fs::path include_dir, ProcessRunner& runner,
+                                               ToolSearch search) {
+  return std::make_unique<SystemToolchain>(std::move(cache_dir), std::move(include_dir), runner,
+                                           std::move(search));
+}
+
+}  // namespace kpilot

@@ -1,0 +1,117 @@
+// Finding the compilers and binary tools, and asking them their versions.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <regex>
+
+#include "toolchain/toolchain.h"
+
+namespace kpilot {
+namespace fs = std::filesystem;
+namespace {
+
+bool IsExecutableFile(const fs::path& p) {
+  struct stat sb;
+  return stat(p.c_str(), &sb) == 0 && S_ISREG(sb.st_mode) && access(p.c_str(), X_OK) == 0;
+}
+
+std::string EnvOr(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : fallback;
+}
+
+// <venv>/lib/python3.*/site-packages/nvidia/*/bin/<name>: the nvidia-cuda-* wheels put their
+// binaries under a per-release folder (nvidia/cu13/bin for 13.x, nvidia/cuda_cuobjdump/bin
+// for 12.x).
+std::string FindInVenv(const fs::path& venv, const std::string& name) {
+  std::error_code ec;
+  fs::path lib = venv / "lib";
+  if (!fs::is_directory(lib, ec)) return "";
+  for (const auto& py : fs::directory_iterator(lib, ec)) {
+    if (py.path().filename().string().rfind("python3", 0) != 0) continue;
+    fs::path nvidia = py.path() / "site-packages" / "nvidia";
+    if (!fs::is_directory(nvidia, ec)) continue;
+    for (const auto& pkg : fs::directory_iterator(nvidia, ec)) {
+      fs::path cand = pkg.path() / "bin" / name;
+      if (IsExecutableFile(cand)) return cand.string();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string ToolVersionOutput(ProcessRunner& runner, const std::string& program) {
+  if (program.empty()) return "";
+  ProcessSpec spec;
+  spec.argv = {program, "--version"};
+  spec.timeout_s = 30;
+  auto r = runner.Run(spec);
+  if (!r.ok() || !r->Succeeded()) return "";
+  return r->out + r->err;
+}
+
+ToolSearch DefaultToolSearch() {
+  ToolSearch s;
+  s.path = EnvOr("PATH", "/usr/local/bin:/usr/bin:/bin");
+  s.cuda_home = EnvOr("CUDA_HOME");
+  s.dirs = {"/usr/local/cuda/bin"};
+#ifdef KPILOT_PROJECT_DIR
+  s.venvs.push_back(fs::path(KPILOT_PROJECT_DIR) / ".venv");
+#endif
+  std::error_code ec;
+  fs::path here = fs::current_path(ec);
+  if (!ec) s.venvs.push_back(here / ".venv");
+  s.cuobjdump_override = EnvOr("KPILOT_CUOBJDUMP");
+  return s;
+}
+
+std::string FindTool(const std::string& name, const ToolSearch& search) {
+  if (name.empty()) return "";
+  size_t start = 0;
+  const std::string& p = search.path;
+  while (!p.empty() && start <= p.size()) {
+    size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    std::string dir = p.substr(start, end - start);
+    if (!dir.empty() && IsExecutableFile(fs::path(dir) / name)) return (fs::path(dir) / name).string();
+    start = end + 1;
+  }
+  if (!search.cuda_home.empty() && IsExecutableFile(fs::path(search.cuda_home) / "bin" / name))
+    return (fs::path(search.cuda_home) / "bin" / name).string();
+  for (const auto& dir : search.dirs)
+    if (IsExecutableFile(dir / name)) return (dir / name).string();
+  for (const auto& venv : search.venvs) {
+    std::string found = FindInVenv(venv, name);
+    if (!found.empty()) return found;
+  }
+  return "";
+}
+
+std::string FindCuobjdump(const ToolSearch& search) {
+  if (!search.cuobjdump_override.empty())
+    return IsExecutableFile(search.cuobjdump_override) ? search.cuobjdump_override : "";
+  return FindTool("cuobjdump", search);
+}
+
+std::string FindCuobjdump() { return FindCuobjdump(DefaultToolSearch()); }
+
+std::string NvccVersion(ProcessRunner& runner) {
+  return ParseNvccVersion(ToolVersionOutput(runner, FindTool("nvcc", DefaultToolSearch())));
+}
+
+std::string GxxVersion(ProcessRunner& runner) {
+  return ParseGxxVersion(ToolVersionOutput(runner, FindTool("g++", DefaultToolSearch())));
+}
+
+Result<std::string> GencodeFlag(const std::string& cuda_arch) {
+  static const std::regex kArch(R"(^sm_([0-9]{2,3}[af]?)$)");
+  std::smatch m;
+  if (!std::regex_match(cuda_arch, m, kArch))
+    return Status::InvalidInput("cuda arch \"" + cuda_arch +
+                                "\": expected sm_<digits> with an optional a/f suffix, e.g. sm_90a or sm_80");
+  return "-gencode=arch=compute_" + m[1].str() + ",code=sm_" + m[1].str();
+}
+
+}  // namespace kpilot
