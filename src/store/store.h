@@ -46,35 +46,75 @@ struct EvaluationRecord {
   std::string sass_blob;     // SASS text, "" when none
 };
 
+// Thread safety: one Store may be shared by the threads of a process (calls are serialized
+// inside it). Several Store objects — in one process or in several — may use the same folder at
+// once: the index runs in WAL mode with a 5000 ms busy timeout and every Add*/Put* is a single
+// statement, so a process killed at any point leaves whole rows. Blobs are written atomically
+// (temporary file, fsync, rename) and a row may only refer to a blob already in the store, so no
+// row ever points at a missing or torn blob. A writer that cannot get the lock within the
+// timeout gets Unavailable.
+//
+// Errors: every message names the store file or blob path involved and, where there is one,
+// the fix. Records are never deleted, so an id once returned stays valid.
 class Store {
  public:
   // Opens (creating if needed) the store in `dir`, migrating its schema forward. A database with
-  // a newer schema than this kpilot knows is an error naming both versions.
+  // a newer schema than this kpilot knows is an error naming both versions:
+  //   "store .kpilot/kpilot.db has schema 7; this kpilot knows up to 1 — upgrade kpilot or use
+  //    another --store"   (InvalidInput)
+  // A folder that cannot be created or written, or a kpilot.db that is not a SQLite database,
+  // is InvalidInput naming the path and what to do.
   static Result<std::unique_ptr<Store>> Open(const std::filesystem::path& dir);
+  // The newest schema version this build of kpilot knows; Open leaves every store at it.
+  static int LatestSchemaVersion();
   virtual ~Store() = default;
 
   virtual const std::filesystem::path& dir() const = 0;
+  // The schema version of the database, as left by Open.
   virtual int SchemaVersion() const = 0;
 
-  // Blobs: Put returns the sha256; content already present is not written again.
+  // Blobs: Put returns the sha256 (64 lowercase hex); content already present is not written
+  // again. Get verifies the content against its sha: a missing blob is NotFound, a malformed
+  // sha (anything but 64 lowercase hex digits) is InvalidInput, a blob whose content no longer
+  // matches its name is Internal ("…corrupt… delete it").
   virtual Result<std::string> PutBlob(const std::string& content) = 0;
   virtual Result<std::string> GetBlob(const std::string& sha) = 0;
 
-  // Upserts by (name, definition_sha); returns the id.
+  // Upserts by (name, definition_sha); returns the id. A second call with the same key returns
+  // the same id and records `dir` as the task's current folder. `name` must not be empty and
+  // `definition_sha` must be a sha256 (InvalidInput otherwise). `t.id` is ignored.
   virtual Result<int64_t> AddTask(const TaskRecord& t) = 0;
-  // Upserts by (task_id, source_blob, params_json); returns the id.
+  // Upserts by (task_id, source_blob, params_json); returns the id. `params_json` must be a JSON
+  // object (or "" for none) and is stored canonically — keys sorted, no spaces — so the same
+  // parameters written differently are the same candidate; "" is stored as "{}". `source_blob`
+  // must be the sha256 of a blob already in the store (PutBlob the source first); `source_path`
+  // is updated to the latest one given. A task_id or source blob not in the store → NotFound.
+  // `c.id` is ignored.
   virtual Result<int64_t> AddCandidate(const CandidateRecord& c) = 0;
-  // Inserts; `created_at` is filled in when empty. Returns the id.
+  // Inserts; `created_at` is filled in when empty. Returns the id. Each *_blob is "" or the
+  // sha256 of a blob already in the store. A candidate_id or blob not in the store → NotFound;
+  // a blob field that is neither "" nor a sha256, an empty backend or verdict, or a speedup that
+  // is negative or not finite → InvalidInput. `e.id` is ignored.
   virtual Result<int64_t> AddEvaluation(const EvaluationRecord& e) = 0;
 
+  // All evaluations of a candidate, oldest first (empty for an unknown candidate).
   virtual Result<std::vector<EvaluationRecord>> ListEvaluations(int64_t candidate_id) = 0;
   virtual Result<std::optional<EvaluationRecord>> GetEvaluation(int64_t id) = 0;
-  // Row counts, for consistency checks: "tasks", "candidates", "evaluations".
+  // Row counts, for consistency checks: "tasks", "candidates", "evaluations", "kv"; any other
+  // name → InvalidInput.
   virtual Result<int64_t> CountRows(const std::string& table) = 0;
 
   // Small key→value cache for values measured once per machine (e.g. GPU calibration).
+  // Put overwrites; Get of an absent key is nullopt. An empty key → InvalidInput.
   virtual Status PutValue(const std::string& key, const std::string& value) = 0;
   virtual Result<std::optional<std::string>> GetValue(const std::string& key) = 0;
+
+  // Look-ups by id (nullopt when absent) and the candidates of a task, oldest first. The
+  // defaults report Internal so that test doubles need not implement what they do not use;
+  // the SQLite store implements them all.
+  virtual Result<std::optional<TaskRecord>> GetTask(int64_t id);
+  virtual Result<std::optional<CandidateRecord>> GetCandidate(int64_t id);
+  virtual Result<std::vector<CandidateRecord>> ListCandidates(int64_t task_id);
 };
 
 }  // namespace kpilot
