@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace kpilot {
 namespace {
@@ -89,6 +90,15 @@ uint32_t EncodeMinifloat(double x, int exp_bits, int man_bits, bool has_inf) {
   return sign | (exp_field << man_bits) | man_field;
 }
 
+// Truncation toward zero without undefined behaviour: NaN becomes 0 and values beyond int64
+// saturate. Narrower integer types then wrap (modular conversion).
+int64_t TruncToInt64(double x) {
+  if (std::isnan(x)) return 0;
+  if (x >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+  if (x < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(x);
+}
+
 }  // namespace
 
 std::string_view DTypeName(DType t) { return Info(t).name; }
@@ -157,20 +167,19 @@ void StoreFromDouble(DType t, double x, void* p) {
     case DType::kF32: { float v = static_cast<float>(x); std::memcpy(p, &v, 4); return; }
     case DType::kF16: { uint16_t b = static_cast<uint16_t>(EncodeMinifloat(x, 5, 10, true)); std::memcpy(p, &b, 2); return; }
     case DType::kBF16: {
-      uint32_t f = std::bit_cast<uint32_t>(static_cast<float>(x));
-      uint16_t b;
-      if (std::isnan(x)) b = 0x7fc0;
-      else b = static_cast<uint16_t>((f + 0x7fff + ((f >> 16) & 1)) >> 16);  // round to nearest even
+      // Rounded straight from double: going through float first would round twice
+      // (1 + 2^-8 + 2^-30 must round up, but as a float it is a tie that rounds down).
+      uint16_t b = std::isnan(x) ? 0x7fc0 : static_cast<uint16_t>(EncodeMinifloat(x, 8, 7, true));
       std::memcpy(p, &b, 2);
       return;
     }
     case DType::kFP8E4M3: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(EncodeMinifloat(x, 4, 3, false)); return;
     case DType::kFP8E5M2: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(EncodeMinifloat(x, 5, 2, true)); return;
-    case DType::kI64: { int64_t v = static_cast<int64_t>(x); std::memcpy(p, &v, 8); return; }
-    case DType::kI32: { int32_t v = static_cast<int32_t>(static_cast<int64_t>(x)); std::memcpy(p, &v, 4); return; }
-    case DType::kI16: { int16_t v = static_cast<int16_t>(static_cast<int64_t>(x)); std::memcpy(p, &v, 2); return; }
-    case DType::kI8: *static_cast<int8_t*>(p) = static_cast<int8_t>(static_cast<int64_t>(x)); return;
-    case DType::kU8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(static_cast<int64_t>(x)); return;
+    case DType::kI64: { int64_t v = TruncToInt64(x); std::memcpy(p, &v, 8); return; }
+    case DType::kI32: { int32_t v = static_cast<int32_t>(TruncToInt64(x)); std::memcpy(p, &v, 4); return; }
+    case DType::kI16: { int16_t v = static_cast<int16_t>(TruncToInt64(x)); std::memcpy(p, &v, 2); return; }
+    case DType::kI8: *static_cast<int8_t*>(p) = static_cast<int8_t>(TruncToInt64(x)); return;
+    case DType::kU8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(TruncToInt64(x)); return;
     case DType::kBool: *static_cast<uint8_t*>(p) = x != 0 ? 1 : 0; return;
   }
 }

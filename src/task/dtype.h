@@ -27,7 +27,8 @@ bool IsFloat(DType t);
 double DTypeEpsilon(DType t);
 
 // Conversions between a stored element and double (host side). Float conversions round to
-// nearest even; fp8 e4m3 saturates to ±448 (it has no infinity); integers truncate and wrap.
+// nearest even; fp8 e4m3 saturates to ±448 (it has no infinity); integers truncate toward zero
+// and wrap (NaN stores 0; values beyond the int64 range saturate before wrapping).
 double LoadAsDouble(DType t, const void* element);
 void StoreFromDouble(DType t, double value, void* element);
 
