@@ -1,0 +1,138 @@
+// The kpilot binary as a user runs it: exit codes, messages, JSON, and what lands in the store.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "core/subprocess.h"
+#include "device/device.h"
+#include "store/store.h"
+
+namespace kpilot {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSource = KPILOT_SOURCE_DIR;
+const fs::path kKpilot = fs::path(KPILOT_BINARY_DIR) / "bin" / "kpilot";
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = TempDir::Create("kpilot-cli-test-");
+    ASSERT_TRUE(d.ok());
+    dir_ = std::make_unique<TempDir>(std::move(d).value());
+  }
+  ProcessResult Kpilot(std::vector<std::string> args) {
+    ProcessSpec spec;
+    spec.argv = {kKpilot.string()};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.cwd = dir_->path();
+    spec.timeout_s = 300;
+    auto r = SystemProcessRunner().Run(spec);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : ProcessResult{};
+  }
+  std::string Example(const std::string& rel) { return (kSource / "examples" / rel).string(); }
+  std::string Store() { return (dir_->path() / "store").string(); }
+  std::unique_ptr<TempDir> dir_;
+};
+
+TEST_F(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(Kpilot({}).exit_code, 2);
+  EXPECT_EQ(Kpilot({"no-such-command"}).exit_code, 2);
+  EXPECT_EQ(Kpilot({"eval"}).exit_code, 2);
+  EXPECT_EQ(Kpilot({"--help"}).exit_code, 0);
+}
+
+TEST_F(Cli, DoctorReportsTheMachine) {
+  ProcessResult text = Kpilot({"doctor"});
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("nvcc"), std::string::npos);
+  EXPECT_NE(text.out.find("GPUs:"), std::string::npos);
+  ProcessResult json = Kpilot({"doctor", "--json"});
+  ASSERT_EQ(json.exit_code, 0);
+  auto j = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(j["gpus"].is_array());
+  bool saw_gxx = false;
+  for (const auto& t : j["tools"]) {
+    EXPECT_TRUE(t.contains("enables"));
+    if (t["name"] == "g++") saw_gxx = t["found"].get<bool>();
+  }
+  EXPECT_TRUE(saw_gxx);
+}
+
+TEST_F(Cli, MalformedTaskExitsTwoNamingTheLine) {
+  fs::path task = dir_->path() / "bad";
+  fs::create_directories(task);
+  ASSERT_TRUE(WriteFileAtomic(task / "task.toml", "name = \"x\"\nbackend = \"host\"\nreference = \"r.cpp\"\n"
+                                                  "[[inputs]]\nname = \"a\"\ndtype = \"float\"\nshape = [\"n\"]\n")
+                  .ok());
+  ProcessResult r = Kpilot({"eval", task.string(), Example("host/saxpy/reference.cpp"), "--no-store"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("task.toml:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dtype"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, MissingCandidateAndBadParamsExitTwo) {
+  ProcessResult missing = Kpilot({"eval", Example("host/saxpy"), "nope.cpp", "--no-store"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("nope.cpp"), std::string::npos);
+  ProcessResult bad_d = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/candidates/omp_simd.cpp"),
+                                "-D", "CHUNK=3", "--no-store"});
+  EXPECT_EQ(bad_d.exit_code, 2);
+  EXPECT_NE(bad_d.err.find("CHUNK"), std::string::npos) << bad_d.err;
+  ProcessResult unknown_d = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/candidates/omp_simd.cpp"),
+                                    "-D", "NOPE=1", "--no-store"});
+  EXPECT_EQ(unknown_d.exit_code, 2);
+  ProcessResult backend = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/reference.cpp"), "--backend",
+                                  "cuda", "--no-store"});
+  EXPECT_EQ(backend.exit_code, 2);
+}
+
+TEST_F(Cli, CudaTaskWithoutGpuExitsThreeButCompilesWithCompileOnly) {
+  std::string why;
+  if (!SystemGpuProbe().List(&why).empty()) GTEST_SKIP() << "a GPU is present";
+  if (!fs::exists(Example("cuda/vector_add/task.toml"))) GTEST_SKIP() << "no cuda example";
+  ProcessResult r = Kpilot({"eval", Example("cuda/vector_add"), Example("cuda/vector_add/reference.cu"), "--no-store"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("--compile-only"), std::string::npos) << r.err;
+  ProcessResult c = Kpilot({"eval", Example("cuda/vector_add"), Example("cuda/vector_add/reference.cu"),
+                            "--compile-only", "--json", "--store", Store()});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  auto j = nlohmann::json::parse(c.out);
+  EXPECT_GE(j["compile"]["resources"].size(), 1u);
+}
+
+TEST_F(Cli, EvalPassesFailsAndRecordsEveryRun) {
+  ProcessResult pass = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/candidates/omp_simd.cpp"),
+                               "--workload", "12M-odd", "--json", "--store", Store()});
+  EXPECT_EQ(pass.exit_code, 0) << pass.err;
+  auto j = nlohmann::json::parse(pass.out);
+  EXPECT_EQ(j["verdict"]["kind"], "passed");
+  EXPECT_GT(j["speedup_geomean"].get<double>(), 0);
+  EXPECT_EQ(j["timings"].size(), 1u);
+
+  ProcessResult fail = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/broken/wrong_result.cpp"),
+                               "--workload", "12M-odd", "--store", Store()});
+  EXPECT_EQ(fail.exit_code, 1);
+  EXPECT_NE(fail.out.find("incorrect"), std::string::npos) << fail.out;
+
+  ProcessResult text = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/reference.cpp"), "--workload",
+                               "12M-odd", "--store", Store()});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("speedup"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("stored"), std::string::npos) << text.out;
+
+  // Reopen the store as a new process would and count.
+  auto store = Store::Open(Store());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(*(*store)->CountRows("evaluations"), 3);
+  EXPECT_EQ(*(*store)->CountRows("candidates"), 3);
+  EXPECT_EQ(*(*store)->CountRows("tasks"), 1);
+}
+
+}  // namespace
+}  // namespace kpilot

@@ -1,0 +1,67 @@
+#include <gtest/gtest.h>
+
+#include "harness/harness.h"
+
+namespace kpilot {
+namespace {
+
+TEST(Verdict, MapsRunnerStatuses) {
+  for (auto [status, kind] : std::vector<std::pair<std::string, VerdictKind>>{
+           {"passed", VerdictKind::kPassed}, {"incorrect", VerdictKind::kIncorrect},
+           {"timeout", VerdictKind::kTimeout}, {"suspicious", VerdictKind::kSuspicious},
+           {"runtime_error", VerdictKind::kRuntimeError}}) {
+    RunResult r;
+    r.status = status;
+    r.message = "m";
+    EXPECT_EQ(VerdictFromRun(r).kind, kind) << status;
+  }
+}
+
+TEST(Verdict, IncorrectCarriesTheFirstBadElement) {
+  RunResult r;
+  r.status = "incorrect";
+  r.message = "output \"y\" differs";
+  CheckRecord good;
+  good.output = "z";
+  CheckRecord bad;
+  bad.workload = "1M";
+  bad.seed = 2;
+  bad.output = "y";
+  bad.ok = false;
+  bad.mismatches = 5;
+  bad.numel = 10;
+  bad.first_bad_index = 7;
+  bad.first_bad_value = 1.5;
+  bad.first_bad_expected = 2.5;
+  bad.max_abs_error = 1;
+  r.checks = {good, bad};
+  Verdict v = VerdictFromRun(r);
+  EXPECT_EQ(v.kind, VerdictKind::kIncorrect);
+  EXPECT_EQ(v.evidence["output"], "y");
+  EXPECT_EQ(v.evidence["first_bad_index"], 7);
+  EXPECT_EQ(v.evidence["seed"], 2);
+  EXPECT_NE(v.summary.find("first bad element 7"), std::string::npos);
+}
+
+TEST(Verdict, TimingsAreSummarizedPerWorkloadAndGeomean) {
+  RunResult r;
+  r.status = "passed";
+  std::vector<double> base(40), cand(40);
+  for (int i = 0; i < 40; ++i) {
+    base[i] = 4.0 + 0.01 * (i % 3);
+    cand[i] = 1.0 + 0.0025 * (i % 3);
+  }
+  r.timings = {{"a", cand, base, "m"}, {"b", base, base, "m"}};
+  Evaluation e;
+  SummarizeTimings(r, &e);
+  ASSERT_EQ(e.timings.size(), 2u);
+  EXPECT_NEAR(e.timings[0].speedup.ratio, 4.0, 1e-9);
+  EXPECT_NEAR(e.timings[1].speedup.ratio, 1.0, 1e-9);
+  EXPECT_NEAR(e.speedup_geomean, 2.0, 1e-9);
+  EXPECT_EQ(e.timings[0].candidate_ms.size(), 40u);  // every sample is kept
+  nlohmann::json j = ToJson(e);
+  EXPECT_EQ(j["timings"][0]["candidate_samples_ms"].size(), 40u);
+}
+
+}  // namespace
+}  // namespace kpilot

@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runner/protocol.h"
+
+namespace kpilot {
+namespace {
+
+TEST(Protocol, RequestRoundTrip) {
+  RunRequest r;
+  r.backend = Backend::kHost;
+  r.reference_object = "/r.so";
+  r.candidate_object = "/c.so";
+  r.baseline_object = "/b.so";
+  r.scalars = {{"alpha", DType::kF32, 0, 0}};
+  RunWorkload w;
+  w.name = "w1";
+  w.inputs.push_back({"x", DType::kBF16, {2, 3}, {InitKind::kUniform, -1, 1}, {}});
+  w.outputs.push_back({"y", DType::kF32, {2}, {}, {1e-3, 1e-4, 0.99}});
+  w.scalar_values = {2.5};
+  r.workloads = {w};
+  r.seeds = {4, 5};
+  r.timing.max_reps = 77;
+  auto back = RunRequestFromJson(ToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->candidate_object, "/c.so");
+  ASSERT_EQ(back->workloads.size(), 1u);
+  EXPECT_EQ(back->workloads[0].inputs[0].dtype, DType::kBF16);
+  EXPECT_EQ(back->workloads[0].inputs[0].shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(back->workloads[0].inputs[0].init.kind, InitKind::kUniform);
+  EXPECT_DOUBLE_EQ(back->workloads[0].outputs[0].tolerance.matched_ratio, 0.99);
+  EXPECT_EQ(back->seeds, (std::vector<uint64_t>{4, 5}));
+  EXPECT_EQ(back->timing.max_reps, 77);
+}
+
+TEST(Protocol, RequestRejectsOtherVersionsAndBadFields) {
+  RunRequest r;
+  nlohmann::json j = ToJson(r);
+  j["version"] = 99;
+  auto bad = RunRequestFromJson(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("99"), std::string::npos);
+  j = ToJson(r);
+  j.erase("seeds");
+  EXPECT_FALSE(RunRequestFromJson(j).ok());
+}
+
+TEST(Protocol, ResultRoundTripKeepsInfinitiesAndSamples) {
+  RunResult r;
+  r.status = "incorrect";
+  r.message = "m";
+  CheckRecord c;
+  c.workload = "w";
+  c.output = "y";
+  c.max_abs_error = INFINITY;
+  c.first_bad_value = NAN;
+  c.ok = false;
+  r.checks = {c};
+  r.timings = {{"w", {1.0, 2.0}, {3.0, 4.0}, "m"}};
+  r.pid_namespace = true;
+  r.leftover_processes_killed = 2;
+  auto back = RunResultFromJson(nlohmann::json::parse(ToJson(r).dump()));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(std::isinf(back->checks[0].max_abs_error));
+  EXPECT_TRUE(std::isnan(back->checks[0].first_bad_value));
+  EXPECT_EQ(back->timings[0].baseline_ms, (std::vector<double>{3.0, 4.0}));
+  EXPECT_TRUE(back->pid_namespace);
+  EXPECT_EQ(back->leftover_processes_killed, 2);
+}
+
+}  // namespace
+}  // namespace kpilot
