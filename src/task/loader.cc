@@ -277,9 +277,10 @@ void ReadTask(const toml::table& root, Task* task, Diagnostics& d) {
   }
   if (const toml::node* n = root.get("baselines"))
     task->baselines = ReadBaselines(*n, task->dir, backend, d);
-  // Accepted for forward compatibility; the Task model does not carry them yet.
-  if (const toml::node* n = root.get("libraries")) ReadBool(*n, "libraries", d);
-  if (const toml::node* n = root.get("compute_precision")) ReadDType(*n, "compute_precision", d);
+  if (const toml::node* n = root.get("libraries")) {
+    if (auto v = ReadBool(*n, "libraries", d)) task->libraries = *v;
+  }
+  if (const toml::node* n = root.get("compute_precision")) task->compute_precision = ReadDType(*n, "compute_precision", d);
 
   if (const toml::node* n = root.get("tolerance")) ReadTolerance(*n, "tolerance", &task->tolerance, d);
   if (const toml::node* n = root.get("inputs"))

@@ -98,6 +98,12 @@ struct Task {
   std::vector<SourceRef> baselines;
   std::vector<TunableParam> params;
   std::vector<std::string> constraints;  // muparser boolean expressions over param names
+  // Whether candidates may call vendor libraries (cuBLAS, cuDNN, CUTLASS kernels). Library use is
+  // always reported; with `libraries = false` it makes the verdict `incorrect`.
+  bool libraries = true;
+  // The precision the computation is declared to need; a candidate whose error distribution shows
+  // it computed in a lower one is `incorrect`. Unset: the first output's dtype.
+  std::optional<DType> compute_precision;
 
   const Workload* FindWorkload(const std::string& name) const;
   // The baseline speedups are measured against: the first named baseline, else the reference.
