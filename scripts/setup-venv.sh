@@ -5,6 +5,10 @@
 # which reads nvcc 13.0's sm_90a objects. The binaries land in
 #   .venv/lib/python3.X/site-packages/nvidia/cu13/bin/{cuobjdump,nvdisasm}
 # where kpilot's toolchain looks for them (FindCuobjdump).
+# It also installs CUPTI (nvidia-cuda-cupti 13.0, matching the toolkit): the build takes the
+# headers from .venv/lib/python3.X/site-packages/nvidia/cu13/include/cupti*.h (not every toolkit
+# install has them), and the runner may dlopen .../nvidia/cu13/lib/libcupti.so.13 when the
+# machine has no libcupti of its own.
 #
 # Idempotent: the venv is created only when missing, and pip skips what is installed.
 # Usage: scripts/setup-venv.sh [venv-dir]   (default: <repo>/.venv)
@@ -20,7 +24,8 @@ fi
 
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   nvidia-cuda-cuobjdump==13.2.86 \
-  nvidia-cuda-nvdisasm==13.2.86
+  nvidia-cuda-nvdisasm==13.2.86 \
+  nvidia-cuda-cupti==13.0.85
 
 cuobjdump="$(find "$venv"/lib/python3*/site-packages/nvidia -path '*/bin/cuobjdump' -type f 2>/dev/null | head -n 1)"
 if [[ -z "$cuobjdump" ]]; then
@@ -29,3 +34,10 @@ if [[ -z "$cuobjdump" ]]; then
 fi
 "$cuobjdump" --version >/dev/null
 echo "setup-venv: cuobjdump at $cuobjdump"
+
+cupti_h="$(find "$venv"/lib/python3*/site-packages/nvidia -path '*/include/cupti_activity.h' -type f 2>/dev/null | head -n 1)"
+if [[ -z "$cupti_h" ]]; then
+  echo "setup-venv: cupti_activity.h was not installed under $venv" >&2
+  exit 1
+fi
+echo "setup-venv: CUPTI headers in $(dirname "$cupti_h")"
