@@ -28,7 +28,29 @@ struct EvalArgs {
   bool no_time = false;
   double timeout_s = 120;
   std::string arch;
+  std::string timing = "default";
+  bool energy = false;
+  int device = 0;
 };
+
+// Calibration values are cached per GPU in the store under this key.
+std::string CalibrationKey(const GpuInfo& g) {
+  return fmt::format("calibration/v1/{}/driver {}/{} SMs/{} MHz", g.name, g.driver_version, g.sm_count,
+                     g.sm_clock_khz / 1000);
+}
+
+Calibration LoadCalibration(Store* store, const std::string& key) {
+  Calibration c;
+  if (!store) return c;
+  auto v = store->GetValue(key);
+  if (!v.ok() || !v->has_value()) return c;
+  nlohmann::json j = nlohmann::json::parse(**v, nullptr, false);
+  if (j.is_discarded()) return c;
+  c.gpu = j.value("gpu", "");
+  c.dram_bytes_per_s = j.value("dram_bytes_per_s", 0.0);
+  c.fp32_flops_per_s = j.value("fp32_flops_per_s", 0.0);
+  return c;
+}
 
 // Parses -D NAME=VALUE against the task's declared params.
 Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string>& defines) {
@@ -86,12 +108,13 @@ void PrintTable(const Evaluation& e, const std::string& stored) {
   if (!e.verdict.passed() && e.verdict.evidence.contains("log_excerpt"))
     std::cout << "compiler log (tail):\n" << e.verdict.evidence["log_excerpt"].get<std::string>() << "\n";
   if (!e.timings.empty()) {
-    std::cout << fmt::format("\n{:<14} {:>24} {:>24} {:>24}\n", "workload", "candidate (median ± CI)",
-                             fmt::format("{} (median ± CI)", e.baseline), "speedup [95% CI]");
+    const std::string stat = e.timings.front().statistic;
+    std::cout << fmt::format("\n{:<14} {:>24} {:>24} {:>24}\n", "workload", "candidate (" + stat + " ± CI)",
+                             fmt::format("{} ({} ± CI)", e.baseline, stat), "speedup [95% CI]");
     for (const auto& t : e.timings)
       std::cout << fmt::format("{:<14} {:>24} {:>24} {:>24}\n", t.workload,
-                               FormatMs(t.candidate.median) + " ± " + Pct(t.candidate),
-                               FormatMs(t.baseline.median) + " ± " + Pct(t.baseline),
+                               FormatMs(t.candidate_reported_ms) + " ± " + Pct(t.candidate),
+                               FormatMs(t.baseline_reported_ms) + " ± " + Pct(t.baseline),
                                fmt::format("{:.3f}× [{:.3f}, {:.3f}] n={}", t.speedup.ratio, t.speedup.ci.lo,
                                            t.speedup.ci.hi, t.speedup.n));
     std::cout << fmt::format("geomean speedup over {}: {:.3f}× [{:.3f}, {:.3f}]\n", e.baseline, e.speedup_geomean,
@@ -107,6 +130,12 @@ void PrintTable(const Evaluation& e, const std::string& stored) {
   if (e.backend == Backend::kCuda) std::cout << "SASS       " << e.compile.sass_status << "\n";
   std::cout << fmt::format("\ntime       compile {:.2f} s{}  run {:.2f} s  total {:.2f} s\n", e.compile_s,
                            e.compile.cache_hit ? " (cache hit)" : "", e.run_s, e.total_s);
+  for (const auto& t : e.timings)
+    if (t.joules_per_call > 0)
+      std::cout << fmt::format("energy     {}: candidate {:.4f} mJ/call at {:.0f} W, {} {:.4f} mJ/call at {:.0f} W\n",
+                               t.workload, t.joules_per_call * 1e3, t.watts, e.baseline,
+                               t.baseline_joules_per_call * 1e3, t.baseline_watts);
+  for (const auto& w : e.run.warnings) std::cout << "warning    " << w << "\n";
   if (e.run.leftover_processes_killed > 0)
     std::cout << fmt::format("sandbox    killed {} process(es) the candidate left behind\n",
                              e.run.leftover_processes_killed);
@@ -179,10 +208,17 @@ int RunEval(const EvalArgs& a) {
   opt.time = !a.no_time;
   opt.timeout_s = a.timeout_s;
   opt.compile.cuda_arch = a.arch;
+  opt.energy = a.energy;
+  opt.device = a.device;
+  opt.timing.mode = *ParseTimingMode(a.timing);
+  std::optional<GpuInfo> gpu;
   if (task->backend == Backend::kCuda) {
     std::string why;
     auto gpus = SystemGpuProbe().List(&why);
-    if (opt.compile.cuda_arch.empty() && !gpus.empty()) opt.compile.cuda_arch = gpus.front().Arch();
+    if (a.device < 0 || (!gpus.empty() && a.device >= static_cast<int>(gpus.size())))
+      return Fail(Status::InvalidInput(fmt::format("--device {}: this machine has {} GPU(s)", a.device, gpus.size())));
+    if (!gpus.empty()) gpu = gpus[static_cast<size_t>(a.device)];
+    if (opt.compile.cuda_arch.empty() && gpu) opt.compile.cuda_arch = gpu->Arch();
     if (gpus.empty() && !a.compile_only)
       return Fail(Status::Unavailable("task " + task->name + " needs the cuda backend, but this machine has no usable GPU (" +
                                       why + "); run it on a machine with an NVIDIA GPU, or add --compile-only to "
@@ -227,9 +263,16 @@ int RunEval(const EvalArgs& a) {
 
   if (!a.json) std::cerr << "kpilot: evaluating " << a.candidate << " on " << task->name << " (compile, check "
                          << opt.seeds.size() << " seeds per workload, time) …\n";
+  if (gpu) opt.calibration = LoadCalibration(store.get(), CalibrationKey(*gpu));
   Evaluator evaluator(*toolchain, SystemProcessRunner(), RunnerPath());
   auto e = evaluator.Evaluate(*task, a.candidate, opt);
   if (!e.ok()) return Fail(e.status());
+  if (store && gpu && e->run.calibration_measured && e->run.calibration.valid()) {
+    nlohmann::json c = {{"gpu", e->run.calibration.gpu}, {"dram_bytes_per_s", e->run.calibration.dram_bytes_per_s},
+                        {"fp32_flops_per_s", e->run.calibration.fp32_flops_per_s}};
+    Status s = store->PutValue(CalibrationKey(*gpu), c.dump());
+    if (!s.ok()) std::cerr << "kpilot: warning: could not cache the GPU calibration: " << s.message() << "\n";
+  }
   std::string stored;
   if (store) {
     auto rec = Record(*store, *task, *e);
@@ -264,6 +307,11 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-time", a->no_time, "Check correctness only, skip timing");
   cmd->add_option("--timeout", a->timeout_s, "Wall-clock limit of the run in seconds")->capture_default_str();
   cmd->add_option("--arch", a->arch, "CUDA target, e.g. sm_90a (default: the visible GPU's, else sm_90a)");
+  cmd->add_option("--timing", a->timing, "Timing procedure (cuda): default | kernelbench | flashinfer")
+      ->check(CLI::IsMember({"default", "kernelbench", "flashinfer"}))
+      ->capture_default_str();
+  cmd->add_flag("--energy", a->energy, "Measure joules per call with NVML (cuda; adds ≥ 2 s per workload)");
+  cmd->add_option("--device", a->device, "CUDA device index")->capture_default_str();
   cmd->callback([a, exit_code]() { *exit_code = RunEval(*a); });
 }
 

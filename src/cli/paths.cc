@@ -27,8 +27,10 @@ std::filesystem::path RunnerPath() {
 
 std::filesystem::path IncludeDir() {
   if (const char* env = std::getenv("KPILOT_INCLUDE_DIR"); env && *env) return env;
-  std::filesystem::path installed = ExecutableDir().parent_path() / "include";
-  if (std::filesystem::exists(installed / "kpilot" / "kernel.h")) return installed;
+  // Installed (<prefix>/bin/kpilot beside <prefix>/include), or a build tree inside the source
+  // tree (build/bin/kpilot): the nearest include/kpilot/kernel.h above the executable.
+  for (std::filesystem::path dir = ExecutableDir(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
+    if (std::filesystem::exists(dir / "include" / "kpilot" / "kernel.h")) return dir / "include";
   return std::filesystem::path(KPILOT_SOURCE_DIR) / "include";
 }
 

@@ -1,4 +1,5 @@
 #include <chrono>
+#include <cstdlib>
 
 #include "core/fs.h"
 #include "harness/harness.h"
@@ -45,6 +46,8 @@ Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
       auto it = w.scalar_values.find(s.name);
       rw.scalar_values.push_back(it == w.scalar_values.end() ? s.value : it->second);
     }
+    rw.flops = w.flops;
+    rw.min_bytes = w.min_bytes;
     req.workloads.push_back(std::move(rw));
   }
   req.seeds = opt.seeds;
@@ -53,6 +56,12 @@ Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
   req.timeout_s = opt.timeout_s;
   req.sandbox = opt.sandbox;
   req.address_space_bytes = opt.address_space_bytes;
+  req.device = opt.device;
+  req.energy = opt.energy;
+  req.libraries = task.libraries;
+  req.compute_precision = task.compute_precision;
+  req.calibration = opt.calibration;
+  if (const char* dir = std::getenv("KPILOT_LOCK_DIR"); dir && *dir) req.lock_dir = dir;
   return req;
 }
 
@@ -120,6 +129,9 @@ Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::
   spec.argv = {runner_exe_.string(), "--request", request_path.string()};
   spec.cwd = workdir->path();
   spec.env = ScrubbedEnvironment();
+  // OpenMP threads that spin while idle steal the core their partner needs on a loaded machine
+  // and make host timings erratic; a user's own setting wins.
+  if (!std::getenv("OMP_WAIT_POLICY")) spec.env->push_back("OMP_WAIT_POLICY=passive");
   spec.timeout_s = opt.timeout_s + 30;  // backstop: the runner enforces opt.timeout_s itself
   auto t_run = std::chrono::steady_clock::now();
   auto proc = processes_.Run(spec);

@@ -38,6 +38,13 @@ struct WorkloadTiming {
   std::vector<double> candidate_ms;  // every sample
   std::vector<double> baseline_ms;
   std::string method;
+  std::string statistic = "median";  // what the procedure reports ("mean" for --timing kernelbench)
+  double candidate_reported_ms = 0;  // that statistic of the candidate's samples
+  double baseline_reported_ms = 0;
+  double joules_per_call = 0;        // --energy (cuda): NVML, candidate and baseline
+  double watts = 0;
+  double baseline_joules_per_call = 0;
+  double baseline_watts = 0;
 };
 
 struct Evaluation {
@@ -75,6 +82,10 @@ struct EvalOptions {
   double timeout_s = 120;               // the runner's wall-clock limit
   bool sandbox = true;
   int64_t address_space_bytes = 16ll << 30;  // host backend RLIMIT_AS
+  // cuda backend
+  int device = 0;                       // CUDA device index
+  bool energy = false;                  // NVML joules per call (adds ≥ 2 s per workload)
+  Calibration calibration;              // cached ceilings; empty: the runner measures them
 };
 
 class Evaluator {

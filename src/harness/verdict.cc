@@ -80,6 +80,15 @@ void SummarizeTimings(const RunResult& run, Evaluation* e) {
     w.candidate = Summarize(t.candidate_ms);
     w.baseline = Summarize(t.baseline_ms);
     w.speedup = PairedSpeedup(t.baseline_ms, t.candidate_ms);
+    w.statistic = t.statistic;
+    w.candidate_reported_ms = t.statistic == "mean" ? w.candidate.mean : w.candidate.median;
+    w.baseline_reported_ms = t.statistic == "mean" ? w.baseline.mean : w.baseline.median;
+    // A procedure that reports means (KernelBench's) defines speedup as the ratio of means.
+    if (t.statistic == "mean" && w.candidate.mean > 0) w.speedup.ratio = w.baseline.mean / w.candidate.mean;
+    w.joules_per_call = t.joules_per_call;
+    w.watts = t.watts;
+    w.baseline_joules_per_call = t.baseline_joules_per_call;
+    w.baseline_watts = t.baseline_watts;
     ratios.push_back(w.speedup.ratio);
     los.push_back(w.speedup.ci.lo);
     his.push_back(w.speedup.ci.hi);
@@ -96,6 +105,12 @@ nlohmann::json ToJson(const Evaluation& e) {
                        {"candidate", SummaryJson(t.candidate)},
                        {"baseline", SummaryJson(t.baseline)},
                        {"speedup", {{"ratio", t.speedup.ratio}, {"ci", {t.speedup.ci.lo, t.speedup.ci.hi}}, {"n", t.speedup.n}}},
+                       {"statistic", t.statistic},
+                       {"candidate_reported_ms", t.candidate_reported_ms},
+                       {"baseline_reported_ms", t.baseline_reported_ms},
+                       {"energy", {{"joules_per_call", t.joules_per_call}, {"watts", t.watts},
+                                   {"baseline_joules_per_call", t.baseline_joules_per_call},
+                                   {"baseline_watts", t.baseline_watts}}},
                        {"candidate_samples_ms", t.candidate_ms},
                        {"baseline_samples_ms", t.baseline_ms},
                        {"method", t.method}});
@@ -119,7 +134,12 @@ nlohmann::json ToJson(const Evaluation& e) {
           {"speedup_geomean_ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}},
           {"sandbox", {{"pid_namespace", e.run.pid_namespace}, {"net_namespace", e.run.net_namespace},
                        {"leftover_processes_killed", e.run.leftover_processes_killed}}},
-          {"wall_s", {{"compile", e.compile_s}, {"run", e.run_s}, {"total", e.total_s}}}};
+          {"wall_s", {{"compile", e.compile_s}, {"run", e.run_s}, {"total", e.total_s}}},
+          {"warnings", e.run.warnings},
+          {"calibration", {{"gpu", e.run.calibration.gpu}, {"dram_bytes_per_s", e.run.calibration.dram_bytes_per_s},
+                           {"fp32_flops_per_s", e.run.calibration.fp32_flops_per_s},
+                           {"measured_now", e.run.calibration_measured}}},
+          {"run_details", e.run.details}};
 }
 
 }  // namespace kpilot

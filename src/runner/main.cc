@@ -38,12 +38,5 @@ int main(int argc, char** argv) {
     std::cerr << "kpilot-runner: " << request.status().message() << "\n";
     return 2;
   }
-  if (request->backend != Backend::kHost) {
-    RunResult r;
-    r.status = "error";
-    r.message = "this kpilot-runner has no cuda backend yet";
-    std::cout << ToJson(r).dump() << std::endl;
-    return 0;
-  }
-  return RunSupervised(*request, RunHostWorker);
+  return RunSupervised(*request, request->backend == Backend::kCuda ? WorkerFn(RunCudaWorker) : WorkerFn(RunHostWorker));
 }

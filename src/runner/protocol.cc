@@ -60,7 +60,34 @@ double NumFrom(const json& j) {
   return j.get<double>();
 }
 
+json CalibrationJson(const Calibration& c) {
+  return {{"gpu", c.gpu}, {"dram_bytes_per_s", c.dram_bytes_per_s}, {"fp32_flops_per_s", c.fp32_flops_per_s}};
+}
+
+Calibration CalibrationFrom(const json& j) {
+  Calibration c;
+  c.gpu = j.value("gpu", "");
+  c.dram_bytes_per_s = j.value("dram_bytes_per_s", 0.0);
+  c.fp32_flops_per_s = j.value("fp32_flops_per_s", 0.0);
+  return c;
+}
+
 }  // namespace
+
+std::string_view TimingModeName(TimingMode m) {
+  switch (m) {
+    case TimingMode::kDefault: return "default";
+    case TimingMode::kKernelBench: return "kernelbench";
+    case TimingMode::kFlashInfer: return "flashinfer";
+  }
+  return "?";
+}
+
+std::optional<TimingMode> ParseTimingMode(std::string_view name) {
+  for (TimingMode m : {TimingMode::kDefault, TimingMode::kKernelBench, TimingMode::kFlashInfer})
+    if (TimingModeName(m) == name) return m;
+  return std::nullopt;
+}
 
 json ToJson(const RunRequest& r) {
   json workloads = json::array();
@@ -68,7 +95,8 @@ json ToJson(const RunRequest& r) {
     json ins = json::array(), outs = json::array();
     for (const auto& t : w.inputs) ins.push_back(TensorJson(t));
     for (const auto& t : w.outputs) outs.push_back(TensorJson(t));
-    workloads.push_back({{"name", w.name}, {"inputs", ins}, {"outputs", outs}, {"scalar_values", w.scalar_values}});
+    workloads.push_back({{"name", w.name}, {"inputs", ins}, {"outputs", outs}, {"scalar_values", w.scalar_values},
+                         {"flops", w.flops}, {"min_bytes", w.min_bytes}});
   }
   json scalars = json::array();
   for (const auto& s : r.scalars) scalars.push_back({{"name", s.name}, {"dtype", DTypeName(s.dtype)}});
@@ -81,7 +109,14 @@ json ToJson(const RunRequest& r) {
           {"workloads", workloads},
           {"seeds", r.seeds},
           {"time", r.time},
-          {"timing", {{"warmup", r.timing.warmup}, {"min_reps", r.timing.min_reps},
+          {"device", r.device},
+          {"energy", r.energy},
+          {"libraries", r.libraries},
+          {"compute_precision", r.compute_precision ? json(DTypeName(*r.compute_precision)) : json(nullptr)},
+          {"calibration", CalibrationJson(r.calibration)},
+          {"lock_dir", r.lock_dir},
+          {"timing", {{"mode", TimingModeName(r.timing.mode)}, {"input_sets", r.timing.input_sets},
+                      {"warmup", r.timing.warmup}, {"min_reps", r.timing.min_reps},
                       {"max_reps", r.timing.max_reps}, {"max_seconds", r.timing.max_seconds},
                       {"target_rel_ci", r.timing.target_rel_ci}}},
           {"timeout_s", r.timeout_s},
@@ -125,7 +160,18 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
     }
     r.seeds = j.at("seeds").get<std::vector<uint64_t>>();
     r.time = j.at("time").get<bool>();
+    r.device = j.value("device", 0);
+    r.energy = j.value("energy", false);
+    r.libraries = j.value("libraries", true);
+    if (j.contains("compute_precision") && !j.at("compute_precision").is_null())
+      r.compute_precision = DTypeFromName(j.at("compute_precision").get<std::string>());
+    if (j.contains("calibration")) r.calibration = CalibrationFrom(j.at("calibration"));
+    r.lock_dir = j.value("lock_dir", "/tmp");
     const json& t = j.at("timing");
+    auto mode = ParseTimingMode(t.value("mode", "default"));
+    if (!mode) return Status::InvalidInput("runner request: unknown timing mode " + t.value("mode", ""));
+    r.timing.mode = *mode;
+    r.timing.input_sets = t.value("input_sets", 3);
     r.timing.warmup = t.at("warmup").get<int>();
     r.timing.min_reps = t.at("min_reps").get<int>();
     r.timing.max_reps = t.at("max_reps").get<int>();
@@ -154,7 +200,11 @@ json ToJson(const RunResult& r) {
   json timings = json::array();
   for (const auto& t : r.timings)
     timings.push_back({{"workload", t.workload}, {"candidate_ms", t.candidate_ms},
-                       {"baseline_ms", t.baseline_ms}, {"method", t.method}});
+                       {"baseline_ms", t.baseline_ms}, {"method", t.method}, {"statistic", t.statistic},
+                       {"host_ms", t.host_ms}, {"cupti_ms", t.cupti_ms}, {"loop_wall_ms", t.loop_wall_ms},
+                       {"joules_per_call", t.joules_per_call}, {"watts", t.watts},
+                       {"baseline_joules_per_call", t.baseline_joules_per_call},
+                       {"baseline_watts", t.baseline_watts}});
   return {{"kpilot_result_version", r.version},
           {"status", r.status},
           {"message", r.message},
@@ -166,7 +216,11 @@ json ToJson(const RunResult& r) {
           {"sandbox", {{"pid_namespace", r.pid_namespace}, {"net_namespace", r.net_namespace},
                        {"leftover_processes_killed", r.leftover_processes_killed}}},
           {"exit_signal", r.exit_signal},
-          {"wall_s", r.wall_s}};
+          {"wall_s", r.wall_s},
+          {"warnings", r.warnings},
+          {"calibration", CalibrationJson(r.calibration)},
+          {"calibration_measured", r.calibration_measured},
+          {"details", r.details}};
 }
 
 Result<RunResult> RunResultFromJson(const json& j) {
@@ -201,6 +255,14 @@ Result<RunResult> RunResultFromJson(const json& j) {
       k.candidate_ms = t.at("candidate_ms").get<std::vector<double>>();
       k.baseline_ms = t.at("baseline_ms").get<std::vector<double>>();
       k.method = t.value("method", "");
+      k.statistic = t.value("statistic", "median");
+      if (t.contains("host_ms")) k.host_ms = t.at("host_ms").get<std::vector<double>>();
+      if (t.contains("cupti_ms")) k.cupti_ms = t.at("cupti_ms").get<std::vector<double>>();
+      k.loop_wall_ms = t.value("loop_wall_ms", 0.0);
+      k.joules_per_call = t.value("joules_per_call", 0.0);
+      k.watts = t.value("watts", 0.0);
+      k.baseline_joules_per_call = t.value("baseline_joules_per_call", 0.0);
+      k.baseline_watts = t.value("baseline_watts", 0.0);
       r.timings.push_back(std::move(k));
     }
     r.candidate_stdout_tail = j.value("candidate_stdout_tail", "");
@@ -213,6 +275,10 @@ Result<RunResult> RunResultFromJson(const json& j) {
     }
     r.exit_signal = j.value("exit_signal", 0);
     r.wall_s = j.value("wall_s", 0.0);
+    if (j.contains("warnings")) r.warnings = j.at("warnings").get<std::vector<std::string>>();
+    if (j.contains("calibration")) r.calibration = CalibrationFrom(j.at("calibration"));
+    r.calibration_measured = j.value("calibration_measured", false);
+    if (j.contains("details")) r.details = j.at("details");
     return r;
   } catch (const std::exception& e) {
     return Status::Internal(std::string("runner result is malformed: ") + e.what());

@@ -17,7 +17,16 @@ namespace kpilot {
 
 inline constexpr int kRunnerProtocolVersion = 1;
 
+// How the cuda backend times. `default`: kpilot's method (L2 flushed before every call, events
+// on the given stream, rotated input sets, ABAB pairs until the medians' CIs are tight).
+// `kernelbench` and `flashinfer` reproduce those harnesses' procedures (see README).
+enum class TimingMode { kDefault, kKernelBench, kFlashInfer };
+std::string_view TimingModeName(TimingMode m);
+std::optional<TimingMode> ParseTimingMode(std::string_view name);
+
 struct TimingConfig {
+  TimingMode mode = TimingMode::kDefault;
+  int input_sets = 3;              // input sets rotated between calls (cuda backend)
   int warmup = 3;                  // untimed calls of each side before sampling
   int min_reps = 10;               // pairs sampled at least
   int max_reps = 2000;             // pairs sampled at most
@@ -38,6 +47,16 @@ struct RunWorkload {
   std::vector<RunTensor> inputs;
   std::vector<RunTensor> outputs;
   std::vector<double> scalar_values;  // in Task::scalars order
+  double flops = 0;                   // the task's formulas for this workload (0 = unknown)
+  double min_bytes = 0;
+};
+
+// Ceilings measured once per GPU (the harness caches them in the store and passes them back).
+struct Calibration {
+  std::string gpu;                 // "NVIDIA H200 / driver 13.0 / sm 1980 MHz": the cache key
+  double dram_bytes_per_s = 0;     // device-to-device copy, bytes read + written per second
+  double fp32_flops_per_s = 0;     // FFMA rate, 2 FLOP per FMA
+  bool valid() const { return dram_bytes_per_s > 0 && fp32_flops_per_s > 0; }
 };
 
 struct RunRequest {
@@ -55,6 +74,13 @@ struct RunRequest {
   int64_t file_bytes = 64ll << 20; // RLIMIT_FSIZE of the worker (caps what candidates write)
   int64_t address_space_bytes = 0; // RLIMIT_AS of the worker on the host backend; 0 = none
   bool sandbox = true;             // try PID and network namespaces
+  // cuda backend
+  int device = 0;                  // CUDA device index
+  bool energy = false;             // NVML energy per call (adds ≥ 1 s per side per workload)
+  bool libraries = true;           // false: library use makes the verdict incorrect
+  std::optional<DType> compute_precision;  // for the lowered-precision check
+  Calibration calibration;         // empty: the runner measures it and reports it back
+  std::string lock_dir = "/tmp";   // where the per-GPU timing lock lives
 };
 
 nlohmann::json ToJson(const RunRequest& r);
@@ -81,6 +107,14 @@ struct TimingRecord {
   std::vector<double> candidate_ms;  // every sample, in order
   std::vector<double> baseline_ms;   // pair i taken next to candidate_ms[i]
   std::string method;                // how samples were taken, e.g. "host steady_clock per call"
+  std::string statistic = "median";  // what the procedure reports: "median" or "mean"
+  std::vector<double> host_ms;       // cuda: host clock around launch + device sync, per candidate call
+  std::vector<double> cupti_ms;      // cuda: CUPTI span of the candidate's kernels per call (if traced)
+  double loop_wall_ms = 0;           // the worker's own clock over the whole sampling loop
+  double joules_per_call = 0;        // --energy: candidate, from NVML's total-energy counter
+  double watts = 0;
+  double baseline_joules_per_call = 0;
+  double baseline_watts = 0;
 };
 
 // The runner's status: what it observed. The harness turns it into a Verdict.
@@ -99,6 +133,10 @@ struct RunResult {
   int leftover_processes_killed = 0; // processes the candidate left behind, killed by the supervisor
   int exit_signal = 0;               // the signal that ended the worker, 0 if none
   double wall_s = 0;
+  std::vector<std::string> warnings; // e.g. other processes on the GPU, CUPTI unavailable
+  Calibration calibration;           // cuda: the ceilings used (measured now or passed in)
+  bool calibration_measured = false; // true when this run measured them (harness caches them)
+  nlohmann::json details = nlohmann::json::object();  // launch trace, library use, clocks, GPU
 };
 
 nlohmann::json ToJson(const RunResult& r);

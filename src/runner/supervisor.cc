@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <string>
 
 #include "core/fs.h"
@@ -119,6 +120,30 @@ std::string SignalName(int sig) {
   return std::to_string(sig) + " (" + (s ? s : "?") + ")";
 }
 
+// The worker's timing samples must fit inside the loop as this process saw it: a patched or
+// lying timer in the worker shows up as samples adding to more than elapsed, or as a worker
+// clock that ran slower than ours.
+void CheckAgainstParentClock(const std::map<std::string, double>& parent_loop_ms, RunResult* r) {
+  for (const auto& t : r->timings) {
+    auto it = parent_loop_ms.find(t.workload);
+    if (it == parent_loop_ms.end()) continue;
+    double parent = it->second, sampled = 0;
+    for (double v : t.candidate_ms) sampled += v;
+    for (double v : t.baseline_ms) sampled += v;
+    r->details["clocks"][t.workload]["parent_loop_ms"] = parent;
+    if (r->status != "passed") continue;
+    if (sampled > parent * 1.05 + 2) {
+      r->status = "suspicious";
+      r->message = "on workload " + t.workload + " the timing samples add up to " + std::to_string(sampled) +
+                   " ms but the supervising process saw the loop take " + std::to_string(parent) + " ms";
+    } else if (t.loop_wall_ms > 0 && t.loop_wall_ms < 0.5 * parent - 20) {
+      r->status = "suspicious";
+      r->message = "on workload " + t.workload + " the worker's clock saw the timing loop take " +
+                   std::to_string(t.loop_wall_ms) + " ms, the supervising process " + std::to_string(parent) + " ms";
+    }
+  }
+}
+
 }  // namespace
 
 int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
@@ -150,6 +175,7 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
   fcntl(fds[0], F_SETFL, O_NONBLOCK);
 
   std::string buffer, last_phase, result_line;
+  std::map<std::string, double> loop_start_ms, parent_loop_ms;
   bool exited = false, timed_out = false;
   int status = 0;
   char chunk[65536];
@@ -164,7 +190,14 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
     while ((nl = buffer.find('\n')) != std::string::npos) {
       std::string line = buffer.substr(0, nl);
       buffer.erase(0, nl + 1);
-      if (line.rfind("phase ", 0) == 0) last_phase = line.substr(6);
+      if (line.rfind("phase mark ", 0) == 0) {
+        // Timing-loop markers, read on this process's clock: the third, independent clock.
+        std::string mark = line.substr(11);
+        double now_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        if (mark.rfind("loop-start ", 0) == 0) loop_start_ms[mark.substr(11)] = now_ms;
+        else if (mark.rfind("loop-end ", 0) == 0 && loop_start_ms.count(mark.substr(9)))
+          parent_loop_ms[mark.substr(9)] = now_ms - loop_start_ms[mark.substr(9)];
+      } else if (line.rfind("phase ", 0) == 0) last_phase = line.substr(6);
       else if (line.rfind("result ", 0) == 0) result_line = line.substr(7);
     }
     if (exited) break;
@@ -221,6 +254,7 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
                        " before reporting a result (did the candidate call exit()?)";
     }
   }
+  if (have_result) CheckAgainstParentClock(parent_loop_ms, &result);
   result.pid_namespace = synthesized.pid_namespace;
   result.net_namespace = synthesized.net_namespace;
   result.leftover_processes_killed = leftovers;

@@ -20,4 +20,9 @@ class PhaseReporter {
 // kpilot-side problem (unloadable reference, …) is status "error".
 RunResult RunHostWorker(const RunRequest& request, PhaseReporter& reporter);
 
+// The cuda backend: device buffers, inputs generated and outputs compared on the GPU, canaries,
+// exploit checks (off-stream work, library use, lowered precision, degenerate outputs, clocks
+// that disagree, faster than the measured physical floor), timing and energy. See README.
+RunResult RunCudaWorker(const RunRequest& request, PhaseReporter& reporter);
+
 }  // namespace kpilot

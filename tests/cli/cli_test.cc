@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
+#include "test_paths.h"
 #include "core/subprocess.h"
 #include "device/device.h"
 #include "store/store.h"
@@ -15,8 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kSource = KPILOT_SOURCE_DIR;
-const fs::path kKpilot = fs::path(KPILOT_BINARY_DIR) / "bin" / "kpilot";
+const fs::path kSource = testing::SourceDir();
+const fs::path kKpilot = testing::BinaryDir() / "bin" / "kpilot";
 
 class Cli : public ::testing::Test {
  protected:

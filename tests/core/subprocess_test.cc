@@ -57,7 +57,9 @@ TEST(Subprocess, TimeoutKillsTheWholeProcessGroup) {
   }
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string a, b, state;
-  if (stat >> a >> b >> state) EXPECT_EQ(state, "Z") << "grandchild still running";
+  if (stat >> a >> b >> state) {
+    EXPECT_EQ(state, "Z") << "grandchild still running";
+  }
 }
 
 TEST(Subprocess, OutputIsCappedToItsTail) {

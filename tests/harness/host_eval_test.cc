@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/fs.h"
+#include "test_paths.h"
 #include "harness/harness.h"
 #include "task/loader.h"
 
@@ -14,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kExamples = fs::path(KPILOT_SOURCE_DIR) / "examples" / "host";
+const fs::path kExamples = testing::SourceDir() / "examples" / "host";
 
 class HostEval : public ::testing::Test {
  protected:
@@ -22,7 +23,7 @@ class HostEval : public ::testing::Test {
     auto dir = TempDir::Create("kpilot-harness-test-cache-");
     ASSERT_TRUE(dir.ok());
     cache_ = new TempDir(std::move(dir).value());
-    toolchain_ = MakeSystemToolchain(cache_->path(), fs::path(KPILOT_SOURCE_DIR) / "include").release();
+    toolchain_ = MakeSystemToolchain(cache_->path(), testing::SourceDir() / "include").release();
   }
   static void TearDownTestSuite() {
     delete toolchain_;
@@ -49,7 +50,7 @@ class HostEval : public ::testing::Test {
   }
 
   Evaluation Eval(const Task& task, const fs::path& candidate, EvalOptions opt = Quick()) {
-    Evaluator ev(*toolchain_, SystemProcessRunner(), fs::path(KPILOT_BINARY_DIR) / "bin" / "kpilot-runner");
+    Evaluator ev(*toolchain_, SystemProcessRunner(), testing::RunnerPath());
     auto e = ev.Evaluate(task, candidate, opt);
     EXPECT_TRUE(e.ok()) << e.status().ToString();
     return e.ok() ? *e : Evaluation{};
@@ -194,7 +195,7 @@ TEST_F(HostEval, SandboxFallbackWithoutNamespacesStillKillsEscapees) {
 
 TEST_F(HostEval, UnknownWorkloadIsAnInputError) {
   Task task = Load("saxpy");
-  Evaluator ev(*toolchain_, SystemProcessRunner(), fs::path(KPILOT_BINARY_DIR) / "bin" / "kpilot-runner");
+  Evaluator ev(*toolchain_, SystemProcessRunner(), testing::RunnerPath());
   EvalOptions opt = Quick();
   opt.workloads = {"nope"};
   auto e = ev.Evaluate(task, task.reference.path, opt);

@@ -1,0 +1,56 @@
+// Device-side pieces of a correctness trial on the cuda backend: input generation, poisoning,
+// canaries, input hashes and element-wise comparison, all on the GPU so multi-gigabyte tensors
+// never cross PCIe. Host-callable; CUDA types appear only as void* (a cudaStream_t) and the
+// return value (a cudaError_t as int, 0 = success).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "task/task.h"
+
+namespace kpilot {
+
+// Fills n elements from `init`, deterministic in (seed, stream_id, index): a counter-based hash,
+// so any element can be generated independently. Normal values use Box–Muller.
+int DeviceFillInit(DType dtype, const InitSpec& init, uint64_t seed, uint64_t stream_id, void* data, int64_t n,
+                   void* stream);
+
+// NaN (floats) or 0x5A bytes (integers, bool) in every element.
+int DevicePoison(DType dtype, void* data, int64_t n, void* stream);
+
+// Comparison of `out` against `ref` under |out − ref| ≤ atol + rtol·|ref| (NaN/Inf only where
+// the reference has the same). Synchronous: returns when the statistics are on the host.
+struct DeviceCompareStats {
+  int64_t mismatches = 0;
+  int64_t first_bad = -1;
+  double max_abs = 0;        // over finite pairs
+  double max_rel = 0;        // over finite pairs with ref ≠ 0
+  double sum_sq_diff = 0;    // Σ (out − ref)² over finite pairs
+  double sum_sq_ref = 0;     // Σ ref²
+  double sum_sq_out = 0;     // Σ out² (finite out)
+  double out_min = 0, out_max = 0, ref_min = 0, ref_max = 0;  // over finite values
+  double max_abs_ref = 0;
+  int64_t nonfinite_out = 0;
+};
+int DeviceCompare(DType dtype, const void* out, const void* ref, int64_t n, double atol, double rtol,
+                  DeviceCompareStats* result, void* stream);
+
+// Copies `count` elements, taken every `stride` elements from index 0, converted to double, to
+// `host_out` (synchronous). Used for the precision check and for first-bad values.
+int DeviceGatherAsDouble(DType dtype, const void* data, int64_t count, int64_t stride, double* host_out,
+                         void* stream);
+
+// Number of bytes in [data, data+bytes) that differ from `value` (synchronous).
+int DeviceCountNot(const void* data, size_t bytes, unsigned char value, uint64_t* host_count, void* stream);
+
+// A position-dependent 64-bit digest of the bytes (synchronous); equal bytes give equal digests.
+int DeviceHash(const void* data, size_t bytes, uint64_t* host_hash, void* stream);
+
+// Calibration: the sustained FP32 FMA rate in FLOP/s (2 per FMA) over about `seconds`, and the
+// device-to-device copy bandwidth in bytes/s (read + written) over a buffer of `bytes`.
+int DeviceMeasureFp32Peak(int sm_count, double* flops_per_s, void* stream);
+int DeviceMeasureCopyBandwidth(size_t bytes, double* bytes_per_s, void* stream);
+
+}  // namespace kpilot

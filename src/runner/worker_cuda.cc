@@ -1,0 +1,426 @@
+// The cuda backend: setup and the correctness trials. Timing lives in timing_cuda.cc.
+#include "runner/worker_cuda.h"
+
+#include <fcntl.h>
+#include <link.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <regex>
+
+#include "core/stats.h"
+#include "runner/checks.h"
+
+namespace kpilot {
+namespace {
+
+std::set<std::string> LoadedObjects() {
+  std::set<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        if (info->dlpi_name && *info->dlpi_name) static_cast<std::set<std::string>*>(data)->insert(info->dlpi_name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+
+std::string Basename(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Unit roundoff of a float type (half the machine epsilon).
+double UnitRoundoff(DType t) { return DTypeEpsilon(t) / 2; }
+
+// The per-GPU timing lock: an flock on a file, held for the worker's life (released by the
+// kernel when the process ends, however it ends).
+int AcquireGpuLock(const std::string& dir, int device, double* waited_s) {
+  std::string path = dir + "/kpilot-gpu-" + std::to_string(device) + ".lock";
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return -1;
+  auto t0 = std::chrono::steady_clock::now();
+  while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  *waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return fd;
+}
+
+}  // namespace
+
+bool IsVendorLibrary(const std::string& name) {
+  static const std::regex kVendor("cublas|cudnn|cutlass|cufft|cusparse|cusolver|cutensor|nvjet|curand",
+                                  std::regex::icase);
+  return std::regex_search(name, kVendor);
+}
+
+CudaWorker::CudaWorker(const RunRequest& request, PhaseReporter& reporter) : req_(request), report_(reporter) {}
+
+bool CudaWorker::Finish(const std::string& status, const std::string& message) {
+  result_.status = status;
+  result_.message = message;
+  return false;
+}
+
+void CudaWorker::Mark(const std::string& what) { report_.Phase("mark", what); }
+
+bool CudaWorker::Setup() {
+  result_.phase = "load";
+  report_.Phase("load", "");
+  double waited = 0;
+  if (AcquireGpuLock(req_.lock_dir, req_.device, &waited) < 0)
+    result_.warnings.push_back("could not open the GPU lock file in " + req_.lock_dir +
+                               "; another kpilot may time on this GPU at the same time");
+  result_.details["gpu_lock_wait_s"] = waited;
+
+  cudaError_t e = cudaSetDevice(req_.device);
+  if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
+  if (e != cudaSuccess) return Finish("error", "cannot use CUDA device " + std::to_string(req_.device) + ": " + CudaErrorText(e));
+  stream_.emplace();
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, req_.device);
+  sm_count_ = prop.multiProcessorCount;
+  l2_bytes_ = prop.l2CacheSize;
+  char pci[32] = {0};
+  cudaDeviceGetPCIBusId(pci, sizeof(pci), req_.device);
+  int driver = 0;
+  cudaDriverGetVersion(&driver);
+  result_.details["gpu"] = {{"name", prop.name}, {"sm_count", sm_count_},
+                            {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+                            {"l2_bytes", l2_bytes_}, {"memory_bytes", prop.totalGlobalMem}, {"pci_bus_id", pci},
+                            {"driver", std::to_string(driver / 1000) + "." + std::to_string((driver % 1000) / 10)}};
+
+  auto nvml = Nvml::Open();
+  if (nvml.ok()) {
+    nvml_ = std::move(nvml).value();
+    auto idx = nvml_->NvmlIndexForPciBusId(pci);
+    if (idx.ok()) nvml_index_ = *idx;
+  } else {
+    result_.warnings.push_back("NVML unavailable (" + nvml.status().message() + "): no energy, no process list");
+  }
+  if (nvml_ && nvml_index_ >= 0) {
+    auto procs = nvml_->ComputeProcesses(nvml_index_);
+    if (procs.ok()) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& p : *procs) list.push_back({{"pid", p.pid}, {"name", p.name}, {"used_bytes", p.used_bytes}});
+      result_.details["gpu_processes"] = list;
+      // This process is one of them once its context exists.
+      if (procs->size() > 1) {
+        std::string names;
+        for (const auto& p : *procs) names += (names.empty() ? "" : ", ") + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
+        result_.warnings.push_back("other processes use this GPU while kpilot times on it: " + names);
+      }
+    }
+  }
+
+  auto tracer = CuptiTracer::Start();
+  if (tracer.ok()) {
+    tracer_ = std::move(tracer).value();
+    auto id = tracer_->StreamId(stream_->get());
+    if (id.ok()) stream_id_ = *id;
+    else tracer_.reset();
+  }
+  if (!tracer_)
+    result_.warnings.push_back("CUPTI unavailable (" + (tracer.ok() ? std::string("no stream id") : tracer.status().message()) +
+                               "): no launch trace; side-stream work is judged by the host clock alone");
+  result_.details["cupti"] = tracer_ != nullptr;
+
+  auto ref = KernelObject::Open(req_.reference_object, "reference");
+  if (!ref.ok()) return Finish("error", ref.status().message());
+  reference_ = std::move(ref).value();
+  auto base = KernelObject::Open(req_.baseline_object, "baseline");
+  if (!base.ok()) return Finish("error", base.status().message());
+  baseline_ = std::move(base).value();
+  libraries_before_ = LoadedObjects();
+  auto cand = KernelObject::Open(req_.candidate_object, "candidate");
+  if (!cand.ok()) return Finish("runtime_error", cand.status().message());
+  candidate_ = std::move(cand).value();
+
+  if (req_.calibration.valid()) {
+    result_.calibration = req_.calibration;
+  } else {
+    report_.Phase("calibrate", "");
+    Calibration c;
+    c.gpu = std::string(prop.name) + " / driver " + result_.details["gpu"]["driver"].get<std::string>() + " / " +
+            std::to_string(prop.multiProcessorCount) + " SMs";
+    size_t bytes = std::min<size_t>(1ull << 30, prop.totalGlobalMem / 8);
+    int e1 = DeviceMeasureCopyBandwidth(bytes, &c.dram_bytes_per_s, stream_->get());
+    int e2 = DeviceMeasureFp32Peak(sm_count_, &c.fp32_flops_per_s, stream_->get());
+    if (e1 || e2)
+      return Finish("error", "GPU calibration failed: " + CudaErrorText(static_cast<cudaError_t>(e1 ? e1 : e2)));
+    result_.calibration = c;
+    result_.calibration_measured = true;
+  }
+  return true;
+}
+
+std::vector<kpilot_scalar> CudaWorker::Scalars(const RunWorkload& w) const {
+  std::vector<kpilot_scalar> out;
+  for (size_t i = 0; i < req_.scalars.size(); ++i) {
+    kpilot_scalar s{};
+    s.name = req_.scalars[i].name.c_str();
+    s.dtype = static_cast<int32_t>(req_.scalars[i].dtype);
+    if (IsFloat(req_.scalars[i].dtype)) s.value.f = w.scalar_values[i];
+    else s.value.i = static_cast<int64_t>(w.scalar_values[i]);
+    out.push_back(s);
+  }
+  return out;
+}
+
+static kpilot_tensor Describe(const RunTensor& spec, void* data) {
+  kpilot_tensor t{};
+  t.data = data;
+  t.dtype = static_cast<int32_t>(spec.dtype);
+  t.rank = static_cast<int32_t>(spec.shape.size());
+  int64_t stride = 1;
+  for (int i = t.rank - 1; i >= 0; --i) {
+    t.shape[i] = spec.shape[static_cast<size_t>(i)];
+    t.strides[i] = stride;
+    stride *= spec.shape[static_cast<size_t>(i)];
+  }
+  t.name = spec.name.c_str();
+  return t;
+}
+
+Result<DeviceTensors> CudaWorker::MakeInputs(const RunWorkload& w, uint64_t seed) {
+  DeviceTensors d;
+  for (size_t i = 0; i < w.inputs.size(); ++i) {
+    const RunTensor& in = w.inputs[i];
+    int64_t n = Numel(in.shape);
+    auto buf = DeviceBuffer::Allocate(static_cast<size_t>(n) * DTypeSize(in.dtype));
+    if (!buf.ok()) return buf.status();
+    int e = DeviceFillInit(in.dtype, in.init, seed, i, buf->get(), n, stream_->get());
+    if (e) return Status::Internal("generating input " + in.name + ": " + CudaErrorText(static_cast<cudaError_t>(e)));
+    d.tensors.push_back(Describe(in, buf->get()));
+    d.buffers.push_back(std::move(buf).value());
+  }
+  cudaError_t e = cudaStreamSynchronize(stream_->get());
+  if (e != cudaSuccess) return Status::Internal("generating inputs: " + CudaErrorText(e));
+  return d;
+}
+
+Result<DeviceTensors> CudaWorker::MakeOutputs(const RunWorkload& w, bool guarded) {
+  DeviceTensors d;
+  d.guarded = guarded;
+  size_t pad = guarded ? kCanaryBytes : 0;
+  for (const auto& out : w.outputs) {
+    int64_t n = Numel(out.shape);
+    size_t bytes = static_cast<size_t>(n) * DTypeSize(out.dtype);
+    auto buf = DeviceBuffer::Allocate(bytes + 2 * pad);
+    if (!buf.ok()) return buf.status();
+    char* base = static_cast<char*>(buf->get());
+    if (guarded) {
+      cudaMemsetAsync(base, kCanaryByte, pad, stream_->get());
+      cudaMemsetAsync(base + pad + bytes, kCanaryByte, pad, stream_->get());
+    }
+    int e = DevicePoison(out.dtype, base + pad, n, stream_->get());
+    if (e) return Status::Internal("poisoning output " + out.name + ": " + CudaErrorText(static_cast<cudaError_t>(e)));
+    d.tensors.push_back(Describe(out, base + pad));
+    d.buffers.push_back(std::move(buf).value());
+  }
+  cudaError_t e = cudaStreamSynchronize(stream_->get());
+  if (e != cudaSuccess) return Status::Internal("preparing outputs: " + CudaErrorText(e));
+  return d;
+}
+
+void CudaWorker::Call(kpilot_launch_fn fn, const DeviceTensors& in, const DeviceTensors& out,
+                      const std::vector<kpilot_scalar>& scalars, std::string* error) {
+  error->clear();
+  int rc = fn(in.tensors.data(), static_cast<int>(in.tensors.size()), out.tensors.data(),
+              static_cast<int>(out.tensors.size()), scalars.data(), static_cast<int>(scalars.size()), stream_->get());
+  cudaError_t launch = cudaGetLastError();
+  cudaError_t sync = cudaDeviceSynchronize();  // also waits for work put anywhere else
+  if (sync != cudaSuccess) *error = "CUDA error: " + CudaErrorText(sync);
+  else if (launch != cudaSuccess) *error = "CUDA error after the call: " + CudaErrorText(launch);
+  else if (rc != 0) *error = "returned status " + std::to_string(rc);
+}
+
+std::vector<std::string> CudaWorker::LibrariesLoaded() const {
+  std::vector<std::string> out;
+  for (const auto& name : LoadedObjects())
+    if (!libraries_before_.count(name) && name != req_.candidate_object) out.push_back(Basename(name));
+  return out;
+}
+
+bool CudaWorker::CheckWorkload(const RunWorkload& w) {
+  std::vector<kpilot_scalar> scalars = Scalars(w);
+  for (uint64_t seed : req_.seeds) {
+    std::string where = "workload " + w.name + ", seed " + std::to_string(seed);
+    auto inputs = MakeInputs(w, seed);
+    if (!inputs.ok()) return Finish("error", inputs.status().message());
+    std::vector<uint64_t> hashes;
+    for (size_t i = 0; i < inputs->buffers.size(); ++i) {
+      uint64_t h = 0;
+      DeviceHash(inputs->buffers[i].get(), inputs->buffers[i].bytes(), &h, stream_->get());
+      hashes.push_back(h);
+    }
+    result_.phase = "reference";
+    report_.Phase("reference", where);
+    auto expected = MakeOutputs(w, false);
+    if (!expected.ok()) return Finish("error", expected.status().message());
+    std::string error;
+    Call(reference_->launch(), *inputs, *expected, scalars, &error);
+    if (!error.empty()) return Finish("error", "the task's reference failed on " + where + ": " + error);
+
+    result_.phase = "correctness";
+    report_.Phase("correctness", where);
+    // A fresh allocation while the reference's outputs are still held: a new address, poisoned.
+    auto actual = MakeOutputs(w, true);
+    if (!actual.ok()) return Finish("error", actual.status().message());
+    if (tracer_) (void)tracer_->Collect();  // drop what came before the call
+    Call(candidate_->launch(), *inputs, *actual, scalars, &error);
+    if (!error.empty()) return Finish("runtime_error", "the candidate failed on " + where + ": " + error);
+    if (tracer_) {
+      auto trace = tracer_->Collect();
+      if (trace.ok()) {
+        TraceSummary s = SummarizeTrace(*trace, stream_id_);
+        if (trace_json_.size() < 6) trace_json_.push_back({{"call", where}, {"trace", ToJson(*trace)}});
+        for (const auto& k : s.library_kernels)
+          if (std::find(library_use_.begin(), library_use_.end(), "kernel " + k) == library_use_.end())
+            library_use_.push_back("kernel " + k);
+        if (s.kernels_off_stream > 0) {
+          std::string names;
+          for (const auto& n : s.off_stream_kernel_names) names += (names.empty() ? "" : ", ") + n;
+          result_.details["off_stream_kernels"] = s.off_stream_kernel_names;
+          return Finish("suspicious", "the candidate ran " + std::to_string(s.kernels_off_stream) +
+                                          " kernel(s) outside the stream it was given on " + where + " (" + names +
+                                          "): all work must go on the given stream, or events on it miss the work");
+        }
+      }
+    }
+    for (const auto& lib : LibrariesLoaded())
+      if (IsVendorLibrary(lib) && std::find(library_use_.begin(), library_use_.end(), lib) == library_use_.end())
+        library_use_.push_back(lib);
+    if (!library_use_.empty()) {
+      result_.details["library_use"] = library_use_;
+      if (!req_.libraries) {
+        std::string what;
+        for (const auto& l : library_use_) what += (what.empty() ? "" : ", ") + l;
+        return Finish("incorrect", "the candidate uses a vendor library (" + what +
+                                       ") but the task says libraries = false");
+      }
+    }
+
+    for (size_t i = 0; i < w.outputs.size(); ++i) {
+      const RunTensor& o = w.outputs[i];
+      int64_t n = Numel(o.shape);
+      DeviceCompareStats st;
+      int e = DeviceCompare(o.dtype, actual->tensors[i].data, expected->tensors[i].data, n, o.tolerance.atol,
+                            o.tolerance.rtol, &st, stream_->get());
+      if (e) return Finish("runtime_error", "comparing output " + o.name + " on " + where + " failed: " +
+                                                CudaErrorText(static_cast<cudaError_t>(e)));
+      CheckRecord c;
+      c.workload = w.name;
+      c.seed = seed;
+      c.output = o.name;
+      c.numel = n;
+      c.mismatches = st.mismatches;
+      c.max_abs_error = st.nonfinite_out > 0 ? INFINITY : st.max_abs;
+      c.max_rel_error = st.nonfinite_out > 0 ? INFINITY : st.max_rel;
+      c.first_bad_index = st.first_bad;
+      if (st.first_bad >= 0) {
+        double v[1], x[1];
+        DeviceGatherAsDouble(o.dtype, static_cast<const char*>(actual->tensors[i].data) + st.first_bad * DTypeSize(o.dtype),
+                             1, 1, v, stream_->get());
+        DeviceGatherAsDouble(o.dtype, static_cast<const char*>(expected->tensors[i].data) + st.first_bad * DTypeSize(o.dtype),
+                             1, 1, x, stream_->get());
+        c.first_bad_value = v[0];
+        c.first_bad_expected = x[0];
+      }
+      c.ok = static_cast<double>(st.mismatches) <= (1.0 - o.tolerance.matched_ratio) * static_cast<double>(n) + 1e-9;
+      uint64_t bad_canary = 0, bad_canary_after = 0;
+      const char* base = static_cast<const char*>(actual->buffers[i].get());
+      size_t bytes = static_cast<size_t>(n) * DTypeSize(o.dtype);
+      DeviceCountNot(base, kCanaryBytes, kCanaryByte, &bad_canary, stream_->get());
+      DeviceCountNot(base + kCanaryBytes + bytes, kCanaryBytes, kCanaryByte, &bad_canary_after, stream_->get());
+      c.guards_intact = bad_canary == 0 && bad_canary_after == 0;
+      result_.checks.push_back(c);
+      if (!c.guards_intact)
+        return Finish("incorrect", "the candidate wrote outside output \"" + o.name + "\" on " + where + " (" +
+                                       std::to_string(bad_canary + bad_canary_after) + " canary bytes changed)");
+      if (!c.ok)
+        return Finish("incorrect", "output \"" + o.name + "\" differs from the reference on " + where + ": " +
+                                       std::to_string(st.mismatches) + " of " + std::to_string(n) +
+                                       " elements out of tolerance");
+      // Inside the tolerance, but not the same function: constant or near-zero where the
+      // reference is not (a loose atol would otherwise pass them).
+      bool ref_varies = st.ref_max > st.ref_min;
+      if (IsFloat(o.dtype) && n > 1 && ref_varies && st.out_max == st.out_min) {
+        result_.checks.back().ok = false;
+        return Finish("incorrect", "output \"" + o.name + "\" is constant (" + std::to_string(st.out_min) + ") on " +
+                                       where + " where the reference varies from " + std::to_string(st.ref_min) +
+                                       " to " + std::to_string(st.ref_max));
+      }
+      double rel_l2 = st.sum_sq_ref > 0 ? std::sqrt(st.sum_sq_diff / st.sum_sq_ref) : 0;
+      if (IsFloat(o.dtype) && rel_l2 > 0.1) {
+        result_.checks.back().ok = false;
+        return Finish("incorrect", "output \"" + o.name + "\" is far from the reference in aggregate on " + where +
+                                       " (relative L2 error " + std::to_string(rel_l2) +
+                                       ") although each element is inside atol/rtol: a near-zero or degenerate "
+                                       "output passing only because the tolerance is loose");
+      }
+      // Lowered precision: the median relative error over a sample, against what the declared
+      // compute precision produces. Elements near zero are skipped (cancellation).
+      DType cp = req_.compute_precision.value_or(o.dtype);
+      if (IsFloat(o.dtype) && IsFloat(cp) && n >= 256) {
+        int64_t count = std::min<int64_t>(n, 65536), stride = n / count;
+        std::vector<double> got(static_cast<size_t>(count)), want(static_cast<size_t>(count));
+        DeviceGatherAsDouble(o.dtype, actual->tensors[i].data, count, stride, got.data(), stream_->get());
+        DeviceGatherAsDouble(o.dtype, expected->tensors[i].data, count, stride, want.data(), stream_->get());
+        std::vector<double> rel;
+        for (int64_t k = 0; k < count; ++k)
+          if (std::isfinite(want[k]) && std::fabs(want[k]) > 1e-3 * st.max_abs_ref)
+            rel.push_back(std::fabs(got[k] - want[k]) / std::fabs(want[k]));
+        double median_rel = rel.size() >= 64 ? Median(rel) : 0;
+        double limit = 256 * std::max(UnitRoundoff(cp), UnitRoundoff(o.dtype));
+        result_.details["precision"][w.name][o.name] = {{"median_rel_error", median_rel}, {"limit", limit},
+                                                        {"compute_precision", DTypeName(cp)}};
+        if (median_rel > limit) {
+          result_.checks.back().ok = false;
+          return Finish("incorrect", "output \"" + o.name + "\" has a median relative error of " +
+                                         std::to_string(median_rel) + " on " + where + ", far above what " +
+                                         std::string(DTypeName(cp)) + " arithmetic produces (limit " +
+                                         std::to_string(limit) + "): lowered precision");
+        }
+      }
+    }
+    for (size_t i = 0; i < inputs->buffers.size(); ++i) {
+      uint64_t h = 0;
+      DeviceHash(inputs->buffers[i].get(), inputs->buffers[i].bytes(), &h, stream_->get());
+      if (h != hashes[i])
+        return Finish("incorrect", "the candidate modified input \"" + w.inputs[i].name + "\" on " + where +
+                                       " — inputs are read-only");
+    }
+  }
+  return true;
+}
+
+RunResult CudaWorker::Run() {
+  if (!Setup()) return result_;
+  for (const auto& w : req_.workloads)
+    if (!CheckWorkload(w)) return result_;
+  if (req_.time) {
+    result_.phase = "timing";
+    for (const auto& w : req_.workloads)
+      if (!TimeWorkload(w)) return result_;
+  }
+  if (!library_use_.empty()) result_.details["library_use"] = library_use_;
+  if (!trace_json_.empty()) result_.details["launch_trace"] = trace_json_;
+  result_.phase = "done";
+  if (result_.status.empty()) {
+    result_.status = "passed";
+    result_.message = "every output matched the reference on every workload and seed";
+  }
+  return result_;
+}
+
+RunResult RunCudaWorker(const RunRequest& request, PhaseReporter& reporter) {
+  CudaWorker worker(request, reporter);
+  return worker.Run();
+}
+
+}  // namespace kpilot

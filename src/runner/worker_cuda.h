@@ -1,0 +1,77 @@
+// The cuda backend of the worker: state shared by its correctness (worker_cuda.cc) and timing
+// (timing_cuda.cc) halves. Internal to the runner.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runner/cuda_support.h"
+#include "runner/cupti_trace.h"
+#include "runner/device_kernels.h"
+#include "runner/kernel_object.h"
+#include "runner/nvml.h"
+#include "runner/worker.h"
+
+namespace kpilot {
+
+// Bytes of canary on each side of every candidate output.
+inline constexpr size_t kCanaryBytes = 4096;
+inline constexpr unsigned char kCanaryByte = 0xA5;
+
+// The tensors of one call: device buffers plus the descriptors that point into them.
+struct DeviceTensors {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<kpilot_tensor> tensors;
+  bool guarded = false;  // outputs with canaries: tensors[i].data = buffers[i] + kCanaryBytes
+};
+
+class CudaWorker {
+ public:
+  CudaWorker(const RunRequest& request, PhaseReporter& reporter);
+  RunResult Run();
+
+ private:
+  // Each returns false when the run's outcome is decided (result_ filled in).
+  bool Setup();
+  bool CheckWorkload(const RunWorkload& w);
+  bool TimeWorkload(const RunWorkload& w);
+  bool MeasureEnergy(const RunWorkload& w, TimingRecord* t);
+
+  // Inputs for `seed`, generated on the device.
+  Result<DeviceTensors> MakeInputs(const RunWorkload& w, uint64_t seed);
+  // Outputs: fresh allocations, poisoned, with canaries when `guarded`.
+  Result<DeviceTensors> MakeOutputs(const RunWorkload& w, bool guarded);
+  std::vector<kpilot_scalar> Scalars(const RunWorkload& w) const;
+  // Calls `fn`, then synchronizes the device. A non-zero status or a CUDA error is reported
+  // through `error` (empty when fine).
+  void Call(kpilot_launch_fn fn, const DeviceTensors& in, const DeviceTensors& out,
+            const std::vector<kpilot_scalar>& scalars, std::string* error);
+  // Library names the candidate brought into the process (dynamic imports and later dlopen).
+  std::vector<std::string> LibrariesLoaded() const;
+  // Marks the run finished with `status`; returns false for the callers' convenience.
+  bool Finish(const std::string& status, const std::string& message);
+  void Mark(const std::string& what);  // a timestamped marker for the supervisor's clock
+
+  const RunRequest& req_;
+  PhaseReporter& report_;
+  RunResult result_;
+  std::optional<CudaStream> stream_;
+  std::unique_ptr<CuptiTracer> tracer_;
+  uint32_t stream_id_ = 0;
+  std::unique_ptr<Nvml> nvml_;
+  int nvml_index_ = -1;
+  std::optional<KernelObject> reference_, candidate_, baseline_;
+  std::set<std::string> libraries_before_;
+  int64_t l2_bytes_ = 0;
+  int sm_count_ = 0;
+  std::vector<std::string> library_use_;
+  nlohmann::json trace_json_ = nlohmann::json::array();
+};
+
+// Shared-object names that mean a vendor library is in use.
+bool IsVendorLibrary(const std::string& name);
+
+}  // namespace kpilot
