@@ -31,6 +31,7 @@ struct EvalArgs {
   std::string timing = "default";
   bool energy = false;
   int device = 0;
+  bool no_sandbox = false;
 };
 
 // Calibration values are cached per GPU in the store under this key.
@@ -209,6 +210,7 @@ int RunEval(const EvalArgs& a) {
   opt.timeout_s = a.timeout_s;
   opt.compile.cuda_arch = a.arch;
   opt.energy = a.energy;
+  opt.sandbox = !a.no_sandbox;
   opt.device = a.device;
   opt.timing.mode = *ParseTimingMode(a.timing);
   std::optional<GpuInfo> gpu;
@@ -312,6 +314,9 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--energy", a->energy, "Measure joules per call with NVML (cuda; adds ≥ 2 s per workload)");
   cmd->add_option("--device", a->device, "CUDA device index")->capture_default_str();
+  cmd->add_flag("--no-sandbox", a->no_sandbox,
+                "Run without PID/network namespaces (for profilers such as ncu that must reach the process); "
+                "leftover processes are still killed");
   cmd->callback([a, exit_code]() { *exit_code = RunEval(*a); });
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 
@@ -117,7 +118,10 @@ bool CudaWorker::Setup() {
     }
   }
 
-  auto tracer = CuptiTracer::Start();
+  // KPILOT_NO_CUPTI=1 leaves CUPTI to a profiler (ncu) that needs it for itself.
+  const char* no_cupti = std::getenv("KPILOT_NO_CUPTI");
+  auto tracer = no_cupti && *no_cupti == '1' ? Result<std::unique_ptr<CuptiTracer>>(Status::Unavailable("KPILOT_NO_CUPTI=1"))
+                                             : CuptiTracer::Start();
   if (tracer.ok()) {
     tracer_ = std::move(tracer).value();
     auto id = tracer_->StreamId(stream_->get());

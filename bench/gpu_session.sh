@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repo root with .stage/ carried (scripts/stage.sh): doctor, one
+# eval, the gpu-labelled tests, and figures a (stability), b (ncu agreement), c (eval cost).
+# Writes logs under $OUT. Steps: all (default) or a list, e.g. `bench/gpu_session.sh eval tests`.
+set -uo pipefail
+export LD_LIBRARY_PATH=$PWD/.stage/lib:${LD_LIBRARY_PATH:-}
+export KPILOT_TEST_SOURCE_DIR=$PWD KPILOT_TEST_BINARY_DIR=$PWD/.stage
+K=$PWD/.stage/bin/kpilot
+OUT=${OUT:-/tmp/kpilot-out}
+mkdir -p "$OUT"
+steps=${*:-doctor eval tests adversarial stability ncu cost}
+SM=examples/cuda/row_softmax
+for step in $steps; do
+  echo "===== $step"
+  case $step in
+    doctor) $K doctor 2>&1 | tee "$OUT/doctor.txt" ;;
+    eval) $K eval $SM $SM/candidates/block_online.cu --store /tmp/kp-store 2>&1 | tee "$OUT/eval.txt"
+          $K eval $SM $SM/reference.cu --store /tmp/kp-store --timing kernelbench --workload 8192x4096 2>&1 | tail -8 ;;
+    tests) timeout 420 .stage/bin/cuda_eval_test 2>&1 | tee "$OUT/cuda_eval_test.txt" | grep -vE '^\[ +(RUN|OK) +\]' | tail -45 ;;
+    adversarial) [[ -x .stage/bin/adversarial_test ]] && KPILOT_ADVERSARIAL_REPORT=$OUT/adversarial.json \
+                 timeout 420 .stage/bin/adversarial_test 2>&1 | tee "$OUT/adversarial.txt" | tail -45 ;;
+    stability) python3 bench/stability.py $SM $SM/candidates/block_online.cu --kpilot $K --runs 10 -- --workload 8192x4096 \
+                 2>&1 | tee "$OUT/stability.txt" ;;
+    ncu) python3 bench/ncu_agreement.py $SM $SM/candidates/block_online.cu 8192x4096 '^SoftmaxRows$' --kpilot $K \
+           2>&1 | tee "$OUT/ncu.txt" ;;
+    cost) python3 bench/eval_wall.py --task examples/cuda/vector_add \
+            --candidate examples/cuda/vector_add/candidates/vector_grid_stride.cu --kpilot $K --repeats 3 \
+            2>&1 | tee "$OUT/cost.txt" ;;
+  esac
+done

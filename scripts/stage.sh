@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Packs what the GPU machine needs into .stage/ (ignored; small enough to carry): stripped
+# kpilot, kpilot-runner and the gpu-labelled test binaries, the ABI header, and the shared
+# libraries that machine lacks (muparser). Run after a build:  scripts/stage.sh [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+rm -rf .stage
+cmake --install "$build" --prefix .stage >/dev/null
+for t in cuda_eval_test adversarial_test harness_test cli_test; do
+  [[ -x "$build/bin/$t" ]] && cp "$build/bin/$t" .stage/bin/
+done
+strip .stage/bin/*
+mkdir -p .stage/lib
+cp -L /usr/lib/x86_64-linux-gnu/libmuparser.so.2 .stage/lib/
+du -sh .stage
