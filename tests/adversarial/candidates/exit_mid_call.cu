@@ -1,0 +1,30 @@
+// Misbehaves: launches the right kernel, then calls exit(0) in the middle of kpilot_launch, so
+// the runner's worker ends "successfully" without reporting anything.
+// Expected: runtime_error — the run ended before reporting a result (exit() called).
+#include <kpilot/kernel.h>
+
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdlib>
+
+__global__ void Add(const float* a, const float* b, float* c, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+
+KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
+                                const kpilot_tensor* outputs, int num_outputs,
+                                const kpilot_scalar* scalars, int num_scalars, void* stream) {
+  (void)scalars;
+  (void)num_scalars;
+  if (num_inputs != 2 || num_outputs != 1) return 1;
+  const int64_t n = kpilot_numel(&outputs[0]);
+  if (n == 0) return 0;
+  const int64_t blocks = (n + 255) / 256;
+  if (blocks > INT_MAX) return 2;
+  Add<<<static_cast<unsigned>(blocks), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const float*>(inputs[0].data), static_cast<const float*>(inputs[1].data),
+      static_cast<float*>(outputs[0].data), n);
+  std::exit(0);
+}
