@@ -36,7 +36,7 @@ TEST(AdversarialManifest, ListsEveryCandidateFile) {
   std::set<std::string> listed;
   for (const auto& c : m.cases) listed.insert(c.file);
   int found = 0;
-  for (const auto& e : fs::directory_iterator(kCandidatesDir)) {
+  for (const auto& e : fs::directory_iterator(CandidatesDir())) {
     if (!e.is_regular_file()) continue;
     const std::string name = e.path().filename().string();
     EXPECT_EQ(e.path().extension(), ".cu") << name << ": only candidate sources belong in candidates/";
@@ -48,7 +48,7 @@ TEST(AdversarialManifest, ListsEveryCandidateFile) {
 
 TEST(AdversarialManifest, TasksLoadAndDeclareTheirGuards) {
   std::map<std::string, Task> tasks;
-  for (const auto& e : fs::directory_iterator(kTasksDir)) {
+  for (const auto& e : fs::directory_iterator(TasksDir())) {
     if (!e.is_directory()) continue;
     auto t = LoadTask(e.path());
     ASSERT_TRUE(t.ok()) << e.path() << ": " << t.status().ToString();
@@ -125,9 +125,9 @@ why = "fine but for the extension"
 // harness would on an H200.
 TEST(AdversarialManifest, EverySourceCompilesForSm90a) {
   std::vector<fs::path> sources;
-  for (const auto& e : fs::directory_iterator(kCandidatesDir))
+  for (const auto& e : fs::directory_iterator(CandidatesDir()))
     if (e.path().extension() == ".cu") sources.push_back(e.path());
-  for (const auto& e : fs::directory_iterator(kTasksDir))
+  for (const auto& e : fs::directory_iterator(TasksDir()))
     if (e.is_directory() && fs::exists(e.path() / "reference.cu")) sources.push_back(e.path() / "reference.cu");
   std::sort(sources.begin(), sources.end());
   ASSERT_FALSE(sources.empty());
@@ -141,7 +141,7 @@ TEST(AdversarialManifest, EverySourceCompilesForSm90a) {
 
   // Probe once: no nvcc → skip (the cpu CI machine has one; a bare box may not).
   {
-    auto tc = MakeSystemToolchain(cache->path(), fs::path(KPILOT_SOURCE_DIR) / "include");
+    auto tc = MakeSystemToolchain(cache->path(), kpilot::testing::SourceDir() / "include");
     auto first = tc->Compile(sources.front(), {}, opt);
     if (!first.ok() && first.status().code() == StatusCode::kUnavailable) GTEST_SKIP() << first.status().ToString();
   }
@@ -150,7 +150,7 @@ TEST(AdversarialManifest, EverySourceCompilesForSm90a) {
   std::vector<std::future<std::vector<std::pair<fs::path, Result<CompileOutput>>>>> workers;
   for (size_t j = 0; j < jobs; ++j) {
     workers.push_back(std::async(std::launch::async, [&, j] {
-      auto tc = MakeSystemToolchain(cache->path(), fs::path(KPILOT_SOURCE_DIR) / "include");
+      auto tc = MakeSystemToolchain(cache->path(), kpilot::testing::SourceDir() / "include");
       std::vector<std::pair<fs::path, Result<CompileOutput>>> out;
       for (size_t i = j; i < sources.size(); i += jobs) out.emplace_back(sources[i], tc->Compile(sources[i], {}, opt));
       return out;
@@ -159,7 +159,7 @@ TEST(AdversarialManifest, EverySourceCompilesForSm90a) {
   int compiled = 0;
   for (auto& w : workers) {
     for (auto& [src, r] : w.get()) {
-      const std::string rel = fs::relative(src, kSuiteDir).string();
+      const std::string rel = fs::relative(src, SuiteDir()).string();
       ASSERT_TRUE(r.ok()) << rel << ": " << r.status().ToString();
       EXPECT_TRUE(r->ok) << rel << " does not compile: " << r->first_error << "\n" << Tail(r->log, 3000);
       if (r->ok) {

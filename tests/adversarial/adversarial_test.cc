@@ -30,6 +30,7 @@
 #include "harness/harness.h"
 #include "manifest.h"
 #include "task/loader.h"
+#include "test_paths.h"
 #include "toolchain/toolchain.h"
 
 namespace kpilot::adversarial {
@@ -117,11 +118,12 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
     if (wanted.empty() || std::find(wanted.begin(), wanted.end(), c.name) != wanted.end()) cases.push_back(&c);
   ASSERT_FALSE(cases.empty()) << "KPILOT_ADVERSARIAL_CASES selects no case";
 
-  const fs::path runner = fs::path(KPILOT_BINARY_DIR) / "bin" / "kpilot-runner";
+  const fs::path runner = kpilot::testing::RunnerPath();
   ASSERT_TRUE(fs::exists(runner)) << runner;
   auto cache = TempDir::Create("kpilot-adversarial-cache-");
   ASSERT_TRUE(cache.ok()) << cache.status().ToString();
-  const fs::path include_dir = fs::path(KPILOT_SOURCE_DIR) / "include";
+  const fs::path include_dir = kpilot::testing::SourceDir() / "include";
+  const std::string arch = gpus.front().Arch();
 
   std::map<std::string, Task> tasks;
   for (const Case* c : cases) {
@@ -144,6 +146,7 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
         auto tc = MakeSystemToolchain(cache->path(), include_dir);
         for (size_t i = j; i < sources.size(); i += jobs) {
           CompileOptions opt;
+          opt.cuda_arch = arch;
           // The Evaluator compiles references without SASS; candidates with the defaults.
           opt.want_sass = i >= tasks.size();
           (void)tc->Compile(sources[i], {}, opt);
@@ -155,6 +158,7 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
   auto toolchain = MakeSystemToolchain(cache->path(), include_dir);
   Evaluator evaluator(*toolchain, SystemProcessRunner(), runner);
   std::vector<Outcome> outcomes;
+  Calibration calibration;  // the GPU's ceilings, measured by the first run and reused
   for (const Case* c : cases) {
     Outcome o;
     o.c = c;
@@ -162,6 +166,8 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
     ASSERT_TRUE(tmp.ok()) << tmp.status().ToString();
     const Task& task = tasks.at(c->task);
     EvalOptions opt;
+    opt.compile.cuda_arch = arch;
+    opt.calibration = calibration;
     opt.timing.max_seconds = 0.5;
     opt.timing.max_reps = 200;
     opt.timeout_s = c->timeout_s;
@@ -176,6 +182,7 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
       o.got = "harness_error";
       o.summary = e.status().ToString();
     } else {
+      if (!calibration.valid() && e->run.calibration.valid()) calibration = e->run.calibration;
       o.got = std::string(VerdictName(e->verdict.kind));
       o.summary = e->verdict.summary;
       o.verdict_ok = c->Accepts(o.got);

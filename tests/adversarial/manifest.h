@@ -14,14 +14,17 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.h"
+
 namespace kpilot::adversarial {
 
 namespace fs = std::filesystem;
 
-inline const fs::path kSuiteDir = fs::path(KPILOT_SOURCE_DIR) / "tests" / "adversarial";
-inline const fs::path kCandidatesDir = kSuiteDir / "candidates";
-inline const fs::path kTasksDir = kSuiteDir / "tasks";
-inline const fs::path kManifestPath = kSuiteDir / "manifest.toml";
+// Under the source tree the tests were built from, or $KPILOT_TEST_SOURCE_DIR (test_paths.h).
+inline fs::path SuiteDir() { return kpilot::testing::SourceDir() / "tests" / "adversarial"; }
+inline fs::path CandidatesDir() { return SuiteDir() / "candidates"; }
+inline fs::path TasksDir() { return SuiteDir() / "tasks"; }
+inline fs::path ManifestPath() { return SuiteDir() / "manifest.toml"; }
 
 inline const std::vector<std::string>& ValidVerdicts() {
   static const std::vector<std::string> v = {"compile_error", "runtime_error", "timeout",
@@ -44,8 +47,8 @@ struct Case {
   std::string why;
   int line = 0;
 
-  fs::path source() const { return kCandidatesDir / file; }
-  fs::path task_dir() const { return kTasksDir / task; }
+  fs::path source() const { return CandidatesDir() / file; }
+  fs::path task_dir() const { return TasksDir() / task; }
   bool Accepts(const std::string& verdict) const {
     return verdict == expected || std::find(also_ok.begin(), also_ok.end(), verdict) != also_ok.end();
   }
@@ -73,7 +76,7 @@ struct Manifest {
 // Parses and validates the manifest's shape: required keys, known keys only, valid verdicts,
 // unique files. (Whether files and tasks exist is checked by the tests, so that each problem is
 // reported where it belongs.)
-inline Manifest LoadManifest(const fs::path& path = kManifestPath) {
+inline Manifest LoadManifest(const fs::path& path = ManifestPath()) {
   Manifest m;
   toml::table root;
   try {
