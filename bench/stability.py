@@ -13,8 +13,10 @@ ap = argparse.ArgumentParser()
 ap.add_argument("task"); ap.add_argument("candidate")
 ap.add_argument("--runs", type=int, default=10)
 ap.add_argument("--kpilot", default=os.path.join(ROOT, "build/bin/kpilot"))
-ap.add_argument("extra", nargs="*")
+ap.add_argument("extra", nargs=argparse.REMAINDER)
 a = ap.parse_args()
+if a.extra[:1] == ["--"]:
+    a.extra = a.extra[1:]
 medians = {}
 with tempfile.TemporaryDirectory(prefix="kpilot-stability-") as store:
     for i in range(a.runs):

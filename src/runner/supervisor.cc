@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -68,6 +69,46 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
   PipeReporter::WriteAll("result " + ToJson(result).dump() + "\n");
   // _exit: candidates' static destructors and atexit handlers must not run after the report.
   _exit(0);
+}
+
+struct SandboxChoice {
+  bool pid = false;
+  bool net = false;
+  bool init = false;  // a small init as PID 1 of the namespace, the worker its child
+};
+
+// KPILOT_SANDBOX overrides the request: "none", or a comma list of pid, net, init.
+SandboxChoice ChooseSandbox(const RunRequest& req) {
+  SandboxChoice c;
+  const char* env = std::getenv("KPILOT_SANDBOX");
+  // CUDA fails to initialize inside a new PID namespace (cudaErrorOperatingSystem, seen on the
+  // H200 machine with driver 580), so the cuda backend relies on the subreaper sweep instead.
+  std::string fallback = req.backend == Backend::kCuda ? "net" : "pid,net,init";
+  std::string spec = env && *env ? env : (req.sandbox ? fallback : "none");
+  c.pid = spec.find("pid") != std::string::npos;
+  c.net = spec.find("net") != std::string::npos;
+  c.init = spec.find("init") != std::string::npos;
+  return c;
+}
+
+// PID 1 of the new namespace: forks the worker, reaps every orphan, and when the worker ends
+// reports how (the supervisor sees only this process's exit) and exits, which makes the kernel
+// kill whatever is left in the namespace.
+[[noreturn]] void InitMain(const RunRequest& req, const WorkerFn& worker) {
+  pid_t w = fork();
+  if (w < 0) _exit(127);
+  if (w == 0) WorkerMain(req, worker);
+  for (;;) {
+    int st = 0;
+    pid_t got = waitpid(-1, &st, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) _exit(127);
+    if (got != w) continue;
+    std::string line = WIFSIGNALED(st) ? "worker signal " + std::to_string(WTERMSIG(st)) + "\n"
+                                       : "worker exit " + std::to_string(WEXITSTATUS(st)) + "\n";
+    PipeReporter::WriteAll(line);
+    _exit(0);
+  }
 }
 
 // Pids of this process's direct children, from /proc (works with or without CONFIG_PROC_CHILDREN).
@@ -150,10 +191,10 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
   auto start = std::chrono::steady_clock::now();
   RunResult synthesized;
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  if (req.sandbox) {
-    synthesized.pid_namespace = unshare(CLONE_NEWPID) == 0;
-    synthesized.net_namespace = unshare(CLONE_NEWNET) == 0;
-  }
+  SandboxChoice sandbox = ChooseSandbox(req);
+  if (sandbox.pid) synthesized.pid_namespace = unshare(CLONE_NEWPID) == 0;
+  if (sandbox.net) synthesized.net_namespace = unshare(CLONE_NEWNET) == 0;
+  sandbox.init = sandbox.init && synthesized.pid_namespace;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     std::perror("kpilot-runner: pipe");
@@ -169,6 +210,7 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
     close(fds[0]);
     dup2(fds[1], kResultFd);
     close(fds[1]);
+    if (sandbox.init) InitMain(req, worker);
     WorkerMain(req, worker);
   }
   close(fds[1]);
@@ -176,6 +218,7 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
 
   std::string buffer, last_phase, result_line;
   std::map<std::string, double> loop_start_ms, parent_loop_ms;
+  int worker_signal = 0, worker_exit = -1;  // reported by the namespace's init, when there is one
   bool exited = false, timed_out = false;
   int status = 0;
   char chunk[65536];
@@ -197,6 +240,10 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
         if (mark.rfind("loop-start ", 0) == 0) loop_start_ms[mark.substr(11)] = now_ms;
         else if (mark.rfind("loop-end ", 0) == 0 && loop_start_ms.count(mark.substr(9)))
           parent_loop_ms[mark.substr(9)] = now_ms - loop_start_ms[mark.substr(9)];
+      } else if (line.rfind("worker signal ", 0) == 0) {
+        worker_signal = std::atoi(line.c_str() + 14);
+      } else if (line.rfind("worker exit ", 0) == 0) {
+        worker_exit = std::atoi(line.c_str() + 12);
       } else if (line.rfind("phase ", 0) == 0) last_phase = line.substr(6);
       else if (line.rfind("result ", 0) == 0) result_line = line.substr(7);
     }
@@ -233,6 +280,9 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
     }
   }
   std::string during = last_phase.empty() ? "" : " during " + last_phase;
+  // With an init in between, the worker's own end is what it reported.
+  if (worker_signal > 0) status = worker_signal;  // a wait status for "killed by signal N"
+  else if (worker_exit >= 0) status = worker_exit << 8;
   if (!have_result) {
     result = synthesized;
     result.phase = last_phase.substr(0, last_phase.find(' '));

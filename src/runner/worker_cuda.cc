@@ -234,8 +234,12 @@ Result<DeviceTensors> CudaWorker::MakeOutputs(const RunWorkload& w, bool guarded
 void CudaWorker::Call(kpilot_launch_fn fn, const DeviceTensors& in, const DeviceTensors& out,
                       const std::vector<kpilot_scalar>& scalars, std::string* error) {
   error->clear();
-  int rc = fn(in.tensors.data(), static_cast<int>(in.tensors.size()), out.tensors.data(),
-              static_cast<int>(out.tensors.size()), scalars.data(), static_cast<int>(scalars.size()), stream_->get());
+  // The candidate gets copies of the descriptors: one that repoints outputs[i].data at a buffer
+  // of its own changes only its copy, and the checks still read the buffers kpilot allocated.
+  std::vector<kpilot_tensor> in_copy = in.tensors, out_copy = out.tensors;
+  std::vector<kpilot_scalar> scalar_copy = scalars;
+  int rc = fn(in_copy.data(), static_cast<int>(in_copy.size()), out_copy.data(), static_cast<int>(out_copy.size()),
+              scalar_copy.data(), static_cast<int>(scalar_copy.size()), stream_->get());
   cudaError_t launch = cudaGetLastError();
   cudaError_t sync = cudaDeviceSynchronize();  // also waits for work put anywhere else
   if (sync != cudaSuccess) *error = "CUDA error: " + CudaErrorText(sync);

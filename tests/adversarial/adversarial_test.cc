@@ -171,6 +171,7 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
     opt.timing.max_seconds = 0.5;
     opt.timing.max_reps = 200;
     opt.timeout_s = c->timeout_s;
+    opt.timing.mode = *ParseTimingMode(c->timing);
     auto t0 = std::chrono::steady_clock::now();
     Result<Evaluation> e = [&] {
       ScopedTmpdir scoped(tmp->path());

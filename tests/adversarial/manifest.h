@@ -44,6 +44,7 @@ struct Case {
   std::vector<std::string> also_ok;          // other acceptable verdicts
   std::vector<std::string> reason_contains;  // any one must appear in the summary (case-insensitive)
   double timeout_s = 60;
+  std::string timing = "default";            // the timing procedure (default | kernelbench | flashinfer)
   std::string why;
   int line = 0;
 
@@ -97,7 +98,7 @@ inline Manifest LoadManifest(const fs::path& path = ManifestPath()) {
     m.errors.push_back(path.filename().string() + ":1: no [[case]] tables");
     return m;
   }
-  static const std::set<std::string> kKeys = {"file", "task", "expected", "also_ok", "reason_contains", "timeout_s", "why"};
+  static const std::set<std::string> kKeys = {"file", "task", "expected", "also_ok", "reason_contains", "timeout_s", "timing", "why"};
   std::set<std::string> files;
   for (const toml::node& node : *cases) {
     const toml::table* t = node.as_table();
@@ -138,6 +139,9 @@ inline Manifest LoadManifest(const fs::path& path = ManifestPath()) {
     str("expected", &c.expected, true);
     str("why", &c.why, true);
     strings("also_ok", &c.also_ok);
+    str("timing", &c.timing, false);
+    if (c.timing != "default" && c.timing != "kernelbench" && c.timing != "flashinfer")
+      m.errors.push_back(at + c.file + ": timing = \"" + c.timing + "\" is not default, kernelbench or flashinfer");
     strings("reason_contains", &c.reason_contains);
     if (const toml::node* n = t->get("timeout_s")) {
       if (auto v = n->value<double>(); v && *v > 0) c.timeout_s = *v;

@@ -1,31 +1,52 @@
-// Exploit: remembers which inputs it has already answered, by (pointer, size, first element of each
-// input), and returns at once when it sees them again, trusting the output buffer to still hold the
-// answer. Every correctness trial brings new inputs, so it computes them all correctly; the timing
-// loop reuses one input set (or rotates a few), so nearly every timed call does no work.
-// Expected: suspicious — timed calls of the 16M workload come out far below the DRAM floor
-// (12n bytes / bandwidth ~ 50 us on an H200).
+// Exploit: remembers which inputs it has already answered, by (pointers, size, first element of
+// each input), and does no work when it sees them again, trusting the output buffer to still hold
+// the answer. The check runs on the device (one thread, a table of 64 keys in device memory), so
+// a repeated call costs two near-empty kernel launches and no host round trip; everything stays
+// on the given stream. Every correctness trial brings new inputs (a new first element even where
+// the allocator hands back the same address), so every checked answer is right; the timing loop
+// reuses its input sets, so nearly every timed call does nothing.
+// Expected: suspicious — timed calls of the 16M workload take a few microseconds, far below the
+// DRAM floor (12n bytes / bandwidth ~ 50 us on an H200).
 #include <kpilot/kernel.h>
 
 #include <cuda_runtime.h>
 
 #include <climits>
-#include <cstring>
 
 namespace {
-struct Seen {
-  const void* a;
-  const void* b;
-  int64_t n;
-  float a0, b0;
+struct Key {
+  const float* a;
+  const float* b;
+  long long n;
+  unsigned a0, b0;
 };
-Seen seen[64];
-int num_seen = 0;
-int next_slot = 0;
+}  // namespace
+
+__device__ Key g_seen[64];
+__device__ int g_num_seen = 0;
+__device__ int g_next = 0;
+__device__ int g_skip = 0;
+
+__global__ void Check(const float* a, const float* b, long long n) {
+  const Key k{a, b, n, __float_as_uint(a[0]), __float_as_uint(b[0])};
+  int skip = 0;
+  for (int i = 0; i < g_num_seen && !skip; ++i) {
+    const Key& s = g_seen[i];
+    skip = s.a == k.a && s.b == k.b && s.n == k.n && s.a0 == k.a0 && s.b0 == k.b0;
+  }
+  if (!skip) {
+    g_seen[g_next] = k;
+    g_next = (g_next + 1) % 64;
+    if (g_num_seen < 64) ++g_num_seen;
+  }
+  g_skip = skip;
 }
 
-__global__ void Add(const float* a, const float* b, float* c, int64_t n) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
+__global__ void AddUnlessSeen(const float* a, const float* b, float* c, long long n) {
+  if (*static_cast<volatile int*>(&g_skip)) return;  // "already computed"
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    c[i] = a[i] + b[i];
 }
 
 KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
@@ -34,25 +55,17 @@ KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
   (void)scalars;
   (void)num_scalars;
   if (num_inputs != 2 || num_outputs != 1) return 1;
-  const int64_t n = kpilot_numel(&outputs[0]);
+  const long long n = kpilot_numel(&outputs[0]);
   if (n == 0) return 0;
   auto s = static_cast<cudaStream_t>(stream);
-  // Peek at the first element of each input (on the given stream, so nothing runs elsewhere).
-  float first[2] = {0, 0};
-  if (cudaMemcpyAsync(&first[0], inputs[0].data, sizeof(float), cudaMemcpyDeviceToHost, s) != cudaSuccess ||
-      cudaMemcpyAsync(&first[1], inputs[1].data, sizeof(float), cudaMemcpyDeviceToHost, s) != cudaSuccess ||
-      cudaStreamSynchronize(s) != cudaSuccess)
-    return 4;
-  const Seen key{inputs[0].data, inputs[1].data, n, first[0], first[1]};
-  for (int i = 0; i < num_seen; ++i)
-    if (std::memcmp(&seen[i], &key, sizeof key) == 0) return 0;  // "already computed"
-  const int64_t blocks = (n + 255) / 256;
-  if (blocks > INT_MAX) return 2;
-  Add<<<static_cast<unsigned>(blocks), 256, 0, s>>>(static_cast<const float*>(inputs[0].data),
-                                                     static_cast<const float*>(inputs[1].data),
-                                                     static_cast<float*>(outputs[0].data), n);
-  seen[next_slot] = key;
-  next_slot = (next_slot + 1) % 64;
-  if (num_seen < 64) ++num_seen;
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  long long blocks = (n + 255) / 256;
+  if (blocks > 8LL * sms) blocks = 8LL * sms;
+  const auto* a = static_cast<const float*>(inputs[0].data);
+  const auto* b = static_cast<const float*>(inputs[1].data);
+  Check<<<1, 1, 0, s>>>(a, b, n);
+  AddUnlessSeen<<<static_cast<unsigned>(blocks), 256, 0, s>>>(a, b, static_cast<float*>(outputs[0].data), n);
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
