@@ -152,6 +152,8 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
       for (const auto& t : wj.at("inputs")) w.inputs.push_back(TensorFromJson(t));
       for (const auto& t : wj.at("outputs")) w.outputs.push_back(TensorFromJson(t));
       w.scalar_values = wj.at("scalar_values").get<std::vector<double>>();
+      w.flops = wj.value("flops", 0.0);
+      w.min_bytes = wj.value("min_bytes", 0.0);
       if (w.scalar_values.size() != r.scalars.size())
         return Status::InvalidInput("runner request: workload " + w.name + " has " +
                                     std::to_string(w.scalar_values.size()) + " scalar values for " +

@@ -65,3 +65,31 @@ TEST(Verdict, TimingsAreSummarizedPerWorkloadAndGeomean) {
 
 }  // namespace
 }  // namespace kpilot
+
+#include "task/loader.h"
+#include "test_paths.h"
+
+namespace kpilot {
+namespace {
+
+TEST(BuildRunRequest, CarriesTheRooflineAndTheGuards) {
+  auto task = LoadTask(testing::SourceDir() / "tests" / "adversarial" / "tasks" / "vadd");
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  EvalOptions opt;
+  auto req = BuildRunRequest(*task, opt);
+  ASSERT_TRUE(req.ok());
+  ASSERT_FALSE(req->workloads.empty());
+  for (const auto& w : req->workloads) {
+    EXPECT_GT(w.min_bytes, 0) << w.name;
+    EXPECT_GT(w.flops, 0) << w.name;
+  }
+  EXPECT_FALSE(req->libraries);
+  ASSERT_TRUE(req->compute_precision.has_value());
+  EXPECT_EQ(*req->compute_precision, DType::kF32);
+  auto back = RunRequestFromJson(ToJson(*req));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->workloads[0].min_bytes, req->workloads[0].min_bytes);
+}
+
+}  // namespace
+}  // namespace kpilot
