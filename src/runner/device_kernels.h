@@ -48,6 +48,11 @@ int DeviceCountNot(const void* data, size_t bytes, unsigned char value, uint64_t
 // A position-dependent 64-bit digest of the bytes (synchronous); equal bytes give equal digests.
 int DeviceHash(const void* data, size_t bytes, uint64_t* host_hash, void* stream);
 
+// Evicts the L2 by reading `bytes` (≥ 2× the L2) of `buffer`: afterwards the L2 holds clean lines
+// of a buffer nobody else uses, so the next kernel starts cold without paying write-backs (a
+// memset would leave the L2 full of dirty lines). Asynchronous on `stream`.
+int DeviceFlushL2(const void* buffer, size_t bytes, void* stream);
+
 // Calibration: the sustained FP32 FMA rate in FLOP/s (2 per FMA) over about `seconds`, and the
 // device-to-device copy bandwidth in bytes/s (read + written) over a buffer of `bytes`.
 int DeviceMeasureFp32Peak(int sm_count, double* flops_per_s, void* stream);

@@ -41,7 +41,7 @@ Procedure ProcedureFor(const TimingConfig& t) {
       break;
   }
   return {t.warmup, t.min_reps, t.max_reps, t.max_seconds, true, true, std::max(1, t.input_sets), "median",
-          "default: L2 flushed (2x L2 bytes written) before every call, CUDA events on the given stream, input sets "
+          "default: L2 flushed (a 2x-L2 buffer read) before every call, CUDA events on the given stream, input sets "
           "rotated, candidate and baseline interleaved ABAB until both medians' 95% CIs are within the target"};
 }
 
@@ -62,11 +62,11 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
   if (!cand_out.ok() || !base_out.ok()) return Finish("error", "allocating timing outputs failed");
   auto flush = DeviceBuffer::Allocate(static_cast<size_t>(std::max<int64_t>(2 * l2_bytes_, 1 << 20)));
   if (!flush.ok()) return Finish("error", flush.status().message());
+  cudaMemsetAsync(flush->get(), 0, flush->bytes(), stream_->get());
 
   cudaStream_t s = stream_->get();
   CudaEvent e0, e1;
   std::string error;
-  int flush_value = 0;
   const bool cupti_samples = req_.timing.mode == TimingMode::kFlashInfer && tracer_ != nullptr;
   if (cupti_samples) (void)tracer_->Collect();
   // One timed call: flush, then events around the call, then a device-wide synchronize read by
@@ -77,7 +77,7 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
     // host launches, so e0 → e1 spans the call and not the launch latency. The host clock starts
     // before the flush (it is compared with the baseline's, which pays the same flush).
     auto t0 = Clock::now();
-    if (proc.flush_l2) cudaMemsetAsync(flush->get(), ++flush_value & 0xff, flush->bytes(), s);
+    if (proc.flush_l2) DeviceFlushL2(flush->get(), flush->bytes(), s);
     std::vector<kpilot_tensor> in_copy = in.tensors, out_copy = out.tensors;  // see CudaWorker::Call
     std::vector<kpilot_scalar> scalar_copy = scalars;
     cudaEventRecord(e0.get(), s);
