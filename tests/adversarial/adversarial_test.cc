@@ -7,6 +7,7 @@
 // Environment:
 //   KPILOT_ADVERSARIAL_CASES=a,b   run only these cases (names are the files' stems)
 //   KPILOT_ADVERSARIAL_REPORT=F    write the report as JSON to F
+//   KPILOT_ADVERSARIAL_TIMING=M    time every case with procedure M (default | kernelbench | flashinfer)
 //
 // Skips when no GPU is visible.
 #include <gtest/gtest.h>
@@ -44,6 +45,7 @@ struct Outcome {
   bool reason_ok = true;      // reason_contains matched (checked when got == expected)
   bool timing_ok = true;      // passed cases: one timing per workload, none of them absurdly small
   std::vector<std::string> leftovers;
+  nlohmann::json run = nlohmann::json::object();  // the runner's details, warnings and timings, for diagnosis
   bool harness_error = false;
   double seconds = 0;
   bool ok() const { return !harness_error && verdict_ok && reason_ok && timing_ok && leftovers.empty(); }
@@ -172,6 +174,11 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
     opt.timing.max_reps = 200;
     opt.timeout_s = c->timeout_s;
     opt.timing.mode = *ParseTimingMode(c->timing);
+    if (const char* mode = getenv("KPILOT_ADVERSARIAL_TIMING"); mode && *mode) {
+      auto m = ParseTimingMode(mode);
+      ASSERT_TRUE(m.has_value()) << "KPILOT_ADVERSARIAL_TIMING=" << mode << ": not default, kernelbench or flashinfer";
+      opt.timing.mode = *m;
+    }
     auto t0 = std::chrono::steady_clock::now();
     Result<Evaluation> e = [&] {
       ScopedTmpdir scoped(tmp->path());
@@ -184,6 +191,18 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
       o.summary = e.status().ToString();
     } else {
       if (!calibration.valid() && e->run.calibration.valid()) calibration = e->run.calibration;
+      nlohmann::json details = e->run.details;
+      if (details.is_object()) details.erase("launch_trace");  // large; the rest explains a verdict
+      nlohmann::json medians = nlohmann::json::object();
+      for (const auto& t : e->timings)
+        medians[t.workload] = {{"candidate_ms", t.candidate.median}, {"baseline_ms", t.baseline.median}};
+      o.run = {{"phase", e->run.phase},
+               {"details", details},
+               {"warnings", e->run.warnings},
+               {"dram_bytes_per_s", e->run.calibration.dram_bytes_per_s},
+               {"median_ms", medians},
+               {"stdout_tail", Tail(e->run.candidate_stdout_tail, 300)},
+               {"stderr_tail", Tail(e->run.candidate_stderr_tail, 300)}};
       o.got = std::string(VerdictName(e->verdict.kind));
       o.summary = e->verdict.summary;
       o.verdict_ok = c->Accepts(o.got);
@@ -263,6 +282,7 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
                       {"harness_error", o.harness_error},
                       {"leftover_pids", o.leftovers},
                       {"seconds", o.seconds},
+                      {"run", o.run},
                       {"why", o.c->why}});
     j["cases"] = rows;
     std::ofstream f(report);
