@@ -37,4 +37,34 @@ Result<KernelObject> KernelObject::Open(const std::string& path, const std::stri
   return obj;
 }
 
+kpilot_tensor MakeTensor(const RunTensor& spec, void* data) {
+  kpilot_tensor t{};
+  t.data = data;
+  t.dtype = static_cast<int32_t>(spec.dtype);
+  t.rank = static_cast<int32_t>(spec.shape.size());
+  int64_t stride = 1;
+  for (int i = t.rank - 1; i >= 0; --i) {
+    t.shape[i] = spec.shape[static_cast<size_t>(i)];
+    t.strides[i] = stride;
+    stride *= spec.shape[static_cast<size_t>(i)];
+  }
+  t.name = spec.name.c_str();
+  return t;
+}
+
+std::vector<kpilot_scalar> MakeScalars(const RunRequest& req, const RunWorkload& w) {
+  std::vector<kpilot_scalar> out;
+  for (size_t i = 0; i < req.scalars.size(); ++i) {
+    kpilot_scalar s{};
+    s.name = req.scalars[i].name.c_str();
+    s.dtype = static_cast<int32_t>(req.scalars[i].dtype);
+    if (IsFloat(req.scalars[i].dtype))
+      s.value.f = w.scalar_values[i];
+    else
+      s.value.i = static_cast<int64_t>(w.scalar_values[i]);
+    out.push_back(s);
+  }
+  return out;
+}
+
 }  // namespace kpilot

@@ -11,7 +11,10 @@
 
 #define KPILOT_NO_ABI_EXPORT
 #include "kpilot/kernel.h"
+#include <vector>
+
 #include "core/status.h"
+#include "runner/protocol.h"
 
 namespace kpilot {
 
@@ -29,5 +32,10 @@ class KernelObject {
   void* handle_ = nullptr;  // never closed, see above
   kpilot_launch_fn launch_ = nullptr;
 };
+
+// The ABI descriptor of a row-major tensor at `data` (borrowing spec's name).
+kpilot_tensor MakeTensor(const RunTensor& spec, void* data);
+// The ABI scalars of a workload, in the task's order (borrowing the request's names).
+std::vector<kpilot_scalar> MakeScalars(const RunRequest& req, const RunWorkload& w);
 
 }  // namespace kpilot

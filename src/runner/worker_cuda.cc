@@ -162,33 +162,7 @@ bool CudaWorker::Setup() {
   return true;
 }
 
-std::vector<kpilot_scalar> CudaWorker::Scalars(const RunWorkload& w) const {
-  std::vector<kpilot_scalar> out;
-  for (size_t i = 0; i < req_.scalars.size(); ++i) {
-    kpilot_scalar s{};
-    s.name = req_.scalars[i].name.c_str();
-    s.dtype = static_cast<int32_t>(req_.scalars[i].dtype);
-    if (IsFloat(req_.scalars[i].dtype)) s.value.f = w.scalar_values[i];
-    else s.value.i = static_cast<int64_t>(w.scalar_values[i]);
-    out.push_back(s);
-  }
-  return out;
-}
-
-static kpilot_tensor Describe(const RunTensor& spec, void* data) {
-  kpilot_tensor t{};
-  t.data = data;
-  t.dtype = static_cast<int32_t>(spec.dtype);
-  t.rank = static_cast<int32_t>(spec.shape.size());
-  int64_t stride = 1;
-  for (int i = t.rank - 1; i >= 0; --i) {
-    t.shape[i] = spec.shape[static_cast<size_t>(i)];
-    t.strides[i] = stride;
-    stride *= spec.shape[static_cast<size_t>(i)];
-  }
-  t.name = spec.name.c_str();
-  return t;
-}
+std::vector<kpilot_scalar> CudaWorker::Scalars(const RunWorkload& w) const { return MakeScalars(req_, w); }
 
 Result<DeviceTensors> CudaWorker::MakeInputs(const RunWorkload& w, uint64_t seed) {
   DeviceTensors d;
@@ -199,7 +173,7 @@ Result<DeviceTensors> CudaWorker::MakeInputs(const RunWorkload& w, uint64_t seed
     if (!buf.ok()) return buf.status();
     int e = DeviceFillInit(in.dtype, in.init, seed, i, buf->get(), n, stream_->get());
     if (e) return Status::Internal("generating input " + in.name + ": " + CudaErrorText(static_cast<cudaError_t>(e)));
-    d.tensors.push_back(Describe(in, buf->get()));
+    d.tensors.push_back(MakeTensor(in, buf->get()));
     d.buffers.push_back(std::move(buf).value());
   }
   cudaError_t e = cudaStreamSynchronize(stream_->get());
@@ -223,7 +197,7 @@ Result<DeviceTensors> CudaWorker::MakeOutputs(const RunWorkload& w, bool guarded
     }
     int e = DevicePoison(out.dtype, base + pad, n, stream_->get());
     if (e) return Status::Internal("poisoning output " + out.name + ": " + CudaErrorText(static_cast<cudaError_t>(e)));
-    d.tensors.push_back(Describe(out, base + pad));
+    d.tensors.push_back(MakeTensor(out, base + pad));
     d.buffers.push_back(std::move(buf).value());
   }
   cudaError_t e = cudaStreamSynchronize(stream_->get());
