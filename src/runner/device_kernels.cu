@@ -226,7 +226,7 @@ __global__ void HashKernel(const unsigned char* data, size_t bytes, unsigned lon
   if (h) atomicAdd(hash, h);  // a sum of per-word mixes: order-independent, position-dependent
 }
 
-__global__ void ReadKernel(const uint4* data, size_t n, unsigned* sink) {
+__global__ void KpilotL2FlushKernel(const uint4* data, size_t n, unsigned* sink) {
   unsigned acc = 0;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
@@ -419,7 +419,7 @@ int DeviceHash(const void* data, size_t bytes, uint64_t* host_hash, void* stream
 int DeviceFlushL2(const void* buffer, size_t bytes, void* stream) {
   size_t n = bytes / sizeof(uint4);
   // The sink is the buffer's own first word: written only if the impossible happens.
-  ReadKernel<<<1024, 512, 0, S(stream)>>>(static_cast<const uint4*>(buffer), n,
+  KpilotL2FlushKernel<<<1024, 512, 0, S(stream)>>>(static_cast<const uint4*>(buffer), n,
                                          const_cast<unsigned*>(static_cast<const unsigned*>(buffer)));
   return static_cast<int>(cudaGetLastError());
 }

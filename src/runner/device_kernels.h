@@ -51,7 +51,9 @@ int DeviceHash(const void* data, size_t bytes, uint64_t* host_hash, void* stream
 // Evicts the L2 by reading `bytes` (≥ 2× the L2) of `buffer`: afterwards the L2 holds clean lines
 // of a buffer nobody else uses, so the next kernel starts cold without paying write-backs (a
 // memset would leave the L2 full of dirty lines). Asynchronous on `stream`.
+// Its kernel's name contains kFlushKernelName, so traces can leave it out.
 int DeviceFlushL2(const void* buffer, size_t bytes, void* stream);
+inline constexpr const char* kFlushKernelName = "KpilotL2FlushKernel";
 
 // Calibration: the sustained FP32 FMA rate in FLOP/s (2 per FMA) over about `seconds`, and the
 // device-to-device copy bandwidth in bytes/s (read + written) over a buffer of `bytes`.

@@ -45,6 +45,12 @@ Procedure ProcedureFor(const TimingConfig& t) {
           "rotated, candidate and baseline interleaved ABAB until both medians' 95% CIs are within the target"};
 }
 
+// The candidate's part of a trace: without the runner's own L2-flush kernels.
+LaunchTrace WithoutFlushKernels(LaunchTrace t) {
+  std::erase_if(t.kernels, [](const TraceKernel& k) { return k.name.find(kFlushKernelName) != std::string::npos; });
+  return t;
+}
+
 }  // namespace
 
 bool CudaWorker::TimeWorkload(const RunWorkload& w) {
@@ -92,7 +98,7 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
     if (cupti_samples) {
       auto trace = tracer_->Collect();
       if (trace.ok()) {
-        TraceSummary sum = SummarizeTrace(*trace, stream_id_);
+        TraceSummary sum = SummarizeTrace(WithoutFlushKernels(*trace), stream_id_);
         if (sum.kernels > 0) *event_ms = sum.kernel_busy_ns / 1e6;
       }
     }
@@ -154,7 +160,7 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
         return Finish("runtime_error", "the candidate failed while tracing workload " + w.name + ": " + error);
       auto trace = tracer_->Collect();
       if (!trace.ok()) break;
-      TraceSummary sum = SummarizeTrace(*trace, stream_id_);
+      TraceSummary sum = SummarizeTrace(WithoutFlushKernels(*trace), stream_id_);
       if (sum.kernels_off_stream > 0) {
         result_.details["off_stream_kernels"] = sum.off_stream_kernel_names;
         return Finish("suspicious", "while timing workload " + w.name + " the candidate ran " +
@@ -191,8 +197,13 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
     floor_ms = w.min_bytes / result_.calibration.dram_bytes_per_s * 1e3;
     floor_why = "minimum bytes / measured DRAM bandwidth";
   }
+  // The FP32 rate bounds only work that must run on the FP32 pipes: fp32/fp64 compute with no
+  // lower-precision float input (bf16 or fp8 operands may legitimately use tensor cores).
   DType cp = req_.compute_precision.value_or(w.outputs.empty() ? DType::kF32 : w.outputs.front().dtype);
-  if ((cp == DType::kF32 || cp == DType::kF64) && w.flops > 0 && result_.calibration.fp32_flops_per_s > 0) {
+  bool fp32_work = cp == DType::kF32 || cp == DType::kF64;
+  for (const auto& in : w.inputs)
+    if (IsFloat(in.dtype) && in.dtype != DType::kF32 && in.dtype != DType::kF64) fp32_work = false;
+  if (fp32_work && w.flops > 0 && result_.calibration.fp32_flops_per_s > 0) {
     double f = w.flops / result_.calibration.fp32_flops_per_s * 1e3;
     if (f > floor_ms) {
       floor_ms = f;
