@@ -428,8 +428,10 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
 
 std::unique_ptr<Toolchain> MakeSystemToolchain(fs::path cache_dir, fs::path include_dir, ProcessRunner& runner,
                                                ToolSearch search) {
-  return std::make_unique<SystemToolchain>(std::move(cache_dir), std::move(include_dir), runner,
-                                           std::move(search));
+  // Compilers run in the source's folder, so every path handed to them must be absolute.
+  std::error_code ec;
+  fs::path cache = fs::absolute(cache_dir, ec), include = fs::absolute(include_dir, ec);
+  return std::make_unique<SystemToolchain>(std::move(cache), std::move(include), runner, std::move(search));
 }
 
 }  // namespace kpilot

@@ -137,3 +137,17 @@ TEST_F(Cli, EvalPassesFailsAndRecordsEveryRun) {
 
 }  // namespace
 }  // namespace kpilot
+
+namespace kpilot {
+namespace {
+
+// The default store is ".kpilot" relative to where the user stands; compilers run elsewhere.
+TEST_F(Cli, DefaultRelativeStoreWorks) {
+  ProcessResult r = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/reference.cpp"), "--workload",
+                            "12M-odd", "--no-time"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(std::filesystem::exists(dir_->path() / ".kpilot" / "kpilot.db"));
+}
+
+}  // namespace
+}  // namespace kpilot
