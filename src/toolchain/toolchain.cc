@@ -388,8 +388,12 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
     return out;
   }
   out.ok = run->Succeeded() && fs::exists(staging / kObjectName);
+  // A failure is cached only when the compiler located an error in the source; anything else
+  // (a linker that cannot write, a killed compiler) may say more about the machine than the code.
+  bool cacheable = out.ok;
   if (!out.ok) {
     out.first_error = FirstCompileError(out.log);
+    cacheable = !out.first_error.empty() && out.log.find("cannot open output file") == std::string::npos;
     if (out.first_error.empty())
       out.first_error = file_name + ": " + fs::path(compiler->path).filename().string() + " failed (" +
                         run->Describe(options.timeout_s) + "); no error line found, see the log";
@@ -404,6 +408,8 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
   } else {
     ExtractSass(staging / kObjectName, out);
   }
+
+  if (!cacheable) return out;
 
   // Fill the staging folder, then publish it with one rename.
   KPILOT_RETURN_IF_ERROR(WriteFileAtomic(staging / kLogName, out.log));
