@@ -115,6 +115,7 @@ json ToJson(const RunRequest& r) {
           {"compute_precision", r.compute_precision ? json(DTypeName(*r.compute_precision)) : json(nullptr)},
           {"calibration", CalibrationJson(r.calibration)},
           {"lock_dir", r.lock_dir},
+          {"profile_only", r.profile_only},
           {"timing", {{"mode", TimingModeName(r.timing.mode)}, {"input_sets", r.timing.input_sets},
                       {"warmup", r.timing.warmup}, {"min_reps", r.timing.min_reps},
                       {"max_reps", r.timing.max_reps}, {"max_seconds", r.timing.max_seconds},
@@ -169,6 +170,7 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
       r.compute_precision = DTypeFromName(j.at("compute_precision").get<std::string>());
     if (j.contains("calibration")) r.calibration = CalibrationFrom(j.at("calibration"));
     r.lock_dir = j.value("lock_dir", "/tmp");
+    r.profile_only = j.value("profile_only", false);
     const json& t = j.at("timing");
     auto mode = ParseTimingMode(t.value("mode", "default"));
     if (!mode) return Status::InvalidInput("runner request: unknown timing mode " + t.value("mode", ""));

@@ -81,6 +81,9 @@ struct RunRequest {
   std::optional<DType> compute_precision;  // for the lowered-precision check
   Calibration calibration;         // empty: the runner measures it and reports it back
   std::string lock_dir = "/tmp";   // where the per-GPU timing lock lives
+  // Profiling (kpilot profile under ncu): call only the candidate, once per workload on the
+  // first seed's inputs, with no reference, checks or timing, so a profiler sees its kernels alone.
+  bool profile_only = false;
 };
 
 nlohmann::json ToJson(const RunRequest& r);
