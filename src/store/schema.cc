@@ -56,6 +56,46 @@ CREATE TABLE kv (
 );
 PRAGMA user_version = 1;
 )sql"},
+    Migration{2, R"sql(
+CREATE TABLE runs (
+  id           INTEGER PRIMARY KEY,
+  task_name    TEXT NOT NULL,
+  task_dir     TEXT NOT NULL,
+  config_json  TEXT NOT NULL,
+  status       TEXT NOT NULL,
+  stop_reason  TEXT NOT NULL,
+  best_speedup REAL NOT NULL,
+  best_node    INTEGER NOT NULL,
+  created_at   TEXT NOT NULL,
+  updated_at   TEXT NOT NULL
+);
+CREATE TABLE run_nodes (
+  run_id        INTEGER NOT NULL REFERENCES runs(id),
+  node          INTEGER NOT NULL,
+  parent        INTEGER NOT NULL,
+  proposal      INTEGER NOT NULL,
+  evaluation_id INTEGER NOT NULL,
+  source_name   TEXT NOT NULL,
+  source_blob   TEXT NOT NULL,
+  params_json   TEXT NOT NULL,
+  summary       TEXT NOT NULL,
+  finding       TEXT NOT NULL,
+  verdict       TEXT NOT NULL,
+  speedup       REAL NOT NULL,
+  result_blob   TEXT NOT NULL,
+  created_at    TEXT NOT NULL,
+  PRIMARY KEY (run_id, node)
+);
+CREATE TABLE run_events (
+  run_id       INTEGER NOT NULL REFERENCES runs(id),
+  seq          INTEGER NOT NULL,
+  kind         TEXT NOT NULL,
+  payload_json TEXT NOT NULL,
+  created_at   TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+PRAGMA user_version = 2;
+)sql"},
 };
 
 constexpr bool VersionsAreConsecutive() {

@@ -56,6 +56,47 @@ struct EvaluationRecord {
 //
 // Errors: every message names the store file or blob path involved and, where there is one,
 // the fix. Records are never deleted, so an id once returned stays valid.
+// An optimization run (kpilot optimize): its configuration, state and best result.
+struct RunRecord {
+  int64_t id = 0;
+  std::string task_name;
+  std::string task_dir;
+  std::string config_json;   // the options it was started with (resume reuses them)
+  std::string status;        // running | finished | interrupted | failed
+  std::string stop_reason;   // budget, time, plateau, target, exhausted, …
+  double best_speedup = 0;
+  int64_t best_node = -1;
+  std::string created_at;
+  std::string updated_at;
+};
+
+// One evaluated node of a run's search tree.
+struct RunNodeRecord {
+  int64_t run_id = 0;
+  int64_t node = 0;          // the node's id in the tree (0 = root)
+  int64_t parent = -1;
+  int64_t proposal = -1;     // the run event that proposed it (-1 for the root)
+  int64_t evaluation_id = 0; // evaluations.id ("0" when it was not stored)
+  std::string source_name;
+  std::string source_blob;   // sha256 of the candidate source
+  std::string params_json;
+  std::string summary;
+  std::string finding;
+  std::string verdict;
+  double speedup = 0;
+  std::string result_blob;   // the evaluation JSON (timings, profile summary)
+  std::string created_at;
+};
+
+// Everything else a run decides, in order: proposals, selections, promotions, stops.
+struct RunEventRecord {
+  int64_t run_id = 0;
+  int64_t seq = 0;
+  std::string kind;          // proposal | select | promote | reject | close | stop | resume
+  std::string payload_json;
+  std::string created_at;
+};
+
 class Store {
  public:
   // Opens (creating if needed) the store in `dir`, migrating its schema forward. A database with
@@ -108,6 +149,18 @@ class Store {
   // Put overwrites; Get of an absent key is nullopt. An empty key → InvalidInput.
   virtual Status PutValue(const std::string& key, const std::string& value) = 0;
   virtual Result<std::optional<std::string>> GetValue(const std::string& key) = 0;
+
+  // Runs (schema 2). Each write is one statement, committed as it happens, so a run killed at
+  // any point resumes from exactly what was recorded.
+  virtual Result<int64_t> CreateRun(const RunRecord& r) = 0;
+  virtual Status UpdateRun(const RunRecord& r) = 0;  // status, stop_reason, best_* by id
+  virtual Result<std::optional<RunRecord>> GetRun(int64_t id) = 0;
+  virtual Result<std::vector<RunRecord>> ListRuns() = 0;
+  virtual Status AddRunNode(const RunNodeRecord& n) = 0;  // unique (run_id, node)
+  virtual Result<std::vector<RunNodeRecord>> ListRunNodes(int64_t run_id) = 0;
+  // Appends an event; returns its seq (1, 2, … per run).
+  virtual Result<int64_t> AddRunEvent(int64_t run_id, const std::string& kind, const std::string& payload_json) = 0;
+  virtual Result<std::vector<RunEventRecord>> ListRunEvents(int64_t run_id) = 0;
 
   // Look-ups by id (nullopt when absent) and the candidates of a task, oldest first. The
   // defaults report Internal so that test doubles need not implement what they do not use;

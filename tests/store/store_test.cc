@@ -424,3 +424,66 @@ TEST_F(StoreTest, ReadOnlyFolderIsAnErrorNamingIt) {
 
 }  // namespace
 }  // namespace kpilot
+
+namespace kpilot {
+namespace {
+
+TEST(StoreRuns, RoundTripAfterReopen) {
+  auto dir = TempDir::Create("kpilot-store-runs-");
+  ASSERT_TRUE(dir.ok());
+  int64_t run = 0;
+  {
+    auto store = Store::Open(dir->path());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    RunRecord r;
+    r.task_name = "saxpy";
+    r.task_dir = "/t";
+    r.config_json = "{\"budget\":8}";
+    r.status = "running";
+    auto id = (*store)->CreateRun(r);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    run = *id;
+    RunNodeRecord n;
+    n.run_id = run;
+    n.node = 0;
+    n.verdict = "passed";
+    n.speedup = 1.5;
+    n.params_json = "{}";
+    ASSERT_TRUE((*store)->AddRunNode(n).ok());
+    n.node = 1;
+    n.parent = 0;
+    EXPECT_TRUE((*store)->AddRunNode(n).ok());
+    EXPECT_FALSE((*store)->AddRunNode(n).ok()) << "a node is recorded once";
+    auto s1 = (*store)->AddRunEvent(run, "proposal", "{\"k\":1}");
+    auto s2 = (*store)->AddRunEvent(run, "stop", "{}");
+    ASSERT_TRUE(s1.ok() && s2.ok());
+    EXPECT_EQ(*s1, 1);
+    EXPECT_EQ(*s2, 2);
+    r.id = run;
+    r.status = "finished";
+    r.best_speedup = 1.5;
+    r.best_node = 0;
+    EXPECT_TRUE((*store)->UpdateRun(r).ok());
+  }
+  auto store = Store::Open(dir->path());
+  ASSERT_TRUE(store.ok());
+  auto got = (*store)->GetRun(run);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->status, "finished");
+  EXPECT_DOUBLE_EQ((*got)->best_speedup, 1.5);
+  auto nodes = (*store)->ListRunNodes(run);
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[1].parent, 0);
+  auto events = (*store)->ListRunEvents(run);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[1].kind, "stop");
+  auto runs = (*store)->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(runs->size(), 1u);
+  EXPECT_EQ(*(*store)->CountRows("run_nodes"), 2);
+}
+
+}  // namespace
+}  // namespace kpilot
