@@ -1,0 +1,581 @@
+#include "propose/params_proposer.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <future>
+#include <optional>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "task/formula.h"
+
+namespace kpilot {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Roles from names. Ordered: the first row with a pattern that is a substring of the upper-cased
+// name wins, so specific names come before general ones (MIN_BLOCKS, NUM_BLOCKS and
+// ROWS_PER_BLOCK before BLOCK; TILE_K before TILE; TILE_WIDTH is a tile, WIDTH a vector).
+
+struct RoleRow {
+  ParamRole role;
+  std::vector<std::string_view> patterns;
+};
+
+const std::vector<RoleRow>& RoleTable() {
+  static const std::vector<RoleRow> kTable = {
+      {ParamRole::kMinBlocks, {"MIN_BLOCKS", "MINBLOCKS", "LAUNCH_BOUND", "BLOCKS_PER_SM", "MIN_CTAS"}},
+      {ParamRole::kBlock,
+       {"THREADS_PER_BLOCK", "BLOCK_SIZE", "BLOCKSIZE", "BLOCK_THREADS", "NUM_THREADS", "BLOCK_DIM"}},
+      {ParamRole::kGrid, {"WAVES", "GRID", "NUM_BLOCKS", "NUM_CTAS"}},
+      {ParamRole::kWorkPerBlock,
+       {"CHUNK", "ROWS_PER", "COLS_PER", "ITEMS", "PER_THREAD", "PER_BLOCK", "ELEMS", "WORK"}},
+      {ParamRole::kStages, {"STAGE", "PIPELINE"}},
+      {ParamRole::kUnroll, {"UNROLL"}},
+      {ParamRole::kTileK, {"TILE_K", "TILEK", "K_TILE", "BLOCK_K", "BK"}},
+      {ParamRole::kTile, {"TILE", "BLOCK_M", "BLOCK_N", "BM", "BN", "TM", "TN"}},
+      {ParamRole::kVector, {"VEC", "WIDTH", "PACK"}},
+      {ParamRole::kBlock, {"BLOCK", "THREADS", "WARPS"}},
+  };
+  return kTable;
+}
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
+  return Lower(haystack).find(Lower(needle)) != std::string::npos;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Findings to moves. A finding takes the first row whose `id` is a substring of its id and whose
+// conditions hold. A row without moves says params cannot fix the finding (`no_fix` says what
+// would). docs/propose.md mirrors this table.
+
+struct Move {
+  ParamRole role;
+  int dir;          // +1: later in the declared order ("up"), −1: earlier
+  const char* why;  // the expected effect, completing "…; <why>"
+};
+
+struct Rule {
+  const char* id;
+  const char* limiter = nullptr;  // substring of evidence["limiter"]; "" = evidence names none
+  const char* stall = nullptr;    // substring of the dominant stall reason (DominantStall)
+  std::vector<Move> moves;
+  const char* no_fix = "";
+};
+
+constexpr const char* kSmallerTilesRegs = "smaller tiles keep fewer accumulators live";
+constexpr const char* kLessUnroll = "less unrolling keeps fewer values live";
+
+const std::vector<Rule>& RuleTable() {
+  using R = ParamRole;
+  static const std::vector<Rule> kRules = {
+      {"scalar-global-loads", nullptr, nullptr,
+       {{R::kVector, +1, "wider vectors move more bytes per load instruction"}}},
+      {"uncoalesced", nullptr, nullptr,
+       {{R::kVector, +1, "wider per-thread vectors use more of each fetched sector"}}},
+      // Spills: a launch-bounds minimum caps registers, so it moves down here (up would spill more).
+      {"register-spill", nullptr, nullptr,
+       {{R::kTile, -1, kSmallerTilesRegs},
+        {R::kUnroll, -1, kLessUnroll},
+        {R::kMinBlocks, -1, "a lower launch-bounds minimum leaves ptxas more registers than spills"}}},
+      {"high-register", nullptr, nullptr,
+       {{R::kTile, -1, kSmallerTilesRegs},
+        {R::kMinBlocks, +1, "a higher launch-bounds minimum caps registers so more blocks fit"},
+        {R::kUnroll, -1, kLessUnroll}}},
+      {"occupancy", "register", nullptr,
+       {{R::kTile, -1, kSmallerTilesRegs},
+        {R::kMinBlocks, +1, "a higher launch-bounds minimum caps registers so more blocks fit"},
+        {R::kUnroll, -1, kLessUnroll}}},
+      {"occupancy", "shared", nullptr,
+       {{R::kStages, -1, "fewer pipeline stages need less shared memory per block"},
+        {R::kTileK, -1, "a shorter K tile needs less shared memory per block"},
+        {R::kTile, -1, "smaller tiles need less shared memory per block"}}},
+      {"occupancy", "block", nullptr,  // "block_size" and "blocks": the resident-block limit
+       {{R::kBlock, +1, "larger blocks put more warps under the resident-block limit"}}},
+      {"occupancy", "warps", nullptr,
+       {{R::kBlock, -1, "a smaller block divides the SM's warp slots better"}}},
+      {"occupancy", "", nullptr,  // achieved occupancy low: too few or uneven blocks
+       {{R::kGrid, +1, "more blocks keep the SMs full"},
+        {R::kBlock, -1, "smaller blocks give more, evener blocks"}}},
+      {"tail", nullptr, nullptr,
+       {{R::kBlock, -1, "smaller blocks fill the last wave"},
+        {R::kGrid, +1, "more waves make the partial last one matter less"},
+        {R::kTile, -1, "smaller tiles make more blocks to fill the last wave"}}},
+      {"launch-overhead", nullptr, nullptr,
+       {{R::kWorkPerBlock, +1, "more work per block amortizes each launch"}}},
+      {"dram-near-peak", nullptr, nullptr, {},
+       "only moving fewer bytes helps (fusion, lower precision)"},
+      {"warp-stall", nullptr, "long_scoreboard",
+       {{R::kStages, +1, "more pipeline stages keep more loads in flight"},
+        {R::kUnroll, +1, "more unrolling issues more independent loads"},
+        {R::kVector, +1, "wider loads keep more bytes in flight"}}},
+      {"warp-stall", nullptr, "lg_throttle",
+       {{R::kVector, +1, "wider loads need fewer load instructions"}}},
+      {"warp-stall", nullptr, "mio_throttle",
+       {{R::kVector, +1, "wider accesses need fewer shared-memory instructions"}}},
+      {"warp-stall", nullptr, "wait",
+       {{R::kUnroll, +1, "more unrolling interleaves independent instructions"}}},
+      {"warp-stall", nullptr, "no_instruction",
+       {{R::kUnroll, -1, "less unrolling shrinks the hot loop for the instruction cache"}}},
+      {"warp-stall", nullptr, "barrier",
+       {{R::kBlock, -1, "smaller blocks wait on fewer warps at each barrier"},
+        {R::kTileK, +1, "a longer K tile does more work between barriers"}}},
+      {"barrier", nullptr, nullptr,
+       {{R::kBlock, -1, "smaller blocks wait on fewer warps at each barrier"},
+        {R::kTileK, +1, "a longer K tile does more work between barriers"}}},
+      {"low-cache-hit", nullptr, nullptr,
+       {{R::kTile, +1, "larger tiles reuse each loaded element more"}}},
+      {"shared-bank-conflict", nullptr, nullptr, {}, "padding or a swizzle in the source helps"},
+      {"tensor-cores-unused", nullptr, nullptr, {}, "mma/wgmma code in the source helps"},
+      {"fp64", nullptr, nullptr, {}, "f32 literals and functions in the source help"},
+      {"integer-division", nullptr, nullptr, {}, "division-free index math in the source helps"},
+      {"warp-divergence", nullptr, nullptr, {}, "branch-free code in the source helps"},
+      {"copies-or-syncs", nullptr, nullptr, {}, "moving copies and syncs out of the call helps"},
+  };
+  return kRules;
+}
+
+const Move kComputeBoundMove = {ParamRole::kTile, +1,
+                                "larger tiles do more arithmetic per loaded element"};
+
+const std::vector<std::string_view>& KnownStalls() {
+  static const std::vector<std::string_view> kStalls = {
+      "long_scoreboard", "short_scoreboard", "lg_throttle", "mio_throttle", "barrier",
+      "math_pipe_throttle", "wait", "not_selected", "membar", "branch_resolving",
+      "no_instruction", "drain", "dispatch_stall", "imc_miss", "tex_throttle", "sleeping"};
+  return kStalls;
+}
+
+// The dominant warp stall a finding names: a string in its evidence under a key that mentions
+// "reason", "stall" or "dominant"; else the known stall named first in its guidance; else "".
+std::string DominantStall(const Finding& f) {
+  if (f.evidence.is_object()) {
+    for (const auto& [key, value] : f.evidence.items()) {
+      std::string k = Lower(key);
+      bool named = k.find("reason") != std::string::npos || k.find("stall") != std::string::npos ||
+                   k.find("dominant") != std::string::npos;
+      if (named && value.is_string()) return Lower(value.get<std::string>());
+    }
+  }
+  std::string text = Lower(f.guidance);
+  size_t best = std::string::npos;
+  std::string found;
+  for (std::string_view stall : KnownStalls()) {
+    size_t at = text.find(stall);
+    if (at < best) best = at, found = std::string(stall);
+  }
+  return found;
+}
+
+std::string Limiter(const Finding& f) {
+  if (!f.evidence.is_object()) return "";
+  auto it = f.evidence.find("limiter");
+  return it != f.evidence.end() && it->is_string() ? Lower(it->get<std::string>()) : "";
+}
+
+const Rule* MatchRule(const Finding& f) {
+  for (const Rule& rule : RuleTable()) {
+    if (!ContainsNoCase(f.id, rule.id)) continue;
+    if (rule.limiter) {
+      std::string limiter = Limiter(f);
+      if (*rule.limiter == '\0' ? !limiter.empty() : limiter.find(rule.limiter) == std::string::npos)
+        continue;
+    }
+    if (rule.stall && DominantStall(f).find(rule.stall) == std::string::npos) continue;
+    return &rule;
+  }
+  return nullptr;
+}
+
+// 3 significant digits, integers from 100 up.
+std::string Num(double v) {
+  char buf[32];
+  if (std::fabs(v) >= 100) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+  }
+  return buf;
+}
+
+// What the finding measured, in a few words from its evidence ("theoretical occupancy is 25%,
+// limited by registers"); its severity when no known number is there.
+std::string Measured(const Finding& f) {
+  struct Quote {
+    std::string_view key;  // substring of an evidence key
+    std::string_view before, after;
+    double scale;
+  };
+  static const Quote kQuotes[] = {
+      {"scalar_load_share", "", "% of global loads are 32-bit", 100},
+      {"ratio_to_ideal", "accesses fetch ", "x the ideal sectors", 1},
+      {"spill_store_bytes", "", " bytes of spill stores", 1},
+      {"registers_per_thread", "", " registers per thread", 1},
+      {"theoretical_occupancy_pct", "theoretical occupancy is ", "%", 1},
+      {"warps_active", "achieved occupancy is ", "%", 1},
+      {"dram__throughput", "DRAM at ", "% of peak", 1},
+      {"conflict_share", "", "% of shared accesses conflict", 100},
+      {"partial_wave", "the last wave is ", "% full", 100},
+      {"idle_sm_share", "", "% of the SMs get no block", 100},
+      {"waves", "", " waves per SM", 1},
+      {"launch_gap_share", "", "% of the call runs no kernel", 100},
+      {"kernels_per_call", "", " kernels per call", 1},
+      {"dominant_share", "", "% of stall cycles", 100},
+      {"barrier_stall_share", "", "% of stall cycles wait at barriers", 100},
+      {"hit_rate", "cache hit rate ", "%", 1},
+  };
+  std::vector<std::string> parts;
+  if (f.evidence.is_object()) {
+    for (const Quote& q : kQuotes) {
+      for (const auto& [key, value] : f.evidence.items()) {
+        if (!value.is_number() || key.find(q.key) == std::string::npos) continue;
+        parts.push_back(std::string(q.before) + Num(value.get<double>() * q.scale) +
+                        std::string(q.after));
+        break;
+      }
+      if (parts.size() == 2) break;
+    }
+  }
+  if (std::string limiter = Limiter(f); !limiter.empty()) parts.push_back("limited by " + limiter);
+  if (f.id.find("warp-stall") != std::string::npos) {
+    if (std::string stall = DominantStall(f); !stall.empty())
+      parts.insert(parts.begin(), "warps mostly stall on " + stall);
+  }
+  if (parts.empty()) return "severity " + Num(f.severity);
+  std::string out = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) out += ", " + parts[i];
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The space: declared params, their value order, constraints.
+
+class Space {
+ public:
+  explicit Space(const Task& task) : task_(task) {}
+
+  const std::vector<TunableParam>& params() const { return task_.params; }
+
+  // Position of cfg's value of param i in its declared list, or −1.
+  int IndexOf(size_t i, const ParamValues& cfg) const {
+    const TunableParam& p = task_.params[i];
+    auto it = cfg.find(p.name);
+    if (it == cfg.end()) return -1;
+    auto at = std::find(p.values.begin(), p.values.end(), it->second);
+    return at == p.values.end() ? -1 : static_cast<int>(at - p.values.begin());
+  }
+
+  // Whether the constraints hold (memoized). An evaluation error counts as not holding and is
+  // kept in status().
+  bool Valid(const ParamValues& cfg) {
+    if (task_.constraints.empty()) return true;
+    auto it = memo_.find(cfg);
+    if (it != memo_.end()) return it->second;
+    auto holds = ConstraintsHold(task_.constraints, cfg);
+    if (!holds.ok() && status_.ok()) status_ = holds.status();
+    bool valid = holds.ok() && *holds;
+    memo_.emplace(cfg, valid);
+    return valid;
+  }
+  const Status& status() const { return status_; }
+
+  // Valid configurations in odometer order (last param fastest) that `keep` accepts, at most cap.
+  template <typename Keep>
+  std::vector<ParamValues> Enumerate(size_t cap, Keep keep) {
+    std::vector<ParamValues> out;
+    const auto& ps = params();
+    for (const auto& p : ps)
+      if (p.values.empty()) return out;
+    std::vector<size_t> idx(ps.size(), 0);
+    while (out.size() < cap) {
+      ParamValues cfg;
+      for (size_t i = 0; i < ps.size(); ++i) cfg[ps[i].name] = ps[i].values[idx[i]];
+      if (Valid(cfg) && keep(cfg)) out.push_back(std::move(cfg));
+      size_t i = ps.size();
+      while (i > 0 && ++idx[i - 1] == ps[i - 1].values.size()) idx[--i] = 0;
+      if (i == 0) break;
+    }
+    return out;
+  }
+
+ private:
+  const Task& task_;
+  std::map<ParamValues, bool> memo_;
+  Status status_;
+};
+
+// A uniform integer in [0, n) from the engine's raw output (std distributions differ between
+// standard libraries; this keeps a seed's drafts the same everywhere).
+uint64_t Below(std::mt19937_64& rng, uint64_t n) {
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  uint64_t x;
+  do x = rng(); while (x >= limit);
+  return x % n;
+}
+
+double Unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+constexpr double kRestartProbability = 0.15;
+constexpr int kRestartSamples = 256;          // rejection samples before enumerating
+constexpr size_t kRestartEnumerateCap = 1 << 16;
+
+std::string Render(const ParamValues& cfg) {
+  std::string out;
+  for (const auto& [name, value] : cfg) out += (out.empty() ? "" : ", ") + name + "=" + value;
+  return out.empty() ? "(no params)" : out;
+}
+
+// One Propose call's state.
+class Planner {
+ public:
+  Planner(const Task& task, const ProposalContext& ctx)
+      : ctx_(ctx), space_(task), rng_(ctx.seed) {
+    parent_ = WithDefaults(task, ctx.parent_params);
+    taken_.insert(parent_);
+    for (const auto& tried : ctx.tried_params) taken_.insert(WithDefaults(task, tried));
+  }
+
+  Result<std::vector<Draft>> Run() {
+    const size_t k = static_cast<size_t>(std::max(ctx_.k, 0));
+    Targeted(k);
+    if (drafts_.empty() && ContainsNoCase(ctx_.bottleneck, "compute")) {
+      ApplyMoves({kComputeBoundMove}, nullptr, k);
+    }
+    if (drafts_.size() < k) Explore(k);
+    if (!space_.status().ok()) return space_.status().WithContext("params proposer: constraints");
+    return std::move(drafts_);
+  }
+
+ private:
+  void Targeted(size_t k) {
+    for (const Finding& f : ctx_.findings) {
+      const Rule* rule = MatchRule(f);
+      if (!rule) {
+        unmapped_.push_back(f.id);
+        continue;
+      }
+      if (rule->moves.empty()) {
+        if (no_fix_.empty())
+          no_fix_ = f.id + " says " + Measured(f) + "; params cannot fix that: " + rule->no_fix;
+        continue;
+      }
+      mapped_ = true;
+      ApplyMoves(rule->moves, &f, k);
+    }
+  }
+
+  // The moves round-robin, so k slots cover different moves before a second param of one role:
+  // round r steps the r-th param (declaration order) of each move's role.
+  void ApplyMoves(const std::vector<Move>& moves, const Finding* f, size_t k) {
+    for (size_t round = 0; drafts_.size() < k; ++round) {
+      bool any = false;
+      for (const Move& move : moves) {
+        if (drafts_.size() >= k) return;
+        any |= StepNth(move, round, f);
+      }
+      if (!any) return;
+    }
+  }
+
+  // Steps the nth param of the move's role to the nearest value in the move's direction that is
+  // valid and untried, adding a draft. False when the role has no nth param.
+  bool StepNth(const Move& move, size_t nth, const Finding* f) {
+    const auto& ps = space_.params();
+    size_t seen = 0;
+    size_t i = 0;
+    for (; i < ps.size(); ++i) {
+      if (ClassifyParam(ps[i].name) == move.role && seen++ == nth) break;
+    }
+    if (i == ps.size()) return false;
+    int at = space_.IndexOf(i, parent_);
+    if (at < 0) return true;
+    for (int j = at + move.dir; j >= 0 && j < static_cast<int>(ps[i].values.size()); j += move.dir) {
+      ParamValues cfg = parent_;
+      cfg[ps[i].name] = ps[i].values[j];
+      if (taken_.count(cfg) || !space_.Valid(cfg)) continue;
+      std::string because = f ? f->id + " says " + Measured(*f)
+                              : std::string("compute-bound and no finding maps to a param");
+      Add(std::move(cfg), Step(i, at, j) + ": " + because + "; " + move.why, f ? f->id : "");
+      break;
+    }
+    return true;
+  }
+
+  void Explore(size_t k) {
+    std::string reason;
+    if (!no_fix_.empty()) {
+      reason = no_fix_;
+    } else if (ctx_.findings.empty()) {
+      reason = "no findings to steer by";
+    } else if (!mapped_) {
+      reason = "no param maps to ";
+      for (size_t i = 0; i < unmapped_.size(); ++i) reason += (i ? ", " : "") + unmapped_[i];
+    } else {
+      reason = "the moves the findings suggest are tried or invalid";
+    }
+    // Every one-step neighbour, in a deterministic order shuffled by the seed.
+    struct Neighbour {
+      ParamValues cfg;
+      std::string step;
+    };
+    std::vector<Neighbour> neighbours;
+    const auto& ps = space_.params();
+    for (size_t i = 0; i < ps.size(); ++i) {
+      int at = space_.IndexOf(i, parent_);
+      if (at < 0) continue;
+      for (int j : {at - 1, at + 1}) {
+        if (j < 0 || j >= static_cast<int>(ps[i].values.size())) continue;
+        ParamValues cfg = parent_;
+        cfg[ps[i].name] = ps[i].values[j];
+        if (taken_.count(cfg) || !space_.Valid(cfg)) continue;
+        neighbours.push_back({std::move(cfg), Step(i, at, j)});
+      }
+    }
+    for (size_t i = neighbours.size(); i > 1; --i) std::swap(neighbours[i - 1], neighbours[Below(rng_, i)]);
+
+    size_t next = 0;
+    while (drafts_.size() < k) {
+      bool restart = Unit(rng_) < kRestartProbability || next == neighbours.size();
+      if (restart) {
+        if (auto cfg = RandomRestart()) {
+          std::string summary = "restart at " + Render(*cfg) + ": " + reason;
+          Add(std::move(*cfg), summary, "");
+          continue;
+        }
+        if (next == neighbours.size()) return;  // nothing untried is reachable
+      }
+      Neighbour& n = neighbours[next++];
+      if (taken_.count(n.cfg)) continue;  // a restart landed on it
+      Add(std::move(n.cfg), n.step + ": explore a neighbour; " + reason, "");
+    }
+  }
+
+  // A uniformly random valid untried configuration: rejection sampling over the product, then,
+  // when those are rare, a draw from the enumerated ones.
+  std::optional<ParamValues> RandomRestart() {
+    const auto& ps = space_.params();
+    for (int attempt = 0; attempt < kRestartSamples; ++attempt) {
+      ParamValues cfg;
+      for (const auto& p : ps) {
+        if (p.values.empty()) return std::nullopt;
+        cfg[p.name] = p.values[Below(rng_, p.values.size())];
+      }
+      if (!taken_.count(cfg) && space_.Valid(cfg)) return cfg;
+    }
+    auto left = space_.Enumerate(kRestartEnumerateCap,
+                                 [&](const ParamValues& cfg) { return !taken_.count(cfg); });
+    if (left.empty()) return std::nullopt;
+    return left[Below(rng_, left.size())];
+  }
+
+  std::string Step(size_t i, int from, int to) const {
+    const TunableParam& p = space_.params()[i];
+    return p.name + " " + p.values[from] + "\u2192" + p.values[to];
+  }
+
+  void Add(ParamValues cfg, std::string summary, std::string finding) {
+    taken_.insert(cfg);
+    Draft d;
+    d.source = ctx_.parent_source;
+    d.source_name = ctx_.parent_source_name;
+    d.params = std::move(cfg);
+    d.summary = std::move(summary);
+    d.targeted_finding = std::move(finding);
+    drafts_.push_back(std::move(d));
+  }
+
+  const ProposalContext& ctx_;
+  Space space_;
+  std::mt19937_64 rng_;
+  ParamValues parent_;
+  std::set<ParamValues> taken_;  // the parent, everything tried, every draft so far
+  std::vector<Draft> drafts_;
+  bool mapped_ = false;             // some finding had a rule with moves
+  std::vector<std::string> unmapped_;
+  std::string no_fix_;              // the first finding params cannot fix, explained
+};
+
+class ParamsProposer : public Proposer {
+ public:
+  explicit ParamsProposer(Task task) : task_(std::move(task)) {}
+  std::string name() const override { return "params"; }
+  std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
+    // The work is quick, so it is done here and the future only hands the result over: nothing
+    // in `ctx` needs to outlive this call.
+    auto drafts = ProposeParams(ctx.task ? *ctx.task : task_, ctx);
+    return std::async(std::launch::deferred, [r = std::move(drafts)]() mutable { return std::move(r); });
+  }
+
+ private:
+  Task task_;
+};
+
+}  // namespace
+
+std::string_view ParamRoleName(ParamRole role) {
+  switch (role) {
+    case ParamRole::kMinBlocks: return "min-blocks";
+    case ParamRole::kGrid: return "grid";
+    case ParamRole::kWorkPerBlock: return "work-per-block";
+    case ParamRole::kStages: return "stages";
+    case ParamRole::kUnroll: return "unroll";
+    case ParamRole::kVector: return "vector";
+    case ParamRole::kTileK: return "tile-k";
+    case ParamRole::kTile: return "tile";
+    case ParamRole::kBlock: return "block";
+    case ParamRole::kOther: return "other";
+  }
+  return "other";
+}
+
+ParamRole ClassifyParam(std::string_view name) {
+  std::string upper = Upper(name);
+  for (const RoleRow& row : RoleTable()) {
+    for (std::string_view pattern : row.patterns)
+      if (upper.find(pattern) != std::string::npos) return row.role;
+  }
+  return ParamRole::kOther;
+}
+
+ParamValues WithDefaults(const Task& task, const ParamValues& params) {
+  ParamValues out;
+  for (const auto& p : task.params) {
+    auto it = params.find(p.name);
+    if (it != params.end()) {
+      out[p.name] = it->second;
+    } else if (!p.values.empty()) {
+      out[p.name] = p.values.front();
+    }
+  }
+  return out;
+}
+
+std::vector<ParamValues> EnumerateSpace(const Task& task, size_t cap) {
+  Space space(task);
+  return space.Enumerate(cap, [](const ParamValues&) { return true; });
+}
+
+Result<std::vector<Draft>> ProposeParams(const Task& task, const ProposalContext& ctx) {
+  return Planner(task, ctx).Run();
+}
+
+std::unique_ptr<Proposer> MakeParamsProposer(const Task& task) {
+  return std::make_unique<ParamsProposer>(task);
+}
+
+}  // namespace kpilot
