@@ -32,6 +32,10 @@ struct Command {
 
 void AddDoctorCommand(CLI::App& app, int* exit_code);
 void AddEvalCommand(CLI::App& app, int* exit_code);
+void AddProfileCommand(CLI::App& app, int* exit_code);
+void AddOptimizeCommand(CLI::App& app, int* exit_code);
+// runs, show and export
+void AddRunsCommands(CLI::App& app, int* exit_code);
 
 // Prints "kpilot: <message>" to stderr and returns the exit code for the status.
 int Fail(const Status& s);

@@ -9,6 +9,9 @@ namespace {
 const kpilot::cli::Command kCommands[] = {
     {"doctor", kpilot::cli::AddDoctorCommand},
     {"eval", kpilot::cli::AddEvalCommand},
+    {"profile", kpilot::cli::AddProfileCommand},
+    {"optimize", kpilot::cli::AddOptimizeCommand},
+    {"runs", kpilot::cli::AddRunsCommands},
 };
 
 }  // namespace

@@ -95,7 +95,15 @@ Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::
     return Status::InvalidInput("the task's reference " + task.reference.path.string() +
                                 " does not compile: " + reference->first_error);
   std::filesystem::path baseline_object = reference->object;
-  if (!task.baselines.empty()) {
+  if (opt.baseline_source) {
+    auto base = toolchain_.Compile(*opt.baseline_source, opt.baseline_params, ref_opts);
+    if (!base.ok()) return base.status();
+    if (!base->ok)
+      return Status::InvalidInput("the baseline " + opt.baseline_source->string() + " does not compile: " +
+                                  base->first_error);
+    baseline_object = base->object;
+    e.baseline = opt.baseline_name;
+  } else if (!task.baselines.empty()) {
     auto base = toolchain_.Compile(task.Baseline().path, {}, ref_opts);
     if (!base.ok()) return base.status();
     if (!base->ok)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,11 @@ struct EvalOptions {
   double timeout_s = 120;               // the runner's wall-clock limit
   bool sandbox = true;
   int64_t address_space_bytes = 16ll << 30;  // host backend RLIMIT_AS
+  // The baseline to time against instead of the task's (the search's promotion gate times a
+  // challenger against the incumbent this way): a source and its params.
+  std::optional<std::filesystem::path> baseline_source;
+  ParamValues baseline_params;
+  std::string baseline_name = "incumbent";
   // cuda backend
   int device = 0;                       // CUDA device index
   bool energy = false;                  // NVML joules per call (adds ≥ 2 s per workload)

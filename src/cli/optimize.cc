@@ -1,0 +1,229 @@
+// kpilot optimize TASK_DIR: the closed loop, LLM-free by default.
+#include <unistd.h>
+
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "core/fs.h"
+#include "device/device.h"
+#include "optimize/optimizer.h"
+#include "task/loader.h"
+
+namespace kpilot::cli {
+namespace {
+
+struct OptimizeArgs {
+  std::string task_dir;
+  std::string from;
+  std::string generator = "params";
+  std::string policy = "mcts";
+  int budget = 24;
+  std::string time;
+  int plateau = 0;
+  double target = 0;
+  std::string objective = "time";
+  int drafts = 2;
+  uint64_t seed = 1;
+  std::vector<std::string> workloads;
+  std::string arch;
+  std::string store_dir = ".kpilot";
+  int64_t resume = 0;
+  std::string out_dir;
+  bool json = false;
+};
+
+// "30m", "90s", "2h", "45" (seconds) → seconds.
+Result<double> ParseDuration(const std::string& s) {
+  if (s.empty()) return 0.0;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  std::string unit(end);
+  if (end == s.c_str() || v < 0) return Status::InvalidInput("--time " + s + ": expected a duration such as 30m, 90s or 2h");
+  if (unit.empty() || unit == "s") return v;
+  if (unit == "m") return v * 60;
+  if (unit == "h") return v * 3600;
+  return Status::InvalidInput("--time " + s + ": unknown unit \"" + unit + "\" (use s, m or h)");
+}
+
+// The candidate a search starts from: --from, else the task's only (or first) candidate.
+Result<std::string> StartingCandidate(const Task& task, const std::string& from) {
+  if (!from.empty()) {
+    if (!std::filesystem::exists(from)) return Status::NotFound(from + ": no such candidate file");
+    return from;
+  }
+  std::vector<std::string> found;
+  std::string ext = task.backend == Backend::kCuda ? ".cu" : ".cpp";
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator(task.dir / "candidates", ec))
+    if (e.path().extension() == ext) found.push_back(e.path().string());
+  std::sort(found.begin(), found.end());
+  if (found.empty())
+    return Status::InvalidInput("task " + task.name + " has no candidates/*" + ext + " to start from — pass --from FILE");
+  return found.front();
+}
+
+class PrintProgress : public ProgressSink {
+ public:
+  explicit PrintProgress(bool json) : json_(json) {}
+  void Event(const nlohmann::json& e) override {
+    if (json_) {
+      if (e.value("event", "") != "final") std::cerr << e.dump() << "\n";
+      return;
+    }
+    std::string kind = e.value("event", "");
+    if (kind == "evaluated") {
+      std::string verdict = e.value("verdict", "");
+      std::string result = verdict == "passed" ? fmt::format("{:.3f}×", e.value("speedup", 0.0)) : verdict;
+      std::string why = e.value("bottleneck", "");
+      if (!e.value("finding", "").empty()) why += (why.empty() ? "" : ", ") + e.value("finding", "");
+      std::cerr << fmt::format("[{}/{}] node {} ← {}: {} → {}  (best {:.3f}×){}\n", e.value("evaluations", 0),
+                               e.value("budget", 0), e.value("node", 0), e.value("parent", -1), e.value("params", ""),
+                               result, e.value("best", 0.0), why.empty() ? "" : "  [" + why + "]");
+    } else if (kind == "promote") {
+      std::cerr << fmt::format("        promoted node {} ({})\n", e.value("node", 0),
+                               e.contains("ci") ? fmt::format("paired {:.3f}× over the incumbent, CI [{:.3f}, {:.3f}]",
+                                                              e.value("paired_speedup", 0.0), e["ci"][0].get<double>(),
+                                                              e["ci"][1].get<double>())
+                                                : e.value("reason", ""));
+    } else if (kind == "reject") {
+      std::cerr << fmt::format("        kept the incumbent: node {} is {:.3f}× over it, CI [{:.3f}, {:.3f}] not above 1\n",
+                               e.value("node", 0), e.value("paired_speedup", 0.0), e["ci"][0].get<double>(),
+                               e["ci"][1].get<double>());
+    } else if (kind == "duplicate") {
+      std::cerr << "        skipped a draft whose binary was evaluated already\n";
+    } else if (kind == "stop") {
+      std::cerr << "stopped: " << e.value("reason", "") << " after " << e.value("evaluations", 0)
+                << " evaluations; re-evaluating the best …\n";
+    } else if (kind == "resume") {
+      std::cerr << "resuming with " << e.value("nodes", 0) << " recorded nodes\n";
+    }
+  }
+
+ private:
+  bool json_;
+};
+
+int RunOptimize(const OptimizeArgs& a) {
+  auto store = Store::Open(a.store_dir);
+  if (!store.ok()) return Fail(store.status());
+  OptimizeOptions o;
+  Task task;
+  if (a.resume > 0) {
+    auto run = (*store)->GetRun(a.resume);
+    if (!run.ok()) return Fail(run.status());
+    if (!run->has_value()) return Fail(Status::NotFound(fmt::format("run {} is not in {}", a.resume, a.store_dir)));
+    auto stored = OptimizeOptionsFromJson(nlohmann::json::parse((*run)->config_json, nullptr, false));
+    if (!stored.ok()) return Fail(stored.status());
+    o = *stored;
+  } else {
+    if (a.task_dir.empty()) return Fail(Status::InvalidInput("kpilot optimize needs TASK_DIR (or --resume RUN_ID)"));
+    o.task_dir = std::filesystem::absolute(a.task_dir).string();
+  }
+  auto loaded = LoadTask(o.task_dir);
+  if (!loaded.ok()) return Fail(loaded.status());
+  task = *loaded;
+  if (a.resume == 0) {
+    auto from = StartingCandidate(task, a.from);
+    if (!from.ok()) return Fail(from.status());
+    o.from = std::filesystem::absolute(*from).string();
+    o.generator = a.generator;
+    auto policy = ParsePolicy(a.policy);
+    if (!policy) return Fail(Status::InvalidInput("--policy " + a.policy + ": use mcts, greedy, beam or random"));
+    o.search.policy = *policy;
+    o.budget = a.budget;
+    auto t = ParseDuration(a.time);
+    if (!t.ok()) return Fail(t.status());
+    o.time_limit_s = *t;
+    o.plateau = a.plateau;
+    o.target_fraction = a.target;
+    o.objective = a.objective;
+    o.drafts_per_expansion = a.drafts;
+    o.seed = a.seed;
+    o.workloads = a.workloads;
+    o.arch = a.arch;
+  }
+  if (task.backend == Backend::kCuda) {
+    std::string why;
+    auto gpus = SystemGpuProbe().List(&why);
+    if (gpus.empty())
+      return Fail(Status::Unavailable("task " + task.name + " needs a GPU (" + why + "); run kpilot optimize on a "
+                                      "machine with an NVIDIA GPU"));
+    if (o.arch.empty()) o.arch = gpus.front().Arch();
+  }
+  auto proposer = MakeProposer(o.generator, task);
+  if (!proposer.ok()) return Fail(proposer.status());
+
+  auto toolchain = MakeSystemToolchain((*store)->dir() / "cache", IncludeDir());
+  int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  LocalExecutor executor(*toolchain, SystemProcessRunner(), RunnerPath(), threads);
+  PrintProgress progress(a.json);
+  Optimizer optimizer(task, **proposer, executor, **store, progress);
+  if (!a.json)
+    std::cerr << fmt::format("kpilot: optimizing {} from {} with the {} generator, {} policy, budget {} evaluations\n",
+                             task.name, std::filesystem::path(o.from).filename().string(), o.generator,
+                             PolicyName(o.search.policy), o.budget);
+  auto res = a.resume > 0 ? optimizer.Resume(a.resume) : optimizer.Run(o);
+  if (!res.ok()) return Fail(res.status());
+
+  std::string out_dir = !a.out_dir.empty() ? a.out_dir : ((*store)->dir() / "runs" / std::to_string(res->run_id) / "best").string();
+  Status ex = ExportRun(**store, res->run_id, out_dir);
+  if (!ex.ok()) return Fail(ex);
+  const Evaluation& f = res->final;
+  if (a.json) {
+    nlohmann::json j = {{"run", res->run_id},           {"stop_reason", res->stop_reason},
+                        {"evaluations", res->evaluations}, {"promotion_checks", res->promotion_checks},
+                        {"duplicates", res->duplicates}, {"best_node", res->best_node},
+                        {"best_params", res->best_params}, {"exported_to", out_dir},
+                        {"busy_share", res->busy_share},  {"final", ToJson(f)}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::string params;
+    for (const auto& [k, v] : res->best_params) params += fmt::format(" {}={}", k, v);
+    std::cout << fmt::format("run        {} ({}, {} evaluations, {} promotion checks, {} duplicates skipped)\n",
+                             res->run_id, res->stop_reason, res->evaluations, res->promotion_checks, res->duplicates);
+    std::cout << fmt::format("best       node {}: {}{}\n", res->best_node, res->best_source_name,
+                             params.empty() ? " (defaults)" : params);
+    std::cout << fmt::format("verdict    {} — {}\n", VerdictName(f.verdict.kind), f.verdict.summary);
+    for (const auto& t : f.timings)
+      std::cout << fmt::format("{:<10} {:.4f} ms vs {} {:.4f} ms: {:.3f}× [{:.3f}, {:.3f}]\n", t.workload,
+                               t.candidate.median, f.baseline, t.baseline.median, t.speedup.ratio, t.speedup.ci.lo,
+                               t.speedup.ci.hi);
+    std::cout << fmt::format("speedup    {:.3f}× over {} (geomean, CI [{:.3f}, {:.3f}])\n", f.speedup_geomean, f.baseline,
+                             f.speedup_geomean_ci.lo, f.speedup_geomean_ci.hi);
+    std::cout << fmt::format("pipeline   evaluation queue busy {:.0f}% of the run\n", 100 * res->busy_share);
+    std::cout << "written    " << out_dir << " (source, params.json, report.json)\n";
+  }
+  return f.verdict.passed() ? kExitOk : kExitNotPassed;
+}
+
+}  // namespace
+
+void AddOptimizeCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<OptimizeArgs>();
+  auto* cmd = app.add_subcommand("optimize", "Search for a faster candidate (MCTS over kernel versions)");
+  cmd->add_option("task_dir", a->task_dir, "Task folder");
+  cmd->add_option("--from", a->from, "Starting candidate (default: the task's first candidates/ file)");
+  cmd->add_option("--generator", a->generator, "params | replay:DIR")->capture_default_str();
+  cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();
+  cmd->add_option("--budget", a->budget, "Candidate evaluations, the starting one included")->capture_default_str();
+  cmd->add_option("--time", a->time, "Wall-clock limit, e.g. 30m");
+  cmd->add_option("--plateau", a->plateau, "Stop after this many evaluations without a promotion (0 = off)");
+  cmd->add_option("--target", a->target, "Stop at this fraction of the roofline ceiling (0 = off)");
+  cmd->add_option("--objective", a->objective, "time | energy | mix")
+      ->check(CLI::IsMember({"time", "energy", "mix"}))
+      ->capture_default_str();
+  cmd->add_option("--drafts", a->drafts, "Drafts per expansion (compiled in parallel)")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
+  cmd->add_option("--workload", a->workloads, "Only these workloads (repeatable)");
+  cmd->add_option("--arch", a->arch, "CUDA target (default: the visible GPU's)");
+  cmd->add_option("--store", a->store_dir, "Store folder")->capture_default_str();
+  cmd->add_option("--resume", a->resume, "Continue an interrupted run");
+  cmd->add_option("--out", a->out_dir, "Where to write the best candidate (default: STORE/runs/ID/best)");
+  cmd->add_flag("--json", a->json, "JSON result on stdout, progress as JSON lines on stderr");
+  cmd->callback([a, exit_code]() { *exit_code = RunOptimize(*a); });
+}
+
+}  // namespace kpilot::cli

@@ -1,0 +1,109 @@
+#include "exec/executor.h"
+
+#include "core/fs.h"
+#include "core/sha256.h"
+
+namespace kpilot {
+
+LocalExecutor::LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe,
+                             int compile_threads)
+    : toolchain_(toolchain), evaluator_(toolchain, processes, std::move(runner_exe)) {
+  for (int i = 0; i < std::max(1, compile_threads); ++i) compilers_.emplace_back([this] { CompileLoop(); });
+  evaluator_thread_ = std::thread([this] { EvalLoop(); });
+}
+
+LocalExecutor::~LocalExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  compile_cv_.notify_all();
+  eval_cv_.notify_all();
+  for (auto& t : compilers_) t.join();
+  evaluator_thread_.join();
+}
+
+std::future<EvalJobResult> LocalExecutor::Submit(EvalJob job) {
+  auto p = std::make_unique<Pending>();
+  p->job = std::move(job);
+  auto future = p->promise.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    compile_queue_.push_back(std::move(p));
+  }
+  compile_cv_.notify_one();
+  return future;
+}
+
+double LocalExecutor::ElapsedSeconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+double LocalExecutor::BusySeconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return busy_s_;
+}
+
+void LocalExecutor::CompileLoop() {
+  for (;;) {
+    std::unique_ptr<Pending> p;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      compile_cv_.wait(lock, [&] { return stopping_ || !compile_queue_.empty(); });
+      if (compile_queue_.empty()) return;
+      p = std::move(compile_queue_.front());
+      compile_queue_.pop_front();
+      ++compiling_;
+    }
+    // Compile ahead of the device queue; the evaluation's own compile is then a cache hit.
+    auto t0 = std::chrono::steady_clock::now();
+    auto compiled = toolchain_.Compile(p->job.source, p->job.params, p->job.options.compile);
+    p->result.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    bool admitted = true;
+    if (compiled.ok() && compiled->ok) {
+      auto bytes = ReadFile(compiled->object);
+      if (bytes.ok()) p->result.object_sha = Sha256Hex(*bytes);
+      if (p->job.admit) admitted = p->job.admit(p->result.object_sha);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    --compiling_;
+    if (!admitted) {
+      p->result.skipped = true;
+      p->promise.set_value(std::move(p->result));
+      continue;
+    }
+    eval_queue_.push_back(std::move(p));
+    eval_cv_.notify_one();
+  }
+}
+
+void LocalExecutor::EvalLoop() {
+  for (;;) {
+    std::unique_ptr<Pending> p;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      eval_cv_.wait(lock, [&] {
+        return !eval_queue_.empty() || (stopping_ && compile_queue_.empty() && compiling_ == 0);
+      });
+      if (eval_queue_.empty()) return;
+      p = std::move(eval_queue_.front());
+      eval_queue_.pop_front();
+    }
+    p->result.eval_start_s = ElapsedSeconds();
+    auto e = evaluator_.Evaluate(*p->job.task, p->job.source, [&] {
+      EvalOptions o = p->job.options;
+      o.params = p->job.params;
+      return o;
+    }());
+    p->result.eval_end_s = ElapsedSeconds();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_s_ += p->result.eval_end_s - p->result.eval_start_s;
+    }
+    if (e.ok()) p->result.evaluation = std::move(e).value();
+    else p->result.status = e.status();
+    p->promise.set_value(std::move(p->result));
+  }
+}
+
+}  // namespace kpilot

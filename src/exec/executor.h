@@ -1,0 +1,83 @@
+// Executors: where evaluations run. The search submits jobs and gets futures; it never knows
+// whether compiles run in parallel or where the GPU is.
+//
+// The local executor is a two-stage pipeline: a pool of compile threads (the CPU cores) feeding
+// one exclusive evaluation queue per device (one for the host backend too: timing needs the
+// machine to itself). It never runs two evaluations on one device at once.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "harness/harness.h"
+
+namespace kpilot {
+
+struct EvalJob {
+  const Task* task = nullptr;          // borrowed; must outlive the job
+  std::filesystem::path source;
+  ParamValues params;
+  EvalOptions options;
+  // Called on the compile thread once the object exists and before evaluation; returning false
+  // skips the evaluation (e.g. its binary was evaluated already). May be empty.
+  std::function<bool(const std::string& object_sha)> admit;
+};
+
+struct EvalJobResult {
+  Status status;                       // kpilot's own failure (not the candidate's)
+  Evaluation evaluation;               // valid when status.ok() && !skipped
+  bool skipped = false;                // `admit` said no
+  std::string object_sha;              // sha256 of the compiled object ("" when it did not compile)
+  double compile_s = 0;
+  double eval_start_s = 0, eval_end_s = 0;  // on the executor's clock (seconds since it started)
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::future<EvalJobResult> Submit(EvalJob job) = 0;
+  // Seconds the evaluation queue was busy / seconds since the executor started.
+  virtual double BusySeconds() const = 0;
+  virtual double ElapsedSeconds() const = 0;
+};
+
+class LocalExecutor : public Executor {
+ public:
+  // `compile_threads` ≥ 1. Toolchain and process runner are borrowed and must be thread-safe
+  // (the real ones are).
+  LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe, int compile_threads);
+  ~LocalExecutor() override;  // finishes queued work, then joins
+  std::future<EvalJobResult> Submit(EvalJob job) override;
+  double BusySeconds() const override;
+  double ElapsedSeconds() const override;
+
+ private:
+  struct Pending {
+    EvalJob job;
+    std::promise<EvalJobResult> promise;
+    EvalJobResult result;
+  };
+  void CompileLoop();
+  void EvalLoop();
+
+  Toolchain& toolchain_;
+  Evaluator evaluator_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  mutable std::mutex mu_;
+  std::condition_variable compile_cv_, eval_cv_;
+  std::deque<std::unique_ptr<Pending>> compile_queue_, eval_queue_;
+  bool stopping_ = false;
+  int compiling_ = 0;
+  double busy_s_ = 0;
+  std::vector<std::thread> compilers_;
+  std::thread evaluator_thread_;
+};
+
+}  // namespace kpilot

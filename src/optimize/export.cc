@@ -1,0 +1,74 @@
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "optimize/optimizer.h"
+
+namespace kpilot {
+
+Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir) {
+  auto run = store.GetRun(run_id);
+  if (!run.ok()) return run.status();
+  if (!run->has_value()) return Status::NotFound("run " + std::to_string(run_id) + " is not in store " + store.dir().string());
+  auto nodes = store.ListRunNodes(run_id);
+  if (!nodes.ok()) return nodes.status();
+  auto events = store.ListRunEvents(run_id);
+  if (!events.ok()) return events.status();
+  // The reported best: the last "final" event's node, else the last promoted one, else the root.
+  int64_t best = (*run)->best_node >= 0 ? (*run)->best_node : 0;
+  nlohmann::json final_eval;
+  for (const auto& e : *events) {
+    auto p = nlohmann::json::parse(e.payload_json, nullptr, false);
+    if (!p.is_object()) continue;
+    if (e.kind == "promote") best = p.value("node", best);
+    if (e.kind == "final") {
+      best = p.value("node", best);
+      final_eval = p.value("evaluation", nlohmann::json());
+    }
+  }
+  const RunNodeRecord* node = nullptr;
+  for (const auto& n : *nodes)
+    if (n.node == best) node = &n;
+  if (!node) return Status::NotFound("run " + std::to_string(run_id) + " has no evaluated node " + std::to_string(best));
+  auto source = store.GetBlob(node->source_blob);
+  if (!source.ok()) return source.status();
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / node->source_name, *source));
+  nlohmann::json params = nlohmann::json::parse(node->params_json, nullptr, false);
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / "params.json", params.dump(2) + "\n"));
+  nlohmann::json evaluation = final_eval;
+  if (evaluation.is_null() && !node->result_blob.empty()) {
+    auto r = store.GetBlob(node->result_blob);
+    if (r.ok()) evaluation = nlohmann::json::parse(*r, nullptr, false);
+  }
+  nlohmann::json report = {
+      {"run", run_id},
+      {"task", (*run)->task_name},
+      {"task_dir", (*run)->task_dir},
+      {"status", (*run)->status},
+      {"stop_reason", (*run)->stop_reason},
+      {"node", best},
+      {"source", node->source_name},
+      {"params", params},
+      {"summary", node->summary},
+      {"verdict", evaluation.is_object() ? evaluation["verdict"] : nlohmann::json(node->verdict)},
+      {"speedup", evaluation.is_object() ? evaluation.value("speedup_geomean", node->speedup) : node->speedup},
+      {"speedup_ci", evaluation.is_object() ? evaluation.value("speedup_geomean_ci", nlohmann::json::array())
+                                             : nlohmann::json::array()},
+      // What it was verified on: the evaluation holds workloads, backend, GPU, driver and toolchain.
+      {"verified_on", evaluation.is_object() ? nlohmann::json{{"backend", evaluation.value("backend", "")},
+                                                              {"baseline", evaluation.value("baseline", "")},
+                                                              {"workloads", evaluation.value("timings", nlohmann::json::array())},
+                                                              {"gpu", evaluation.value("run_details", nlohmann::json::object())
+                                                                          .value("gpu", nlohmann::json())},
+                                                              {"compile", evaluation.value("compile", nlohmann::json())}}
+                                             : nlohmann::json()},
+  };
+  // Samples are long; the report keeps the summary per workload.
+  if (report["verified_on"].is_object())
+    for (auto& w : report["verified_on"]["workloads"]) {
+      w.erase("candidate_samples_ms");
+      w.erase("baseline_samples_ms");
+    }
+  return WriteFileAtomic(dir / "report.json", report.dump(2) + "\n");
+}
+
+}  // namespace kpilot

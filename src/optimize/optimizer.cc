@@ -1,0 +1,608 @@
+#include "optimize/optimizer.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+
+#include "core/fs.h"
+#include "core/sha256.h"
+#include "core/stats.h"
+#include "profile/profiler.h"
+#include "profile/static_profile.h"
+#include "task/formula.h"
+
+namespace kpilot {
+namespace {
+
+using nlohmann::json;
+
+double Seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string ParamsText(const ParamValues& p) {
+  std::string s;
+  for (const auto& [k, v] : p) s += (s.empty() ? "" : " ") + k + "=" + v;
+  return s.empty() ? "(defaults)" : s;
+}
+
+ParamValues ParamsFromJson(const std::string& text) {
+  ParamValues p;
+  json j = json::parse(text, nullptr, false);
+  if (j.is_object())
+    for (auto it = j.begin(); it != j.end(); ++it) p[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
+  return p;
+}
+
+}  // namespace
+
+json ToJson(const OptimizeOptions& o) {
+  return {{"task_dir", o.task_dir},
+          {"from", o.from},
+          {"generator", o.generator},
+          {"policy", PolicyName(o.search.policy)},
+          {"exploration", o.search.exploration},
+          {"widen_c", o.search.widen_c},
+          {"widen_alpha", o.search.widen_alpha},
+          {"asymmetry", o.search.asymmetry},
+          {"failure_reward", o.search.failure_reward},
+          {"prune_window", o.search.prune_window},
+          {"beam_width", o.search.beam_width},
+          {"budget", o.budget},
+          {"time_limit_s", o.time_limit_s},
+          {"plateau", o.plateau},
+          {"target_fraction", o.target_fraction},
+          {"objective", o.objective},
+          {"energy_weight", o.energy_weight},
+          {"drafts_per_expansion", o.drafts_per_expansion},
+          {"seed", o.seed},
+          {"workloads", o.workloads},
+          {"arch", o.arch},
+          {"eval_timeout_s", o.eval_timeout_s},
+          {"timing_max_seconds", o.timing_max_seconds}};
+}
+
+Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
+  try {
+    OptimizeOptions o;
+    o.task_dir = j.at("task_dir").get<std::string>();
+    o.from = j.at("from").get<std::string>();
+    o.generator = j.at("generator").get<std::string>();
+    auto policy = ParsePolicy(j.at("policy").get<std::string>());
+    if (!policy) return Status::InvalidInput("stored run options: unknown policy");
+    o.search.policy = *policy;
+    o.search.exploration = j.at("exploration").get<double>();
+    o.search.widen_c = j.at("widen_c").get<double>();
+    o.search.widen_alpha = j.at("widen_alpha").get<double>();
+    o.search.asymmetry = j.at("asymmetry").get<double>();
+    o.search.failure_reward = j.at("failure_reward").get<double>();
+    o.search.prune_window = j.at("prune_window").get<int>();
+    o.search.beam_width = j.at("beam_width").get<int>();
+    o.budget = j.at("budget").get<int>();
+    o.time_limit_s = j.at("time_limit_s").get<double>();
+    o.plateau = j.at("plateau").get<int>();
+    o.target_fraction = j.at("target_fraction").get<double>();
+    o.objective = j.at("objective").get<std::string>();
+    o.energy_weight = j.at("energy_weight").get<double>();
+    o.drafts_per_expansion = j.at("drafts_per_expansion").get<int>();
+    o.seed = j.at("seed").get<uint64_t>();
+    o.workloads = j.at("workloads").get<std::vector<std::string>>();
+    o.arch = j.at("arch").get<std::string>();
+    o.eval_timeout_s = j.at("eval_timeout_s").get<double>();
+    o.timing_max_seconds = j.at("timing_max_seconds").get<double>();
+    return o;
+  } catch (const std::exception& e) {
+    return Status::InvalidInput(std::string("stored run options are malformed: ") + e.what());
+  }
+}
+
+// What the loop keeps per node beyond the tree's numbers.
+struct Optimizer::NodeData {
+  std::string source;
+  std::string source_name;
+  std::filesystem::path path;      // the materialized source file
+  ParamValues params;
+  std::string verdict;
+  double speedup = 0;
+  double joules = 0;               // mean joules per call over workloads (energy objective)
+  std::string bottleneck;
+  std::vector<Finding> findings;
+};
+
+class Optimizer::Loop {
+ public:
+  Loop(Optimizer& o, OptimizeOptions opts, int64_t run_id)
+      : o_(o), opts_(std::move(opts)), run_id_(run_id), tree_(opts_.search), rng_(opts_.seed) {}
+
+  Result<OptimizeResult> Start();
+  Result<OptimizeResult> Continue(const std::vector<RunNodeRecord>& nodes, const std::vector<RunEventRecord>& events);
+
+ private:
+  Result<OptimizeResult> Iterate();
+  Result<OptimizeResult> Finish(const std::string& reason);
+  Result<std::filesystem::path> Materialize(const std::string& source, const std::string& name);
+  EvalOptions BaseEvalOptions() const;
+  // Evaluates one draft proposed from `parent` (recorded as event `proposal`); false when the
+  // binary was seen before (a duplicate, not evaluated).
+  Result<bool> EvaluateDraft(int64_t parent, int64_t proposal, const Draft& d, std::future<EvalJobResult> f);
+  std::future<EvalJobResult> SubmitDraft(const Draft& d, const std::filesystem::path& path);
+  Status RecordNode(int64_t node, int64_t parent, int64_t proposal, const NodeData& n, const Outcome& out,
+                    const Evaluation* e, const std::string& object_sha);
+  void Analyze(const Evaluation& e, NodeData* n) const;
+  Status MaybePromote(int64_t node);
+  Status Event(const std::string& kind, json payload);
+  ProposalContext ContextFor(int64_t node) const;
+
+  Optimizer& o_;
+  OptimizeOptions opts_;
+  int64_t run_id_;
+  SearchTree tree_;
+  SearchMemory memory_;
+  std::mt19937_64 rng_;
+  std::map<int64_t, NodeData> data_;
+  std::mutex seen_mu_;                  // seen_binaries_ is read on the executor's compile threads
+  std::set<std::string> seen_binaries_;
+  std::vector<ParamValues> tried_params_;
+  int64_t incumbent_ = -1;
+  int evaluations_ = 0, promotion_checks_ = 0, duplicates_ = 0, since_promotion_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+Status Optimizer::Loop::Event(const std::string& kind, json payload) {
+  auto seq = o_.store_.AddRunEvent(run_id_, kind, payload.dump());
+  if (!seq.ok()) return seq.status();
+  payload["event"] = kind;
+  payload["run"] = run_id_;
+  o_.progress_.Event(payload);
+  return Status::Ok();
+}
+
+EvalOptions Optimizer::Loop::BaseEvalOptions() const {
+  EvalOptions e;
+  e.workloads = opts_.workloads;
+  e.compile.cuda_arch = opts_.arch;
+  e.timeout_s = opts_.eval_timeout_s;
+  e.timing.max_seconds = opts_.timing_max_seconds;
+  e.energy = opts_.objective != "time";
+  return e;
+}
+
+Result<std::filesystem::path> Optimizer::Loop::Materialize(const std::string& source, const std::string& name) {
+  std::string ext = std::filesystem::path(name).extension().string();
+  std::filesystem::path p = o_.store_.dir() / "runs" / std::to_string(run_id_) / "sources" /
+                            (Sha256Hex(source).substr(0, 16) + "-" + std::filesystem::path(name).stem().string() + ext);
+  if (!std::filesystem::exists(p)) KPILOT_RETURN_IF_ERROR(WriteFileAtomic(p, source));
+  return p;
+}
+
+std::future<EvalJobResult> Optimizer::Loop::SubmitDraft(const Draft& d, const std::filesystem::path& path) {
+  EvalJob job;
+  job.task = &o_.task_;
+  job.source = path;
+  job.params = d.params;
+  job.options = BaseEvalOptions();
+  // A binary evaluated before is not evaluated again (the set is touched on compile threads).
+  job.admit = [this](const std::string& sha) {
+    std::lock_guard<std::mutex> lock(seen_mu_);
+    return seen_binaries_.insert(sha).second;
+  };
+  return o_.executor_.Submit(std::move(job));
+}
+
+void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
+  n->verdict = std::string(VerdictName(e.verdict.kind));
+  n->speedup = e.verdict.passed() ? e.speedup_geomean : 0;
+  double joules = 0;
+  for (const auto& t : e.timings) joules += t.joules_per_call;
+  n->joules = e.timings.empty() ? 0 : joules / static_cast<double>(e.timings.size());
+  if (o_.task_.backend != Backend::kCuda || !e.verdict.passed() || e.compile.resources.empty()) return;
+  // Stage-1 class from the measured time and the calibration; stage-2 tools on what needs no
+  // counters (the static profile): cheap enough for every node.
+  ProfileContext ctx;
+  ctx.compute_precision = std::string(DTypeName(o_.task_.compute_precision.value_or(o_.task_.outputs.front().dtype)));
+  RooflineInput in;
+  if (!e.timings.empty()) {
+    const Workload* w = o_.task_.FindWorkload(e.timings.back().workload);
+    if (w) {
+      in.flops = w->flops;
+      in.min_bytes = w->min_bytes;
+    }
+    in.time_ms = e.timings.back().candidate.median;
+  }
+  in.dram_bytes_per_s = e.run.calibration.dram_bytes_per_s;
+  in.peak_flops_per_s = e.run.calibration.fp32_flops_per_s;
+  ctx.roofline = ClassifyRoofline(in);
+  n->bottleneck = std::string(BottleneckName(ctx.roofline.result));
+  auto limits = SmLimitsFor(e.compile.resources.front().arch.empty() ? "sm_90a" : e.compile.resources.front().arch);
+  auto tools = BuiltinTools();
+  for (const auto& sp : StaticProfiles(e.compile)) {
+    ProfileContext k = ctx;
+    k.kernel = sp.resources.name;
+    k.static_profile = sp;
+    if (limits.ok()) k.occupancy = ComputeOccupancy(*limits, 256, sp.resources.registers, sp.resources.shared_bytes);
+    KernelReport r = AnalyzeKernel(k, tools, false);
+    n->findings.insert(n->findings.end(), r.findings.begin(), r.findings.end());
+  }
+  std::sort(n->findings.begin(), n->findings.end(),
+            [](const Finding& a, const Finding& b) { return a.severity > b.severity; });
+}
+
+Status Optimizer::Loop::RecordNode(int64_t node, int64_t parent, int64_t proposal, const NodeData& n,
+                                   const Outcome& out, const Evaluation* e, const std::string& object_sha) {
+  RunNodeRecord r;
+  r.run_id = run_id_;
+  r.node = node;
+  r.parent = parent;
+  r.proposal = proposal;
+  r.source_name = n.source_name;
+  auto blob = o_.store_.PutBlob(n.source);
+  if (!blob.ok()) return blob.status();
+  r.source_blob = *blob;
+  r.params_json = json(n.params).dump();
+  r.summary = out.summary;
+  r.finding = out.finding;
+  r.verdict = n.verdict;
+  r.speedup = n.speedup;
+  if (e) {
+    json ej = ToJson(*e);
+    ej["object_sha"] = object_sha;
+    ej["bottleneck"] = n.bottleneck;
+    ej["joules"] = n.joules;
+    json findings = json::array();
+    for (const auto& f : n.findings) findings.push_back(ToJson(f));
+    ej["findings"] = findings;
+    auto rb = o_.store_.PutBlob(ej.dump());
+    if (!rb.ok()) return rb.status();
+    r.result_blob = *rb;
+  }
+  return o_.store_.AddRunNode(r);
+}
+
+ProposalContext Optimizer::Loop::ContextFor(int64_t node) const {
+  const NodeData& n = data_.at(node);
+  ProposalContext c;
+  c.task = &o_.task_;
+  c.parent_node = node;
+  c.parent_source = n.source;
+  c.parent_source_name = n.source_name;
+  c.parent_params = n.params;
+  c.parent_verdict = n.verdict;
+  c.parent_speedup = n.speedup;
+  c.bottleneck = n.bottleneck;
+  c.findings = n.findings;
+  c.memory_summary = memory_.Summary(node);
+  c.tried_params = tried_params_;
+  for (int64_t child : tree_.node(node).children) c.sibling_summaries.push_back(tree_.node(child).outcome.summary);
+  c.remaining_budget = opts_.budget - evaluations_;
+  c.k = std::max(1, std::min(opts_.drafts_per_expansion, c.remaining_budget));
+  c.seed = opts_.seed * 1000003u + static_cast<uint64_t>(tree_.size());
+  return c;
+}
+
+Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, const Draft& d,
+                                            std::future<EvalJobResult> f) {
+  EvalJobResult r = f.get();
+  if (!r.status.ok()) return r.status;
+  if (r.skipped) {
+    ++duplicates_;
+    KPILOT_RETURN_IF_ERROR(Event("duplicate", {{"proposal", proposal}, {"params", d.params}, {"object_sha", r.object_sha}}));
+    return false;
+  }
+  NodeData n;
+  n.source = d.source;
+  n.source_name = d.source_name;
+  n.params = d.params;
+  Analyze(r.evaluation, &n);
+  auto path = Materialize(d.source, d.source_name);
+  if (!path.ok()) return path.status();
+  n.path = *path;
+  Outcome out{r.evaluation.verdict.passed(), n.speedup, d.summary, d.targeted_finding};
+  if (opts_.objective == "mix" && out.passed && n.joules > 0) {
+    double base_j = 0;
+    for (const auto& t : r.evaluation.timings) base_j += t.baseline_joules_per_call;
+    base_j /= std::max<size_t>(1, r.evaluation.timings.size());
+    if (base_j > 0) out.speedup = std::exp(std::log(out.speedup) + opts_.energy_weight * std::log(base_j / n.joules));
+  }
+  int64_t node = tree_.AddChild(parent, out);
+  ++evaluations_;
+  ++since_promotion_;
+  KPILOT_RETURN_IF_ERROR(RecordNode(node, parent, proposal, n, out, &r.evaluation, r.object_sha));
+  Attempt a;
+  a.node = node;
+  a.parent = parent;
+  a.summary = d.summary;
+  a.finding = d.targeted_finding;
+  a.verdict = n.verdict;
+  a.speedup = n.speedup;
+  double parent_speedup = data_.count(parent) ? data_.at(parent).speedup : 0;
+  a.delta = parent_speedup > 0 && n.speedup > 0 ? n.speedup / parent_speedup - 1 : 0;
+  if (!out.passed) a.failure = r.evaluation.verdict.summary;
+  memory_.Record(a);
+  data_[node] = std::move(n);
+  const NodeData& nd = data_.at(node);
+  KPILOT_RETURN_IF_ERROR(Event("evaluated", {{"node", node}, {"parent", parent}, {"proposal", proposal},
+                                             {"object_sha", r.object_sha}, {"verdict", nd.verdict},
+                                             {"speedup", nd.speedup}, {"params", ParamsText(nd.params)},
+                                             {"summary", d.summary}, {"bottleneck", nd.bottleneck},
+                                             {"finding", nd.findings.empty() ? "" : nd.findings.front().id},
+                                             {"evaluations", evaluations_}, {"budget", opts_.budget},
+                                             {"best", incumbent_ >= 0 ? data_.at(incumbent_).speedup : 0.0}}));
+  KPILOT_RETURN_IF_ERROR(MaybePromote(node));
+  return true;
+}
+
+Status Optimizer::Loop::MaybePromote(int64_t node) {
+  const NodeData& c = data_.at(node);
+  if (c.verdict != "passed") return Status::Ok();
+  if (incumbent_ < 0) {
+    incumbent_ = node;
+    since_promotion_ = 0;
+    return Event("promote", {{"node", node}, {"speedup", c.speedup}, {"reason", "first passing candidate"}});
+  }
+  const NodeData& inc = data_.at(incumbent_);
+  if (c.speedup <= inc.speedup) return Status::Ok();
+  // The paired gate: time the challenger against the incumbent in one process; accept only when
+  // the speedup's CI lies above 1.
+  EvalJob job;
+  job.task = &o_.task_;
+  job.source = c.path;
+  job.params = c.params;
+  job.options = BaseEvalOptions();
+  job.options.baseline_source = inc.path;
+  job.options.baseline_params = inc.params;
+  EvalJobResult r = o_.executor_.Submit(std::move(job)).get();
+  ++promotion_checks_;
+  if (!r.status.ok()) return r.status;
+  const Evaluation& e = r.evaluation;
+  bool accept = e.verdict.passed() && e.speedup_geomean_ci.lo > 1.0;
+  json payload = {{"node", node}, {"incumbent", incumbent_}, {"paired_speedup", e.speedup_geomean},
+                  {"ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}}};
+  if (!accept) return Event("reject", payload);
+  incumbent_ = node;
+  since_promotion_ = 0;
+  return Event("promote", payload);
+}
+
+Result<OptimizeResult> Optimizer::Loop::Start() {
+  KPILOT_RETURN_IF_ERROR(Event("start", {{"options", ToJson(opts_)}}));
+  auto text = ReadFile(opts_.from);
+  if (!text.ok()) return text.status();
+  Draft root;
+  root.source = *text;
+  root.source_name = std::filesystem::path(opts_.from).filename().string();
+  root.summary = "starting candidate " + root.source_name;
+  // With tunable params the search starts from the first declared value of each (the task's
+  // naive end of every range), so that every node's params are explicit and comparable.
+  if (!o_.task_.params.empty()) {
+    for (const auto& p : o_.task_.params)
+      if (!p.values.empty()) root.params[p.name] = p.values.front();
+    auto holds = ConstraintsHold(o_.task_.constraints, root.params);
+    if (!holds.ok() || !*holds) root.params.clear();
+    else root.summary += " with the first value of every param";
+  }
+  auto seq = o_.store_.AddRunEvent(run_id_, "proposal",
+                                   json{{"parent", -1}, {"summary", root.summary}, {"params", root.params}}.dump());
+  if (!seq.ok()) return seq.status();
+  auto path = Materialize(root.source, root.source_name);
+  if (!path.ok()) return path.status();
+  EvalJobResult r = SubmitDraft(root, *path).get();
+  if (!r.status.ok()) return r.status;
+  NodeData n;
+  n.source = root.source;
+  n.source_name = root.source_name;
+  n.path = *path;
+  n.params = root.params;
+  Analyze(r.evaluation, &n);
+  Outcome out{r.evaluation.verdict.passed(), n.speedup, root.summary, ""};
+  int64_t id = tree_.AddRoot(out);
+  ++evaluations_;
+  tried_params_.push_back(root.params);
+  KPILOT_RETURN_IF_ERROR(RecordNode(id, -1, *seq, n, out, &r.evaluation, r.object_sha));
+  data_[id] = std::move(n);
+  KPILOT_RETURN_IF_ERROR(Event("evaluated", {{"node", id}, {"parent", -1}, {"proposal", *seq},
+                                             {"object_sha", r.object_sha}, {"verdict", data_[id].verdict},
+                                             {"speedup", data_[id].speedup}, {"params", ParamsText(root.params)},
+                                             {"summary", root.summary}, {"evaluations", evaluations_},
+                                             {"budget", opts_.budget}}));
+  KPILOT_RETURN_IF_ERROR(MaybePromote(id));
+  return Iterate();
+}
+
+Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord>& nodes,
+                                                 const std::vector<RunEventRecord>& events) {
+  std::set<int64_t> evaluated_proposals;
+  for (const auto& r : nodes) {
+    NodeData n;
+    auto src = o_.store_.GetBlob(r.source_blob);
+    if (!src.ok()) return src.status();
+    n.source = *src;
+    n.source_name = r.source_name;
+    n.params = ParamsFromJson(r.params_json);
+    n.verdict = r.verdict;
+    n.speedup = r.speedup;
+    if (!r.result_blob.empty()) {
+      auto res = o_.store_.GetBlob(r.result_blob);
+      json j = res.ok() ? json::parse(*res, nullptr, false) : json();
+      if (j.is_object()) {
+        n.bottleneck = j.value("bottleneck", "");
+        n.joules = j.value("joules", 0.0);
+        if (j.contains("object_sha")) seen_binaries_.insert(j["object_sha"].get<std::string>());
+        for (const auto& f : j.value("findings", json::array())) {
+          Finding fd;
+          fd.id = f.value("id", "");
+          fd.severity = f.value("severity", 0.0);
+          fd.guidance = f.value("guidance", "");
+          fd.evidence = f.value("evidence", json::object());
+          fd.skills = f.value("skills", std::vector<std::string>{});
+          n.findings.push_back(fd);
+        }
+      }
+    }
+    auto path = Materialize(n.source, n.source_name);
+    if (!path.ok()) return path.status();
+    n.path = *path;
+    Outcome out{r.verdict == "passed", r.speedup, r.summary, r.finding};
+    int64_t id = r.parent < 0 ? tree_.AddRoot(out) : tree_.AddChild(r.parent, out);
+    if (id != r.node) return Status::Internal("run " + std::to_string(run_id_) + ": stored node ids are not contiguous");
+    evaluated_proposals.insert(r.proposal);
+    tried_params_.push_back(n.params);
+    if (r.parent >= 0) {
+      Attempt a{id, r.parent, r.summary, r.finding, r.verdict, r.speedup, 0, r.verdict == "passed" ? "" : r.verdict};
+      memory_.Record(a);
+    }
+    data_[id] = std::move(n);
+    ++evaluations_;
+  }
+  // The incumbent is the last promoted node; proposals with neither a node nor a duplicate
+  // record were interrupted and are evaluated now, before anything new is proposed.
+  std::vector<std::pair<int64_t, json>> pending;
+  for (const auto& e : events) {
+    json p = json::parse(e.payload_json, nullptr, false);
+    if (e.kind == "promote" && p.is_object()) incumbent_ = p.value("node", incumbent_);
+    if (e.kind == "duplicate" && p.is_object()) evaluated_proposals.insert(p.value("proposal", -1));
+    if (e.kind == "proposal" && p.is_object() && p.value("parent", -1) >= 0) pending.push_back({e.seq, p});
+  }
+  KPILOT_RETURN_IF_ERROR(Event("resume", {{"nodes", nodes.size()}, {"incumbent", incumbent_}}));
+  if (nodes.empty()) return Start();
+  for (const auto& [seq, p] : pending) {
+    if (evaluated_proposals.count(seq) || evaluations_ >= opts_.budget) continue;
+    Draft d;
+    d.source = p.value("source", "");
+    d.source_name = p.value("source_name", "");
+    d.params = ParamsFromJson(p.value("params", json::object()).dump());
+    d.summary = p.value("summary", "");
+    d.targeted_finding = p.value("finding", "");
+    int64_t parent = p.value("parent", 0);
+    auto path = Materialize(d.source, d.source_name);
+    if (!path.ok()) return path.status();
+    tried_params_.push_back(d.params);
+    auto done = EvaluateDraft(parent, seq, d, SubmitDraft(d, *path));
+    if (!done.ok()) return done.status();
+  }
+  return Iterate();
+}
+
+Result<OptimizeResult> Optimizer::Loop::Iterate() {
+  for (;;) {
+    if (evaluations_ >= opts_.budget) return Finish("budget");
+    if (opts_.time_limit_s > 0 && Seconds(start_) > opts_.time_limit_s) return Finish("time");
+    if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) return Finish("plateau");
+    std::optional<int64_t> sel = tree_.Select(rng_);
+    if (!sel) return Finish("exhausted");
+    auto drafts = o_.proposer_.Propose(ContextFor(*sel)).get();
+    if (!drafts.ok()) return drafts.status().WithContext("the " + o_.proposer_.name() + " generator");
+    if (drafts->empty()) {
+      tree_.Close(*sel, "the generator has nothing new for it");
+      KPILOT_RETURN_IF_ERROR(Event("close", {{"node", *sel}, {"reason", "the generator has nothing new for it"}}));
+      continue;
+    }
+    // Record every proposal first (so a crash can resume them), then compile them in parallel
+    // and evaluate them one at a time.
+    std::vector<std::pair<int64_t, Draft>> proposed;
+    std::vector<std::future<EvalJobResult>> futures;
+    for (auto& d : *drafts) {
+      if (evaluations_ + static_cast<int>(proposed.size()) >= opts_.budget) break;
+      if (d.source.empty()) {
+        d.source = data_.at(*sel).source;
+        d.source_name = data_.at(*sel).source_name;
+      }
+      tried_params_.push_back(d.params);
+      json payload = {{"parent", *sel}, {"source", d.source},     {"source_name", d.source_name},
+                      {"params", d.params}, {"summary", d.summary}, {"finding", d.targeted_finding}};
+      auto seq = o_.store_.AddRunEvent(run_id_, "proposal", payload.dump());
+      if (!seq.ok()) return seq.status();
+      auto path = Materialize(d.source, d.source_name);
+      if (!path.ok()) return path.status();
+      futures.push_back(SubmitDraft(d, *path));
+      proposed.push_back({*seq, d});
+    }
+    for (size_t i = 0; i < proposed.size(); ++i) {
+      auto done = EvaluateDraft(*sel, proposed[i].first, proposed[i].second, std::move(futures[i]));
+      if (!done.ok()) {
+        for (size_t j = i + 1; j < futures.size(); ++j) futures[j].wait();
+        return done.status();
+      }
+    }
+  }
+}
+
+Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
+  OptimizeResult res;
+  res.run_id = run_id_;
+  res.stop_reason = reason;
+  res.evaluations = evaluations_;
+  res.promotion_checks = promotion_checks_;
+  res.duplicates = duplicates_;
+  res.busy_share = o_.executor_.ElapsedSeconds() > 0 ? o_.executor_.BusySeconds() / o_.executor_.ElapsedSeconds() : 0;
+  int64_t best = incumbent_ >= 0 ? incumbent_ : 0;
+  if (opts_.objective == "energy" && incumbent_ >= 0) {
+    // Lexicographic: among passed candidates within 2% of the best time, the fewest joules.
+    double best_speedup = data_.at(incumbent_).speedup;
+    for (const auto& [id, n] : data_)
+      if (n.verdict == "passed" && n.speedup >= best_speedup * 0.98 && n.joules > 0 &&
+          (data_.at(best).joules <= 0 || n.joules < data_.at(best).joules))
+        best = id;
+  }
+  const NodeData& b = data_.at(best);
+  res.best_node = best;
+  res.best_params = b.params;
+  res.best_source = b.source;
+  res.best_source_name = b.source_name;
+  KPILOT_RETURN_IF_ERROR(Event("stop", {{"reason", reason}, {"evaluations", evaluations_}, {"best", best}}));
+  // The final best is evaluated again before it is reported.
+  EvalJob job;
+  job.task = &o_.task_;
+  job.source = b.path;
+  job.params = b.params;
+  job.options = BaseEvalOptions();
+  EvalJobResult r = o_.executor_.Submit(std::move(job)).get();
+  if (!r.status.ok()) return r.status;
+  res.final = r.evaluation;
+  KPILOT_RETURN_IF_ERROR(Event("final", {{"node", best}, {"verdict", VerdictName(r.evaluation.verdict.kind)},
+                                         {"speedup", r.evaluation.speedup_geomean},
+                                         {"ci", {r.evaluation.speedup_geomean_ci.lo, r.evaluation.speedup_geomean_ci.hi}},
+                                         {"evaluation", ToJson(r.evaluation)}}));
+  RunRecord run;
+  run.id = run_id_;
+  run.status = "finished";
+  run.stop_reason = reason;
+  run.best_speedup = r.evaluation.verdict.passed() ? r.evaluation.speedup_geomean : 0;
+  run.best_node = best;
+  KPILOT_RETURN_IF_ERROR(o_.store_.UpdateRun(run));
+  return res;
+}
+
+Optimizer::Optimizer(const Task& task, Proposer& proposer, Executor& executor, Store& store, ProgressSink& progress)
+    : task_(task), proposer_(proposer), executor_(executor), store_(store), progress_(progress) {}
+
+Result<OptimizeResult> Optimizer::Run(const OptimizeOptions& options) {
+  if (options.budget < 1) return Status::InvalidInput("--budget must be at least 1");
+  RunRecord r;
+  r.task_name = task_.name;
+  r.task_dir = task_.dir.string();
+  r.config_json = ToJson(options).dump();
+  r.status = "running";
+  auto id = store_.CreateRun(r);
+  if (!id.ok()) return id.status();
+  Loop loop(*this, options, *id);
+  return loop.Start();
+}
+
+Result<OptimizeResult> Optimizer::Resume(int64_t run_id) {
+  auto run = store_.GetRun(run_id);
+  if (!run.ok()) return run.status();
+  if (!run->has_value()) return Status::NotFound("run " + std::to_string(run_id) + " is not in store " + store_.dir().string());
+  auto opts = OptimizeOptionsFromJson(json::parse((*run)->config_json, nullptr, false));
+  if (!opts.ok()) return opts.status();
+  auto nodes = store_.ListRunNodes(run_id);
+  if (!nodes.ok()) return nodes.status();
+  auto events = store_.ListRunEvents(run_id);
+  if (!events.ok()) return events.status();
+  Loop loop(*this, *opts, run_id);
+  return loop.Continue(*nodes, *events);
+}
+
+}  // namespace kpilot

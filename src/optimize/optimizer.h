@@ -1,0 +1,90 @@
+// The closed loop (kpilot optimize): select a node, ask the proposer for drafts, evaluate them
+// through the executor, grow the tree, promote a new best only on paired evidence, and record
+// every step in the store as it happens so that a killed run resumes with nothing lost or
+// repeated.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/executor.h"
+#include "propose/proposer.h"
+#include "search/memory.h"
+#include "search/tree.h"
+#include "store/store.h"
+
+namespace kpilot {
+
+struct OptimizeOptions {
+  std::string task_dir;
+  std::string from;                     // the starting candidate (a source file)
+  std::string generator = "params";     // params | replay:DIR
+  SearchConfig search;
+  int budget = 24;                      // candidate evaluations, the starting one included
+  double time_limit_s = 0;              // wall-clock limit (0 = none)
+  int plateau = 0;                      // stop after this many evaluations without a promotion (0 = off)
+  double target_fraction = 0;           // stop once the best reaches this share of the roofline floor (0 = off)
+  std::string objective = "time";       // time | energy (lexicographic) | mix
+  double energy_weight = 0.5;           // mix: reward = log(speedup) + w · log(baseline J / candidate J)
+  int drafts_per_expansion = 2;         // drafts asked per selected node (compiled in parallel)
+  uint64_t seed = 1;
+  std::vector<std::string> workloads;   // empty = all
+  std::string arch;                     // cuda target
+  double eval_timeout_s = 120;
+  double timing_max_seconds = 2.0;      // per workload per evaluation
+};
+
+nlohmann::json ToJson(const OptimizeOptions& o);
+Result<OptimizeOptions> OptimizeOptionsFromJson(const nlohmann::json& j);
+
+// Live progress, one event at a time (the CLI prints them; tests collect them).
+class ProgressSink {
+ public:
+  virtual ~ProgressSink() = default;
+  virtual void Event(const nlohmann::json& event) = 0;
+};
+
+struct OptimizeResult {
+  int64_t run_id = 0;
+  std::string stop_reason;
+  int evaluations = 0;                  // candidate evaluations (promotion checks not counted)
+  int promotion_checks = 0;
+  int duplicates = 0;                   // drafts whose binary was evaluated already
+  int64_t best_node = 0;
+  ParamValues best_params;
+  std::string best_source;              // the best candidate's source text
+  std::string best_source_name;
+  Evaluation final;                     // the best, evaluated again against the task's baseline
+  double busy_share = 0;                // evaluation queue busy / wall time
+};
+
+class Optimizer {
+ public:
+  // All references are borrowed and must outlive the optimizer.
+  Optimizer(const Task& task, Proposer& proposer, Executor& executor, Store& store, ProgressSink& progress);
+
+  Result<OptimizeResult> Run(const OptimizeOptions& options);
+  // Continues run `run_id` (its stored options are used): rebuilds the tree and the memory from
+  // the recorded nodes, evaluates the proposals that were recorded but never evaluated, then
+  // carries on. Finished runs are only re-reported.
+  Result<OptimizeResult> Resume(int64_t run_id);
+
+ private:
+  struct NodeData;
+  class Loop;
+  const Task& task_;
+  Proposer& proposer_;
+  Executor& executor_;
+  Store& store_;
+  ProgressSink& progress_;
+};
+
+// Writes the best candidate of a run to `dir`: the source, params.json and report.json (verdict,
+// speedup with CI, what it was verified on: task, workloads, dtypes, GPU, driver, toolkit).
+Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir);
+
+}  // namespace kpilot

@@ -1,0 +1,102 @@
+#include "profile/profiler.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace kpilot {
+
+KernelReport AnalyzeKernel(const ProfileContext& ctx, const std::vector<std::unique_ptr<Tool>>& tools, bool all_tools) {
+  KernelReport r;
+  r.kernel = ctx.kernel;
+  r.roofline = ctx.roofline;
+  r.context = ctx;
+  bool all = all_tools || ctx.roofline.result == Bottleneck::kUnknown;
+  std::vector<const Tool*> selected = SelectTools(tools, ctx.roofline.result, all);
+  for (const Tool* t : selected) r.tools_run.push_back(t->id());
+  r.findings = RunTools(selected, ctx);
+  return r;
+}
+
+nlohmann::json ToJson(const KernelReport& r, bool raw_metrics) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : r.findings) findings.push_back(ToJson(f));
+  const RooflineVerdict& v = r.roofline;
+  nlohmann::json j = {
+      {"kernel", r.kernel},
+      {"roofline", {{"class", BottleneckName(v.result)}, {"analytic", BottleneckName(v.analytic)},
+                    {"measured", BottleneckName(v.measured)}, {"arithmetic_intensity", v.arithmetic_intensity},
+                    {"ridge_point", v.ridge_point}, {"floor_ms", v.floor_ms},
+                    {"achieved_fraction", v.achieved_fraction}, {"ceiling", v.ceiling}, {"disagree", v.disagree},
+                    {"explanation", v.explanation}}},
+      {"tools_run", r.tools_run},
+      {"findings", findings}};
+  if (r.context.static_profile) {
+    const auto& s = *r.context.static_profile;
+    j["static"] = {{"registers", s.resources.registers}, {"shared_bytes", s.resources.shared_bytes},
+                   {"spill_store_bytes", s.resources.spill_stores}, {"spill_load_bytes", s.resources.spill_loads},
+                   {"sass", s.have_sass},
+                   {"mix", {{"total", s.mix.total}, {"ldg32", s.mix.global_loads_32}, {"ldg64", s.mix.global_loads_64},
+                            {"ldg128", s.mix.global_loads_128}, {"stg32", s.mix.global_stores_32},
+                            {"stg64", s.mix.global_stores_64}, {"stg128", s.mix.global_stores_128},
+                            {"lds", s.mix.shared_loads}, {"sts", s.mix.shared_stores}, {"ldl", s.mix.local_loads},
+                            {"stl", s.mix.local_stores}, {"async_copies", s.mix.async_copies}, {"hmma", s.mix.hmma},
+                            {"hgmma", s.mix.hgmma}, {"imma", s.mix.imma}, {"ffma", s.mix.ffma}, {"fmul", s.mix.fmul},
+                            {"fadd", s.mix.fadd}, {"fp64", s.mix.fp64}, {"mufu", s.mix.mufu},
+                            {"int_div_sequences", s.mix.int_div_sequences}, {"barriers", s.mix.barriers},
+                            {"atomics", s.mix.atomics}, {"branches", s.mix.branches}, {"shuffles", s.mix.shuffles}}}};
+  }
+  if (r.context.occupancy) {
+    const auto& o = *r.context.occupancy;
+    j["occupancy"] = {{"block_threads", o.block_threads}, {"blocks_per_sm", o.blocks_per_sm},
+                      {"fraction", o.fraction}, {"limiter", o.limiter}};
+  }
+  if (raw_metrics) j["metrics"] = r.context.metrics;
+  return j;
+}
+
+std::string RenderReport(const KernelReport& r, bool raw) {
+  std::ostringstream out;
+  const RooflineVerdict& v = r.roofline;
+  out << "kernel     " << r.kernel << "\n";
+  out << "class      " << BottleneckName(v.result);
+  if (v.disagree)
+    out << " (analytic: " << BottleneckName(v.analytic) << ", measured: " << BottleneckName(v.measured) << ")";
+  out << "\n";
+  if (!v.ceiling.empty()) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "ceiling    %s; floor %.4f ms; achieved %.0f%% of it\n", v.ceiling.c_str(),
+                  v.floor_ms, 100 * v.achieved_fraction);
+    out << buf;
+  }
+  if (!v.explanation.empty()) out << "           " << v.explanation << "\n";
+  if (r.context.static_profile) {
+    const auto& s = *r.context.static_profile;
+    out << "static     " << s.resources.registers << " registers, " << s.resources.shared_bytes << " B shared, spills "
+        << s.resources.spill_stores << "/" << s.resources.spill_loads << " B";
+    if (r.context.occupancy)
+      out << "; occupancy " << static_cast<int>(100 * r.context.occupancy->fraction + 0.5) << "% at "
+          << r.context.occupancy->block_threads << " threads (limited by " << r.context.occupancy->limiter << ")";
+    out << "\n";
+  }
+  out << "tools      " << r.tools_run.size() << " run";
+  if (r.findings.empty()) out << ", nothing found";
+  out << "\n";
+  int rank = 1;
+  for (const auto& f : r.findings) {
+    char sev[16];
+    std::snprintf(sev, sizeof(sev), "%.2f", f.severity);
+    out << "\n" << rank++ << ". [" << sev << "] " << f.id << "\n   " << f.guidance << "\n";
+    if (!f.skills.empty()) {
+      out << "   skills:";
+      for (const auto& s : f.skills) out << " " << s;
+      out << "\n";
+    }
+  }
+  if (raw && !r.context.metrics.empty()) {
+    out << "\nmetrics\n";
+    for (const auto& [k, val] : r.context.metrics) out << "  " << k << " = " << val << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace kpilot

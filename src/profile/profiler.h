@@ -1,0 +1,32 @@
+// Putting the two stages together for one kernel: classify (stage 1), select and run the tools
+// (stage 2), and render the result for people (text) and programs (JSON). Pure: the caller
+// gathers the numbers (compile, eval, ncu) and passes them in the context.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "profile/tool.h"
+
+namespace kpilot {
+
+struct KernelReport {
+  std::string kernel;
+  RooflineVerdict roofline;
+  std::vector<std::string> tools_run;   // ids, in the order they ran
+  std::vector<Finding> findings;        // ranked, highest severity first
+  ProfileContext context;               // what the tools saw (metrics, static profile, …)
+};
+
+// Runs the tools serving `ctx.roofline.result` (every tool when `all_tools`, or when the class is
+// unknown) on `ctx`.
+KernelReport AnalyzeKernel(const ProfileContext& ctx, const std::vector<std::unique_ptr<Tool>>& tools, bool all_tools);
+
+nlohmann::json ToJson(const KernelReport& r, bool raw_metrics);
+
+// The plain-language report: the class, the ceiling and the achieved fraction, then findings by
+// severity with their guidance; `raw` appends the counters.
+std::string RenderReport(const KernelReport& r, bool raw);
+
+}  // namespace kpilot

@@ -1,0 +1,186 @@
+// The closed loop end to end on the host backend: the params generator, the tree, the paired
+// promotion gate, persistence, kill -9 and --resume, export.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "core/fs.h"
+#include "optimize/optimizer.h"
+#include "task/loader.h"
+#include "test_paths.h"
+
+namespace kpilot {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Collect : public ProgressSink {
+ public:
+  void Event(const nlohmann::json& e) override { events.push_back(e); }
+  std::vector<nlohmann::json> events;
+};
+
+fs::path Example(const std::string& rel) { return testing::SourceDir() / "examples" / rel; }
+
+OptimizeOptions Quick(const std::string& task, const std::string& from, int budget) {
+  OptimizeOptions o;
+  o.task_dir = Example(task).string();
+  o.from = Example(from).string();
+  o.budget = budget;
+  o.timing_max_seconds = 0.3;
+  o.eval_timeout_s = 60;
+  return o;
+}
+
+TEST(Optimize, ParamsSearchOnAHostTaskRecordsEveryNodeAndExports) {
+  auto dir = TempDir::Create("kpilot-optimize-test-");
+  ASSERT_TRUE(dir.ok());
+  auto store = Store::Open(dir->path() / "store");
+  ASSERT_TRUE(store.ok());
+  auto task = LoadTask(Example("host/saxpy"));
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  auto proposer = MakeProposer("params", *task);
+  ASSERT_TRUE(proposer.ok()) << proposer.status().ToString();
+  auto toolchain = MakeSystemToolchain((*store)->dir() / "cache", testing::SourceDir() / "include");
+  LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 2);
+  Collect progress;
+  Optimizer optimizer(*task, **proposer, executor, **store, progress);
+  OptimizeOptions o = Quick("host/saxpy", "host/saxpy/candidates/omp_simd.cpp", 5);
+  o.workloads = {task->workloads.front().name};
+  auto res = optimizer.Run(o);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->evaluations, 5);
+  EXPECT_EQ(res->stop_reason, "budget");
+  EXPECT_EQ(res->final.verdict.kind, VerdictKind::kPassed) << res->final.verdict.summary;
+  auto nodes = (*store)->ListRunNodes(res->run_id);
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_EQ(nodes->size(), 5u);
+  std::set<std::string> params;
+  for (const auto& n : *nodes) params.insert(n.params_json);
+  EXPECT_EQ(params.size(), nodes->size()) << "no configuration is evaluated twice";
+  auto run = (*store)->GetRun(res->run_id);
+  ASSERT_TRUE(run.ok() && run->has_value());
+  EXPECT_EQ((*run)->status, "finished");
+  int promotions = 0;
+  for (const auto& e : progress.events) promotions += e.value("event", "") == "promote";
+  EXPECT_GE(promotions, 1);
+  fs::path out = dir->path() / "best";
+  ASSERT_TRUE(ExportRun(**store, res->run_id, out).ok());
+  EXPECT_TRUE(fs::exists(out / "omp_simd.cpp"));
+  EXPECT_TRUE(fs::exists(out / "params.json"));
+  auto report = ReadFile(out / "report.json");
+  ASSERT_TRUE(report.ok());
+  auto j = nlohmann::json::parse(*report);
+  EXPECT_EQ(j["task"], "saxpy");
+  EXPECT_TRUE(j["verified_on"].is_object());
+}
+
+TEST(Optimize, ReplayGeneratorEvaluatesAFolderInOrder) {
+  auto dir = TempDir::Create("kpilot-optimize-replay-");
+  ASSERT_TRUE(dir.ok());
+  fs::create_directories(dir->path() / "drafts");
+  fs::copy_file(Example("host/saxpy/reference.cpp"), dir->path() / "drafts" / "a_reference.cpp");
+  fs::copy_file(Example("host/saxpy/broken/wrong_result.cpp"), dir->path() / "drafts" / "b_wrong.cpp");
+  auto store = Store::Open(dir->path() / "store");
+  ASSERT_TRUE(store.ok());
+  auto task = LoadTask(Example("host/saxpy"));
+  ASSERT_TRUE(task.ok());
+  auto proposer = MakeProposer("replay:" + (dir->path() / "drafts").string(), *task);
+  ASSERT_TRUE(proposer.ok()) << proposer.status().ToString();
+  auto toolchain = MakeSystemToolchain((*store)->dir() / "cache", testing::SourceDir() / "include");
+  LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 2);
+  Collect progress;
+  Optimizer optimizer(*task, **proposer, executor, **store, progress);
+  OptimizeOptions o = Quick("host/saxpy", "host/saxpy/candidates/omp_simd.cpp", 10);
+  o.workloads = {task->workloads.front().name};
+  o.drafts_per_expansion = 1;
+  auto res = optimizer.Run(o);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->stop_reason, "exhausted");
+  auto nodes = (*store)->ListRunNodes(res->run_id);
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->size(), 3u);
+  EXPECT_EQ((*nodes)[1].source_name, "a_reference.cpp");
+  EXPECT_EQ((*nodes)[1].verdict, "passed");
+  EXPECT_EQ((*nodes)[2].source_name, "b_wrong.cpp");
+  EXPECT_EQ((*nodes)[2].verdict, "incorrect");
+}
+
+// A real `kpilot optimize` process, killed with SIGKILL mid-run, then resumed.
+TEST(Optimize, KillNineThenResumeLosesAndRepeatsNothing) {
+  auto dir = TempDir::Create("kpilot-optimize-kill-");
+  ASSERT_TRUE(dir.ok());
+  std::string store_dir = (dir->path() / "store").string();
+  std::string kpilot = (testing::BinaryDir() / "bin" / "kpilot").string();
+  const int budget = 6;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl(kpilot.c_str(), kpilot.c_str(), "optimize", Example("host/saxpy").c_str(), "--budget",
+          std::to_string(budget).c_str(), "--workload", "12M-odd", "--store", store_dir.c_str(), "--json",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until a few nodes are recorded, then kill it without warning.
+  int recorded = 0;
+  for (int i = 0; i < 600 && recorded < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto s = Store::Open(store_dir);
+    if (!s.ok()) continue;
+    auto n = (*s)->CountRows("run_nodes");
+    recorded = n.ok() ? static_cast<int>(*n) : 0;
+  }
+  ASSERT_GE(recorded, 3) << "the run did not get going";
+  kill(-pid, SIGKILL);
+  int st;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFSIGNALED(st));
+
+  std::vector<RunNodeRecord> before;
+  {
+    auto s = Store::Open(store_dir);
+    ASSERT_TRUE(s.ok());
+    before = *(*s)->ListRunNodes(1);
+    ASSERT_LT(static_cast<int>(before.size()), budget) << "killed too late to test anything";
+  }
+  ProcessSpec spec;
+  spec.argv = {kpilot, "optimize", "--resume", "1", "--store", store_dir, "--json"};
+  spec.timeout_s = 600;
+  auto r = SystemProcessRunner().Run(spec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 0) << r->err.substr(r->err.size() > 3000 ? r->err.size() - 3000 : 0);
+
+  auto s = Store::Open(store_dir);
+  ASSERT_TRUE(s.ok());
+  auto after = *(*s)->ListRunNodes(1);
+  EXPECT_EQ(static_cast<int>(after.size()), budget) << "the budget counts every evaluation once";
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(after[i].params_json, before[i].params_json) << "node " << i << " kept as recorded";
+    EXPECT_EQ(after[i].result_blob, before[i].result_blob);
+  }
+  std::map<int64_t, int> per_proposal;
+  std::set<std::string> configs;
+  for (const auto& n : after) {
+    ++per_proposal[n.proposal];
+    configs.insert(n.params_json);
+  }
+  for (const auto& [proposal, count] : per_proposal) EXPECT_EQ(count, 1) << "proposal " << proposal;
+  EXPECT_EQ(configs.size(), after.size()) << "no configuration evaluated twice";
+  auto run = (*s)->GetRun(1);
+  ASSERT_TRUE(run.ok() && run->has_value());
+  EXPECT_EQ((*run)->status, "finished");
+}
+
+}  // namespace
+}  // namespace kpilot
