@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The main job on bundled examples: evaluate a hand-optimized host candidate against its naive
-# reference, and, when this machine has a GPU, a cuda candidate too.
+# The main job on bundled examples: kpilot optimize searches a host SGEMM's tunable params from
+# their naive end (no LLM, no key needed), then reports and exports the best candidate. With a
+# GPU it also optimizes the cuda SGEMM; without one it shows the cuda candidate's static profile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kpilot=build/bin/kpilot
-"$kpilot" eval examples/host/sgemm examples/host/sgemm/candidates/blocked_omp.cpp
+"$kpilot" optimize examples/host/sgemm --budget 10 --workload 256x384x320
 if "$kpilot" doctor --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["gpus"] else 1)'; then
-  "$kpilot" eval examples/cuda/sgemm examples/cuda/sgemm/candidates/register_tiled.cu
+  "$kpilot" optimize examples/cuda/sgemm --budget 16 --workload 2048
 else
-  echo "demo: no GPU here — compiling a cuda example instead (kpilot eval --compile-only)"
-  "$kpilot" eval examples/cuda/sgemm examples/cuda/sgemm/candidates/register_tiled.cu --compile-only
+  echo "demo: no GPU here — the static profile of a cuda candidate instead (kpilot profile --static)"
+  "$kpilot" profile examples/cuda/sgemm examples/cuda/sgemm/candidates/register_tiled.cu --static
 fi
