@@ -109,6 +109,7 @@ struct Optimizer::NodeData {
   double speedup = 0;
   double joules = 0;               // mean joules per call over workloads (energy objective)
   std::string bottleneck;
+  double achieved_fraction = 0;    // of the roofline floor (cuda with a calibration; 0 = unknown)
   std::vector<Finding> findings;
 };
 
@@ -216,6 +217,7 @@ void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
   in.peak_flops_per_s = e.run.calibration.fp32_flops_per_s;
   ctx.roofline = ClassifyRoofline(in);
   n->bottleneck = std::string(BottleneckName(ctx.roofline.result));
+  n->achieved_fraction = ctx.roofline.achieved_fraction;
   auto limits = SmLimitsFor(e.compile.resources.front().arch.empty() ? "sm_90a" : e.compile.resources.front().arch);
   auto tools = BuiltinTools();
   for (const auto& sp : StaticProfiles(e.compile)) {
@@ -251,6 +253,7 @@ Status Optimizer::Loop::RecordNode(int64_t node, int64_t parent, int64_t proposa
     ej["object_sha"] = object_sha;
     ej["bottleneck"] = n.bottleneck;
     ej["joules"] = n.joules;
+    ej["achieved_fraction"] = n.achieved_fraction;
     json findings = json::array();
     for (const auto& f : n.findings) findings.push_back(ToJson(f));
     ej["findings"] = findings;
@@ -429,6 +432,7 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
       if (j.is_object()) {
         n.bottleneck = j.value("bottleneck", "");
         n.joules = j.value("joules", 0.0);
+        n.achieved_fraction = j.value("achieved_fraction", 0.0);
         if (j.contains("object_sha")) seen_binaries_.insert(j["object_sha"].get<std::string>());
         for (const auto& f : j.value("findings", json::array())) {
           Finding fd;
@@ -490,6 +494,8 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
     if (evaluations_ >= opts_.budget) return Finish("budget");
     if (opts_.time_limit_s > 0 && Seconds(start_) > opts_.time_limit_s) return Finish("time");
     if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) return Finish("plateau");
+    if (opts_.target_fraction > 0 && incumbent_ >= 0 && data_.at(incumbent_).achieved_fraction >= opts_.target_fraction)
+      return Finish("target");
     std::optional<int64_t> sel = tree_.Select(rng_);
     if (!sel) return Finish("exhausted");
     auto drafts = o_.proposer_.Propose(ContextFor(*sel)).get();
