@@ -1,0 +1,68 @@
+// The options of a run, as stored with it (resume reuses them).
+#include "optimize/optimizer.h"
+
+namespace kpilot {
+
+using nlohmann::json;
+
+json ToJson(const OptimizeOptions& o) {
+  return {{"task_dir", o.task_dir},
+          {"from", o.from},
+          {"generator", o.generator},
+          {"policy", PolicyName(o.search.policy)},
+          {"exploration", o.search.exploration},
+          {"widen_c", o.search.widen_c},
+          {"widen_alpha", o.search.widen_alpha},
+          {"asymmetry", o.search.asymmetry},
+          {"failure_reward", o.search.failure_reward},
+          {"prune_window", o.search.prune_window},
+          {"beam_width", o.search.beam_width},
+          {"budget", o.budget},
+          {"time_limit_s", o.time_limit_s},
+          {"plateau", o.plateau},
+          {"target_fraction", o.target_fraction},
+          {"objective", o.objective},
+          {"energy_weight", o.energy_weight},
+          {"drafts_per_expansion", o.drafts_per_expansion},
+          {"seed", o.seed},
+          {"workloads", o.workloads},
+          {"arch", o.arch},
+          {"eval_timeout_s", o.eval_timeout_s},
+          {"timing_max_seconds", o.timing_max_seconds}};
+}
+
+Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
+  try {
+    OptimizeOptions o;
+    o.task_dir = j.at("task_dir").get<std::string>();
+    o.from = j.at("from").get<std::string>();
+    o.generator = j.at("generator").get<std::string>();
+    auto policy = ParsePolicy(j.at("policy").get<std::string>());
+    if (!policy) return Status::InvalidInput("stored run options: unknown policy");
+    o.search.policy = *policy;
+    o.search.exploration = j.at("exploration").get<double>();
+    o.search.widen_c = j.at("widen_c").get<double>();
+    o.search.widen_alpha = j.at("widen_alpha").get<double>();
+    o.search.asymmetry = j.at("asymmetry").get<double>();
+    o.search.failure_reward = j.at("failure_reward").get<double>();
+    o.search.prune_window = j.at("prune_window").get<int>();
+    o.search.beam_width = j.at("beam_width").get<int>();
+    o.budget = j.at("budget").get<int>();
+    o.time_limit_s = j.at("time_limit_s").get<double>();
+    o.plateau = j.at("plateau").get<int>();
+    o.target_fraction = j.at("target_fraction").get<double>();
+    o.objective = j.at("objective").get<std::string>();
+    o.energy_weight = j.at("energy_weight").get<double>();
+    o.drafts_per_expansion = j.at("drafts_per_expansion").get<int>();
+    o.seed = j.at("seed").get<uint64_t>();
+    o.workloads = j.at("workloads").get<std::vector<std::string>>();
+    o.arch = j.at("arch").get<std::string>();
+    o.eval_timeout_s = j.at("eval_timeout_s").get<double>();
+    o.timing_max_seconds = j.at("timing_max_seconds").get<double>();
+    return o;
+  } catch (const std::exception& e) {
+    return Status::InvalidInput(std::string("stored run options are malformed: ") + e.what());
+  }
+}
+
+}  // namespace kpilot
