@@ -155,10 +155,8 @@ std::vector<char> SearchTree::OpenSubtrees() const {
 }
 
 bool SearchTree::SubtreeOpen(int64_t id) const {
-  if (MayExpand(id)) return true;
-  for (int64_t c : node(id).children)
-    if (SubtreeOpen(c)) return true;
-  return false;
+  assert(id >= 0 && static_cast<size_t>(id) < nodes_.size());
+  return OpenSubtrees()[id] != 0;
 }
 
 std::optional<int64_t> SearchTree::Select(std::mt19937_64& rng) const {

@@ -2,7 +2,7 @@
 //
 // A node is one evaluated candidate. Its reward is log(speedup over the baseline); a failed
 // candidate (any verdict but passed) gets `failure_reward`. Values are backed up to the root
-// (sum and count of rewards in the subtree) for UCT. Pure logic: no I/O, no clocks; the caller
+// (count, sum and max of rewards in the subtree) for UCT. Pure logic: no I/O, no clocks; the caller
 // supplies the random engine, so a seed reproduces a run.
 #pragma once
 
@@ -20,16 +20,19 @@ enum class Policy { kMcts, kGreedy, kBeam, kRandom };
 std::string_view PolicyName(Policy p);
 std::optional<Policy> ParsePolicy(std::string_view name);
 
-// The constants, with the defaults and why (also in docs/search.md).
+// The constants. Defaults were tuned on synthetic landscapes (tests/search/landscape_test.cc);
+// the evidence for each is in docs/search.md.
 struct SearchConfig {
   Policy policy = Policy::kMcts;
-  double exploration = 0.1;        // UCT c on log-speedup rewards (rewards span ~[-2.3, 2])
-  double max_weight = 0.75;        // UCT value: (1 − w)·mean + w·max reward of the subtree
+  double exploration = 0.1;        // UCT c on log-speedup rewards (rewards span ~[-2.3, 2]);
+                                   // 0.7 made UCT near-uniform over siblings
+  double max_weight = 0.75;        // UCT value: (1 − w)·mean + w·max reward of the subtree; mean
+                                   // alone lets failures and regressing siblings bury a subtree
   double widen_c = 1.0;            // progressive widening: a node may have ⌈widen_c · N^widen_alpha⌉ children
-  double widen_alpha = 0.25;
+  double widen_alpha = 0.25;       // (N = evaluations in its subtree): ~3 children at N=60
   double asymmetry = 1.0;          // better-than-parent nodes get (1 + asymmetry·max(0, gain)) × the limit
   double failure_reward = -2.3;    // log(0.1): a failure counts like a 10× slowdown
-  int prune_window = 4;            // a node whose last m children all failed or regressed is closed
+  int prune_window = 4;            // a node whose last m children all failed or regressed is closed (0: off)
   double regress_margin = 0.0;     // a child "regressed" when its reward ≤ parent's + margin
   int beam_width = 4;              // beam: expand among the best `beam_width` open nodes
 };
@@ -67,7 +70,8 @@ class SearchTree {
   // parent's + regress_margin) the parent is closed. The root is exempt from that rule while no
   // passed node beats it, so a long run of failures (KernelPro saw 43 before the first working
   // kernel) never ends the search. Ids are dense and increasing: a child's id > its parent's.
-  // Precondition: `parent` is an id this tree returned. Returns the child's id.
+  // Precondition: `parent` is an id this tree returned; ChildLimit is the caller's guide (Select
+  // honours it), not checked here. Returns the child's id.
   int64_t AddChild(int64_t parent, const Outcome& child);
   // Closes a node (e.g. the proposer has no more distinct drafts for it). Closing twice keeps
   // the first reason. A closed node takes no children; its subtree stays reachable.
@@ -75,11 +79,11 @@ class SearchTree {
 
   // The node to expand next under the policy, among open nodes that have room for another child
   // (see ChildLimit); nullopt when there is none.
-  //   mcts:   descend from the root by UCT (mean reward + c·√(ln N_parent / N_child); a child
-  //           with no visits scores +∞), stopping at the first node on the path that may still
-  //           take a child (its next, not yet evaluated child is the unvisited one). Subtrees in
-  //           which no node may take a child (every node closed or full) are skipped; ties go to
-  //           the lowest id;
+  //   mcts:   descend from the root by UCT — (1 − max_weight)·mean + max_weight·max reward of
+  //           the child's subtree + exploration·√(ln N_parent / N_child); a child with no visits
+  //           scores +∞ — stopping at the first node on the path that may still take a child
+  //           (its next, not yet evaluated child is the unvisited one). Subtrees in which no node
+  //           may take a child (every node closed or full) are skipped; ties go to the lowest id;
   //   greedy: the best node by reward that may take a child (ties: lowest id);
   //   beam:   uniformly among the beam_width best nodes that may take a child;
   //   random: uniformly among the nodes that may take a child.
@@ -88,7 +92,8 @@ class SearchTree {
 
   // Progressive widening with asymmetric branching: ⌈widen_c · visits^widen_alpha ·
   // (1 + asymmetry · max(0, reward − parent reward))⌉ (the root uses its own reward as the
-  // parent's). Greedy, beam and random ignore widening (limit = unbounded) but respect closure.
+  // parent's); at least 1. Greedy, beam and random ignore widening (limit = INT_MAX) but respect
+  // closure.
   int ChildLimit(int64_t id) const;
   // Open and fewer children than ChildLimit.
   bool MayExpand(int64_t id) const;

@@ -355,17 +355,25 @@ TEST(Landscape, GeneratorsAreDeterministicAndShapedAsIntended) {
 }
 
 TEST(Landscape, EveryPolicyFindsTheBowlOptimum) {
-  const std::vector<Summary> s = Report(&Bowl, 20, 150);
-  for (size_t i = 0; i < s.size(); ++i)
-    EXPECT_EQ(s[i].hit_rate, 1.0) << PolicyName(kPolicies[i]);
-  EXPECT_LE(s[0].mean_to_optimum, 60) << "mcts should not need far more than a typical budget";
+  // The directed policies within a typical budget, on every seed.
+  const std::vector<Summary> s = Report(&Bowl, 20, 100);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(s[i].hit_rate, 1.0) << PolicyName(kPolicies[i]);
+  // The random policy needs about as many evaluations as the grid has configs (≤ 6^4): it gets
+  // there because the search never stops while something is left to try.
+  const Summary r = Evaluate(&Bowl, WithPolicy(Policy::kRandom), 20, 1500, kHeldOut);
+  std::printf("  random with 1500 evaluations: optimum found %3.0f%% (after %5.1f)\n",
+              100 * r.hit_rate, r.mean_to_optimum);
+  EXPECT_EQ(r.hit_rate, 1.0);
+  EXPECT_LT(s[0].mean_to_optimum, r.mean_to_optimum);
 }
 
 TEST(Landscape, MctsMatchesOrBeatsGreedyOnTheDeceptiveLandscape) {
-  const std::vector<Summary> s = Report(&Deceptive, 40, 60);
-  EXPECT_GE(s[0].mean_best, s[1].mean_best);
-  EXPECT_GE(s[0].hit_rate, s[1].hit_rate);
-  EXPECT_GT(s[0].mean_best, s[3].mean_best) << "mcts beats the random policy";
+  for (int budget : {60, 120}) {
+    const std::vector<Summary> s = Report(&Deceptive, 40, budget);
+    EXPECT_GE(s[0].mean_best, s[1].mean_best) << budget;
+    EXPECT_GE(s[0].hit_rate, s[1].hit_rate) << budget;
+    EXPECT_GT(s[0].mean_best, s[3].mean_best) << "mcts beats the random policy";
+  }
 }
 
 // Reported, not a claim for mcts: greedy follows a lucky restart onto the far basin at once,
