@@ -17,6 +17,8 @@ json ToJson(const OptimizeOptions& o) {
           {"failure_reward", o.search.failure_reward},
           {"prune_window", o.search.prune_window},
           {"beam_width", o.search.beam_width},
+          {"max_weight", o.search.max_weight},
+          {"regress_margin", o.search.regress_margin},
           {"budget", o.budget},
           {"time_limit_s", o.time_limit_s},
           {"plateau", o.plateau},
@@ -47,6 +49,8 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.search.failure_reward = j.at("failure_reward").get<double>();
     o.search.prune_window = j.at("prune_window").get<int>();
     o.search.beam_width = j.at("beam_width").get<int>();
+    o.search.max_weight = j.value("max_weight", o.search.max_weight);
+    o.search.regress_margin = j.value("regress_margin", o.search.regress_margin);
     o.budget = j.at("budget").get<int>();
     o.time_limit_s = j.at("time_limit_s").get<double>();
     o.plateau = j.at("plateau").get<int>();
