@@ -15,6 +15,9 @@
 #include <CLI/CLI.hpp>
 
 #include "core/status.h"
+#include "device/device.h"
+#include "runner/protocol.h"
+#include "store/store.h"
 
 namespace kpilot::cli {
 
@@ -36,6 +39,14 @@ void AddProfileCommand(CLI::App& app, int* exit_code);
 void AddOptimizeCommand(CLI::App& app, int* exit_code);
 // runs, show and export
 void AddRunsCommands(CLI::App& app, int* exit_code);
+void AddCalibrateCommand(CLI::App& app, int* exit_code);
+
+// The store key of a GPU's calibration (name, driver, SM count, clock), and reading and writing
+// it (calibrate.cc). LoadCalibration returns an invalid Calibration when none is stored; `full`
+// receives everything stored (tensor-core rates, L2, launch overhead, device limits).
+std::string CalibrationKey(const GpuInfo& gpu);
+Calibration LoadCalibration(Store* store, const GpuInfo& gpu, nlohmann::json* full = nullptr);
+Status SaveCalibration(Store& store, const GpuInfo& gpu, const Calibration& c, const nlohmann::json& details);
 
 // Prints "kpilot: <message>" to stderr and returns the exit code for the status.
 int Fail(const Status& s);

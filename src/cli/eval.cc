@@ -34,25 +34,6 @@ struct EvalArgs {
   bool no_sandbox = false;
 };
 
-// Calibration values are cached per GPU in the store under this key.
-std::string CalibrationKey(const GpuInfo& g) {
-  return fmt::format("calibration/v1/{}/driver {}/{} SMs/{} MHz", g.name, g.driver_version, g.sm_count,
-                     g.sm_clock_khz / 1000);
-}
-
-Calibration LoadCalibration(Store* store, const std::string& key) {
-  Calibration c;
-  if (!store) return c;
-  auto v = store->GetValue(key);
-  if (!v.ok() || !v->has_value()) return c;
-  nlohmann::json j = nlohmann::json::parse(**v, nullptr, false);
-  if (j.is_discarded()) return c;
-  c.gpu = j.value("gpu", "");
-  c.dram_bytes_per_s = j.value("dram_bytes_per_s", 0.0);
-  c.fp32_flops_per_s = j.value("fp32_flops_per_s", 0.0);
-  return c;
-}
-
 // Parses -D NAME=VALUE against the task's declared params.
 Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string>& defines) {
   ParamValues params;
@@ -90,7 +71,10 @@ Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string
   return params;
 }
 
-std::string Pct(const SampleSummary& s) {
+// The CI half-width of the reported statistic, relative to it.
+std::string Pct(const SampleSummary& s, const std::string& statistic) {
+  if (statistic == "mean")
+    return s.mean > 0 ? fmt::format("{:.1f}%", 100 * (s.mean_ci.hi - s.mean_ci.lo) / 2 / s.mean) : "-";
   return s.median > 0 ? fmt::format("{:.1f}%", 100 * s.RelativeHalfWidth()) : "-";
 }
 
@@ -114,8 +98,8 @@ void PrintTable(const Evaluation& e, const std::string& stored) {
                              fmt::format("{} ({} ± CI)", e.baseline, stat), "speedup [95% CI]");
     for (const auto& t : e.timings)
       std::cout << fmt::format("{:<14} {:>24} {:>24} {:>24}\n", t.workload,
-                               FormatMs(t.candidate_reported_ms) + " ± " + Pct(t.candidate),
-                               FormatMs(t.baseline_reported_ms) + " ± " + Pct(t.baseline),
+                               FormatMs(t.candidate_reported_ms) + " ± " + Pct(t.candidate, t.statistic),
+                               FormatMs(t.baseline_reported_ms) + " ± " + Pct(t.baseline, t.statistic),
                                fmt::format("{:.3f}× [{:.3f}, {:.3f}] n={}", t.speedup.ratio, t.speedup.ci.lo,
                                            t.speedup.ci.hi, t.speedup.n));
     std::cout << fmt::format("geomean speedup over {}: {:.3f}× [{:.3f}, {:.3f}]\n", e.baseline, e.speedup_geomean,
@@ -265,14 +249,12 @@ int RunEval(const EvalArgs& a) {
 
   if (!a.json) std::cerr << "kpilot: evaluating " << a.candidate << " on " << task->name << " (compile, check "
                          << opt.seeds.size() << " seeds per workload, time) …\n";
-  if (gpu) opt.calibration = LoadCalibration(store.get(), CalibrationKey(*gpu));
+  if (gpu) opt.calibration = LoadCalibration(store.get(), *gpu);
   Evaluator evaluator(*toolchain, SystemProcessRunner(), RunnerPath());
   auto e = evaluator.Evaluate(*task, a.candidate, opt);
   if (!e.ok()) return Fail(e.status());
   if (store && gpu && e->run.calibration_measured && e->run.calibration.valid()) {
-    nlohmann::json c = {{"gpu", e->run.calibration.gpu}, {"dram_bytes_per_s", e->run.calibration.dram_bytes_per_s},
-                        {"fp32_flops_per_s", e->run.calibration.fp32_flops_per_s}};
-    Status s = store->PutValue(CalibrationKey(*gpu), c.dump());
+    Status s = SaveCalibration(*store, *gpu, e->run.calibration, nlohmann::json::object());
     if (!s.ok()) std::cerr << "kpilot: warning: could not cache the GPU calibration: " << s.message() << "\n";
   }
   std::string stored;
@@ -307,7 +289,9 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-store", a->no_store, "Do not record this evaluation");
   cmd->add_flag("--compile-only", a->compile_only, "Only compile and report resources (works without a GPU)");
   cmd->add_flag("--no-time", a->no_time, "Check correctness only, skip timing");
-  cmd->add_option("--timeout", a->timeout_s, "Wall-clock limit of the run in seconds")->capture_default_str();
+  cmd->add_option("--timeout", a->timeout_s, "Wall-clock limit of the run in seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--arch", a->arch, "CUDA target, e.g. sm_90a (default: the visible GPU's, else sm_90a)");
   cmd->add_option("--timing", a->timing, "Timing procedure (cuda): default | kernelbench | flashinfer")
       ->check(CLI::IsMember({"default", "kernelbench", "flashinfer"}))

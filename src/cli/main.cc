@@ -9,6 +9,7 @@ namespace {
 const kpilot::cli::Command kCommands[] = {
     {"doctor", kpilot::cli::AddDoctorCommand},
     {"eval", kpilot::cli::AddEvalCommand},
+    {"calibrate", kpilot::cli::AddCalibrateCommand},
     {"profile", kpilot::cli::AddProfileCommand},
     {"optimize", kpilot::cli::AddOptimizeCommand},
     {"runs", kpilot::cli::AddRunsCommands},

@@ -79,15 +79,20 @@ class PrintProgress : public ProgressSink {
       std::string result = verdict == "passed" ? fmt::format("{:.3f}×", e.value("speedup", 0.0)) : verdict;
       std::string why = e.value("bottleneck", "");
       if (!e.value("finding", "").empty()) why += (why.empty() ? "" : ", ") + e.value("finding", "");
-      std::cerr << fmt::format("[{}/{}] node {} ← {}: {} → {}  (best {:.3f}×){}\n", e.value("evaluations", 0),
-                               e.value("budget", 0), e.value("node", 0), e.value("parent", -1), e.value("params", ""),
-                               result, e.value("best", 0.0), why.empty() ? "" : "  [" + why + "]");
+      double incumbent = e.value("best", 0.0);
+      std::cerr << fmt::format("[{}/{}] node {} ← {}: {} → {}{}{}\n", e.value("evaluations", 0), e.value("budget", 0),
+                               e.value("node", 0), e.value("parent", -1), e.value("params", ""), result,
+                               incumbent > 0 ? fmt::format("  (incumbent {:.3f}×)", incumbent) : "",
+                               why.empty() ? "" : "  [" + why + "]");
     } else if (kind == "promote") {
       std::cerr << fmt::format("        promoted node {} ({})\n", e.value("node", 0),
                                e.contains("ci") ? fmt::format("paired {:.3f}× over the incumbent, CI [{:.3f}, {:.3f}]",
                                                               e.value("paired_speedup", 0.0), e["ci"][0].get<double>(),
                                                               e["ci"][1].get<double>())
                                                 : e.value("reason", ""));
+    } else if (kind == "reject" && e.contains("reason")) {
+      std::cerr << fmt::format("        kept the incumbent: the paired check of node {} failed: {}\n", e.value("node", 0),
+                               e.value("reason", ""));
     } else if (kind == "reject") {
       std::cerr << fmt::format("        kept the incumbent: node {} is {:.3f}× over it, CI [{:.3f}, {:.3f}] not above 1\n",
                                e.value("node", 0), e.value("paired_speedup", 0.0), e["ci"][0].get<double>(),

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "core/fs.h"
+#include "core/sha256.h"
 #include "core/stats.h"
 #include "device/device.h"
 #include "harness/harness.h"
@@ -164,20 +165,6 @@ int ImportNcu(const ProfileArgs& a) {
   return Emit(a, reports, {{"source", a.import_ncu}, {"mode", "imported ncu CSV (no task context)"}});
 }
 
-Result<Calibration> CachedCalibration(Store* store, const std::optional<GpuInfo>& gpu) {
-  Calibration c;
-  if (!store || !gpu) return c;
-  auto v = store->GetValue(fmt::format("calibration/v1/{}/driver {}/{} SMs/{} MHz", gpu->name, gpu->driver_version,
-                                       gpu->sm_count, gpu->sm_clock_khz / 1000));
-  if (!v.ok() || !v->has_value()) return c;
-  auto j = nlohmann::json::parse(**v, nullptr, false);
-  if (j.is_discarded()) return c;
-  c.gpu = j.value("gpu", "");
-  c.dram_bytes_per_s = j.value("dram_bytes_per_s", 0.0);
-  c.fp32_flops_per_s = j.value("fp32_flops_per_s", 0.0);
-  return c;
-}
-
 int ProfileCandidate(const ProfileArgs& a) {
   auto task = LoadTask(a.task_dir);
   if (!task.ok()) return Fail(task.status());
@@ -219,8 +206,13 @@ int ProfileCandidate(const ProfileArgs& a) {
     std::cerr << "kpilot: the candidate does not compile: " << compiled->first_error << "\n";
     return kExitNotPassed;
   }
-  std::string archive_key = fmt::format("profile/v1/{}/{}/{}/{}", compiled->key, w->name,
-                                        a.static_only ? "static" : "kernel", a.all_tools ? "all" : "selected");
+  // Everything that changes the report is in the key: the binary, workload, mode, tool choice,
+  // static block size and the user tool folders.
+  std::string tool_dirs;
+  for (const auto& d : a.tools_dirs) tool_dirs += d + ";";
+  std::string archive_key = fmt::format("profile/v1/{}/{}/{}/{}/block{}/{}", compiled->key, w->name,
+                                        a.static_only ? "static" : "kernel", a.all_tools ? "all" : "selected", a.block,
+                                        Sha256Hex(tool_dirs).substr(0, 12));
   if (store && !a.fresh) {
     auto cached = store->GetValue(archive_key);
     if (cached.ok() && cached->has_value()) {
@@ -233,7 +225,7 @@ int ProfileCandidate(const ProfileArgs& a) {
   if (!tools.ok()) return Fail(tools.status());
   auto limits = SmLimitsFor(copt.cuda_arch);
   auto statics = StaticProfiles(*compiled);
-  Calibration cal = *CachedCalibration(store.get(), gpu);
+  Calibration cal = gpu ? LoadCalibration(store.get(), *gpu) : Calibration{};
 
   RooflineInput base;
   base.flops = w->flops;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 
 namespace kpilot {
 
@@ -48,6 +49,10 @@ SampleSummary Summarize(const std::vector<double>& samples) {
   r.q1 = Quantile(samples, 0.25);
   r.q3 = Quantile(samples, 0.75);
   r.median_ci = MedianConfidenceInterval(samples);
+  double var = 0;
+  for (double x : samples) var += (x - r.mean) * (x - r.mean);
+  double half = r.n > 1 ? 1.96 * std::sqrt(var / static_cast<double>(r.n - 1)) / std::sqrt(static_cast<double>(r.n)) : 0;
+  r.mean_ci = {r.mean - half, r.mean + half};
   return r;
 }
 
@@ -62,6 +67,32 @@ PairedRatio PairedSpeedup(const std::vector<double>& baseline, const std::vector
   if (ratios.empty()) return r;
   r.ratio = Median(ratios);
   r.ci = MedianConfidenceInterval(ratios);
+  return r;
+}
+
+PairedRatio RatioOfMeans(const std::vector<double>& baseline, const std::vector<double>& candidate, int resamples,
+                         uint64_t seed) {
+  PairedRatio r;
+  size_t n = std::min(baseline.size(), candidate.size());
+  r.n = n;
+  if (n == 0) return r;
+  auto ratio = [&](const std::vector<size_t>& idx) {
+    double b = 0, c = 0;
+    for (size_t i : idx) b += baseline[i], c += candidate[i];
+    return c > 0 ? b / c : 0.0;
+  };
+  std::vector<size_t> all(n);
+  for (size_t i = 0; i < n; ++i) all[i] = i;
+  r.ratio = ratio(all);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, n - 1);
+  std::vector<double> boot;
+  std::vector<size_t> idx(n);
+  for (int k = 0; k < resamples; ++k) {
+    for (auto& i : idx) i = pick(rng);
+    boot.push_back(ratio(idx));
+  }
+  r.ci = {Quantile(boot, 0.025), Quantile(boot, 0.975)};
   return r;
 }
 

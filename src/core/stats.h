@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace kpilot {
@@ -21,6 +22,7 @@ struct SampleSummary {
   double q1 = 0;              // 25th percentile
   double q3 = 0;              // 75th percentile
   Interval median_ci;         // distribution-free 95% CI of the median (order statistics)
+  Interval mean_ci;           // 95% CI of the mean (normal approximation: ± 1.96·sd/√n)
   // Half the CI's width relative to the median: 0.01 means "median ± 1%".
   double RelativeHalfWidth() const;
 };
@@ -44,6 +46,11 @@ struct PairedRatio {
   Interval ci;
 };
 PairedRatio PairedSpeedup(const std::vector<double>& baseline, const std::vector<double>& candidate);
+
+// The ratio of means mean(baseline) / mean(candidate) with a 95% paired-bootstrap CI (pairs are
+// resampled together; deterministic for a seed). What KernelBench-style procedures report.
+PairedRatio RatioOfMeans(const std::vector<double>& baseline, const std::vector<double>& candidate,
+                         int resamples = 2000, uint64_t seed = 1);
 
 // Geometric mean of positive values; 0 when empty or any value is not positive.
 double GeometricMean(const std::vector<double>& values);

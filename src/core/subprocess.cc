@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 
 extern char** environ;
 
@@ -31,6 +32,9 @@ class PosixProcessRunner : public ProcessRunner {
     if (spec.argv.empty()) return Status::InvalidInput("subprocess: empty argv");
     std::string exe = FindOnPath(spec.argv[0]);
     if (exe.empty()) return Status::NotFound(spec.argv[0] + ": program not found on PATH");
+    // The child changes directory before exec: a relative program path must not depend on it.
+    std::error_code abs_ec;
+    exe = std::filesystem::absolute(exe, abs_ec).string();
 
     // Everything the child needs is prepared before fork(): after it only async-signal-safe calls.
     std::vector<char*> argv;
@@ -43,14 +47,26 @@ class PosixProcessRunner : public ProcessRunner {
     }
     std::string cwd = spec.cwd ? spec.cwd->string() : std::string();
 
-    int in_pipe[2], out_pipe[2], err_pipe[2], exec_pipe[2];
+    int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
+    auto close_all = [&] {
+      for (int* p : {in_pipe, out_pipe, err_pipe, exec_pipe})
+        for (int i = 0; i < 2; ++i)
+          if (p[i] >= 0) close(p[i]);
+    };
     if (pipe2(in_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC) ||
-        pipe2(exec_pipe, O_CLOEXEC))
-      return Status::Internal(std::string("pipe: ") + std::strerror(errno));
+        pipe2(exec_pipe, O_CLOEXEC)) {
+      int err = errno;
+      close_all();
+      return Status::Internal(std::string("pipe: ") + std::strerror(err));
+    }
 
     auto start = std::chrono::steady_clock::now();
     pid_t pid = fork();
-    if (pid < 0) return Status::Internal(std::string("fork: ") + std::strerror(errno));
+    if (pid < 0) {
+      int err = errno;
+      close_all();
+      return Status::Internal(std::string("fork: ") + std::strerror(err));
+    }
     if (pid == 0) {
       setpgid(0, 0);
       signal(SIGPIPE, SIG_DFL);

@@ -67,13 +67,14 @@ void LocalExecutor::CompileLoop() {
     }
     std::lock_guard<std::mutex> lock(mu_);
     --compiling_;
+    // The evaluation thread may be waiting for the last compile to finish before it exits.
+    eval_cv_.notify_all();
     if (!admitted) {
       p->result.skipped = true;
       p->promise.set_value(std::move(p->result));
       continue;
     }
     eval_queue_.push_back(std::move(p));
-    eval_cv_.notify_one();
   }
 }
 

@@ -2,8 +2,8 @@
 // whether compiles run in parallel or where the GPU is.
 //
 // The local executor is a two-stage pipeline: a pool of compile threads (the CPU cores) feeding
-// one exclusive evaluation queue per device (one for the host backend too: timing needs the
-// machine to itself). It never runs two evaluations on one device at once.
+// one exclusive evaluation queue (for now one device; the host backend needs one too: timing
+// needs the machine to itself). It never runs two evaluations at once.
 #pragma once
 
 #include <chrono>

@@ -140,7 +140,9 @@ Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::
   // OpenMP threads that spin while idle steal the core their partner needs on a loaded machine
   // and make host timings erratic; a user's own setting wins.
   if (!std::getenv("OMP_WAIT_POLICY")) spec.env->push_back("OMP_WAIT_POLICY=passive");
-  spec.timeout_s = opt.timeout_s + 30;  // backstop: the runner enforces opt.timeout_s itself
+  // Backstop only: the runner enforces opt.timeout_s itself, from after its wait for the GPU lock.
+  spec.timeout_s = opt.timeout_s + 900;
+  spec.max_output_bytes = 96u << 20;  // above the supervisor's own cap, so a result is never cut
   auto t_run = std::chrono::steady_clock::now();
   auto proc = processes_.Run(spec);
   e.run_s = SecondsSince(t_run);

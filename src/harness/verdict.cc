@@ -83,8 +83,9 @@ void SummarizeTimings(const RunResult& run, Evaluation* e) {
     w.statistic = t.statistic;
     w.candidate_reported_ms = t.statistic == "mean" ? w.candidate.mean : w.candidate.median;
     w.baseline_reported_ms = t.statistic == "mean" ? w.baseline.mean : w.baseline.median;
-    // A procedure that reports means (KernelBench's) defines speedup as the ratio of means.
-    if (t.statistic == "mean" && w.candidate.mean > 0) w.speedup.ratio = w.baseline.mean / w.candidate.mean;
+    // A procedure that reports means (KernelBench's) defines speedup as the ratio of means, with
+    // its own (bootstrap) CI.
+    if (t.statistic == "mean") w.speedup = RatioOfMeans(t.baseline_ms, t.candidate_ms);
     w.joules_per_call = t.joules_per_call;
     w.watts = t.watts;
     w.baseline_joules_per_call = t.baseline_joules_per_call;

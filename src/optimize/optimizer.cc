@@ -298,9 +298,13 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
   job.options.baseline_params = inc.params;
   EvalJobResult r = o_.executor_.Submit(std::move(job)).get();
   ++promotion_checks_;
-  if (!r.status.ok()) return r.status;
   const Evaluation& e = r.evaluation;
-  bool accept = e.verdict.passed() && e.speedup_geomean_ci.lo > 1.0;
+  // A gate that could not run (the incumbent failed as a baseline, the challenger failed this
+  // time) keeps the incumbent: promotion needs evidence.
+  if (!r.status.ok() || !e.verdict.passed())
+    return Event("reject", {{"node", node}, {"incumbent", incumbent_}, {"paired_speedup", 0.0}, {"ci", {0.0, 0.0}},
+                            {"reason", !r.status.ok() ? r.status.message() : e.verdict.summary}});
+  bool accept = e.speedup_geomean_ci.lo > 1.0;
   json payload = {{"node", node}, {"incumbent", incumbent_}, {"paired_speedup", e.speedup_geomean},
                   {"ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}}};
   if (!accept) return Event("reject", payload);
@@ -403,14 +407,21 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
   // The incumbent is the last promoted node; proposals with neither a node nor a duplicate
   // record were interrupted and are evaluated now, before anything new is proposed.
   std::vector<std::pair<int64_t, json>> pending;
+  std::set<int64_t> decided;
   for (const auto& e : events) {
     json p = json::parse(e.payload_json, nullptr, false);
+    if ((e.kind == "promote" || e.kind == "reject") && p.is_object()) decided.insert(p.value("node", -1));
     if (e.kind == "promote" && p.is_object()) incumbent_ = p.value("node", incumbent_);
     if (e.kind == "duplicate" && p.is_object()) evaluated_proposals.insert(p.value("proposal", -1));
     if (e.kind == "proposal" && p.is_object() && p.value("parent", -1) >= 0) pending.push_back({e.seq, p});
   }
   KPILOT_RETURN_IF_ERROR(Event("resume", {{"nodes", nodes.size()}, {"incumbent", incumbent_}}));
   if (nodes.empty()) return Start();
+  for (const auto& r : nodes)
+    if (incumbent_ >= 0 && r.node > incumbent_) ++since_promotion_;
+  // A kill between a node's record and its promotion decision: decide now, in order.
+  for (const auto& r : nodes)
+    if (!decided.count(r.node)) KPILOT_RETURN_IF_ERROR(MaybePromote(r.node));
   for (const auto& [seq, p] : pending) {
     if (evaluated_proposals.count(seq) || evaluations_ >= opts_.budget) continue;
     Draft d;
@@ -459,9 +470,11 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       json payload = {{"parent", *sel}, {"source", d.source},     {"source_name", d.source_name},
                       {"params", d.params}, {"summary", d.summary}, {"finding", d.targeted_finding}};
       auto seq = o_.store_.AddRunEvent(run_id_, "proposal", payload.dump());
-      if (!seq.ok()) return seq.status();
-      auto path = Materialize(d.source, d.source_name);
-      if (!path.ok()) return path.status();
+      auto path = seq.ok() ? Materialize(d.source, d.source_name) : Result<std::filesystem::path>(seq.status());
+      if (!path.ok()) {
+        for (auto& f : futures) f.wait();  // jobs in flight reference this loop
+        return path.status();
+      }
       futures.push_back(SubmitDraft(d, *path));
       proposed.push_back({*seq, d});
     }
@@ -521,6 +534,24 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
   return res;
 }
 
+namespace {
+
+// A run that ends in an error is recorded as failed, with the reason, so `kpilot runs` never
+// shows it as running forever; --resume can still continue it.
+Result<OptimizeResult> MarkFailure(Store& store, int64_t run_id, Result<OptimizeResult> r) {
+  if (r.ok()) return r;
+  auto run = store.GetRun(run_id);
+  if (run.ok() && run->has_value()) {
+    RunRecord rec = **run;
+    rec.status = "failed";
+    rec.stop_reason = r.status().message().substr(0, 300);
+    (void)store.UpdateRun(rec);
+  }
+  return r;
+}
+
+}  // namespace
+
 Optimizer::Optimizer(const Task& task, Proposer& proposer, Executor& executor, Store& store, ProgressSink& progress)
     : task_(task), proposer_(proposer), executor_(executor), store_(store), progress_(progress) {}
 
@@ -534,13 +565,16 @@ Result<OptimizeResult> Optimizer::Run(const OptimizeOptions& options) {
   auto id = store_.CreateRun(r);
   if (!id.ok()) return id.status();
   Loop loop(*this, options, *id);
-  return loop.Start();
+  return MarkFailure(store_, *id, loop.Start());
 }
 
 Result<OptimizeResult> Optimizer::Resume(int64_t run_id) {
   auto run = store_.GetRun(run_id);
   if (!run.ok()) return run.status();
   if (!run->has_value()) return Status::NotFound("run " + std::to_string(run_id) + " is not in store " + store_.dir().string());
+  if ((*run)->status == "finished")
+    return Status::InvalidInput("run " + std::to_string(run_id) + " is finished (stopped: " + (*run)->stop_reason +
+                                ") — see it with kpilot show " + std::to_string(run_id) + ", or start a new run");
   auto opts = OptimizeOptionsFromJson(json::parse((*run)->config_json, nullptr, false));
   if (!opts.ok()) return opts.status();
   auto nodes = store_.ListRunNodes(run_id);
@@ -548,7 +582,7 @@ Result<OptimizeResult> Optimizer::Resume(int64_t run_id) {
   auto events = store_.ListRunEvents(run_id);
   if (!events.ok()) return events.status();
   Loop loop(*this, *opts, run_id);
-  return loop.Continue(*nodes, *events);
+  return MarkFailure(store_, run_id, loop.Continue(*nodes, *events));
 }
 
 }  // namespace kpilot

@@ -58,6 +58,17 @@ inline constexpr const char* kFlushKernelName = "KpilotL2FlushKernel";
 // Calibration: the sustained FP32 FMA rate in FLOP/s (2 per FMA) over about `seconds`, and the
 // device-to-device copy bandwidth in bytes/s (read + written) over a buffer of `bytes`.
 int DeviceMeasureFp32Peak(int sm_count, double* flops_per_s, void* stream);
+
+// Tensor-core rate with warp-level mma.sync (FLOP/s, 2 per multiply-add) for `kind`: "f16",
+// "bf16", "tf32" (sm_80+) or "fp8-e4m3" (sm_89+; cudaErrorNotSupported below). mma.sync is what
+// every sm_80+ GPU runs; on Hopper, wgmma reaches about twice this rate, so for sm_90 this is a
+// lower bound of the tensor ceiling.
+int DeviceMeasureMmaPeak(const char* kind, int sm_count, int cc_major, int cc_minor, double* flops_per_s, void* stream);
+// L2 read bandwidth (bytes/s): a buffer of a quarter of the L2 read repeatedly.
+int DeviceMeasureL2Bandwidth(int64_t l2_bytes, int sm_count, double* bytes_per_s, void* stream);
+// Launch overhead: the mean time per empty kernel when many are queued back to back (device
+// side, µs), and the mean host time of one launch call (µs).
+int DeviceMeasureLaunchOverhead(double* device_us, double* host_us, void* stream);
 int DeviceMeasureCopyBandwidth(size_t bytes, double* bytes_per_s, void* stream);
 
 }  // namespace kpilot

@@ -116,6 +116,7 @@ json ToJson(const RunRequest& r) {
           {"calibration", CalibrationJson(r.calibration)},
           {"lock_dir", r.lock_dir},
           {"profile_only", r.profile_only},
+          {"calibrate_only", r.calibrate_only},
           {"timing", {{"mode", TimingModeName(r.timing.mode)}, {"input_sets", r.timing.input_sets},
                       {"warmup", r.timing.warmup}, {"min_reps", r.timing.min_reps},
                       {"max_reps", r.timing.max_reps}, {"max_seconds", r.timing.max_seconds},
@@ -171,6 +172,7 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
     if (j.contains("calibration")) r.calibration = CalibrationFrom(j.at("calibration"));
     r.lock_dir = j.value("lock_dir", "/tmp");
     r.profile_only = j.value("profile_only", false);
+    r.calibrate_only = j.value("calibrate_only", false);
     const json& t = j.at("timing");
     auto mode = ParseTimingMode(t.value("mode", "default"));
     if (!mode) return Status::InvalidInput("runner request: unknown timing mode " + t.value("mode", ""));

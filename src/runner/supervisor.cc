@@ -50,7 +50,11 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
 }
 
 [[noreturn]] void WorkerMain(const RunRequest& req, const WorkerFn& worker) {
-  double cpu = req.cpu_seconds > 0 ? req.cpu_seconds : std::max(10.0, req.timeout_s * 4);
+  // CPU time adds up over threads: an OpenMP candidate on N cores uses N CPU-seconds per second.
+  // The default is a backstop against a runaway process, scaled by the CPUs it may use.
+  cpu_set_t cpus;
+  int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  double cpu = req.cpu_seconds > 0 ? req.cpu_seconds : std::max(10.0, req.timeout_s * 2 * std::max(1, ncpu));
   SetLimit(RLIMIT_CPU, static_cast<rlim_t>(cpu), static_cast<rlim_t>(cpu) + 5);
   SetLimit(RLIMIT_FSIZE, static_cast<rlim_t>(req.file_bytes), static_cast<rlim_t>(req.file_bytes));
   if (req.backend == Backend::kHost && req.address_space_bytes > 0)
@@ -218,6 +222,7 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
 
   std::string buffer, last_phase, result_line;
   std::map<std::string, double> loop_start_ms, parent_loop_ms;
+  auto clock_start = start;  // reset at the worker's first phase line (after the GPU lock)
   int worker_signal = 0, worker_exit = -1;  // reported by the namespace's init, when there is one
   bool exited = false, timed_out = false;
   int status = 0;
@@ -244,7 +249,10 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
         worker_signal = std::atoi(line.c_str() + 14);
       } else if (line.rfind("worker exit ", 0) == 0) {
         worker_exit = std::atoi(line.c_str() + 12);
-      } else if (line.rfind("phase ", 0) == 0) last_phase = line.substr(6);
+      } else if (line.rfind("phase ", 0) == 0) {
+        if (last_phase.empty()) clock_start = std::chrono::steady_clock::now();  // after any GPU-lock wait
+        last_phase = line.substr(6);
+      }
       else if (line.rfind("result ", 0) == 0) result_line = line.substr(7);
     }
     if (exited) break;
@@ -253,7 +261,7 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
       exited = true;
       continue;  // one more read drains what the worker wrote just before exiting
     }
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
     if (elapsed > req.timeout_s) {
       timed_out = true;
       kill(pid, SIGKILL);

@@ -71,9 +71,11 @@ void CudaWorker::Mark(const std::string& what) { report_.Phase("mark", what); }
 
 bool CudaWorker::Setup() {
   result_.phase = "load";
-  report_.Phase("load", "");
   double waited = 0;
-  if (AcquireGpuLock(req_.lock_dir, req_.device, &waited) < 0)
+  int lock = AcquireGpuLock(req_.lock_dir, req_.device, &waited);
+  // The supervisor's wall-clock limit starts at this first phase line, after the lock.
+  report_.Phase("load", "");
+  if (lock < 0)
     result_.warnings.push_back("could not open the GPU lock file in " + req_.lock_dir +
                                "; another kpilot may time on this GPU at the same time");
   result_.details["gpu_lock_wait_s"] = waited;
@@ -133,6 +135,7 @@ bool CudaWorker::Setup() {
                                "): no launch trace; side-stream work is judged by the host clock alone");
   result_.details["cupti"] = tracer_ != nullptr;
 
+  if (req_.calibrate_only) return Calibrate();
   auto ref = KernelObject::Open(req_.reference_object, "reference");
   if (!ref.ok()) return Finish("error", ref.status().message());
   reference_ = std::move(ref).value();
@@ -260,7 +263,13 @@ bool CudaWorker::CheckWorkload(const RunWorkload& w) {
       auto trace = tracer_->Collect();
       if (trace.ok()) {
         TraceSummary s = SummarizeTrace(*trace, stream_id_);
-        if (trace_json_.size() < 6) trace_json_.push_back({{"call", where}, {"trace", ToJson(*trace)}});
+        if (trace_json_.size() < 6) {
+          // Bounded: a candidate launching thousands of kernels per call must not flood the result.
+          LaunchTrace kept = *trace;
+          size_t total = kept.kernels.size();
+          if (total > 512) kept.kernels.resize(512);
+          trace_json_.push_back({{"call", where}, {"trace", ToJson(kept)}, {"kernels_total", total}});
+        }
         for (const auto& k : s.library_kernels)
           if (std::find(library_use_.begin(), library_use_.end(), "kernel " + k) == library_use_.end())
             library_use_.push_back("kernel " + k);
@@ -381,8 +390,61 @@ bool CudaWorker::CheckWorkload(const RunWorkload& w) {
   return true;
 }
 
+bool CudaWorker::Calibrate() {
+  report_.Phase("calibrate", "");
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, req_.device);
+  cudaStream_t s = stream_->get();
+  nlohmann::json c;
+  auto check = [&](int e, const char* what) {
+    if (e) result_.warnings.push_back(std::string(what) + ": " + CudaErrorText(static_cast<cudaError_t>(e)));
+    return e == 0;
+  };
+  double dram = 0, fp32 = 0, l2 = 0, launch_dev = 0, launch_host = 0;
+  size_t bytes = std::min<size_t>(1ull << 30, prop.totalGlobalMem / 8);
+  if (!check(DeviceMeasureCopyBandwidth(bytes, &dram, s), "DRAM bandwidth") ||
+      !check(DeviceMeasureFp32Peak(sm_count_, &fp32, s), "FP32 peak"))
+    return Finish("error", "GPU calibration failed: " + result_.warnings.back());
+  if (check(DeviceMeasureL2Bandwidth(l2_bytes_, sm_count_, &l2, s), "L2 bandwidth")) c["l2_bytes_per_s"] = l2;
+  for (const char* kind : {"f16", "bf16", "tf32", "fp8-e4m3"}) {
+    double rate = 0;
+    int e = DeviceMeasureMmaPeak(kind, sm_count_, prop.major, prop.minor, &rate, s);
+    if (e == static_cast<int>(cudaErrorNotSupported)) continue;
+    if (check(e, (std::string("tensor ") + kind).c_str())) c["mma_sync_flops_per_s"][kind] = rate;
+  }
+  if (check(DeviceMeasureLaunchOverhead(&launch_dev, &launch_host, s), "launch overhead")) {
+    c["launch_device_us"] = launch_dev;
+    c["launch_host_us"] = launch_host;
+  }
+  c["dram_bytes_per_s"] = dram;
+  c["fp32_flops_per_s"] = fp32;
+  c["sm_count"] = sm_count_;
+  c["l2_bytes"] = l2_bytes_;
+  c["shared_per_sm"] = prop.sharedMemPerMultiprocessor;
+  c["shared_per_block_optin"] = prop.sharedMemPerBlockOptin;
+  c["registers_per_sm"] = prop.regsPerMultiprocessor;
+  c["max_threads_per_sm"] = prop.maxThreadsPerMultiProcessor;
+  c["max_blocks_per_sm"] = prop.maxBlocksPerMultiProcessor;
+  int sm_clock = 0, mem_clock = 0;
+  cudaDeviceGetAttribute(&sm_clock, cudaDevAttrClockRate, req_.device);
+  cudaDeviceGetAttribute(&mem_clock, cudaDevAttrMemoryClockRate, req_.device);
+  c["sm_clock_mhz"] = sm_clock / 1000;
+  c["memory_clock_mhz"] = mem_clock / 1000;
+  result_.details["calibration"] = c;
+  result_.calibration.gpu = std::string(prop.name) + " / driver " + result_.details["gpu"]["driver"].get<std::string>() +
+                            " / " + std::to_string(sm_count_) + " SMs";
+  result_.calibration.dram_bytes_per_s = dram;
+  result_.calibration.fp32_flops_per_s = fp32;
+  result_.calibration_measured = true;
+  return true;
+}
+
 RunResult CudaWorker::Run() {
   if (!Setup()) return result_;
+  if (req_.calibrate_only) {
+    if (result_.status.empty()) Finish("passed", "calibrated");
+    return result_;
+  }
   if (req_.profile_only) {
     for (const auto& w : req_.workloads) {
       report_.Phase("profile", "workload " + w.name);

@@ -36,6 +36,7 @@ class CudaWorker {
  private:
   // Each returns false when the run's outcome is decided (result_ filled in).
   bool Setup();
+  bool Calibrate();  // calibrate_only requests: every ceiling, into details["calibration"]
   bool CheckWorkload(const RunWorkload& w);
   bool TimeWorkload(const RunWorkload& w);
   bool MeasureEnergy(const RunWorkload& w, TimingRecord* t);

@@ -24,6 +24,7 @@ class GuardedBuffer {
   explicit GuardedBuffer(size_t bytes) : bytes_(bytes) {
     size_t total = (2 * kGuardBytes + bytes + 63) / 64 * 64;
     mem_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, total)));
+    if (!mem_) return;
     FillGuard(mem_.get(), kGuardBytes);
     FillGuard(mem_.get() + kGuardBytes + bytes, total - kGuardBytes - bytes);
     total_ = total;
@@ -42,15 +43,30 @@ class GuardedBuffer {
   size_t total_ = 0;
 };
 
+// Allocates one guarded buffer per tensor; on failure names the tensor, its size and the limit
+// in `failure` (kpilot's memory problem, not the candidate's).
+std::vector<GuardedBuffer> AllocateAll(const std::vector<RunTensor>& specs, std::string* failure) {
+  std::vector<GuardedBuffer> buffers;
+  for (const auto& t : specs) {
+    size_t bytes = static_cast<size_t>(Numel(t.shape)) * DTypeSize(t.dtype);
+    buffers.emplace_back(bytes);
+    if (!buffers.back().ok() && failure->empty())
+      *failure = "cannot allocate " + std::to_string(bytes) + " bytes for tensor \"" + t.name +
+                 "\" (host memory, or the runner's address-space limit)";
+  }
+  return buffers;
+}
+
 // One set of output buffers for a workload, with the tensor descriptors pointing into them.
 struct OutputSet {
   std::vector<GuardedBuffer> buffers;
   std::vector<kpilot_tensor> tensors;
-  OutputSet(const RunWorkload& w) {
-    for (const auto& o : w.outputs) buffers.emplace_back(static_cast<size_t>(Numel(o.shape)) * DTypeSize(o.dtype));
+  std::string failure;
+  OutputSet(const RunWorkload& w) : buffers(AllocateAll(w.outputs, &failure)) {
     for (size_t i = 0; i < w.outputs.size(); ++i) tensors.push_back(MakeTensor(w.outputs[i], buffers[i].data()));
   }
   void PoisonAll(const RunWorkload& w) {
+    if (!failure.empty()) return;
     for (size_t i = 0; i < w.outputs.size(); ++i) Poison(w.outputs[i].dtype, buffers[i].data(), Numel(w.outputs[i].shape));
   }
 };
@@ -58,10 +74,10 @@ struct OutputSet {
 struct InputSet {
   std::vector<GuardedBuffer> buffers;
   std::vector<kpilot_tensor> tensors;
-  InputSet(const RunWorkload& w, uint64_t seed) {
-    for (const auto& in : w.inputs) buffers.emplace_back(static_cast<size_t>(Numel(in.shape)) * DTypeSize(in.dtype));
+  std::string failure;
+  InputSet(const RunWorkload& w, uint64_t seed) : buffers(AllocateAll(w.inputs, &failure)) {
     for (size_t i = 0; i < w.inputs.size(); ++i) {
-      FillInit(w.inputs[i].dtype, w.inputs[i].init, seed, i, buffers[i].data(), Numel(w.inputs[i].shape));
+      if (failure.empty()) FillInit(w.inputs[i].dtype, w.inputs[i].init, seed, i, buffers[i].data(), Numel(w.inputs[i].shape));
       tensors.push_back(MakeTensor(w.inputs[i], buffers[i].data()));
     }
   }
@@ -104,6 +120,7 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
     for (uint64_t seed : req.seeds) {
       std::string where = "workload " + w.name + ", seed " + std::to_string(seed);
       InputSet inputs(w, seed);
+      if (!inputs.failure.empty()) return Fail(r, "error", inputs.failure);
       std::vector<std::vector<unsigned char>> snapshot;
       for (const auto& b : inputs.buffers) {
         const auto* p = static_cast<const unsigned char*>(b.data());
@@ -112,6 +129,7 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
       r.phase = "reference";
       report.Phase("reference", where);
       OutputSet expected(w);
+      if (!expected.failure.empty()) return Fail(r, "error", expected.failure);
       expected.PoisonAll(w);
       int rc = Call(reference->launch(), inputs, expected, scalars);
       if (rc != 0) return Fail(r, "error", "the task's reference returned " + std::to_string(rc) + " on " + where);
@@ -119,6 +137,7 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
       r.phase = "correctness";
       report.Phase("correctness", where);
       OutputSet actual(w);  // a fresh allocation for every trial
+      if (!actual.failure.empty()) return Fail(r, "error", actual.failure);
       actual.PoisonAll(w);
       rc = Call(candidate->launch(), inputs, actual, scalars);
       if (rc != 0) return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc) + " on " + where);
@@ -161,11 +180,17 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
       std::vector<kpilot_scalar> scalars = MakeScalars(req, w);
       InputSet inputs(w, req.seeds.empty() ? 1 : req.seeds.front());
       OutputSet cand_out(w), base_out(w);
-      int rc = 0;
-      for (int i = 0; i < req.timing.warmup; ++i) {
-        CallMs(baseline->launch(), inputs, base_out, scalars, &rc);
-        CallMs(candidate->launch(), inputs, cand_out, scalars, &rc);
+      for (const std::string* f : {&inputs.failure, &cand_out.failure, &base_out.failure})
+        if (!f->empty()) return Fail(r, "error", *f);
+      int rc_base = 0, rc_cand = 0;
+      for (int i = 0; i < req.timing.warmup && rc_base == 0 && rc_cand == 0; ++i) {
+        CallMs(baseline->launch(), inputs, base_out, scalars, &rc_base);
+        CallMs(candidate->launch(), inputs, cand_out, scalars, &rc_cand);
       }
+      if (rc_base != 0) return Fail(r, "error", "the baseline returned status " + std::to_string(rc_base) +
+                                                    " while warming up on workload " + w.name);
+      if (rc_cand != 0) return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc_cand) +
+                                                            " while warming up on workload " + w.name);
       TimingRecord t;
       t.workload = w.name;
       t.method = "host steady_clock around each call; candidate and baseline interleaved ABAB";
@@ -173,14 +198,16 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
       for (int i = 0; i < req.timing.max_reps; ++i) {
         double b, c;
         if (i % 2 == 0) {
-          b = CallMs(baseline->launch(), inputs, base_out, scalars, &rc);
-          c = CallMs(candidate->launch(), inputs, cand_out, scalars, &rc);
+          b = CallMs(baseline->launch(), inputs, base_out, scalars, &rc_base);
+          c = CallMs(candidate->launch(), inputs, cand_out, scalars, &rc_cand);
         } else {
-          c = CallMs(candidate->launch(), inputs, cand_out, scalars, &rc);
-          b = CallMs(baseline->launch(), inputs, base_out, scalars, &rc);
+          c = CallMs(candidate->launch(), inputs, cand_out, scalars, &rc_cand);
+          b = CallMs(baseline->launch(), inputs, base_out, scalars, &rc_base);
         }
-        if (rc != 0) return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc) +
-                                                         " while timing workload " + w.name);
+        if (rc_cand != 0) return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc_cand) +
+                                                              " while timing workload " + w.name);
+        if (rc_base != 0) return Fail(r, "error", "the baseline returned status " + std::to_string(rc_base) +
+                                                      " while timing workload " + w.name);
         t.candidate_ms.push_back(c);
         t.baseline_ms.push_back(b);
         int n = i + 1;

@@ -75,3 +75,29 @@ TEST(Stats, GeometricMean) {
 
 }  // namespace
 }  // namespace kpilot
+
+namespace kpilot {
+namespace {
+
+TEST(Stats, RatioOfMeansWithABootstrapCi) {
+  std::vector<double> base, cand;
+  for (int i = 0; i < 200; ++i) {
+    base.push_back(2.0 + 0.1 * (i % 5));
+    cand.push_back(1.0 + 0.05 * (i % 5));
+  }
+  cand[7] = 50;  // one outlier moves a mean, not a median
+  PairedRatio r = RatioOfMeans(base, cand);
+  double mb = 0, mc = 0;
+  for (double x : base) mb += x;
+  for (double x : cand) mc += x;
+  EXPECT_NEAR(r.ratio, mb / mc, 1e-12);
+  EXPECT_LT(r.ci.lo, r.ratio);
+  EXPECT_GT(r.ci.hi, r.ratio);
+  EXPECT_EQ(RatioOfMeans(base, cand).ci.lo, r.ci.lo) << "deterministic for a seed";
+  SampleSummary s = Summarize(cand);
+  EXPECT_LT(s.mean_ci.lo, s.mean);
+  EXPECT_GT(s.mean_ci.hi, s.mean);
+}
+
+}  // namespace
+}  // namespace kpilot
