@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/fs.h"
 #include "core/status.h"
 #include "device/device.h"
 #include "runner/protocol.h"
@@ -40,6 +41,15 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code);
 // runs, show and export
 void AddRunsCommands(CLI::App& app, int* exit_code);
 void AddCalibrateCommand(CLI::App& app, int* exit_code);
+
+// Where a command keeps things: the store (unless --no-store) and the compile cache inside it, or
+// a scratch cache folder removed at exit.
+struct Workspace {
+  std::unique_ptr<Store> store;          // null with --no-store
+  std::optional<TempDir> scratch;
+  std::filesystem::path cache_dir;
+};
+Result<Workspace> OpenWorkspace(const std::string& store_dir, bool no_store);
 
 // The store key of a GPU's calibration (name, driver, SM count, clock), and reading and writing
 // it (calibrate.cc). LoadCalibration returns an invalid Calibration when none is stored; `full`

@@ -211,21 +211,10 @@ int RunEval(const EvalArgs& a) {
                                       "check that the candidate compiles and see its resource report"));
   }
 
-  std::unique_ptr<Store> store;
-  std::optional<TempDir> scratch;
-  std::filesystem::path cache_dir;
-  if (!a.no_store) {
-    auto s = Store::Open(a.store_dir);
-    if (!s.ok()) return Fail(s.status());
-    store = std::move(s).value();
-    cache_dir = store->dir() / "cache";
-  } else {
-    auto t = TempDir::Create("kpilot-cache-");
-    if (!t.ok()) return Fail(t.status());
-    scratch.emplace(std::move(t).value());
-    cache_dir = scratch->path();
-  }
-  auto toolchain = MakeSystemToolchain(cache_dir, IncludeDir());
+  auto workspace = OpenWorkspace(a.store_dir, a.no_store);
+  if (!workspace.ok()) return Fail(workspace.status());
+  Store* store_ptr = workspace->store.get();
+  auto toolchain = MakeSystemToolchain(workspace->cache_dir, IncludeDir());
 
   if (a.compile_only) {
     if (!a.json) std::cerr << "kpilot: compiling " << a.candidate << " …\n";
@@ -249,18 +238,18 @@ int RunEval(const EvalArgs& a) {
 
   if (!a.json) std::cerr << "kpilot: evaluating " << a.candidate << " on " << task->name << " (compile, check "
                          << opt.seeds.size() << " seeds per workload, time) …\n";
-  if (gpu) opt.calibration = LoadCalibration(store.get(), *gpu);
+  if (gpu) opt.calibration = LoadCalibration(store_ptr, *gpu);
   Evaluator evaluator(*toolchain, SystemProcessRunner(), RunnerPath());
   auto e = evaluator.Evaluate(*task, a.candidate, opt);
   if (!e.ok()) return Fail(e.status());
-  if (store && gpu && e->run.calibration_measured && e->run.calibration.valid()) {
-    Status s = SaveCalibration(*store, *gpu, e->run.calibration, nlohmann::json::object());
+  if (store_ptr && gpu && e->run.calibration_measured && e->run.calibration.valid()) {
+    Status s = SaveCalibration(*store_ptr, *gpu, e->run.calibration, nlohmann::json::object());
     if (!s.ok()) std::cerr << "kpilot: warning: could not cache the GPU calibration: " << s.message() << "\n";
   }
   std::string stored;
-  if (store) {
-    auto rec = Record(*store, *task, *e);
-    if (!rec.ok()) return Fail(rec.status().WithContext("recording the evaluation in " + store->dir().string()));
+  if (store_ptr) {
+    auto rec = Record(*store_ptr, *task, *e);
+    if (!rec.ok()) return Fail(rec.status().WithContext("recording the evaluation in " + store_ptr->dir().string()));
     stored = *rec;
   }
   if (a.json) {

@@ -34,4 +34,20 @@ std::filesystem::path IncludeDir() {
   return std::filesystem::path(KPILOT_SOURCE_DIR) / "include";
 }
 
+Result<Workspace> OpenWorkspace(const std::string& store_dir, bool no_store) {
+  Workspace w;
+  if (!no_store) {
+    auto s = Store::Open(store_dir);
+    if (!s.ok()) return s.status();
+    w.store = std::move(s).value();
+    w.cache_dir = w.store->dir() / "cache";
+    return w;
+  }
+  auto t = TempDir::Create("kpilot-cache-");
+  if (!t.ok()) return t.status();
+  w.scratch.emplace(std::move(t).value());
+  w.cache_dir = w.scratch->path();
+  return w;
+}
+
 }  // namespace kpilot::cli

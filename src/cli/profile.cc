@@ -183,21 +183,10 @@ int ProfileCandidate(const ProfileArgs& a) {
     return Fail(Status::Unavailable(std::string(!gpu ? "no usable GPU (" + why + ")" : "ncu not found on PATH") +
                                     ": a kernel profile needs both; add --static for the profile that needs neither"));
 
-  std::unique_ptr<Store> store;
-  std::optional<TempDir> scratch;
-  std::filesystem::path cache_dir;
-  if (!a.no_store) {
-    auto s = Store::Open(a.store_dir);
-    if (!s.ok()) return Fail(s.status());
-    store = std::move(s).value();
-    cache_dir = store->dir() / "cache";
-  } else {
-    auto t = TempDir::Create("kpilot-cache-");
-    if (!t.ok()) return Fail(t.status());
-    scratch.emplace(std::move(t).value());
-    cache_dir = scratch->path();
-  }
-  auto toolchain = MakeSystemToolchain(cache_dir, IncludeDir());
+  auto workspace = OpenWorkspace(a.store_dir, a.no_store);
+  if (!workspace.ok()) return Fail(workspace.status());
+  Store* store_ptr = workspace->store.get();
+  auto toolchain = MakeSystemToolchain(workspace->cache_dir, IncludeDir());
   CompileOptions copt;
   copt.cuda_arch = !a.arch.empty() ? a.arch : gpu ? gpu->Arch() : "sm_90a";
   auto compiled = toolchain->Compile(a.candidate, {}, copt);
@@ -213,8 +202,8 @@ int ProfileCandidate(const ProfileArgs& a) {
   std::string archive_key = fmt::format("profile/v1/{}/{}/{}/{}/block{}/{}", compiled->key, w->name,
                                         a.static_only ? "static" : "kernel", a.all_tools ? "all" : "selected", a.block,
                                         Sha256Hex(tool_dirs).substr(0, 12));
-  if (store && !a.fresh) {
-    auto cached = store->GetValue(archive_key);
+  if (store_ptr && !a.fresh) {
+    auto cached = store_ptr->GetValue(archive_key);
     if (cached.ok() && cached->has_value()) {
       if (a.json) std::cout << **cached << "\n";
       else std::cout << "(served from the store; --fresh profiles again)\n" << nlohmann::json::parse(**cached).dump(2) << "\n";
@@ -225,7 +214,7 @@ int ProfileCandidate(const ProfileArgs& a) {
   if (!tools.ok()) return Fail(tools.status());
   auto limits = SmLimitsFor(copt.cuda_arch);
   auto statics = StaticProfiles(*compiled);
-  Calibration cal = gpu ? LoadCalibration(store.get(), *gpu) : Calibration{};
+  Calibration cal = gpu ? LoadCalibration(store_ptr, *gpu) : Calibration{};
 
   RooflineInput base;
   base.flops = w->flops;
@@ -338,8 +327,8 @@ int ProfileCandidate(const ProfileArgs& a) {
   nlohmann::json full = header;
   full["kernels"] = nlohmann::json::array();
   for (const auto& r : reports) full["kernels"].push_back(ToJson(r, true));
-  if (store) {
-    Status s = store->PutValue(archive_key, full.dump());
+  if (store_ptr) {
+    Status s = store_ptr->PutValue(archive_key, full.dump());
     if (!s.ok()) std::cerr << "kpilot: warning: could not archive the profile: " << s.message() << "\n";
   }
   return Emit(a, reports, header);
