@@ -194,6 +194,7 @@ Status Optimizer::Loop::RecordNode(int64_t node, int64_t parent, int64_t proposa
     ej["bottleneck"] = n.bottleneck;
     ej["joules"] = n.joules;
     ej["achieved_fraction"] = n.achieved_fraction;
+    ej["tree_speedup"] = out.speedup;  // what the tree was given (differs from speedup under --objective mix)
     json findings = json::array();
     for (const auto& f : n.findings) findings.push_back(ToJson(f));
     ej["findings"] = findings;
@@ -363,6 +364,7 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
   std::set<int64_t> evaluated_proposals;
   for (const auto& r : nodes) {
     NodeData n;
+    double tree_speedup = 0;
     auto src = o_.store_.GetBlob(r.source_blob);
     if (!src.ok()) return src.status();
     n.source = *src;
@@ -377,6 +379,7 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
         n.bottleneck = j.value("bottleneck", "");
         n.joules = j.value("joules", 0.0);
         n.achieved_fraction = j.value("achieved_fraction", 0.0);
+        tree_speedup = j.value("tree_speedup", 0.0);
         if (j.contains("object_sha")) seen_binaries_.insert(j["object_sha"].get<std::string>());
         for (const auto& f : j.value("findings", json::array())) {
           Finding fd;
@@ -392,7 +395,7 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
     auto path = Materialize(n.source, n.source_name);
     if (!path.ok()) return path.status();
     n.path = *path;
-    Outcome out{r.verdict == "passed", r.speedup, r.summary, r.finding};
+    Outcome out{r.verdict == "passed", tree_speedup > 0 ? tree_speedup : r.speedup, r.summary, r.finding};
     int64_t id = r.parent < 0 ? tree_.AddRoot(out) : tree_.AddChild(r.parent, out);
     if (id != r.node) return Status::Internal("run " + std::to_string(run_id_) + ": stored node ids are not contiguous");
     evaluated_proposals.insert(r.proposal);

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 
 #include "core/fs.h"
@@ -140,19 +141,19 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
 // Kills and reaps every descendant the worker left behind. Orphans reparent to us (subreaper),
 // so repeat until none is left. Returns how many were killed.
 int KillLeftovers() {
-  int killed = 0;
+  std::set<pid_t> killed;  // a zombie seen on a later pass is not counted twice
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < deadline) {
     std::vector<pid_t> kids = ChildrenOf(getpid());
     for (pid_t k : kids)
-      if (kill(k, SIGKILL) == 0) ++killed;
+      if (kill(k, SIGKILL) == 0) killed.insert(k);
     int st;
     while (waitpid(-1, &st, WNOHANG) > 0) {
     }
     if (kids.empty() && waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD) break;
     usleep(2000);
   }
-  return killed;
+  return static_cast<int>(killed.size());
 }
 
 std::string FileTail(const char* path, size_t max_bytes) {
