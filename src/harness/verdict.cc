@@ -19,12 +19,6 @@ std::string_view VerdictName(VerdictKind k) {
 
 namespace {
 
-nlohmann::json JsonNum(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
-
 nlohmann::json SummaryJson(const SampleSummary& s) {
   return {{"n", s.n}, {"median_ms", s.median}, {"mean_ms", s.mean}, {"min_ms", s.min}, {"max_ms", s.max},
           {"q1_ms", s.q1}, {"q3_ms", s.q3}, {"median_ci_ms", {s.median_ci.lo, s.median_ci.hi}}};
@@ -51,15 +45,15 @@ Verdict VerdictFromRun(const RunResult& run) {
     ev["output"] = c.output;
     ev["mismatches"] = c.mismatches;
     ev["numel"] = c.numel;
-    ev["max_abs_error"] = JsonNum(c.max_abs_error);
-    ev["max_rel_error"] = JsonNum(c.max_rel_error);
+    ev["max_abs_error"] = JsonNumber(c.max_abs_error);
+    ev["max_rel_error"] = JsonNumber(c.max_rel_error);
     ev["first_bad_index"] = c.first_bad_index;
-    ev["first_bad_value"] = JsonNum(c.first_bad_value);
-    ev["first_bad_expected"] = JsonNum(c.first_bad_expected);
+    ev["first_bad_value"] = JsonNumber(c.first_bad_value);
+    ev["first_bad_expected"] = JsonNumber(c.first_bad_expected);
     ev["guards_intact"] = c.guards_intact;
     if (c.first_bad_index >= 0) {
       v.summary += "; first bad element " + std::to_string(c.first_bad_index) + ": got " +
-                   JsonNum(c.first_bad_value).dump() + ", expected " + JsonNum(c.first_bad_expected).dump();
+                   JsonNumber(c.first_bad_value).dump() + ", expected " + JsonNumber(c.first_bad_expected).dump();
     }
     break;
   }

@@ -84,6 +84,7 @@ class Optimizer::Loop {
   SearchMemory memory_;
   std::mt19937_64 rng_;
   std::map<int64_t, NodeData> data_;
+  const std::vector<std::unique_ptr<Tool>> tools_ = BuiltinTools();  // for every node's static findings
   std::mutex seen_mu_;                  // seen_binaries_ is read on the executor's compile threads
   std::set<std::string> seen_binaries_;
   std::vector<ParamValues> tried_params_;
@@ -159,13 +160,12 @@ void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
   n->bottleneck = std::string(BottleneckName(ctx.roofline.result));
   n->achieved_fraction = ctx.roofline.achieved_fraction;
   auto limits = SmLimitsFor(e.compile.resources.front().arch.empty() ? "sm_90a" : e.compile.resources.front().arch);
-  auto tools = BuiltinTools();
   for (const auto& sp : StaticProfiles(e.compile)) {
     ProfileContext k = ctx;
     k.kernel = sp.resources.name;
     k.static_profile = sp;
     if (limits.ok()) k.occupancy = ComputeOccupancy(*limits, 256, sp.resources.registers, sp.resources.shared_bytes);
-    KernelReport r = AnalyzeKernel(k, tools, false);
+    KernelReport r = AnalyzeKernel(k, tools_, false);
     n->findings.insert(n->findings.end(), r.findings.begin(), r.findings.end());
   }
   std::sort(n->findings.begin(), n->findings.end(),

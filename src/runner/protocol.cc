@@ -42,12 +42,6 @@ RunTensor TensorFromJson(const json& j) {
   return t;
 }
 
-// nlohmann refuses NaN/Inf in JSON output (writes null); errors can be infinite, so encode them.
-json Num(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
 double NumFrom(const json& j) {
   if (j.is_string()) {
     std::string s = j.get<std::string>();
@@ -73,6 +67,12 @@ Calibration CalibrationFrom(const json& j) {
 }
 
 }  // namespace
+
+json JsonNumber(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
 
 std::string_view TimingModeName(TimingMode m) {
   switch (m) {
@@ -198,10 +198,10 @@ json ToJson(const RunResult& r) {
   json checks = json::array();
   for (const auto& c : r.checks)
     checks.push_back({{"workload", c.workload}, {"seed", c.seed}, {"output", c.output}, {"numel", c.numel},
-                      {"mismatches", c.mismatches}, {"max_abs_error", Num(c.max_abs_error)},
-                      {"max_rel_error", Num(c.max_rel_error)}, {"first_bad_index", c.first_bad_index},
-                      {"first_bad_value", Num(c.first_bad_value)},
-                      {"first_bad_expected", Num(c.first_bad_expected)},
+                      {"mismatches", c.mismatches}, {"max_abs_error", JsonNumber(c.max_abs_error)},
+                      {"max_rel_error", JsonNumber(c.max_rel_error)}, {"first_bad_index", c.first_bad_index},
+                      {"first_bad_value", JsonNumber(c.first_bad_value)},
+                      {"first_bad_expected", JsonNumber(c.first_bad_expected)},
                       {"guards_intact", c.guards_intact}, {"ok", c.ok}});
   json timings = json::array();
   for (const auto& t : r.timings)

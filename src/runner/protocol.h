@@ -146,6 +146,9 @@ struct RunResult {
 };
 
 nlohmann::json ToJson(const RunResult& r);
+
+// JSON has no NaN or Inf; errors can be both. Encoded as the strings "nan", "inf", "-inf".
+nlohmann::json JsonNumber(double v);
 Result<RunResult> RunResultFromJson(const nlohmann::json& j);
 
 }  // namespace kpilot

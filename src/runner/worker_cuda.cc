@@ -151,17 +151,22 @@ bool CudaWorker::Setup() {
     result_.calibration = req_.calibration;
   } else {
     report_.Phase("calibrate", "");
-    Calibration c;
-    c.gpu = std::string(prop.name) + " / driver " + result_.details["gpu"]["driver"].get<std::string>() + " / " +
-            std::to_string(prop.multiProcessorCount) + " SMs";
-    size_t bytes = std::min<size_t>(1ull << 30, prop.totalGlobalMem / 8);
-    int e1 = DeviceMeasureCopyBandwidth(bytes, &c.dram_bytes_per_s, stream_->get());
-    int e2 = DeviceMeasureFp32Peak(sm_count_, &c.fp32_flops_per_s, stream_->get());
-    if (e1 || e2)
-      return Finish("error", "GPU calibration failed: " + CudaErrorText(static_cast<cudaError_t>(e1 ? e1 : e2)));
-    result_.calibration = c;
-    result_.calibration_measured = true;
+    return MeasureBasicCalibration(prop);
   }
+  return true;
+}
+
+bool CudaWorker::MeasureBasicCalibration(const cudaDeviceProp& prop) {
+  Calibration c;
+  c.gpu = std::string(prop.name) + " / driver " + result_.details["gpu"]["driver"].get<std::string>() + " / " +
+          std::to_string(prop.multiProcessorCount) + " SMs";
+  size_t bytes = std::min<size_t>(1ull << 30, prop.totalGlobalMem / 8);
+  int e1 = DeviceMeasureCopyBandwidth(bytes, &c.dram_bytes_per_s, stream_->get());
+  int e2 = e1 ? 0 : DeviceMeasureFp32Peak(sm_count_, &c.fp32_flops_per_s, stream_->get());
+  if (e1 || e2)
+    return Finish("error", "GPU calibration failed: " + CudaErrorText(static_cast<cudaError_t>(e1 ? e1 : e2)));
+  result_.calibration = c;
+  result_.calibration_measured = true;
   return true;
 }
 
@@ -400,11 +405,8 @@ bool CudaWorker::Calibrate() {
     if (e) result_.warnings.push_back(std::string(what) + ": " + CudaErrorText(static_cast<cudaError_t>(e)));
     return e == 0;
   };
-  double dram = 0, fp32 = 0, l2 = 0, launch_dev = 0, launch_host = 0;
-  size_t bytes = std::min<size_t>(1ull << 30, prop.totalGlobalMem / 8);
-  if (!check(DeviceMeasureCopyBandwidth(bytes, &dram, s), "DRAM bandwidth") ||
-      !check(DeviceMeasureFp32Peak(sm_count_, &fp32, s), "FP32 peak"))
-    return Finish("error", "GPU calibration failed: " + result_.warnings.back());
+  if (!MeasureBasicCalibration(prop)) return false;
+  double l2 = 0, launch_dev = 0, launch_host = 0;
   if (check(DeviceMeasureL2Bandwidth(l2_bytes_, sm_count_, &l2, s), "L2 bandwidth")) c["l2_bytes_per_s"] = l2;
   for (const char* kind : {"f16", "bf16", "tf32", "fp8-e4m3"}) {
     double rate = 0;
@@ -416,8 +418,8 @@ bool CudaWorker::Calibrate() {
     c["launch_device_us"] = launch_dev;
     c["launch_host_us"] = launch_host;
   }
-  c["dram_bytes_per_s"] = dram;
-  c["fp32_flops_per_s"] = fp32;
+  c["dram_bytes_per_s"] = result_.calibration.dram_bytes_per_s;
+  c["fp32_flops_per_s"] = result_.calibration.fp32_flops_per_s;
   c["sm_count"] = sm_count_;
   c["l2_bytes"] = l2_bytes_;
   c["shared_per_sm"] = prop.sharedMemPerMultiprocessor;
@@ -431,11 +433,6 @@ bool CudaWorker::Calibrate() {
   c["sm_clock_mhz"] = sm_clock / 1000;
   c["memory_clock_mhz"] = mem_clock / 1000;
   result_.details["calibration"] = c;
-  result_.calibration.gpu = std::string(prop.name) + " / driver " + result_.details["gpu"]["driver"].get<std::string>() +
-                            " / " + std::to_string(sm_count_) + " SMs";
-  result_.calibration.dram_bytes_per_s = dram;
-  result_.calibration.fp32_flops_per_s = fp32;
-  result_.calibration_measured = true;
   return true;
 }
 

@@ -37,6 +37,9 @@ class CudaWorker {
   // Each returns false when the run's outcome is decided (result_ filled in).
   bool Setup();
   bool Calibrate();  // calibrate_only requests: every ceiling, into details["calibration"]
+  // The ceilings every evaluation needs (DRAM copy bandwidth, FFMA rate) into result_.calibration;
+  // false (result_ finished) when the GPU fails.
+  bool MeasureBasicCalibration(const cudaDeviceProp& prop);
   bool CheckWorkload(const RunWorkload& w);
   bool TimeWorkload(const RunWorkload& w);
   bool MeasureEnergy(const RunWorkload& w, TimingRecord* t);
