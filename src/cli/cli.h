@@ -41,6 +41,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code);
 // runs, show and export
 void AddRunsCommands(CLI::App& app, int* exit_code);
 void AddCalibrateCommand(CLI::App& app, int* exit_code);
+void AddSweepCommand(CLI::App& app, int* exit_code);
 
 // Where a command keeps things: the store (unless --no-store) and the compile cache inside it, or
 // a scratch cache folder removed at exit.

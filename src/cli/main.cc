@@ -12,6 +12,7 @@ const kpilot::cli::Command kCommands[] = {
     {"calibrate", kpilot::cli::AddCalibrateCommand},
     {"profile", kpilot::cli::AddProfileCommand},
     {"optimize", kpilot::cli::AddOptimizeCommand},
+    {"sweep", kpilot::cli::AddSweepCommand},
     {"runs", kpilot::cli::AddRunsCommands},
 };
 

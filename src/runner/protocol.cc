@@ -117,6 +117,7 @@ json ToJson(const RunRequest& r) {
           {"lock_dir", r.lock_dir},
           {"profile_only", r.profile_only},
           {"calibrate_only", r.calibrate_only},
+          {"sweep_objects", r.sweep_objects},
           {"timing", {{"mode", TimingModeName(r.timing.mode)}, {"input_sets", r.timing.input_sets},
                       {"warmup", r.timing.warmup}, {"min_reps", r.timing.min_reps},
                       {"max_reps", r.timing.max_reps}, {"max_seconds", r.timing.max_seconds},
@@ -173,6 +174,7 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
     r.lock_dir = j.value("lock_dir", "/tmp");
     r.profile_only = j.value("profile_only", false);
     r.calibrate_only = j.value("calibrate_only", false);
+    r.sweep_objects = j.value("sweep_objects", std::vector<std::string>{});
     const json& t = j.at("timing");
     auto mode = ParseTimingMode(t.value("mode", "default"));
     if (!mode) return Status::InvalidInput("runner request: unknown timing mode " + t.value("mode", ""));

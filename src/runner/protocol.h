@@ -84,6 +84,9 @@ struct RunRequest {
   // Profiling (kpilot profile under ncu): call only the candidate, once per workload on the
   // first seed's inputs, with no reference, checks or timing, so a profiler sees its kernels alone.
   bool profile_only = false;
+  // Sweeps (kpilot sweep): more candidate objects, each checked on the first seed and timed
+  // against the baseline in this one process; results in details["sweep"], one entry per object.
+  std::vector<std::string> sweep_objects;
   // kpilot calibrate: measure the GPU's ceilings (DRAM, L2, FP32, tensor cores, launch overhead)
   // and report them in details["calibration"]; no objects are loaded.
   bool calibrate_only = false;

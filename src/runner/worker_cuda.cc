@@ -438,6 +438,7 @@ bool CudaWorker::Calibrate() {
 
 RunResult CudaWorker::Run() {
   if (!Setup()) return result_;
+  if (!req_.sweep_objects.empty()) return RunSweep();
   if (req_.calibrate_only) {
     if (result_.status.empty()) Finish("passed", "calibrated");
     return result_;

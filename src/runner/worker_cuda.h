@@ -43,6 +43,9 @@ class CudaWorker {
   bool CheckWorkload(const RunWorkload& w);
   bool TimeWorkload(const RunWorkload& w);
   bool MeasureEnergy(const RunWorkload& w, TimingRecord* t);
+  // sweep_objects requests (sweep_cuda.cc): each object checked and timed as the candidate in turn,
+  // results in details["sweep"].
+  RunResult RunSweep();
 
   // Inputs for `seed`, generated on the device.
   Result<DeviceTensors> MakeInputs(const RunWorkload& w, uint64_t seed);

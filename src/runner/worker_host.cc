@@ -7,6 +7,7 @@
 #include "core/stats.h"
 #include "runner/checks.h"
 #include "runner/kernel_object.h"
+#include "runner/sweep.h"
 #include "runner/worker.h"
 
 namespace kpilot {
@@ -102,19 +103,11 @@ RunResult Fail(RunResult r, const std::string& status, const std::string& messag
   return r;
 }
 
-}  // namespace
-
-RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
+// The correctness trials and the timing of one candidate (an evaluation's body).
+RunResult CheckAndTime(const RunRequest& req, PhaseReporter& report, const KernelObject& reference,
+                       const KernelObject& candidate, const KernelObject& baseline) {
   RunResult r;
   r.phase = "load";
-  report.Phase("load", "");
-  auto reference = KernelObject::Open(req.reference_object, "reference");
-  if (!reference.ok()) return Fail(r, "error", reference.status().message());
-  auto candidate = KernelObject::Open(req.candidate_object, "candidate");
-  if (!candidate.ok()) return Fail(r, "runtime_error", candidate.status().message());
-  auto baseline = KernelObject::Open(req.baseline_object, "baseline");
-  if (!baseline.ok()) return Fail(r, "error", baseline.status().message());
-
   for (const auto& w : req.workloads) {
     std::vector<kpilot_scalar> scalars = MakeScalars(req, w);
     for (uint64_t seed : req.seeds) {
@@ -131,7 +124,7 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
       OutputSet expected(w);
       if (!expected.failure.empty()) return Fail(r, "error", expected.failure);
       expected.PoisonAll(w);
-      int rc = Call(reference->launch(), inputs, expected, scalars);
+      int rc = Call(reference.launch(), inputs, expected, scalars);
       if (rc != 0) return Fail(r, "error", "the task's reference returned " + std::to_string(rc) + " on " + where);
 
       r.phase = "correctness";
@@ -139,7 +132,7 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
       OutputSet actual(w);  // a fresh allocation for every trial
       if (!actual.failure.empty()) return Fail(r, "error", actual.failure);
       actual.PoisonAll(w);
-      rc = Call(candidate->launch(), inputs, actual, scalars);
+      rc = Call(candidate.launch(), inputs, actual, scalars);
       if (rc != 0) return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc) + " on " + where);
 
       bool all_ok = true;
@@ -184,8 +177,8 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
         if (!f->empty()) return Fail(r, "error", *f);
       int rc_base = 0, rc_cand = 0;
       for (int i = 0; i < req.timing.warmup && rc_base == 0 && rc_cand == 0; ++i) {
-        CallMs(baseline->launch(), inputs, base_out, scalars, &rc_base);
-        CallMs(candidate->launch(), inputs, cand_out, scalars, &rc_cand);
+        CallMs(baseline.launch(), inputs, base_out, scalars, &rc_base);
+        CallMs(candidate.launch(), inputs, cand_out, scalars, &rc_cand);
       }
       if (rc_base != 0) return Fail(r, "error", "the baseline returned status " + std::to_string(rc_base) +
                                                     " while warming up on workload " + w.name);
@@ -198,11 +191,11 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
       for (int i = 0; i < req.timing.max_reps; ++i) {
         double b, c;
         if (i % 2 == 0) {
-          b = CallMs(baseline->launch(), inputs, base_out, scalars, &rc_base);
-          c = CallMs(candidate->launch(), inputs, cand_out, scalars, &rc_cand);
+          b = CallMs(baseline.launch(), inputs, base_out, scalars, &rc_base);
+          c = CallMs(candidate.launch(), inputs, cand_out, scalars, &rc_cand);
         } else {
-          c = CallMs(candidate->launch(), inputs, cand_out, scalars, &rc_cand);
-          b = CallMs(baseline->launch(), inputs, base_out, scalars, &rc_base);
+          c = CallMs(candidate.launch(), inputs, cand_out, scalars, &rc_cand);
+          b = CallMs(baseline.launch(), inputs, base_out, scalars, &rc_base);
         }
         if (rc_cand != 0) return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc_cand) +
                                                               " while timing workload " + w.name);
@@ -225,6 +218,40 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
   r.status = "passed";
   r.message = "every output matched the reference on every workload and seed";
   return r;
+}
+
+// sweep_objects requests: each object as the candidate in turn (see runner/sweep.h). A host
+// object cannot poison the process short of crashing it, which loses the batch (the caller
+// retries its objects one per process).
+RunResult Sweep(const RunRequest& req, PhaseReporter& report, const KernelObject& reference,
+                const KernelObject& baseline) {
+  SweepLog log(req.sweep_objects);
+  const size_t n = req.sweep_objects.size();
+  for (size_t i = 0; i < n && !log.stopped(); ++i) {
+    report.Phase("sweep", "object " + std::to_string(i + 1) + "/" + std::to_string(n) + " " + req.sweep_objects[i]);
+    auto object = KernelObject::Open(req.sweep_objects[i], "candidate");
+    RunResult r = object.ok() ? CheckAndTime(req, report, reference, *object, baseline)
+                              : Fail(RunResult{}, "runtime_error", object.status().message());
+    log.Add(i, r);
+    if (r.status == "error") log.Stop(i, r.message);
+  }
+  return log.Finish(RunResult{});
+}
+
+}  // namespace
+
+RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
+  RunResult r;
+  r.phase = "load";
+  report.Phase("load", "");
+  auto reference = KernelObject::Open(req.reference_object, "reference");
+  if (!reference.ok()) return Fail(r, "error", reference.status().message());
+  auto baseline = KernelObject::Open(req.baseline_object, "baseline");
+  if (!baseline.ok()) return Fail(r, "error", baseline.status().message());
+  if (!req.sweep_objects.empty()) return Sweep(req, report, *reference, *baseline);
+  auto candidate = KernelObject::Open(req.candidate_object, "candidate");
+  if (!candidate.ok()) return Fail(r, "runtime_error", candidate.status().message());
+  return CheckAndTime(req, report, *reference, *candidate, *baseline);
 }
 
 }  // namespace kpilot
