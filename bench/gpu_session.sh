@@ -31,6 +31,24 @@ for step in $steps; do
                  2>&1 | tee "$OUT/stability.txt" ;;
     ncu) python3 bench/ncu_agreement.py $SM $SM/candidates/block_online.cu 8192x4096 '^SoftmaxRows$' --kpilot $K \
            2>&1 | tee "$OUT/ncu.txt" ;;
+    gputests) timeout 300 .stage/bin/cli_gpu_test 2>&1 | tee "$OUT/cli_gpu_test.txt" | tail -40 ;;
+    fixtures) F=$OUT/fixtures; mkdir -p $F; ncu --version > $F/ncu_version.txt 2>&1
+          $K profile examples/cuda/sgemm examples/cuda/sgemm/reference.cu --profiler ncu --all-tools --no-store \
+            --workload 2048 --save-raw $F/raw_sgemm_metrics.txt --json > $F/sgemm_ncu_profile.json 2>&1
+          $K profile examples/cuda/sgemm examples/cuda/sgemm/reference.cu --profiler cupti --all-tools --no-store \
+            --workload 2048 --save-raw $F/cupti_sgemm_counters.json --json --raw > $F/sgemm_cupti_profile.json 2>&1
+          $K profile examples/cuda/row_softmax $SM/candidates/block_online.cu --profiler ncu --ncu-set full --all-tools \
+            --no-store --save-raw $F/raw_softmax_set_full.txt --json > $F/softmax_full_profile.json 2>&1
+          timeout 120 ncu --clock-control none --csv --page raw --target-processes all -k regex:NoSuchKernel \
+            python3 -c "import torch; torch.ones(4, device='cuda').sum().item(); print('python done')" > $F/no_kernels.txt 2>&1
+          timeout 120 ncu --clock-control none --csv --page raw --target-processes all --metrics gpu__time_duration.sum,dram__bytes_read.sum \
+            python3 -c "import torch; x=torch.ones(1<<20, device='cuda'); print('sum', (x*2).sum().item())" > $F/raw_torch_processes.txt 2>&1
+          (cd $OUT && tar czf fixtures.tar.gz fixtures && rm -rf fixtures); ls -la $OUT ;;
+    verify) [[ -f bench/profile_verify.py ]] && timeout 560 python3 bench/profile_verify.py --kpilot $K --set ${VSET:-all} --no-static --no-ncu-profiler --timeout 150 --traces --out $OUT/verify \
+              2>&1 | tee "$OUT/verify.txt" | tail -60 ;;
+    optimize) timeout 560 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-20} --out $OUT \
+                examples/cuda/vector_add examples/cuda/transpose examples/cuda/row_softmax examples/cuda/sgemm \
+                2>&1 | tee "$OUT/optimize.txt" | tail -30 ;;
     cost) python3 bench/eval_wall.py --task examples/cuda/vector_add \
             --candidate examples/cuda/vector_add/candidates/vector_grid_stride.cu --kpilot $K --repeats 3 \
             2>&1 | tee "$OUT/cost.txt" ;;

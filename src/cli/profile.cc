@@ -4,9 +4,11 @@
 //   kpilot profile TASK CANDIDATE --static [--block N]                            (no GPU)
 //   kpilot profile --import-ncu FILE.csv                                          (no GPU)
 //   kpilot profile --list-tools
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -21,6 +23,7 @@
 #include "profile/rule_tool.h"
 #include "profile/static_profile.h"
 #include "runner/cupti_trace.h"
+#include "runner/protocol.h"
 #include "store/store.h"
 #include "task/formula.h"
 #include "task/loader.h"
@@ -44,7 +47,25 @@ struct ProfileArgs {
   bool list_tools = false;
   bool no_store = false;
   bool fresh = false;
+  std::string profiler = "auto";  // auto | cupti | ncu
+  std::string ncu_set;            // e.g. "full": ncu collects that set instead of the tools' metrics
+  std::string save_raw;           // write the profiler's raw output here
 };
+
+// What one counter collection produced.
+struct Collected {
+  std::vector<KernelMetrics> kernels;
+  std::string profiler;           // "cupti" | "ncu"
+  std::string version;            // ncu version or CUPTI chip
+  std::string raw;                // ncu's CSV, or the counters as JSON
+  double wall_s = 0;              // the profiler's own process
+  nlohmann::json info = nlohmann::json::object();
+};
+
+// Kernel launches ncu profiles at most per run: a call of a thousand tiny launches would otherwise
+// take ncu minutes (each launch is replayed once per pass), and 64 launches of one kernel say what
+// a thousand do.
+constexpr int kNcuMaxLaunches = 64;
 
 // Metrics every kernel profile collects, whatever the tools: the measured roofline and the launch.
 const std::vector<std::string> kBaseMetrics = {
@@ -87,23 +108,39 @@ std::string BaseName(std::string s) {
 }
 
 void FillTaskFacts(const Task& task, ProfileContext* ctx) {
-  DType cp = task.compute_precision.value_or(task.outputs.empty() ? DType::kF32 : task.outputs.front().dtype);
+  // Unless the task says, the narrowest floating-point input: bf16 inputs with an f32 output
+  // are bf16 work (tensor cores apply).
+  DType cp = task.outputs.empty() ? DType::kF32 : task.outputs.front().dtype;
+  for (const auto& in : task.inputs)
+    if (IsFloat(in.dtype) && DTypeSize(in.dtype) < DTypeSize(cp)) cp = in.dtype;
+  if (task.compute_precision) cp = *task.compute_precision;
   ctx->compute_precision = std::string(DTypeName(cp));
   auto vars = FormulaVariables(task.flops_formula);
   ctx->matmul_shaped = vars.ok() && vars->size() >= 3;
 }
 
-int Emit(const ProfileArgs& a, const std::vector<KernelReport>& reports, const nlohmann::json& header) {
-  if (a.json) {
-    nlohmann::json j = header;
-    j["kernels"] = nlohmann::json::array();
-    for (const auto& r : reports) j["kernels"].push_back(ToJson(r, a.raw));
-    std::cout << j.dump(2) << "\n";
-  } else {
-    for (auto it = header.begin(); it != header.end(); ++it)
-      if (it->is_string()) std::cout << fmt::format("{:<10} {}\n", it.key(), it->get<std::string>());
-    for (const auto& r : reports) std::cout << "\n" << RenderReport(r, a.raw);
-  }
+// The report both ways: JSON (header fields, `extra` fields, kernels) and the text for people.
+struct Rendered {
+  nlohmann::json json;
+  std::string text;
+};
+
+Rendered Render(const ProfileArgs& a, const std::vector<KernelReport>& reports, const nlohmann::json& header,
+                const nlohmann::json& extra = nlohmann::json::object()) {
+  Rendered r;
+  r.json = header;
+  for (auto it = extra.begin(); it != extra.end(); ++it) r.json[it.key()] = it.value();
+  r.json["kernels"] = nlohmann::json::array();
+  for (const auto& k : reports) r.json["kernels"].push_back(ToJson(k, a.raw));
+  for (auto it = header.begin(); it != header.end(); ++it)
+    if (it->is_string()) r.text += fmt::format("{:<10} {}\n", it.key(), it->get<std::string>());
+  for (const auto& k : reports) r.text += "\n" + RenderReport(k, a.raw);
+  return r;
+}
+
+int Emit(const ProfileArgs& a, const Rendered& r) {
+  if (a.json) std::cout << r.json.dump(2) << "\n";
+  else std::cout << r.text;
   return kExitOk;
 }
 
@@ -144,6 +181,141 @@ void ApplyMeasured(const MetricMap& m, RooflineInput* in) {
     in->dram_throughput_pct = it->second;
 }
 
+// Whether a profiler's kernel name (ncu: demangled; CUPTI: as its range names it) is `k`.
+bool SameKernel(const std::string& profiled, const KernelResources& k) {
+  if (!k.mangled.empty() && profiled == k.mangled) return true;
+  std::string base = BaseName(k.name);
+  return !base.empty() && BaseName(profiled) == base;
+}
+
+// Metrics ncu derives from the launch rather than counters: the CUPTI path computes them from the
+// eval's launch trace (LaunchMetricsFromTrace) instead of asking CUPTI.
+bool LaunchDerived(const std::string& metric) {
+  return metric.rfind("launch__", 0) == 0 || metric == "sm__maximum_warps_per_active_cycle_pct";
+}
+
+// ncu's launch__ metrics and theoretical occupancy, computed from the eval's launch trace for the
+// first launch of each kernel (by mangled name).
+std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace,
+                                                        const std::vector<KernelStaticProfile>& statics,
+                                                        const SmLimits* limits, int sm_count) {
+  std::map<std::string, MetricMap> out;
+  for (const auto& k : trace.kernels) {
+    if (out.count(k.name)) continue;
+    MetricMap m;
+    double block = static_cast<double>(k.block[0]) * k.block[1] * k.block[2];
+    double grid = static_cast<double>(k.grid[0]) * k.grid[1] * k.grid[2];
+    m["launch__block_size"] = block;
+    m["launch__grid_size"] = grid;
+    m["launch__registers_per_thread"] = k.registers_per_thread;
+    if (limits && sm_count > 0 && block > 0) {
+      Occupancy occ = ComputeOccupancy(*limits, static_cast<int>(block), k.registers_per_thread,
+                                       static_cast<int64_t>(k.static_shared_bytes) + k.dynamic_shared_bytes);
+      if (occ.blocks_per_sm > 0) m["launch__waves_per_multiprocessor"] = grid / (occ.blocks_per_sm * sm_count);
+      m["sm__maximum_warps_per_active_cycle_pct"] = 100.0 * occ.fraction;  // ncu's theoretical occupancy
+    }
+    out[k.name] = m;
+  }
+  (void)statics;
+  return out;
+}
+
+// Runs kpilot-runner once in profile-only mode with `request` written to a fresh folder, under
+// `wrapper` (ncu's argv before the program) when given. Returns the process result.
+Result<ProcessResult> RunProfileOnly(const RunRequest& request, const std::vector<std::string>& wrapper,
+                                     bool no_cupti, double* wall_s) {
+  auto workdir = TempDir::Create("kpilot-profile-");
+  if (!workdir.ok()) return workdir.status();
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(workdir->path() / "request.json", ToJson(request).dump()));
+  ProcessSpec spec;
+  spec.argv = wrapper;
+  for (const auto& arg : std::vector<std::string>{RunnerPath().string(), "--request", (workdir->path() / "request.json").string()})
+    spec.argv.push_back(arg);
+  spec.cwd = workdir->path();
+  spec.env = ScrubbedEnvironment();
+  if (no_cupti) spec.env->push_back("KPILOT_NO_CUPTI=1");  // ncu needs CUPTI for itself
+  spec.timeout_s = 600;
+  spec.max_output_bytes = 96u << 20;
+  auto t0 = std::chrono::steady_clock::now();
+  auto run = SystemProcessRunner().Run(spec);
+  *wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return run;
+}
+
+// Counters in-process: kpilot-runner reads them through CUPTI's range profiler. CUPTI numbers its
+// auto ranges rather than naming them; range i is the call's i-th kernel launch, named from the
+// eval's launch trace of the same call (the same code, so the same launches in the same order).
+Result<Collected> CollectWithCupti(RunRequest request, const std::vector<std::string>& metrics, const LaunchTrace& trace) {
+  Collected c;
+  c.profiler = "cupti";
+  for (const auto& m : metrics)
+    if (!LaunchDerived(m)) request.counters.push_back(m);
+  auto run = RunProfileOnly(request, {}, false, &c.wall_s);
+  if (!run.ok()) return run.status().WithContext("running kpilot-runner for counters");
+  nlohmann::json j = nlohmann::json::parse(run->out, nullptr, false);
+  auto result = j.is_discarded() ? Result<RunResult>(Status::Internal("no JSON")) : RunResultFromJson(j);
+  if (!result.ok())
+    return Status::Internal("kpilot-runner gave no result (" + run->Describe() + "): " + Tail(run->err, 800));
+  if (result->status != "passed")
+    return Status::Internal("the profile run ended " + result->status + ": " + result->message);
+  const auto& d = result->details;
+  if (d.contains("counters_error")) return Status::Unavailable(d["counters_error"].get<std::string>());
+  if (!d.contains("counters") || d["counters"].empty()) return Status::Unavailable("CUPTI recorded no kernel launches");
+  c.info = d.value("counters_info", nlohmann::json::object());
+  c.version = c.info.value("chip", "");
+  c.raw = d["counters"].dump(1);
+
+  std::vector<TraceKernel> launches = trace.kernels;
+  std::stable_sort(launches.begin(), launches.end(),
+                   [](const TraceKernel& x, const TraceKernel& y) { return x.start_ns < y.start_ns; });
+  std::set<std::string> distinct;
+  for (const auto& k : launches) distinct.insert(k.name);
+  const size_t ranges = d["counters"].size();
+  c.info["range_names"] = launches.size() == ranges ? "from the launch trace, by launch order"
+                          : distinct.size() == 1    ? "the trace's only kernel"
+                                                    : "unmatched (" + std::to_string(ranges) + " ranges, " +
+                                                          std::to_string(launches.size()) + " traced launches)";
+  int id = 0;
+  for (const auto& r : d["counters"]) {
+    KernelMetrics km;
+    km.kernel = launches.size() == ranges ? launches[id].name
+                : distinct.size() == 1    ? *distinct.begin()
+                                          : "range " + r.value("range", std::to_string(id));
+    km.id = id++;
+    for (auto it = r["metrics"].begin(); it != r["metrics"].end(); ++it)
+      if (it->is_number()) km.metrics[it.key()] = it->get<double>();
+    c.kernels.push_back(std::move(km));
+  }
+  c.kernels = MergeInvocations(c.kernels);
+  return c;
+}
+
+// Counters from ncu wrapped around kpilot-runner, filtered to the candidate's kernels.
+Result<Collected> CollectWithNcu(const std::string& ncu, const RunRequest& request, const std::vector<std::string>& metrics,
+                                 const std::string& ncu_set, const std::string& kernel_regex) {
+  Collected c;
+  c.profiler = "ncu";
+  NcuRequest nr;
+  if (ncu_set.empty()) nr.metrics = metrics;
+  else nr.set = ncu_set;
+  nr.kernel_regex = kernel_regex;
+  nr.launch_count = kNcuMaxLaunches;
+  std::vector<std::string> wrapper = NcuCommand(ncu, nr);
+  auto run = RunProfileOnly(request, wrapper, true, &c.wall_s);
+  if (!run.ok()) return run.status().WithContext("running ncu");
+  auto rows = ParseNcuRawCsv(run->out);
+  if (!rows.ok())
+    return Status::Internal("ncu produced no profile (" + run->Describe() + "): " + Tail(run->err + run->out, 1500));
+  c.raw = run->out;
+  c.kernels = MergeInvocations(*rows);
+  ProcessSpec vspec;
+  vspec.argv = {ncu, "--version"};
+  auto version = SystemProcessRunner().Run(vspec);
+  c.version = version.ok() ? ParseNcuVersion(version->out) : "";
+  c.info = {{"metrics", nr.metrics.size()}, {"set", ncu_set}};
+  return c;
+}
+
 int ImportNcu(const ProfileArgs& a) {
   auto text = ReadFile(a.import_ncu);
   if (!text.ok()) return Fail(text.status());
@@ -162,7 +334,7 @@ int ImportNcu(const ProfileArgs& a) {
     ctx.roofline = ClassifyRoofline(in);
     reports.push_back(AnalyzeKernel(ctx, *tools, a.all_tools));
   }
-  return Emit(a, reports, {{"source", a.import_ncu}, {"mode", "imported ncu CSV (no task context)"}});
+  return Emit(a, Render(a, reports, {{"source", a.import_ncu}, {"mode", "imported ncu CSV (no task context)"}}));
 }
 
 int ProfileCandidate(const ProfileArgs& a) {
@@ -179,9 +351,14 @@ int ProfileCandidate(const ProfileArgs& a) {
   std::optional<GpuInfo> gpu;
   if (!gpus.empty()) gpu = gpus.front();
   std::string ncu = FindOnPath("ncu");
-  if (!a.static_only && (!gpu || ncu.empty()))
+  if (a.profiler != "auto" && a.profiler != "cupti" && a.profiler != "ncu")
+    return Fail(Status::InvalidInput("--profiler " + a.profiler + ": expected auto, cupti or ncu"));
+  const bool need_ncu = a.profiler == "ncu" || !a.ncu_set.empty();
+  if (!a.static_only && (!gpu || (need_ncu && ncu.empty())))
     return Fail(Status::Unavailable(std::string(!gpu ? "no usable GPU (" + why + ")" : "ncu not found on PATH") +
-                                    ": a kernel profile needs both; add --static for the profile that needs neither"));
+                                    ": a kernel profile needs " + (need_ncu ? "a GPU and ncu" : "a GPU") +
+                                    "; add --static for the profile that needs neither"));
+  const auto started = std::chrono::steady_clock::now();
 
   auto workspace = OpenWorkspace(a.store_dir, a.no_store);
   if (!workspace.ok()) return Fail(workspace.status());
@@ -199,15 +376,19 @@ int ProfileCandidate(const ProfileArgs& a) {
   // static block size and the user tool folders.
   std::string tool_dirs;
   for (const auto& d : a.tools_dirs) tool_dirs += d + ";";
-  std::string archive_key = fmt::format("profile/v1/{}/{}/{}/{}/block{}/{}", compiled->key, w->name,
-                                        a.static_only ? "static" : "kernel", a.all_tools ? "all" : "selected", a.block,
-                                        Sha256Hex(tool_dirs).substr(0, 12));
-  if (store_ptr && !a.fresh) {
+  std::string archive_key =
+      fmt::format("profile/v2/{}/{}/{}/{}/block{}/{}", compiled->key, w->name,
+                  a.static_only ? "static" : "kernel/" + a.profiler + "/" + a.ncu_set, a.all_tools ? "all" : "selected",
+                  a.block, Sha256Hex(tool_dirs).substr(0, 12));
+  if (store_ptr && !a.fresh && a.save_raw.empty()) {
     auto cached = store_ptr->GetValue(archive_key);
     if (cached.ok() && cached->has_value()) {
-      if (a.json) std::cout << **cached << "\n";
-      else std::cout << "(served from the store; --fresh profiles again)\n" << nlohmann::json::parse(**cached).dump(2) << "\n";
-      return kExitOk;
+      auto stored = nlohmann::json::parse(**cached, nullptr, false);
+      if (!stored.is_discarded() && stored.contains("json") && stored.contains("text")) {
+        if (a.json) std::cout << stored["json"].dump(2) << "\n";
+        else std::cout << "(served from the store; --fresh profiles again)\n" << stored["text"].get<std::string>();
+        return kExitOk;
+      }
     }
   }
   auto tools = LoadTools(a);
@@ -227,10 +408,15 @@ int ProfileCandidate(const ProfileArgs& a) {
   if (limits.ok()) shared.sm = *limits;
 
   std::vector<KernelMetrics> measured;
+  LaunchTrace eval_trace;
+  std::optional<Bottleneck> stage1_class;  // the class the counters were chosen for
+  std::map<std::string, MetricMap> launch_metrics;  // by mangled kernel name
+  nlohmann::json json_extra = nlohmann::json::object();
   nlohmann::json header = {{"task", task->name}, {"candidate", a.candidate}, {"workload", w->name},
                            {"arch", copt.cuda_arch}};
   if (!a.static_only) {
-    // Time it first (and take its launch trace), then one ncu pass over the candidate alone.
+    // Time it first (and take its launch trace), then one counter pass over the candidate alone:
+    // in-process through CUPTI by default, or under ncu.
     EvalOptions opt;
     opt.workloads = {w->name};
     opt.compile = copt;
@@ -252,16 +438,19 @@ int ProfileCandidate(const ProfileArgs& a) {
     if (e->run.details.contains("launch_trace") && !e->run.details["launch_trace"].empty()) {
       auto trace = LaunchTraceFromJson(e->run.details["launch_trace"][0]["trace"]);
       if (trace.ok()) {
+        eval_trace = *trace;
         TraceSummary s = SummarizeTrace(*trace, trace->kernels.empty() ? 0 : trace->kernels.front().stream_id);
-        shared.kernels_per_call = s.kernels;
+        // The kept trace stops at 512 kernels; the runner counts them all.
+        shared.kernels_per_call = std::max(s.kernels, e->run.details["launch_trace"][0].value("kernels_total", 0));
         shared.memcpys_per_call = s.memcpys;
         shared.syncs_per_call = s.syncs;
         shared.launch_gap_share = s.span_ns > 0 ? 1.0 - s.kernel_busy_ns / s.span_ns : 0;
-        base.kernels_per_call = s.kernels;
+        base.kernels_per_call = shared.kernels_per_call;
         base.launch_overhead_share = shared.launch_gap_share;
       }
     }
     RooflineVerdict stage1 = ClassifyRoofline(base);
+    stage1_class = stage1.result;
     std::vector<const Tool*> selected = SelectTools(*tools, stage1.result, a.all_tools || stage1.result == Bottleneck::kUnknown);
     std::vector<std::string> metrics = MetricsNeeded(selected);
     metrics.insert(metrics.end(), kBaseMetrics.begin(), kBaseMetrics.end());
@@ -277,33 +466,40 @@ int ProfileCandidate(const ProfileArgs& a) {
     request->candidate_object = compiled->object.string();
     request->reference_object = compiled->object.string();  // not called in profile-only mode
     request->baseline_object = compiled->object.string();
-    auto workdir = TempDir::Create("kpilot-profile-");
-    if (!workdir.ok()) return Fail(workdir.status());
-    Status ws = WriteFileAtomic(workdir->path() / "request.json", ToJson(*request).dump());
-    if (!ws.ok()) return Fail(ws);
     std::string names;
     for (const auto& r : compiled->resources) names += (names.empty() ? "" : "|") + BaseName(r.name);
-    NcuRequest nr;
-    nr.metrics = metrics;
-    nr.kernel_regex = names;
-    nr.target = {RunnerPath().string(), "--request", (workdir->path() / "request.json").string()};
-    ProcessSpec spec;
-    spec.argv = NcuCommand(ncu, nr);
-    spec.cwd = workdir->path();
-    spec.env = ScrubbedEnvironment();
-    spec.env->push_back("KPILOT_NO_CUPTI=1");  // ncu needs CUPTI for itself
-    spec.timeout_s = 600;
-    std::cerr << "kpilot: ncu, " << metrics.size() << " metrics for " << selected.size() << " tools …\n";
-    auto run = SystemProcessRunner().Run(spec);
-    if (!run.ok()) return Fail(run.status().WithContext("running ncu"));
-    auto rows = ParseNcuRawCsv(run->out);
-    if (!rows.ok())
-      return Fail(Status::Internal("ncu produced no profile (" + run->Describe() + "): " + Tail(run->err + run->out, 1500)));
-    measured = MergeInvocations(*rows);
-    ProcessSpec vspec;
-    vspec.argv = {ncu, "--version"};
-    auto version = SystemProcessRunner().Run(vspec);
-    header["ncu"] = version.ok() ? ParseNcuVersion(version->out) : "";
+
+    Result<Collected> got = Status::Unavailable("not collected");
+    std::string fallback_note;
+    if (a.profiler != "ncu" && a.ncu_set.empty()) {
+      std::cerr << "kpilot: CUPTI counters, " << metrics.size() << " metrics for " << selected.size() << " tools …\n";
+      got = CollectWithCupti(*request, metrics, eval_trace);
+      if (!got.ok() && a.profiler == "auto" && !ncu.empty()) {
+        fallback_note = "CUPTI counters unavailable (" + got.status().message() + "); ncu used";
+        std::cerr << "kpilot: " << fallback_note << "\n";
+      }
+    }
+    if (a.profiler == "ncu" || !a.ncu_set.empty() || (!got.ok() && a.profiler == "auto" && !ncu.empty())) {
+      std::cerr << "kpilot: ncu, " << (a.ncu_set.empty() ? std::to_string(metrics.size()) + " metrics for " +
+                                                               std::to_string(selected.size()) + " tools"
+                                                         : "--set " + a.ncu_set)
+                << " …\n";
+      got = CollectWithNcu(ncu, *request, metrics, a.ncu_set, names);
+    }
+    if (!got.ok()) return Fail(got.status());
+    measured = std::move(got->kernels);
+    if (!a.save_raw.empty()) {
+      Status ws = WriteFileAtomic(a.save_raw, got->raw);
+      if (!ws.ok()) return Fail(ws.WithContext("--save-raw"));
+    }
+    header["profiler"] = got->profiler;
+    if (got->profiler == "ncu") header["ncu"] = got->version;
+    else header["cupti_chip"] = got->version;
+    if (!fallback_note.empty()) header["profiler_note"] = fallback_note;
+    json_extra["profiler_wall_s"] = got->wall_s;
+    json_extra["profiler_info"] = got->info;
+    // Launch shape from the eval's trace (ncu reports it itself; CUPTI's counters do not).
+    launch_metrics = LaunchMetricsFromTrace(eval_trace, statics, limits.ok() ? &*limits : nullptr, shared.sm_count);
     header["time_ms"] = fmt::format("{:.4f}", base.time_ms);
   }
 
@@ -314,24 +510,29 @@ int ProfileCandidate(const ProfileArgs& a) {
     ctx.static_profile = sp;
     int block = a.block;
     RooflineInput in = base;
+    // The launch shape from the trace, then the counters (ncu's own launch__ values win).
+    if (auto it = launch_metrics.find(sp.resources.mangled); it != launch_metrics.end()) ctx.metrics = it->second;
     for (const auto& m : measured) {
-      if (m.kernel.find(BaseName(sp.resources.name)) == std::string::npos) continue;
-      ctx.metrics = m.metrics;
+      if (!SameKernel(m.kernel, sp.resources)) continue;
+      for (const auto& [k, v] : m.metrics) ctx.metrics[k] = v;
       ApplyMeasured(m.metrics, &in);
-      if (auto it = m.metrics.find("launch__block_size"); it != m.metrics.end()) block = static_cast<int>(it->second);
     }
+    if (auto it = ctx.metrics.find("launch__block_size"); it != ctx.metrics.end()) block = static_cast<int>(it->second);
     if (limits.ok()) ctx.occupancy = ComputeOccupancy(*limits, block, sp.resources.registers, sp.resources.shared_bytes);
     ctx.roofline = ClassifyRoofline(in);
-    reports.push_back(AnalyzeKernel(ctx, *tools, a.all_tools));
+    reports.push_back(AnalyzeKernel(ctx, *tools, a.all_tools, stage1_class));
   }
-  nlohmann::json full = header;
-  full["kernels"] = nlohmann::json::array();
-  for (const auto& r : reports) full["kernels"].push_back(ToJson(r, true));
+  if (!a.static_only)
+    json_extra["profile_wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  Rendered out = Render(a, reports, header, json_extra);
   if (store_ptr) {
-    Status s = store_ptr->PutValue(archive_key, full.dump());
+    ProfileArgs for_store = a;
+    for_store.raw = true;  // the archive keeps the counters
+    nlohmann::json archived = {{"json", Render(for_store, reports, header, json_extra).json}, {"text", out.text}};
+    Status s = store_ptr->PutValue(archive_key, archived.dump());
     if (!s.ok()) std::cerr << "kpilot: warning: could not archive the profile: " << s.message() << "\n";
   }
-  return Emit(a, reports, header);
+  return Emit(a, out);
 }
 
 int RunProfile(const ProfileArgs& a) {
@@ -362,6 +563,11 @@ void AddProfileCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-store", a->no_store, "Neither read nor archive profiles");
   cmd->add_flag("--fresh", a->fresh, "Profile again even if the store has this binary's profile");
   cmd->add_option("--arch", a->arch, "CUDA target (default: the visible GPU's, else sm_90a)");
+  cmd->add_option("--profiler", a->profiler,
+                  "Where counters come from: cupti (in-process, no ncu start-up), ncu, or auto (cupti, else ncu)")
+      ->capture_default_str();
+  cmd->add_option("--ncu-set", a->ncu_set, "Have ncu collect this section set (e.g. full) instead of the tools' metrics");
+  cmd->add_option("--save-raw", a->save_raw, "Write the profiler's raw output here (ncu's CSV or the CUPTI counters as JSON)");
   cmd->callback([a, exit_code]() { *exit_code = RunProfile(*a); });
 }
 

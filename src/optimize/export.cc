@@ -31,8 +31,17 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
   if (!node) return Status::NotFound("run " + std::to_string(run_id) + " has no evaluated node " + std::to_string(best));
   auto source = store.GetBlob(node->source_blob);
   if (!source.ok()) return source.status();
-  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / node->source_name, *source));
   nlohmann::json params = nlohmann::json::parse(node->params_json, nullptr, false);
+  // The params go in as #defines ahead of the source's own `#ifndef NAME` defaults, so the file
+  // alone reproduces the node (kpilot eval / profile need no params).
+  std::string baked;
+  if (params.is_object() && !params.empty()) {
+    baked = "// kpilot: run " + std::to_string(run_id) + ", node " + std::to_string(best) + " params\n";
+    for (auto it = params.begin(); it != params.end(); ++it)
+      baked += "#define " + it.key() + " " + (it->is_string() ? it->get<std::string>() : it->dump()) + "\n";
+    baked += "\n";
+  }
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / node->source_name, baked + *source));
   KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / "params.json", params.dump(2) + "\n"));
   nlohmann::json evaluation = final_eval;
   if (evaluation.is_null() && !node->result_blob.empty()) {

@@ -230,8 +230,8 @@ std::string ParseNcuVersion(const std::string& version_output) {
 std::vector<std::string> NcuCommand(const std::string& ncu_path, const NcuRequest& request) {
   std::vector<std::string> argv = {ncu_path,   "--clock-control",      "none", "--csv", "--page",
                                    "raw",      "--target-processes",   "all"};
-  if (request.set_full) {
-    argv.insert(argv.end(), {"--set", "full"});
+  if (!request.set.empty()) {
+    argv.insert(argv.end(), {"--set", request.set});
   } else {
     for (const std::string& section : request.sections) argv.insert(argv.end(), {"--section", section});
     if (!request.metrics.empty()) {

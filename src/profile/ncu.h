@@ -23,7 +23,7 @@ std::string ParseNcuVersion(const std::string& version_output);
 struct NcuRequest {
   std::vector<std::string> metrics;        // collected with --metrics (comma-joined)
   std::vector<std::string> sections;       // or --section NAME (e.g. SpeedOfLight); may combine
-  bool set_full = false;                   // --set full instead of metrics/sections
+  std::string set;                         // --set NAME (e.g. "full") instead of metrics/sections
   std::string kernel_regex;                // -k regex:… ("" = every kernel)
   int launch_skip = 0;                     // --launch-skip
   int launch_count = 0;                    // -c (0 = no limit)

@@ -1,17 +1,24 @@
 #include "profile/profiler.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
 namespace kpilot {
 
-KernelReport AnalyzeKernel(const ProfileContext& ctx, const std::vector<std::unique_ptr<Tool>>& tools, bool all_tools) {
+KernelReport AnalyzeKernel(const ProfileContext& ctx, const std::vector<std::unique_ptr<Tool>>& tools, bool all_tools,
+                           std::optional<Bottleneck> collected_for) {
   KernelReport r;
   r.kernel = ctx.kernel;
   r.roofline = ctx.roofline;
   r.context = ctx;
   bool all = all_tools || ctx.roofline.result == Bottleneck::kUnknown;
   std::vector<const Tool*> selected = SelectTools(tools, ctx.roofline.result, all);
+  if (!all && collected_for && *collected_for != ctx.roofline.result) {
+    // The counters were chosen for the stage-1 class: its tools run too (they have their data).
+    for (const Tool* t : SelectTools(tools, *collected_for, *collected_for == Bottleneck::kUnknown))
+      if (std::find(selected.begin(), selected.end(), t) == selected.end()) selected.push_back(t);
+  }
   for (const Tool* t : selected) r.tools_run.push_back(t->id());
   r.findings = RunTools(selected, ctx);
   return r;

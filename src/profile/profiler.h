@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,10 @@ struct KernelReport {
 };
 
 // Runs the tools serving `ctx.roofline.result` (every tool when `all_tools`, or when the class is
-// unknown) on `ctx`.
-KernelReport AnalyzeKernel(const ProfileContext& ctx, const std::vector<std::unique_ptr<Tool>>& tools, bool all_tools);
+// unknown) on `ctx`, and those serving `collected_for` — the stage-1 class the counters were
+// chosen for, when the measured counters moved the kernel to another class.
+KernelReport AnalyzeKernel(const ProfileContext& ctx, const std::vector<std::unique_ptr<Tool>>& tools, bool all_tools,
+                           std::optional<Bottleneck> collected_for = std::nullopt);
 
 nlohmann::json ToJson(const KernelReport& r, bool raw_metrics);
 

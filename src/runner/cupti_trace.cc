@@ -276,7 +276,9 @@ TracerState& State() {
   return *state;
 }
 
-std::vector<std::string> CandidatePaths() {
+}  // namespace
+
+std::vector<std::string> CuptiLibraryPaths() {
   std::vector<std::string> paths;
   if (const char* env = std::getenv("KPILOT_CUPTI"); env && *env) paths.emplace_back(env);
   paths.emplace_back("libcupti.so.13");
@@ -295,6 +297,8 @@ std::vector<std::string> CandidatePaths() {
 #endif
   return paths;
 }
+
+namespace {
 
 template <typename F>
 bool Resolve(void* h, const char* name, F& fn) {
@@ -341,7 +345,7 @@ Result<CuptiApi*> LoadCupti() {
   std::lock_guard<std::mutex> lock(st.load_mu);
   if (st.api) return st.api;
   std::string reasons;
-  for (const std::string& path : CandidatePaths()) {
+  for (const std::string& path : CuptiLibraryPaths()) {
     Result<CuptiApi*> api = LoadFrom(path);
     if (api.ok()) return st.api = *api;
     reasons += "\n  " + path + ": " + api.status().message();

@@ -107,6 +107,11 @@ TraceSummary SummarizeTrace(const LaunchTrace& t, uint32_t given_stream_id);
 //
 // Thread safety: CUPTI hands completed buffers over on a thread of its own; the records are
 // parsed there under a mutex. Call the methods of one tracer from one thread.
+// Where libcupti is looked for, in order: $KPILOT_CUPTI (a path), "libcupti.so.13",
+// "libcupti.so", /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13, and the project venv's
+// nvidia-cuda-cupti wheel (<source>/.venv/lib/python3*/site-packages/nvidia/cu13/lib).
+std::vector<std::string> CuptiLibraryPaths();
+
 class CuptiTracer {
  public:
   // Loads libcupti and enables CONCURRENT_KERNEL, MEMCPY, MEMSET and SYNCHRONIZATION.

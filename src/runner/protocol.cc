@@ -117,6 +117,7 @@ json ToJson(const RunRequest& r) {
           {"lock_dir", r.lock_dir},
           {"profile_only", r.profile_only},
           {"calibrate_only", r.calibrate_only},
+          {"counters", r.counters},
           {"sweep_objects", r.sweep_objects},
           {"timing", {{"mode", TimingModeName(r.timing.mode)}, {"input_sets", r.timing.input_sets},
                       {"warmup", r.timing.warmup}, {"min_reps", r.timing.min_reps},
@@ -174,6 +175,7 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
     r.lock_dir = j.value("lock_dir", "/tmp");
     r.profile_only = j.value("profile_only", false);
     r.calibrate_only = j.value("calibrate_only", false);
+    r.counters = j.value("counters", std::vector<std::string>{});
     r.sweep_objects = j.value("sweep_objects", std::vector<std::string>{});
     const json& t = j.at("timing");
     auto mode = ParseTimingMode(t.value("mode", "default"));

@@ -84,6 +84,11 @@ struct RunRequest {
   // Profiling (kpilot profile under ncu): call only the candidate, once per workload on the
   // first seed's inputs, with no reference, checks or timing, so a profiler sees its kernels alone.
   bool profile_only = false;
+  // With profile_only: hardware counters to read in-process through CUPTI's range profiler (ncu
+  // metric names), one range per kernel launch of the candidate's calls, in launch order; values
+  // land in details["counters"] as [{"range", "metrics": {name: value}}] (CUPTI names auto ranges
+  // by number, not kernel), failures in details["counters_error"], costs in details["counters_info"].
+  std::vector<std::string> counters;
   // Sweeps (kpilot sweep): more candidate objects, each checked on the first seed and timed
   // against the baseline in this one process; results in details["sweep"], one entry per object.
   std::vector<std::string> sweep_objects;

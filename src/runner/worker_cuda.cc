@@ -120,19 +120,22 @@ bool CudaWorker::Setup() {
     }
   }
 
-  // KPILOT_NO_CUPTI=1 leaves CUPTI to a profiler (ncu) that needs it for itself.
+  // KPILOT_NO_CUPTI=1 leaves CUPTI to a profiler (ncu) that needs it for itself. A profile-only
+  // run needs no launch trace (and CUPTI's counters replay kernels without one).
   const char* no_cupti = std::getenv("KPILOT_NO_CUPTI");
-  auto tracer = no_cupti && *no_cupti == '1' ? Result<std::unique_ptr<CuptiTracer>>(Status::Unavailable("KPILOT_NO_CUPTI=1"))
-                                             : CuptiTracer::Start();
-  if (tracer.ok()) {
-    tracer_ = std::move(tracer).value();
-    auto id = tracer_->StreamId(stream_->get());
-    if (id.ok()) stream_id_ = *id;
-    else tracer_.reset();
+  if (!req_.profile_only) {
+    auto tracer = no_cupti && *no_cupti == '1' ? Result<std::unique_ptr<CuptiTracer>>(Status::Unavailable("KPILOT_NO_CUPTI=1"))
+                                               : CuptiTracer::Start();
+    if (tracer.ok()) {
+      tracer_ = std::move(tracer).value();
+      auto id = tracer_->StreamId(stream_->get());
+      if (id.ok()) stream_id_ = *id;
+      else tracer_.reset();
+    }
+    if (!tracer_)
+      result_.warnings.push_back("CUPTI unavailable (" + (tracer.ok() ? std::string("no stream id") : tracer.status().message()) +
+                                 "): no launch trace; side-stream work is judged by the host clock alone");
   }
-  if (!tracer_)
-    result_.warnings.push_back("CUPTI unavailable (" + (tracer.ok() ? std::string("no stream id") : tracer.status().message()) +
-                               "): no launch trace; side-stream work is judged by the host clock alone");
   result_.details["cupti"] = tracer_ != nullptr;
 
   if (req_.calibrate_only) return Calibrate();
@@ -213,6 +216,13 @@ Result<DeviceTensors> CudaWorker::MakeOutputs(const RunWorkload& w, bool guarded
   return d;
 }
 
+void DropRunnerSync(LaunchTrace* trace) {
+  auto last = trace->syncs.end();
+  for (auto it = trace->syncs.begin(); it != trace->syncs.end(); ++it)
+    if (it->kind == "context" && (last == trace->syncs.end() || it->start_ns > last->start_ns)) last = it;
+  if (last != trace->syncs.end()) trace->syncs.erase(last);
+}
+
 void CudaWorker::Call(kpilot_launch_fn fn, const DeviceTensors& in, const DeviceTensors& out,
                       const std::vector<kpilot_scalar>& scalars, std::string* error) {
   error->clear();
@@ -267,6 +277,7 @@ bool CudaWorker::CheckWorkload(const RunWorkload& w) {
     if (tracer_) {
       auto trace = tracer_->Collect();
       if (trace.ok()) {
+        DropRunnerSync(&*trace);
         TraceSummary s = SummarizeTrace(*trace, stream_id_);
         if (trace_json_.size() < 6) {
           // Bounded: a candidate launching thousands of kernels per call must not flood the result.
@@ -444,22 +455,7 @@ RunResult CudaWorker::Run() {
     return result_;
   }
   if (req_.profile_only) {
-    for (const auto& w : req_.workloads) {
-      report_.Phase("profile", "workload " + w.name);
-      auto in = MakeInputs(w, req_.seeds.empty() ? 1 : req_.seeds.front());
-      auto out = MakeOutputs(w, false);
-      std::string error;
-      if (!in.ok() || !out.ok()) {
-        Finish("error", "allocating profiling buffers failed");
-        return result_;
-      }
-      Call(candidate_->launch(), *in, *out, Scalars(w), &error);
-      if (!error.empty()) {
-        Finish("runtime_error", "the candidate failed under the profiler: " + error);
-        return result_;
-      }
-    }
-    Finish("passed", "profiled (the candidate was called once per workload; nothing was checked)");
+    ProfileCandidate();
     return result_;
   }
   for (const auto& w : req_.workloads)
@@ -477,6 +473,75 @@ RunResult CudaWorker::Run() {
     result_.message = "every output matched the reference on every workload and seed";
   }
   return result_;
+}
+
+void CudaWorker::ProfileCandidate() {
+  // Inputs first: the runner's own generator kernels must not be profiled.
+  struct Prepared {
+    const RunWorkload* w;
+    DeviceTensors in, out;
+  };
+  std::vector<Prepared> calls;
+  for (const auto& w : req_.workloads) {
+    auto in = MakeInputs(w, req_.seeds.empty() ? 1 : req_.seeds.front());
+    auto out = MakeOutputs(w, false);
+    if (!in.ok() || !out.ok()) {
+      Finish("error", "allocating profiling buffers failed");
+      return;
+    }
+    calls.push_back({&w, std::move(in).value(), std::move(out).value()});
+  }
+  cudaDeviceSynchronize();
+  // In-process counters: one session over every call (one range per kernel launch, in order).
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  std::unique_ptr<CuptiCounterSession> counters;
+  nlohmann::json info = nlohmann::json::object();
+  if (!req_.counters.empty()) {
+    auto t0 = Clock::now();
+    auto session = CuptiCounterSession::Create(req_.device, req_.counters, kMaxCounterRanges);
+    info["setup_s"] = seconds(t0);
+    if (!session.ok()) {
+      result_.details["counters_error"] = session.status().message();
+    } else {
+      counters = std::move(session).value();
+      info.update({{"chip", counters->chip()}, {"passes", counters->passes()}, {"unsupported", counters->unsupported()}});
+      if (Status s = counters->Start(); !s.ok()) {
+        result_.details["counters_error"] = s.message();
+        counters.reset();
+      }
+    }
+  }
+  auto t_calls = Clock::now();
+  for (auto& c : calls) {
+    report_.Phase("profile", "workload " + c.w->name);
+    std::string error;
+    Call(candidate_->launch(), c.in, c.out, Scalars(*c.w), &error);
+    if (!error.empty()) {
+      Finish("runtime_error", "the candidate failed under the profiler: " + error);
+      return;
+    }
+  }
+  info["calls_s"] = seconds(t_calls);
+  if (counters) {
+    auto t0 = Clock::now();
+    auto ranges = counters->Stop();
+    info["decode_s"] = seconds(t0);
+    if (!ranges.ok()) {
+      result_.details["counters_error"] = ranges.status().message();
+    } else {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& r : *ranges) {
+        nlohmann::json m = nlohmann::json::object();
+        for (const auto& [k, v] : r.metrics) m[k] = JsonNumber(v);
+        list.push_back({{"range", r.range}, {"metrics", m}});
+      }
+      result_.details["counters"] = list;
+      info["dropped_ranges"] = counters->dropped_ranges();
+    }
+  }
+  if (!req_.counters.empty()) result_.details["counters_info"] = info;
+  Finish("passed", "profiled (the candidate was called once per workload; nothing was checked)");
 }
 
 RunResult RunCudaWorker(const RunRequest& request, PhaseReporter& reporter) {

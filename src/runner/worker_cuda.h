@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runner/cuda_support.h"
+#include "runner/cupti_counters.h"
 #include "runner/cupti_trace.h"
 #include "runner/device_kernels.h"
 #include "runner/kernel_object.h"
@@ -20,6 +21,8 @@ namespace kpilot {
 // Bytes of canary on each side of every candidate output.
 inline constexpr size_t kCanaryBytes = 4096;
 inline constexpr unsigned char kCanaryByte = 0xA5;
+// Kernel launches a profile-only run keeps counters for (a call of a thousand tiny launches fits).
+inline constexpr size_t kMaxCounterRanges = 2048;
 
 // The tensors of one call: device buffers plus the descriptors that point into them.
 struct DeviceTensors {
@@ -37,6 +40,9 @@ class CudaWorker {
   // Each returns false when the run's outcome is decided (result_ filled in).
   bool Setup();
   bool Calibrate();  // calibrate_only requests: every ceiling, into details["calibration"]
+  // profile_only requests: the candidate alone, once per workload, under in-process counters
+  // when the request names any (details["counters"]), else for an outside profiler (ncu).
+  void ProfileCandidate();
   // The ceilings every evaluation needs (DRAM copy bandwidth, FFMA rate) into result_.calibration;
   // false (result_ finished) when the GPU fails.
   bool MeasureBasicCalibration(const cudaDeviceProp& prop);
@@ -77,6 +83,11 @@ class CudaWorker {
   std::vector<std::string> library_use_;
   nlohmann::json trace_json_ = nlohmann::json::array();
 };
+
+// Removes the runner's own cudaDeviceSynchronize after a call (Call ends with one) from the
+// call's trace: the latest "context" synchronization. Whatever the candidate synchronized itself
+// stays, so the trace's syncs are the candidate's alone.
+void DropRunnerSync(LaunchTrace* trace);
 
 // Shared-object names that mean a vendor library is in use.
 bool IsVendorLibrary(const std::string& name);

@@ -75,6 +75,11 @@ TEST(Optimize, ParamsSearchOnAHostTaskRecordsEveryNodeAndExports) {
   ASSERT_TRUE(ExportRun(**store, res->run_id, out).ok());
   EXPECT_TRUE(fs::exists(out / "omp_simd.cpp"));
   EXPECT_TRUE(fs::exists(out / "params.json"));
+  // The exported source carries the best params as #defines: evaluated alone, it is that node.
+  auto exported = ReadFile(out / "omp_simd.cpp");
+  ASSERT_TRUE(exported.ok());
+  for (const auto& [name, value] : res->best_params)
+    EXPECT_NE(exported->find("#define " + name + " " + value + "\n"), std::string::npos) << name << "\n" << *exported;
   auto report = ReadFile(out / "report.json");
   ASSERT_TRUE(report.ok());
   auto j = nlohmann::json::parse(*report);

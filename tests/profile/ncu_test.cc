@@ -165,7 +165,7 @@ int IndexOf(const std::vector<std::string>& argv, const std::string& flag) {
 TEST(NcuCommand, AlwaysLeavesClocksAlone) {
   for (bool full : {false, true}) {
     NcuRequest req;
-    req.set_full = full;
+    req.set = full ? "full" : "";
     req.target = {"./bench"};
     auto argv = NcuCommand("/opt/ncu/ncu", req);
     ASSERT_FALSE(argv.empty());
@@ -222,7 +222,7 @@ TEST(NcuCommand, MetricsSectionsFilterAndTarget) {
 
 TEST(NcuCommand, FullSetReplacesMetricsAndDefaultsAddNothing) {
   NcuRequest req;
-  req.set_full = true;
+  req.set = "full";
   req.metrics = {"gpu__time_duration.sum"};
   req.sections = {"SpeedOfLight"};
   auto argv = NcuCommand("ncu", req);

@@ -22,6 +22,8 @@ TEST(Protocol, RequestRoundTrip) {
   r.workloads = {w};
   r.seeds = {4, 5};
   r.timing.max_reps = 77;
+  r.profile_only = true;
+  r.counters = {"dram__throughput.avg.pct_of_peak_sustained_elapsed", "gpu__time_duration.sum"};
   auto back = RunRequestFromJson(ToJson(r));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->candidate_object, "/c.so");
@@ -32,6 +34,8 @@ TEST(Protocol, RequestRoundTrip) {
   EXPECT_DOUBLE_EQ(back->workloads[0].outputs[0].tolerance.matched_ratio, 0.99);
   EXPECT_EQ(back->seeds, (std::vector<uint64_t>{4, 5}));
   EXPECT_EQ(back->timing.max_reps, 77);
+  EXPECT_TRUE(back->profile_only);
+  EXPECT_EQ(back->counters, r.counters);
 }
 
 TEST(Protocol, RequestRejectsOtherVersionsAndBadFields) {

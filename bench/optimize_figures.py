@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Issue #5 figures a and c, on the GPU machine: `kpilot optimize` on cuda examples from their
+naive start, with NVML utilization sampled while each run goes.
+
+For each task: the best speedup over the naive reference (with its CI), the achieved fraction of
+the roofline ceiling (from `kpilot profile` of the exported best, whose source carries its params),
+and the pipelining share — the share of the run's wall time the evaluation queue held the GPU
+(kpilot's own timestamps, `busy_share`) next to the share of NVML samples with utilization > 0.
+
+  bench/optimize_figures.py --kpilot .stage/bin/kpilot --budget 24 --out $OUT \
+      examples/cuda/vector_add examples/cuda/transpose examples/cuda/row_softmax examples/cuda/sgemm
+
+Standard library only. NVML through nvidia-smi's sampling loop (-lms), which needs no Python
+bindings; the samples cover exactly the optimize process's lifetime.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def sample_nvml(out_path, period_ms):
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    f = open(out_path, "w")
+    return subprocess.Popen([smi, "--query-gpu=timestamp,utilization.gpu,power.draw", "--format=csv,noheader,nounits",
+                             f"-lms={period_ms}"], stdout=f, stderr=subprocess.DEVNULL), f
+
+
+def read_samples(path):
+    util = []
+    for line in open(path):
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 2:
+            try:
+                util.append(float(parts[1]))
+            except ValueError:
+                pass
+    return util
+
+
+def run(cmd, timeout):
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p, time.monotonic() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("tasks", nargs="+")
+    ap.add_argument("--kpilot", default=".stage/bin/kpilot")
+    ap.add_argument("--budget", type=int, default=24)
+    ap.add_argument("--policy", default="mcts")
+    ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/kpilot-out"))
+    ap.add_argument("--period-ms", type=int, default=50)
+    ap.add_argument("--timeout", type=int, default=400, help="seconds per optimize run")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    store = tempfile.mkdtemp(prefix="kpilot-figures-")
+    rows = []
+    for task in a.tasks:
+        name = os.path.basename(task.rstrip("/"))
+        print(f"== {name}", file=sys.stderr, flush=True)
+        samples = os.path.join(a.out, f"nvml_{name}.csv")
+        sampler = sample_nvml(samples, a.period_ms)
+        try:
+            p, wall = run([a.kpilot, "optimize", task, "--budget", str(a.budget), "--policy", a.policy, "--json",
+                           "--store", store], a.timeout)
+        finally:
+            if sampler:
+                sampler[0].terminate()
+                sampler[0].wait()
+                sampler[1].close()
+        row = {"task": name, "wall_s": round(wall, 2), "exit": p.returncode}
+        try:
+            j = json.loads(p.stdout)
+        except json.JSONDecodeError:
+            row["error"] = (p.stderr or p.stdout)[-1500:]
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr)
+            continue
+        final = j.get("final", {})
+        row.update({"evaluations": j.get("evaluations"), "stop": j.get("stop_reason"), "best_params": j.get("best_params"),
+                    "speedup": final.get("speedup_geomean"), "speedup_ci": final.get("speedup_geomean_ci"),
+                    "baseline": final.get("baseline"), "busy_share": j.get("busy_share")})
+        if sampler:
+            util = read_samples(samples)
+            row["nvml_samples"] = len(util)
+            row["nvml_busy_share"] = sum(1 for u in util if u > 0) / len(util) if util else None
+            row["nvml_mean_util"] = sum(util) / len(util) if util else None
+        # The exported best carries its params as #defines: profile it for the roofline fraction.
+        out_dir = j.get("exported_to", "")
+        src = [f for f in os.listdir(out_dir) if f.endswith(".cu")] if os.path.isdir(out_dir) else []
+        if src:
+            q, pwall = run([a.kpilot, "profile", task, os.path.join(out_dir, src[0]), "--json", "--store", store], a.timeout)
+            try:
+                pj = json.loads(q.stdout)
+                k = max(pj["kernels"], key=lambda k: k["roofline"].get("floor_ms", 0)) if pj["kernels"] else {}
+                r = k.get("roofline", {})
+                row.update({"class": r.get("class"), "ceiling": r.get("ceiling"),
+                            "achieved_fraction": r.get("achieved_fraction"), "profile_wall_s": round(pwall, 2),
+                            "top_finding": (k.get("findings") or [{}])[0].get("id")})
+            except (json.JSONDecodeError, KeyError, ValueError) as e:
+                row["profile_error"] = f"{e}: {(q.stderr or q.stdout)[-800:]}"
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    with open(os.path.join(a.out, "optimize_figures.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    print(f"{'task':<14} {'evals':>5} {'speedup':>9} {'CI':>17} {'class':<14} {'ceiling':<8} {'fraction':>8} "
+          f"{'busy':>5} {'nvml':>5} {'wall s':>7}")
+    for r in rows:
+        ci = r.get("speedup_ci") or [0, 0]
+        ci_text = f"[{ci[0]:.2f}, {ci[1]:.2f}]" if len(ci) == 2 else ""
+        fmt = lambda v, spec: format(v, spec) if isinstance(v, (int, float)) else "-"
+        print(f"{r['task']:<14} {fmt(r.get('evaluations'), '>5')} {fmt(r.get('speedup'), '>8.2f')}x {ci_text:>17} "
+              f"{str(r.get('class', '-')):<14} {str(r.get('ceiling', '-')):<8} {fmt(r.get('achieved_fraction'), '>8.1%')} "
+              f"{fmt(r.get('busy_share'), '>5.0%')} {fmt(r.get('nvml_busy_share'), '>5.0%')} {r['wall_s']:>7.1f}")
+        if "error" in r:
+            print("   error:", r["error"][-300:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+// kpilot on a real GPU (label gpu): the kernel profile through CUPTI's in-process counters and
+// through ncu, and kpilot calibrate. Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "core/subprocess.h"
+#include "device/device.h"
+#include "test_paths.h"
+
+namespace kpilot {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSource = testing::SourceDir();
+const fs::path kKpilot = testing::BinaryDir() / "bin" / "kpilot";
+
+class CliGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (SystemGpuProbe().List(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+    auto d = TempDir::Create("kpilot-cli-gpu-test-");
+    ASSERT_TRUE(d.ok());
+    dir_ = std::make_unique<TempDir>(std::move(d).value());
+  }
+  ProcessResult Kpilot(std::vector<std::string> args) {
+    ProcessSpec spec;
+    spec.argv = {kKpilot.string()};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.cwd = dir_->path();
+    spec.timeout_s = 300;
+    auto r = SystemProcessRunner().Run(spec);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : ProcessResult{};
+  }
+  nlohmann::json Profile(const std::string& task, const std::string& candidate, const std::string& profiler) {
+    auto r = Kpilot({"profile", (kSource / task).string(), (kSource / task / candidate).string(), "--json",
+                     "--store", (dir_->path() / "store").string(), "--profiler", profiler, "--fresh", "--raw"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j.is_discarded() ? nlohmann::json::object() : j;
+  }
+  std::unique_ptr<TempDir> dir_;
+};
+
+// The naive transpose (8192², uncoalesced writes): CUPTI's counters must say what ncu's say.
+TEST_F(CliGpu, CuptiCountersAgreeWithNcu) {
+  auto cupti = Profile("examples/cuda/transpose", "reference.cu", "cupti");
+  ASSERT_EQ(cupti.value("profiler", ""), "cupti") << cupti.dump(1);
+  ASSERT_FALSE(cupti["kernels"].empty());
+  const auto& k = cupti["kernels"][0];
+  std::string cls = k["roofline"].value("class", "");
+  EXPECT_TRUE(cls == "memory-bound" || cls == "latency-bound") << k.dump(1);
+  // The reference neither copies nor synchronizes: the runner's own sync after the call is not
+  // the candidate's.
+  for (const auto& f : k["findings"]) EXPECT_NE(f.value("id", ""), "copies-or-syncs-in-call") << f.dump(1);
+  ASSERT_TRUE(k.contains("metrics")) << k.dump(1);
+  double dram = k["metrics"].value("dram__throughput.avg.pct_of_peak_sustained_elapsed", -1.0);
+  EXPECT_GT(dram, 10.0) << k["metrics"].dump(1);
+  EXPECT_LE(dram, 100.5);
+  EXPECT_GT(k["metrics"].value("launch__grid_size", 0.0), 0.0);
+
+  if (FindOnPath("ncu").empty()) GTEST_SKIP() << "ncu not on PATH";
+  auto ncu = Profile("examples/cuda/transpose", "reference.cu", "ncu");
+  ASSERT_EQ(ncu.value("profiler", ""), "ncu") << ncu.dump(1);
+  const auto& n = ncu["kernels"][0];
+  EXPECT_EQ(n["roofline"].value("class", ""), k["roofline"].value("class", ""));
+  double ncu_dram = n["metrics"].value("dram__throughput.avg.pct_of_peak_sustained_elapsed", -1.0);
+  EXPECT_NEAR(dram, ncu_dram, 10.0) << "cupti " << dram << "% vs ncu " << ncu_dram << "%";
+}
+
+TEST_F(CliGpu, CalibrateMeasuresCeilings) {
+  auto r = Kpilot({"calibrate", "--json", "--store", (dir_->path() / "store").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_GT(j.dump().size(), 10u);
+  std::cout << j.dump(1) << "\n";
+}
+
+}  // namespace
+}  // namespace kpilot
