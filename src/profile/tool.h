@@ -33,6 +33,7 @@ struct ProfileContext {
   // Task facts:
   std::string compute_precision;            // "f32", "bf16", …
   bool matmul_shaped = false;               // the task's flops grow as m·n·k (GEMM-like)
+  double min_bytes = 0;                     // the workload's minimum DRAM bytes (0 = unknown)
 
   // The metric's value, or nullopt when it was not collected.
   std::optional<double> Metric(const std::string& name) const;

@@ -212,11 +212,13 @@ std::vector<Case> Cases() {
          c.matmul_shaped = true;
          c.compute_precision = "bf16";
          c.static_profile = StaticWith([](KernelStaticProfile& p) { p.mix.ffma = 512; });
-         c.metrics = {{metric::kTensorHmmaInst, 0}, {metric::kTensorGmmaInst, 0},
+         // What CUPTI read on the H200 for an FFMA-only bf16 GEMM: the tensor pipe's instruction
+         // counter is not zero, yet the SASS has no MMA. The SASS decides.
+         c.metrics = {{metric::kTensorHmmaInst, 10518528}, {metric::kTensorGmmaInst, 0},
                       {metric::kSmThroughputPct, 78}};
          return c;
        },
-       {"GEMM-shaped in bf16", "no HMMA/HGMMA", "512 FFMA", "0 instructions", "78%", "wgmma"},
+       {"GEMM-shaped in bf16", "no HMMA/HGMMA", "512 FFMA", "78%", "wgmma"},
        [] {
          ProfileContext c;
          c.matmul_shaped = true;
@@ -410,6 +412,29 @@ TEST(BuiltinTools, SilentInTheCasesTheirTriggersExclude) {
   f32.static_profile = StaticWith([](KernelStaticProfile&) {});
   EXPECT_FALSE(ById("tensor-cores-unused").Run(f32).has_value());
 
+  // Without SASS the counters speak: 0 tensor instructions fires, some do not.
+  ProfileContext counters_only;
+  counters_only.matmul_shaped = true;
+  counters_only.compute_precision = "bf16";
+  counters_only.metrics = {{metric::kTensorHmmaInst, 0}, {metric::kTensorGmmaInst, 0}};
+  auto fired = ById("tensor-cores-unused").Run(counters_only);
+  ASSERT_TRUE(fired.has_value());
+  EXPECT_NE(fired->guidance.find("0 instructions"), std::string::npos) << fired->guidance;
+  counters_only.metrics[metric::kTensorHmmaInst] = 4096;
+  EXPECT_FALSE(ById("tensor-cores-unused").Run(counters_only).has_value());
+
+  // A streaming kernel misses L1 on every sector because it reads each byte once: silent. The
+  // same counters with the loads asking for 6× the task's bytes: there is reuse to catch.
+  auto streaming = WithStalls({{"long_scoreboard", 5.5}, {"wait", 2.5}, {"barrier", 2}});
+  streaming.metrics[metric::kL1HitPct] = 3;
+  streaming.metrics[metric::kGlobalLoadSectors] = 0.67e9 / 32;  // loads: 2/3 of the 1 GB minimum
+  streaming.min_bytes = 1e9;
+  EXPECT_FALSE(ById("low-cache-hit-rate").Run(streaming).has_value());
+  streaming.metrics[metric::kGlobalLoadSectors] = 6e9 / 32;
+  auto reused = ById("low-cache-hit-rate").Run(streaming);
+  ASSERT_TRUE(reused.has_value());
+  EXPECT_NEAR(reused->evidence.value("requested_over_minimum_bytes", 0.0), 6.0, 1e-9);
+
   // Eligible warps waiting their turn is a saturated scheduler, not a stall to fix.
   EXPECT_FALSE(ById("dominant-warp-stall").Run(WithStalls({{"not_selected", 8}, {"wait", 2}})).has_value());
 }
@@ -518,7 +543,7 @@ TEST(MetricsNeeded, UnionIsSortedWithoutDuplicates) {
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
   EXPECT_EQ(std::count(names.begin(), names.end(), StallMetric("long_scoreboard")), 1);
-  EXPECT_EQ(names.size(), StallMetrics().size() + 2 /* L1, L2 */ + 3 /* dram */);
+  EXPECT_EQ(names.size(), StallMetrics().size() + 3 /* L1, L2, load sectors */ + 3 /* dram */);
   EXPECT_TRUE(MetricsNeeded({&ById("launch-overhead")}).empty());
 }
 

@@ -1,5 +1,6 @@
 // low-cache-hit-rate: L1 hits few sectors while warps wait on global memory (KernelPro's
-// MemoryCoalescing trigger: L1 hit rate < 30% and long-scoreboard stalls > 40%).
+// MemoryCoalescing trigger: L1 hit rate < 30% and long-scoreboard stalls > 40%), when the loads
+// request the data more than once (a streaming kernel's misses are compulsory).
 #include "profile/tools/tools.h"
 
 namespace kpilot {
@@ -7,6 +8,7 @@ namespace {
 
 constexpr double kL1HitTrigger = 30;      // percent
 constexpr double kStallTrigger = 0.40;    // share of stall cycles
+constexpr double kReuseTrigger = 2.0;     // global load bytes requested / the task's minimum bytes
 
 class LowCacheHitRateTool : public BuiltinTool {
  public:
@@ -20,9 +22,19 @@ class LowCacheHitRateTool : public BuiltinTool {
     auto waiting = StallShareOf(ctx, "long_scoreboard");
     if (!l1 || !waiting) return std::nullopt;
     if (*l1 >= kL1HitTrigger || *waiting <= kStallTrigger) return std::nullopt;
+    // A streaming kernel reads each byte once: its L1 misses are compulsory and no cache or
+    // shared-memory staging can help (tuned on vadd-one-block, which fired at severity 1.0).
+    // Speak only when the loads ask for the data again: requested bytes at least twice the
+    // task's minimum traffic.
+    double reuse = 0;
+    if (auto sectors = ctx.Metric(metric::kGlobalLoadSectors); sectors && ctx.min_bytes > 0) {
+      reuse = *sectors * 32 / ctx.min_bytes;
+      if (reuse < kReuseTrigger) return std::nullopt;
+    }
 
     nlohmann::json evidence = {{metric::kL1HitPct, *l1},
                                {"long_scoreboard_stall_share", *waiting}};
+    if (reuse > 0) evidence["requested_over_minimum_bytes"] = reuse;
     std::string l2_text;
     if (auto l2 = ctx.Metric(metric::kL2HitPct)) {
       evidence[metric::kL2HitPct] = *l2;
@@ -44,7 +56,7 @@ class LowCacheHitRateTool : public BuiltinTool {
 
  private:
   static std::vector<std::string> Metrics() {
-    std::vector<std::string> m = {metric::kL1HitPct, metric::kL2HitPct};
+    std::vector<std::string> m = {metric::kL1HitPct, metric::kL2HitPct, metric::kGlobalLoadSectors};
     for (auto& s : StallMetrics()) m.push_back(std::move(s));
     return m;
   }

@@ -38,9 +38,12 @@ class TensorCoresUnusedTool : public BuiltinTool {
       evidence["sass_ffma"] = m.ffma;
       seen.push_back("the SASS has no HMMA/HGMMA (" + std::to_string(m.ffma) + " FFMA instead)");
     }
+    // The SASS, when there is one, decides: on the H200 (GH100, CUPTI 13.0) the tensor pipe's
+    // instruction counter read 10.5 M for a kernel whose SASS has no HMMA/HGMMA at all (other
+    // instructions issue on that pipe), so the counter only speaks when the SASS is missing.
     auto hmma = ctx.Metric(metric::kTensorHmmaInst);
     auto gmma = ctx.Metric(metric::kTensorGmmaInst);
-    if (hmma || gmma) {
+    if (seen.empty() && (hmma || gmma)) {
       double executed = hmma.value_or(0) + gmma.value_or(0);
       if (executed > 0) return std::nullopt;
       if (hmma) evidence[metric::kTensorHmmaInst] = *hmma;
