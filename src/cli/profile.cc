@@ -152,35 +152,6 @@ int ListTools(const ProfileArgs& a) {
   return kExitOk;
 }
 
-// Per kernel name, the mean of each metric over its invocations.
-std::vector<KernelMetrics> MergeInvocations(const std::vector<KernelMetrics>& rows) {
-  std::map<std::string, std::pair<KernelMetrics, std::map<std::string, std::vector<double>>>> by_name;
-  std::vector<std::string> order;
-  for (const auto& r : rows) {
-    if (!by_name.count(r.kernel)) order.push_back(r.kernel);
-    auto& [first, values] = by_name[r.kernel];
-    if (first.kernel.empty()) first = r;
-    for (const auto& [k, v] : r.metrics) values[k].push_back(v);
-  }
-  std::vector<KernelMetrics> out;
-  for (const auto& name : order) {
-    auto [km, values] = by_name[name];
-    for (auto& [k, v] : values) {
-      double sum = 0;
-      for (double x : v) sum += x;
-      km.metrics[k] = sum / static_cast<double>(v.size());
-    }
-    out.push_back(km);
-  }
-  return out;
-}
-
-void ApplyMeasured(const MetricMap& m, RooflineInput* in) {
-  if (auto it = m.find("sm__throughput.avg.pct_of_peak_sustained_elapsed"); it != m.end()) in->sm_throughput_pct = it->second;
-  if (auto it = m.find("dram__throughput.avg.pct_of_peak_sustained_elapsed"); it != m.end())
-    in->dram_throughput_pct = it->second;
-}
-
 // Whether a profiler's kernel name (ncu: demangled; CUPTI: as its range names it) is `k`.
 bool SameKernel(const std::string& profiled, const KernelResources& k) {
   if (!k.mangled.empty() && profiled == k.mangled) return true;

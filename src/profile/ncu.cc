@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -145,7 +146,9 @@ Result<std::vector<KernelMetrics>> ParseNcuRawCsv(const std::string& text) {
   std::vector<double> scales;         // per column, from the units row
   int col_id = -1, col_kernel = -1, col_grid = -1, col_block = -1;
   bool header_seen = false;
-  std::string first_line, first_error, first_warning;
+  std::string first_line, first_error, first_warning, no_kernels;
+  std::vector<std::string> available;  // "Available Kernels:" after "No kernels were profiled"
+  bool in_available = false;
   size_t lines = 0;
 
   std::istringstream in(text);
@@ -155,7 +158,18 @@ Result<std::vector<KernelMetrics>> ParseNcuRawCsv(const std::string& text) {
     ++lines;
     if (first_line.empty() && !Trim(line).empty()) first_line = Trim(line);
     if (first_error.empty() && line.find("==ERROR==") != std::string::npos) first_error = Trim(line);
-    if (first_warning.empty() && line.find("==WARNING==") != std::string::npos) first_warning = Trim(line);
+    // The "Note: Running with unmodified GPU clocks" warning opens every run: it explains nothing.
+    if (first_warning.empty() && line.find("==WARNING==") != std::string::npos &&
+        line.find("==WARNING== Note:") == std::string::npos)
+      first_warning = Trim(line);
+    if (no_kernels.empty() && line.find("No kernels were profiled") != std::string::npos) no_kernels = Trim(line);
+    if (in_available) {
+      static const std::regex kListed(R"(^\s*[0-9]+\.\s+(.*\S)\s*$)");
+      std::smatch m;
+      if (std::regex_match(line, m, kListed)) available.push_back(m[1]);
+      else in_available = false;
+    }
+    if (!no_kernels.empty() && Trim(line) == "Available Kernels:") in_available = true;
 
     // A header (again, when several reports follow one another): it resets the columns.
     if (size_t at = line.find(kHeaderStart); at != std::string::npos) {
@@ -197,20 +211,34 @@ Result<std::vector<KernelMetrics>> ParseNcuRawCsv(const std::string& text) {
       // have no double underscore.
       if (columns[c].find("__") == std::string::npos) continue;
       std::string value = Trim(f[c]);
-      if (value.empty() || value == "n/a" || value == "N/A") {
+      if (value.empty() || value == "n/a" || value == "N/A" || value == "no data") {
         k.unavailable.push_back(columns[c]);
         continue;
       }
       if (auto v = ParseNumber(value)) k.metrics[columns[c]] = *v * scales[c];
       // Text values (device names, cache configurations) are not metrics kpilot reads.
     }
+    // --set full's name for DRAM throughput (see ncu.h).
+    static const std::string kGpuDram = "gpu__dram_throughput.";
+    for (auto it = k.metrics.lower_bound(kGpuDram); it != k.metrics.end() && it->first.rfind(kGpuDram, 0) == 0; ++it)
+      k.metrics.emplace("dram__throughput." + it->first.substr(kGpuDram.size()), it->second);
     kernels.push_back(std::move(k));
   }
 
   if (!header_seen) {
+    auto quote = [](std::string s) { return "'" + (s.size() > 200 ? s.substr(0, 200) + "…" : s) + "'"; };
+    if (first_error.empty() && !no_kernels.empty()) {
+      // The run worked, but the kernel filter (-k) matched none of the kernels the program ran.
+      std::string msg = "ncu profiled no kernels: " + quote(no_kernels) + "; does the kernel filter match?";
+      if (!available.empty()) {
+        std::string names;
+        for (const auto& n : available) names += (names.empty() ? "" : ", ") + n;
+        msg += " The program ran: " + names;
+      }
+      return Status::InvalidInput(msg);
+    }
     std::string msg = "ncu output has no CSV header (\"ID\",\"Process ID\",…) in " + std::to_string(lines) +
                       " line(s); was it run with --csv --page raw?";
-    auto quote = [](std::string s) { return "'" + (s.size() > 200 ? s.substr(0, 200) + "…" : s) + "'"; };
     if (!first_error.empty()) msg += " ncu reported: " + quote(first_error);
     else if (!first_warning.empty()) msg += " ncu warned: " + quote(first_warning);
     else if (!first_line.empty()) msg += " First line: " + quote(first_line);
@@ -218,6 +246,34 @@ Result<std::vector<KernelMetrics>> ParseNcuRawCsv(const std::string& text) {
     return Status::InvalidInput(msg);
   }
   return kernels;
+}
+
+std::vector<KernelMetrics> MergeInvocations(const std::vector<KernelMetrics>& rows) {
+  std::map<std::string, std::pair<KernelMetrics, std::map<std::string, std::vector<double>>>> by_name;
+  std::vector<std::string> order;
+  for (const auto& r : rows) {
+    if (!by_name.count(r.kernel)) order.push_back(r.kernel);
+    auto& [first, values] = by_name[r.kernel];
+    if (first.kernel.empty()) first = r;
+    for (const auto& [k, v] : r.metrics) values[k].push_back(v);
+  }
+  std::vector<KernelMetrics> out;
+  for (const auto& name : order) {
+    auto [km, values] = by_name[name];
+    for (auto& [k, v] : values) {
+      double sum = 0;
+      for (double x : v) sum += x;
+      km.metrics[k] = sum / static_cast<double>(v.size());
+    }
+    out.push_back(km);
+  }
+  return out;
+}
+
+void ApplyMeasured(const MetricMap& m, RooflineInput* in) {
+  if (auto it = m.find("sm__throughput.avg.pct_of_peak_sustained_elapsed"); it != m.end()) in->sm_throughput_pct = it->second;
+  if (auto it = m.find("dram__throughput.avg.pct_of_peak_sustained_elapsed"); it != m.end())
+    in->dram_throughput_pct = it->second;
 }
 
 std::string ParseNcuVersion(const std::string& version_output) {

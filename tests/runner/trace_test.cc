@@ -180,6 +180,52 @@ TEST(SummarizeTrace, CapturedH200TwoStreamTrace) {
   EXPECT_GT(side.registers_per_thread, 0);
 }
 
+// Captured on the H200 by `kpilot eval --json` (the runner's trace of one call, from
+// run_details.launch_trace): transpose-naive from bench/profile_set, one kernel on the given
+// stream. The runner's own cudaDeviceSynchronize after the call is dropped before the trace is
+// kept (DropRunnerSync), so a kernel-only candidate shows no sync at all.
+TEST(SummarizeTrace, CapturedEvalCallOfAKernelOnlyCandidate) {
+  Result<LaunchTrace> t = LoadTrace("h200_transpose_naive_call.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->dropped_records, 0u);
+  TraceSummary s = SummarizeTrace(*t, 13);
+  EXPECT_EQ(s.kernels, 1);
+  EXPECT_EQ(s.kernels_off_stream, 0);
+  EXPECT_TRUE(s.library_kernels.empty());
+  EXPECT_EQ(s.memcpys, 0);
+  EXPECT_EQ(s.memsets, 0);
+  EXPECT_EQ(s.syncs, 0);
+  EXPECT_DOUBLE_EQ(s.kernel_busy_ns, 978650);
+  EXPECT_DOUBLE_EQ(s.span_ns, 978650);
+  const TraceKernel& k = t->kernels[0];
+  EXPECT_EQ(k.name, "_Z14TransposeNaivePKfPfll");
+  EXPECT_EQ(k.grid[0], 256);
+  EXPECT_EQ(k.grid[1], 1024);
+  EXPECT_EQ(k.block[0], 32);
+  EXPECT_EQ(k.block[1], 8);
+  EXPECT_EQ(k.registers_per_thread, 16);
+}
+
+// Captured on the H200 by a runner from before DropRunnerSync: tests/adversarial's
+// memoize_by_pointer.cu launches Check and AddUnlessSeen and synchronizes nothing itself; the one
+// "context" sync, which starts while AddUnlessSeen runs, is the runner's own. Today's runner drops
+// it; this trace keeps the old record to show what that sync looks like.
+TEST(SummarizeTrace, CapturedOldRunnerTraceHasTheRunnersContextSync) {
+  Result<LaunchTrace> t = LoadTrace("h200_memoize_old_runner.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  TraceSummary s = SummarizeTrace(*t, 13);
+  EXPECT_EQ(s.kernels, 2);
+  EXPECT_EQ(s.kernels_off_stream, 0);
+  EXPECT_EQ(s.memcpys + s.memsets, 0);
+  EXPECT_DOUBLE_EQ(s.kernel_busy_ns, 1952 + 63712);
+  EXPECT_DOUBLE_EQ(s.span_ns, 5125149);  // a 5 ms host gap between the two launches
+  ASSERT_EQ(s.syncs, 1);
+  EXPECT_EQ(t->syncs[0].kind, "context");
+  EXPECT_EQ(t->syncs[0].stream_id, 0xFFFFFFFFu);
+  EXPECT_GT(t->syncs[0].start_ns, t->kernels[1].start_ns);
+  EXPECT_LT(t->syncs[0].start_ns, t->kernels[1].end_ns);
+}
+
 // This test runs on CPU-only CI machines: whatever CUPTI does without a GPU, no crash, and no
 // records made up out of nothing.
 TEST(CuptiTracer, StartWithoutGpuFailsCleanlyOrCollectsNothing) {
