@@ -375,6 +375,7 @@ int ProfileCandidate(const ProfileArgs& a) {
   base.peak_flops_per_s = cal.fp32_flops_per_s;
   ProfileContext shared;
   FillTaskFacts(*task, &shared);
+  shared.min_bytes = w->min_bytes;
   if (gpu) shared.sm_count = gpu->sm_count;
   if (limits.ok()) shared.sm = *limits;
 

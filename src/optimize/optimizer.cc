@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <random>
@@ -15,6 +16,11 @@
 #include "task/formula.h"
 
 namespace kpilot {
+
+// Expansions in flight at once: the next one's drafts compile on the CPU cores while the GPU
+// evaluates the current one's, so the evaluation queue does not wait on nvcc. Two keeps the tree
+// at most one batch behind its results.
+constexpr int kPipelineDepth = 2;
 namespace {
 
 using nlohmann::json;
@@ -444,50 +450,90 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
 }
 
 Result<OptimizeResult> Optimizer::Loop::Iterate() {
-  for (;;) {
-    if (evaluations_ >= opts_.budget) return Finish("budget");
-    if (opts_.time_limit_s > 0 && Seconds(start_) > opts_.time_limit_s) return Finish("time");
-    if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) return Finish("plateau");
-    if (opts_.target_fraction > 0 && incumbent_ >= 0 && data_.at(incumbent_).achieved_fraction >= opts_.target_fraction)
-      return Finish("target");
-    std::optional<int64_t> sel = tree_.Select(rng_);
-    if (!sel) return Finish("exhausted");
-    auto drafts = o_.proposer_.Propose(ContextFor(*sel)).get();
-    if (!drafts.ok()) return drafts.status().WithContext("the " + o_.proposer_.name() + " generator");
-    if (drafts->empty()) {
-      tree_.Close(*sel, "the generator has nothing new for it");
-      KPILOT_RETURN_IF_ERROR(Event("close", {{"node", *sel}, {"reason", "the generator has nothing new for it"}}));
-      continue;
-    }
-    // Record every proposal first (so a crash can resume them), then compile them in parallel
-    // and evaluate them one at a time.
+  // One expansion's drafts: recorded, submitted (compiling), not yet evaluated.
+  struct Batch {
+    int64_t parent;
     std::vector<std::pair<int64_t, Draft>> proposed;
     std::vector<std::future<EvalJobResult>> futures;
-    for (auto& d : *drafts) {
-      if (evaluations_ + static_cast<int>(proposed.size()) >= opts_.budget) break;
-      if (d.source.empty()) {
-        d.source = data_.at(*sel).source;
-        d.source_name = data_.at(*sel).source_name;
+  };
+  std::deque<Batch> in_flight;
+  int pending = 0;  // drafts submitted and not yet evaluated
+  auto drain = [&]() {
+    for (auto& b : in_flight)
+      for (auto& f : b.futures)
+        if (f.valid()) f.wait();  // jobs in flight reference this loop
+  };
+  std::string stop;
+  for (;;) {
+    // Keep the next expansion compiling while the GPU evaluates the current one (at most
+    // kPipelineDepth expansions in flight, so the tree is never more than one batch behind).
+    while (stop.empty() && static_cast<int>(in_flight.size()) < kPipelineDepth) {
+      if (evaluations_ + pending >= opts_.budget) stop = "budget";
+      else if (opts_.time_limit_s > 0 && Seconds(start_) > opts_.time_limit_s) stop = "time";
+      else if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) stop = "plateau";
+      else if (opts_.target_fraction > 0 && incumbent_ >= 0 &&
+               data_.at(incumbent_).achieved_fraction >= opts_.target_fraction)
+        stop = "target";
+      if (!stop.empty()) break;
+      std::optional<int64_t> sel = tree_.Select(rng_);
+      if (!sel) {
+        if (in_flight.empty()) stop = "exhausted";
+        break;  // results in flight may open new nodes
       }
-      tried_params_.push_back(d.params);
-      json payload = {{"parent", *sel}, {"source", d.source},     {"source_name", d.source_name},
-                      {"params", d.params}, {"summary", d.summary}, {"finding", d.targeted_finding}};
-      auto seq = o_.store_.AddRunEvent(run_id_, "proposal", payload.dump());
-      auto path = seq.ok() ? Materialize(d.source, d.source_name) : Result<std::filesystem::path>(seq.status());
-      if (!path.ok()) {
-        for (auto& f : futures) f.wait();  // jobs in flight reference this loop
-        return path.status();
+      auto drafts = o_.proposer_.Propose(ContextFor(*sel)).get();
+      if (!drafts.ok()) {
+        drain();
+        return drafts.status().WithContext("the " + o_.proposer_.name() + " generator");
       }
-      futures.push_back(SubmitDraft(d, *path));
-      proposed.push_back({*seq, d});
+      if (drafts->empty()) {
+        if (!in_flight.empty() && in_flight.back().parent == *sel) break;  // its children are pending
+        tree_.Close(*sel, "the generator has nothing new for it");
+        Status st = Event("close", {{"node", *sel}, {"reason", "the generator has nothing new for it"}});
+        if (!st.ok()) {
+          drain();
+          return st;
+        }
+        continue;
+      }
+      // Record every proposal first (so a crash can resume them), then compile them in parallel
+      // and evaluate them one at a time.
+      Batch b{*sel, {}, {}};
+      for (auto& d : *drafts) {
+        if (evaluations_ + pending >= opts_.budget) break;
+        if (d.source.empty()) {
+          d.source = data_.at(*sel).source;
+          d.source_name = data_.at(*sel).source_name;
+        }
+        tried_params_.push_back(d.params);
+        json payload = {{"parent", *sel}, {"source", d.source},     {"source_name", d.source_name},
+                        {"params", d.params}, {"summary", d.summary}, {"finding", d.targeted_finding}};
+        auto seq = o_.store_.AddRunEvent(run_id_, "proposal", payload.dump());
+        auto path = seq.ok() ? Materialize(d.source, d.source_name) : Result<std::filesystem::path>(seq.status());
+        if (!path.ok()) {
+          for (auto& f : b.futures) f.wait();
+          drain();
+          return path.status();
+        }
+        b.futures.push_back(SubmitDraft(d, *path));
+        b.proposed.push_back({*seq, d});
+        ++pending;
+      }
+      in_flight.push_back(std::move(b));
     }
-    for (size_t i = 0; i < proposed.size(); ++i) {
-      auto done = EvaluateDraft(*sel, proposed[i].first, proposed[i].second, std::move(futures[i]));
+    if (in_flight.empty()) return Finish(stop.empty() ? "exhausted" : stop);
+    Batch b = std::move(in_flight.front());
+    in_flight.pop_front();
+    for (size_t i = 0; i < b.proposed.size(); ++i) {
+      --pending;
+      auto done = EvaluateDraft(b.parent, b.proposed[i].first, b.proposed[i].second, std::move(b.futures[i]));
       if (!done.ok()) {
-        for (size_t j = i + 1; j < futures.size(); ++j) futures[j].wait();
+        for (size_t j = i + 1; j < b.futures.size(); ++j) b.futures[j].wait();
+        drain();
         return done.status();
       }
     }
+    // A stop decided while batches were still in flight waits for them, then ends the run.
+    if (!stop.empty() && in_flight.empty()) return Finish(stop);
   }
 }
 
