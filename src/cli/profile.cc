@@ -294,17 +294,7 @@ int ImportNcu(const ProfileArgs& a) {
   if (!rows.ok()) return Fail(rows.status().WithContext(a.import_ncu));
   auto tools = LoadTools(a);
   if (!tools.ok()) return Fail(tools.status());
-  std::vector<KernelReport> reports;
-  for (const auto& k : MergeInvocations(*rows)) {
-    ProfileContext ctx;
-    ctx.kernel = k.kernel;
-    ctx.metrics = k.metrics;
-    RooflineInput in;
-    ApplyMeasured(k.metrics, &in);
-    if (auto it = k.metrics.find("gpu__time_duration.sum"); it != k.metrics.end()) in.time_ms = it->second / 1e6;
-    ctx.roofline = ClassifyRoofline(in);
-    reports.push_back(AnalyzeKernel(ctx, *tools, a.all_tools));
-  }
+  std::vector<KernelReport> reports = AnalyzeImported(*rows, *tools, a.all_tools);
   return Emit(a, Render(a, reports, {{"source", a.import_ncu}, {"mode", "imported ncu CSV (no task context)"}}));
 }
 

@@ -1,5 +1,7 @@
 #include "profile/profiler.h"
 
+#include "profile/ncu.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -22,6 +24,23 @@ KernelReport AnalyzeKernel(const ProfileContext& ctx, const std::vector<std::uni
   for (const Tool* t : selected) r.tools_run.push_back(t->id());
   r.findings = RunTools(selected, ctx);
   return r;
+}
+
+std::vector<KernelReport> AnalyzeImported(const std::vector<KernelMetrics>& rows,
+                                          const std::vector<std::unique_ptr<Tool>>& tools, bool all_tools) {
+  std::vector<KernelReport> reports;
+  for (const auto& k : MergeInvocations(rows)) {
+    ProfileContext ctx;
+    ctx.kernel = k.kernel;
+    ctx.metrics = k.metrics;
+    if (auto it = k.metrics.find("launch__sm_count"); it != k.metrics.end()) ctx.sm_count = static_cast<int>(it->second);
+    RooflineInput in;
+    ApplyMeasured(k.metrics, &in);
+    if (auto it = k.metrics.find("gpu__time_duration.sum"); it != k.metrics.end()) in.time_ms = it->second / 1e6;
+    ctx.roofline = ClassifyRoofline(in);
+    reports.push_back(AnalyzeKernel(ctx, tools, all_tools));
+  }
+  return reports;
 }
 
 nlohmann::json ToJson(const KernelReport& r, bool raw_metrics) {

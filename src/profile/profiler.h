@@ -26,6 +26,13 @@ struct KernelReport {
 KernelReport AnalyzeKernel(const ProfileContext& ctx, const std::vector<std::unique_ptr<Tool>>& tools, bool all_tools,
                            std::optional<Bottleneck> collected_for = std::nullopt);
 
+// The reports for an ncu CSV taken elsewhere (`kpilot profile --import-ncu`): per kernel (its
+// invocations merged), the measured roofline from ncu's SM and DRAM throughput, the device's SM
+// count from `launch__sm_count` when the CSV has it, and the tools for that class (or all). No
+// task context: tools that need the task, the static profile or a trace stay silent.
+std::vector<KernelReport> AnalyzeImported(const std::vector<KernelMetrics>& rows,
+                                          const std::vector<std::unique_ptr<Tool>>& tools, bool all_tools);
+
 nlohmann::json ToJson(const KernelReport& r, bool raw_metrics);
 
 // The plain-language report: the class, the ceiling and the achieved fraction, then findings by
