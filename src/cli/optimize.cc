@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "core/fs.h"
 #include "device/device.h"
+#include "exec/replay_executor.h"
 #include "optimize/optimizer.h"
 #include "task/loader.h"
 
@@ -32,6 +33,7 @@ struct OptimizeArgs {
   std::string store_dir = ".kpilot";
   int64_t resume = 0;
   std::string out_dir;
+  std::string replay;
   bool json = false;
 };
 
@@ -149,8 +151,12 @@ int RunOptimize(const OptimizeArgs& a) {
     o.seed = a.seed;
     o.workloads = a.workloads;
     o.arch = a.arch;
+    if (!a.replay.empty()) o.replay = std::filesystem::absolute(a.replay).string();
   }
-  if (task.backend == Backend::kCuda) {
+  // A replay's clock is simulated, and --time counts real seconds.
+  if (!o.replay.empty() && o.time_limit_s > 0)
+    return Fail(Status::InvalidInput("--time cannot limit a replay (its clock is simulated); use --budget"));
+  if (task.backend == Backend::kCuda && o.replay.empty()) {
     std::string why;
     auto gpus = SystemGpuProbe().List(&why);
     if (gpus.empty())
@@ -161,15 +167,24 @@ int RunOptimize(const OptimizeArgs& a) {
   auto proposer = MakeProposer(o.generator, task);
   if (!proposer.ok()) return Fail(proposer.status());
 
-  auto toolchain = MakeSystemToolchain((*store)->dir() / "cache", IncludeDir());
-  int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  LocalExecutor executor(*toolchain, SystemProcessRunner(), RunnerPath(), threads);
+  std::unique_ptr<Toolchain> toolchain;
+  std::unique_ptr<Executor> executor;
+  if (!o.replay.empty()) {
+    auto replay = ReplayExecutor::Open(o.replay, task, o.seed);
+    if (!replay.ok()) return Fail(replay.status());
+    executor = std::move(replay).value();
+  } else {
+    toolchain = MakeSystemToolchain((*store)->dir() / "cache", IncludeDir());
+    int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    executor = std::make_unique<LocalExecutor>(*toolchain, SystemProcessRunner(), RunnerPath(), threads);
+  }
   PrintProgress progress(a.json);
-  Optimizer optimizer(task, **proposer, executor, **store, progress);
+  Optimizer optimizer(task, **proposer, *executor, **store, progress);
   if (!a.json)
     std::cerr << fmt::format("kpilot: optimizing {} from {} with the {} generator, {} policy, budget {} evaluations\n",
                              task.name, std::filesystem::path(o.from).filename().string(), o.generator,
-                             PolicyName(o.search.policy), o.budget);
+                             PolicyName(o.search.policy), o.budget)
+              << (o.replay.empty() ? "" : "kpilot: replaying " + o.replay + " (nothing is compiled or run)\n");
   auto res = a.resume > 0 ? optimizer.Resume(a.resume) : optimizer.Run(o);
   if (!res.ok()) return Fail(res.status());
 
@@ -227,6 +242,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--store", a->store_dir, "Store folder")->capture_default_str();
   cmd->add_option("--resume", a->resume, "Continue an interrupted run");
   cmd->add_option("--out", a->out_dir, "Where to write the best candidate (default: STORE/runs/ID/best)");
+  cmd->add_option("--replay", a->replay, "Serve evaluations from a kpilot sweep space file instead of running them");
   cmd->add_flag("--json", a->json, "JSON result on stdout, progress as JSON lines on stderr");
   cmd->callback([a, exit_code]() { *exit_code = RunOptimize(*a); });
 }

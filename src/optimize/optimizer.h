@@ -36,6 +36,7 @@ struct OptimizeOptions {
   std::string arch;                     // cuda target
   double eval_timeout_s = 120;
   double timing_max_seconds = 2.0;      // per workload per evaluation
+  std::string replay;                   // a space file (kpilot sweep) served instead of running ("" = run)
 };
 
 nlohmann::json ToJson(const OptimizeOptions& o);

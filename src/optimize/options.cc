@@ -30,7 +30,8 @@ json ToJson(const OptimizeOptions& o) {
           {"workloads", o.workloads},
           {"arch", o.arch},
           {"eval_timeout_s", o.eval_timeout_s},
-          {"timing_max_seconds", o.timing_max_seconds}};
+          {"timing_max_seconds", o.timing_max_seconds},
+          {"replay", o.replay}};
 }
 
 Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
@@ -63,6 +64,7 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.arch = j.at("arch").get<std::string>();
     o.eval_timeout_s = j.at("eval_timeout_s").get<double>();
     o.timing_max_seconds = j.at("timing_max_seconds").get<double>();
+    o.replay = j.value("replay", "");
     return o;
   } catch (const std::exception& e) {
     return Status::InvalidInput(std::string("stored run options are malformed: ") + e.what());

@@ -1,0 +1,84 @@
+// The replay executor: serves stored results of an exhaustive sweep (`kpilot sweep`'s space
+// file, docs/sweep.md) instead of compiling and running, so that search policies can be compared
+// over the same measured space many times (bench/search_efficiency.py).
+//
+// A job's params select the config (params the task declares but the job leaves unset take
+// their first declared value, as in the params generator). The evaluation is built from the
+// stored samples through the harness's own statistics (SummarizeTimings), so the speedup and its
+// CI are those `kpilot eval` would have printed for those samples. A job with a baseline
+// override (the optimizer's promotion gate, challenger against incumbent) is answered from the
+// two configs' stored samples; see ReplayGate. The stored ptxas report is passed on, so the
+// optimizer's static findings steer the params generator as they would live; there is no SASS and
+// no calibration, so the roofline class stays unknown. Nothing runs; a simulated clock advances by
+// the stored compile time plus every stored sample, so busy share reads as it would have.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "exec/executor.h"
+
+namespace kpilot {
+
+// One configuration of a space file, as stored.
+struct SpaceConfig {
+  ParamValues params;
+  std::string object_sha;
+  std::string status;                 // passed | incorrect | runtime_error | compile_error | timeout | suspicious | error | not_run
+  std::string message;
+  double compile_s = 0;
+  std::vector<double> candidate_ms;   // every sample
+  std::vector<double> baseline_ms;    // pair i taken next to candidate_ms[i]
+  std::vector<KernelResources> resources;  // the ptxas report (cuda), for the optimizer's static findings
+};
+
+struct Space {
+  std::filesystem::path file;
+  std::string task;
+  std::string workload;
+  std::string baseline;               // what speedups are over ("reference", a baseline name)
+  std::vector<SpaceConfig> configs;
+};
+
+// Reads a space file. InvalidInput naming the file (and the config index) when it is not one.
+Result<Space> LoadSpace(const std::filesystem::path& file);
+
+// The paired speedup of `challenger` over `incumbent` from samples taken in separate runs (see
+// the .cc for the statistic); deterministic for a seed.
+PairedRatio ReplayGate(const SpaceConfig& challenger, const SpaceConfig& incumbent, uint64_t seed);
+
+class ReplayExecutor : public Executor {
+ public:
+  // `seed` makes the gate's bootstrap reproducible (kpilot optimize passes --seed).
+  ReplayExecutor(Space space, uint64_t seed);
+  // Loads `file` and checks that it was swept for `task` (InvalidInput naming both otherwise).
+  static Result<std::unique_ptr<ReplayExecutor>> Open(const std::filesystem::path& file, const Task& task,
+                                                      uint64_t seed);
+
+  // Ready at once. A config not in the file is a non-ok status naming its params.
+  std::future<EvalJobResult> Submit(EvalJob job) override;
+  double BusySeconds() const override;
+  double ElapsedSeconds() const override;
+
+  const Space& space() const { return space_; }
+
+ private:
+  Result<EvalJobResult> Serve(EvalJob& job);
+  Result<const SpaceConfig*> Find(const Task* task, const ParamValues& params) const;
+  Evaluation Base(const EvalJob& job, const SpaceConfig& c) const;
+
+  Space space_;
+  uint64_t seed_;
+  std::map<ParamValues, size_t> index_;
+  mutable std::mutex mu_;
+  std::set<std::ptrdiff_t> compiled_;   // configs compiled once already
+  double busy_s_ = 0, elapsed_s_ = 0;
+};
+
+}  // namespace kpilot
