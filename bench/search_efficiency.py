@@ -19,9 +19,12 @@ What is measured:
   - evaluations: candidate evaluations as kpilot counts them (the starting one included; drafts
     whose binary was evaluated already are skipped and not counted; promotion checks are not
     counted);
-  - budgets: one run per (policy, seed) with the largest budget, read as its prefixes. A run with
-    budget b evaluates the same first b configs (the proposer's drafts do not depend on the
-    budget; `--check-prefix` verifies this on a few seeds).
+  - budgets: one run per (policy, seed) with the largest budget, read as its prefixes. The
+    proposer's drafts do not depend on the budget, so a run with budget b evaluates the same
+    configs as the first b of a longer run, except that the b-th may differ: the optimizer keeps
+    two expansions in flight, and a budget trims the one in flight when it runs out.
+    `--check-prefix N` re-runs N (policy, seed) pairs at 10% of the space and reports where they
+    first differ from the long runs.
 
 Kernel Tuner's strategies are replayed by bench/kernel_tuner_compare.py, which writes results in
 this script's format; pass them with --merge to put both in one table.
@@ -214,17 +217,21 @@ def main():
     if counts.get("not_run"):
         notes.append(f"{counts['not_run']} configs were never run by the sweep; the replay serves them as failures.")
     if a.check_prefix:
-        bad = 0
+        diverged = []
         small = max(1, round(0.1 * n))
         checks = [(j[0], j[1], j[2], j[3], j[4], small, j[6]) for j in jobs[::max(1, len(jobs) // a.check_prefix)]]
         for c in run_all(run_kpilot, checks[:a.check_prefix], a.jobs):
             full = next(r for r in runs if r["policy"] == c["policy"] and r["seed"] == c["seed"])
             order = lambda r: [json.loads(l).get("params") for l in r["lines"]
                                if l.startswith("{") and '"event":"evaluated"' in l]
-            if order(c) != order(full)[:len(order(c))]:
-                bad += 1
-        notes.append(f"prefix check: {a.check_prefix - bad}/{a.check_prefix} runs at budget {small} evaluated "
-                     f"the same configs as the first {small} of the full-budget run.")
+            short, long = order(c), order(full)
+            at = next((i + 1 for i, (x, y) in enumerate(zip(short, long)) if x != y), None)
+            if at is not None:
+                diverged.append(at)
+        notes.append(f"prefix check: {a.check_prefix - len(diverged)}/{a.check_prefix} runs at budget {small} "
+                     f"evaluated the same configs as the first {small} of the full-budget run"
+                     + (f"; the others first differ at evaluation {', '.join(map(str, diverged))}." if diverged
+                        else "."))
     rows, detail = [], []
     for p in policies:
         inc, seen = [], []
