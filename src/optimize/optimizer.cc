@@ -463,8 +463,8 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       for (auto& f : b.futures)
         if (f.valid()) f.wait();  // jobs in flight reference this loop
   };
-  std::string stop;
   for (;;) {
+    std::string stop;  // decided afresh each round: skipped duplicates give budget back
     // Keep the next expansion compiling while the GPU evaluates the current one (at most
     // kPipelineDepth expansions in flight, so the tree is never more than one batch behind).
     while (stop.empty() && static_cast<int>(in_flight.size()) < kPipelineDepth) {
@@ -532,8 +532,6 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
         return done.status();
       }
     }
-    // A stop decided while batches were still in flight waits for them, then ends the run.
-    if (!stop.empty() && in_flight.empty()) return Finish(stop);
   }
 }
 
