@@ -31,7 +31,11 @@ for step in $steps; do
                  2>&1 | tee "$OUT/stability.txt" ;;
     ncu) python3 bench/ncu_agreement.py $SM $SM/candidates/block_online.cu 8192x4096 '^SoftmaxRows$' --kpilot $K \
            2>&1 | tee "$OUT/ncu.txt" ;;
-    gputests) timeout 300 .stage/bin/cli_gpu_test 2>&1 | tee "$OUT/cli_gpu_test.txt" | tail -40 ;;
+    gputests) timeout 300 .stage/bin/cli_gpu_test 2>&1 | tee "$OUT/cli_gpu_test.txt" | tail -40
+              [[ -x .stage/bin/sweep_gpu_test ]] && timeout 300 .stage/bin/sweep_gpu_test 2>&1 | tail -20 ;;
+    sweep) timeout 500 $K sweep bench/spaces/sgemm_space bench/spaces/sgemm_space/candidates/tiled.cu \
+             --out /tmp/kp-sweep.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -12
+           gzip -c /tmp/kp-sweep.json > "$OUT/sgemm_space.json.gz" ;;
     fixtures) F=$OUT/fixtures; mkdir -p $F; ncu --version > $F/ncu_version.txt 2>&1
           $K profile examples/cuda/sgemm examples/cuda/sgemm/reference.cu --profiler ncu --all-tools --no-store \
             --workload 2048 --save-raw $F/raw_sgemm_metrics.txt --json > $F/sgemm_ncu_profile.json 2>&1
