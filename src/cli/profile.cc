@@ -167,9 +167,7 @@ bool LaunchDerived(const std::string& metric) {
 
 // ncu's launch__ metrics and theoretical occupancy, computed from the eval's launch trace for the
 // first launch of each kernel (by mangled name).
-std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace,
-                                                        const std::vector<KernelStaticProfile>& statics,
-                                                        const SmLimits* limits, int sm_count) {
+std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace, const SmLimits* limits, int sm_count) {
   std::map<std::string, MetricMap> out;
   for (const auto& k : trace.kernels) {
     if (out.count(k.name)) continue;
@@ -187,7 +185,6 @@ std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace
     }
     out[k.name] = m;
   }
-  (void)statics;
   return out;
 }
 
@@ -461,7 +458,7 @@ int ProfileCandidate(const ProfileArgs& a) {
     json_extra["profiler_wall_s"] = got->wall_s;
     json_extra["profiler_info"] = got->info;
     // Launch shape from the eval's trace (ncu reports it itself; CUPTI's counters do not).
-    launch_metrics = LaunchMetricsFromTrace(eval_trace, statics, limits.ok() ? &*limits : nullptr, shared.sm_count);
+    launch_metrics = LaunchMetricsFromTrace(eval_trace, limits.ok() ? &*limits : nullptr, shared.sm_count);
     header["time_ms"] = fmt::format("{:.4f}", base.time_ms);
   }
 
