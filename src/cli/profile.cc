@@ -188,28 +188,6 @@ std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace
   return out;
 }
 
-// Runs kpilot-runner once in profile-only mode with `request` written to a fresh folder, under
-// `wrapper` (ncu's argv before the program) when given. Returns the process result.
-Result<ProcessResult> RunProfileOnly(const RunRequest& request, const std::vector<std::string>& wrapper,
-                                     bool no_cupti, double* wall_s) {
-  auto workdir = TempDir::Create("kpilot-profile-");
-  if (!workdir.ok()) return workdir.status();
-  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(workdir->path() / "request.json", ToJson(request).dump()));
-  ProcessSpec spec;
-  spec.argv = wrapper;
-  for (const auto& arg : std::vector<std::string>{RunnerPath().string(), "--request", (workdir->path() / "request.json").string()})
-    spec.argv.push_back(arg);
-  spec.cwd = workdir->path();
-  spec.env = ScrubbedEnvironment();
-  if (no_cupti) spec.env->push_back("KPILOT_NO_CUPTI=1");  // ncu needs CUPTI for itself
-  spec.timeout_s = 600;
-  spec.max_output_bytes = 96u << 20;
-  auto t0 = std::chrono::steady_clock::now();
-  auto run = SystemProcessRunner().Run(spec);
-  *wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return run;
-}
-
 // Counters in-process: kpilot-runner reads them through CUPTI's range profiler. CUPTI numbers its
 // auto ranges rather than naming them; range i is the call's i-th kernel launch, named from the
 // eval's launch trace of the same call (the same code, so the same launches in the same order).
@@ -218,15 +196,12 @@ Result<Collected> CollectWithCupti(RunRequest request, const std::vector<std::st
   c.profiler = "cupti";
   for (const auto& m : metrics)
     if (!LaunchDerived(m)) request.counters.push_back(m);
-  auto run = RunProfileOnly(request, {}, false, &c.wall_s);
+  auto run = RunRunnerProcess(SystemProcessRunner(), RunnerPath(), request);
   if (!run.ok()) return run.status().WithContext("running kpilot-runner for counters");
-  nlohmann::json j = nlohmann::json::parse(run->out, nullptr, false);
-  auto result = j.is_discarded() ? Result<RunResult>(Status::Internal("no JSON")) : RunResultFromJson(j);
-  if (!result.ok())
-    return Status::Internal("kpilot-runner gave no result (" + run->Describe() + "): " + Tail(run->err, 800));
-  if (result->status != "passed")
-    return Status::Internal("the profile run ended " + result->status + ": " + result->message);
-  const auto& d = result->details;
+  c.wall_s = run->wall_s;
+  const RunResult& result = run->result;
+  if (result.status != "passed") return Status::Internal("the profile run ended " + result.status + ": " + result.message);
+  const auto& d = result.details;
   if (d.contains("counters_error")) return Status::Unavailable(d["counters_error"].get<std::string>());
   if (!d.contains("counters") || d["counters"].empty()) return Status::Unavailable("CUPTI recorded no kernel launches");
   c.info = d.value("counters_info", nlohmann::json::object());
@@ -269,12 +244,17 @@ Result<Collected> CollectWithNcu(const std::string& ncu, const RunRequest& reque
   nr.kernel_regex = kernel_regex;
   nr.launch_count = kNcuMaxLaunches;
   std::vector<std::string> wrapper = NcuCommand(ncu, nr);
-  auto run = RunProfileOnly(request, wrapper, true, &c.wall_s);
+  RunnerLaunch launch;
+  launch.wrapper = wrapper;
+  launch.extra_env = {"KPILOT_NO_CUPTI=1"};  // ncu needs CUPTI for itself
+  auto run = RunRunnerProcess(SystemProcessRunner(), RunnerPath(), request, launch);
   if (!run.ok()) return run.status().WithContext("running ncu");
-  auto rows = ParseNcuRawCsv(run->out);
+  c.wall_s = run->wall_s;
+  const ProcessResult& proc = run->process;
+  auto rows = ParseNcuRawCsv(proc.out);
   if (!rows.ok())
-    return Status::Internal("ncu produced no profile (" + run->Describe() + "): " + Tail(run->err + run->out, 1500));
-  c.raw = run->out;
+    return Status::Internal("ncu produced no profile (" + proc.Describe() + "): " + Tail(proc.err + proc.out, 1500));
+  c.raw = proc.out;
   c.kernels = MergeInvocations(*rows);
   ProcessSpec vspec;
   vspec.argv = {ncu, "--version"};

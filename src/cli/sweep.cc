@@ -122,35 +122,11 @@ json EvaluatedFields(const RunResult& r) {
 
 // The runner's process as a result: what it printed, or what became of it.
 RunResult RunRunner(const RunRequest& request) {
+  auto outcome = RunRunnerProcess(SystemProcessRunner(), RunnerPath(), request);
+  if (outcome.ok()) return std::move(outcome->result);
   RunResult run;
   run.status = "error";
-  auto dir = TempDir::Create("kpilot-sweep-");
-  if (!dir.ok()) {
-    run.message = dir.status().message();
-    return run;
-  }
-  Status w = WriteFileAtomic(dir->path() / "request.json", ToJson(request).dump());
-  if (!w.ok()) {
-    run.message = w.message();
-    return run;
-  }
-  ProcessSpec spec;
-  spec.argv = {RunnerPath().string(), "--request", (dir->path() / "request.json").string()};
-  spec.cwd = dir->path();
-  spec.env = ScrubbedEnvironment();
-  if (!std::getenv("OMP_WAIT_POLICY")) spec.env->push_back("OMP_WAIT_POLICY=passive");  // as the harness does
-  spec.timeout_s = request.timeout_s + 900;  // backstop: the runner enforces timeout_s itself
-  spec.max_output_bytes = 96u << 20;
-  auto proc = SystemProcessRunner().Run(spec);
-  if (!proc.ok()) {
-    run.message = proc.status().WithContext("starting kpilot-runner").message();
-    return run;
-  }
-  json j = json::parse(proc->out, nullptr, false);
-  auto parsed = j.is_discarded() ? Result<RunResult>(Status::Internal("no JSON")) : RunResultFromJson(j);
-  if (parsed.ok()) return std::move(parsed).value();
-  run.status = proc->timed_out ? "timeout" : "runtime_error";
-  run.message = "kpilot-runner ended without a result (" + proc->Describe(spec.timeout_s) + "): " + Tail(proc->err, 500);
+  run.message = outcome.status().message();
   return run;
 }
 

@@ -1,5 +1,6 @@
 #include <chrono>
 #include <cstdlib>
+#include <sstream>
 
 #include "core/fs.h"
 #include "harness/harness.h"
@@ -128,42 +129,65 @@ Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::
   request->baseline_object = baseline_object.string();
   request->candidate_object = compiled->object.string();
 
-  auto workdir = TempDir::Create("kpilot-run-");
-  if (!workdir.ok()) return workdir.status();
-  std::filesystem::path request_path = workdir->path() / "request.json";
-  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(request_path, ToJson(*request).dump()));
-
-  ProcessSpec spec;
-  spec.argv = {runner_exe_.string(), "--request", request_path.string()};
-  spec.cwd = workdir->path();
-  spec.env = ScrubbedEnvironment();
-  // OpenMP threads that spin while idle steal the core their partner needs on a loaded machine
-  // and make host timings erratic; a user's own setting wins.
-  if (!std::getenv("OMP_WAIT_POLICY")) spec.env->push_back("OMP_WAIT_POLICY=passive");
-  // Backstop only: the runner enforces opt.timeout_s itself, from after its wait for the GPU lock.
-  spec.timeout_s = opt.timeout_s + 900;
-  spec.max_output_bytes = 96u << 20;  // above the supervisor's own cap, so a result is never cut
   auto t_run = std::chrono::steady_clock::now();
-  auto proc = processes_.Run(spec);
+  auto outcome = RunRunnerProcess(processes_, runner_exe_, *request);
   e.run_s = SecondsSince(t_run);
-  if (!proc.ok()) return proc.status().WithContext("starting kpilot-runner");
-
-  RunResult run;
-  nlohmann::json j = nlohmann::json::parse(proc->out, nullptr, false);
-  auto parsed = j.is_discarded() ? Result<RunResult>(Status::Internal("no JSON")) : RunResultFromJson(j);
-  if (!parsed.ok()) {
-    // The supervisor always prints a result; without one it was itself killed (the backstop).
-    run.status = proc->timed_out ? "timeout" : "runtime_error";
-    run.message = "kpilot-runner ended without a result (" + proc->Describe(spec.timeout_s) + "): " + Tail(proc->err, 500);
-  } else {
-    run = std::move(parsed).value();
-  }
+  if (!outcome.ok()) return outcome.status();
+  RunResult run = std::move(outcome->result);
   if (run.status == "error") return Status::InvalidInput(run.message);
   e.run = run;
   e.verdict = VerdictFromRun(run);
   if (e.verdict.passed()) SummarizeTimings(run, &e);
   e.total_s = SecondsSince(t_start);
   return e;
+}
+
+Result<RunnerOutcome> RunRunnerProcess(ProcessRunner& processes, const std::filesystem::path& runner_exe,
+                                       const RunRequest& request, const RunnerLaunch& launch) {
+  auto workdir = TempDir::Create("kpilot-run-");
+  if (!workdir.ok()) return workdir.status();
+  std::filesystem::path request_path = workdir->path() / "request.json";
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(request_path, ToJson(request).dump()));
+
+  ProcessSpec spec;
+  spec.argv = launch.wrapper;
+  for (const std::string& arg : {runner_exe.string(), std::string("--request"), request_path.string()})
+    spec.argv.push_back(arg);
+  spec.cwd = workdir->path();
+  spec.env = ScrubbedEnvironment();
+  // OpenMP threads that spin while idle steal the core their partner needs on a loaded machine
+  // and make host timings erratic; a user's own setting wins.
+  if (!std::getenv("OMP_WAIT_POLICY")) spec.env->push_back("OMP_WAIT_POLICY=passive");
+  for (const auto& e : launch.extra_env) spec.env->push_back(e);
+  // Backstop only: the runner enforces request.timeout_s itself, from after its wait for the GPU lock.
+  spec.timeout_s = request.timeout_s + launch.backstop_s;
+  spec.max_output_bytes = 96u << 20;  // above the supervisor's own cap, so a result is never cut
+  auto t0 = std::chrono::steady_clock::now();
+  auto proc = processes.Run(spec);
+  if (!proc.ok()) return proc.status().WithContext("starting kpilot-runner");
+  RunnerOutcome out;
+  out.wall_s = SecondsSince(t0);
+  out.process = std::move(proc).value();
+  // ncu prints its CSV around the runner's result line: the result is the line that parses.
+  nlohmann::json j = nlohmann::json::parse(out.process.out, nullptr, false);
+  if (j.is_discarded() && !launch.wrapper.empty()) {
+    std::istringstream lines(out.process.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line.front() != '{') continue;
+      j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded()) break;
+    }
+  }
+  auto parsed = j.is_discarded() ? Result<RunResult>(Status::Internal("no JSON")) : RunResultFromJson(j);
+  if (parsed.ok()) {
+    out.result = std::move(parsed).value();
+  } else {
+    // The supervisor always prints a result; without one it was itself killed (the backstop).
+    out.result.status = out.process.timed_out ? "timeout" : "runtime_error";
+    out.result.message = "kpilot-runner ended without a result (" + out.process.Describe(spec.timeout_s) +
+                         "): " + Tail(out.process.err, 500);
+  }
+  return out;
 }
 
 }  // namespace kpilot

@@ -110,6 +110,27 @@ class Evaluator {
   std::filesystem::path runner_exe_;
 };
 
+// How RunRunnerProcess starts kpilot-runner, beyond the request.
+struct RunnerLaunch {
+  std::vector<std::string> wrapper;    // argv put before the runner (e.g. ncu's command line)
+  std::vector<std::string> extra_env;  // NAME=VALUE added to the scrubbed environment
+  double backstop_s = 900;             // added to request.timeout_s (the runner enforces that itself)
+};
+
+// What one runner process gave: its result — parsed, or made up as "timeout"/"runtime_error"
+// when it printed none — and the process itself (ncu's CSV is in `process.out`).
+struct RunnerOutcome {
+  RunResult result;
+  ProcessResult process;
+  double wall_s = 0;
+};
+
+// Runs kpilot-runner once on `request`, from a fresh folder holding request.json, with a scrubbed
+// environment (plus OMP_WAIT_POLICY=passive unless the user set it). A non-ok Status only when
+// the process cannot be started or the request cannot be written.
+Result<RunnerOutcome> RunRunnerProcess(ProcessRunner& processes, const std::filesystem::path& runner_exe,
+                                       const RunRequest& request, const RunnerLaunch& launch = {});
+
 // Builds the runner request for `task` (pure; exposed for tests).
 Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& options);
 
