@@ -9,6 +9,7 @@
 #include "core/fs.h"
 #include "core/subprocess.h"
 #include "device/device.h"
+#include "run_kpilot.h"
 #include "test_paths.h"
 
 namespace kpilot {
@@ -17,7 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kSource = testing::SourceDir();
-const fs::path kKpilot = testing::BinaryDir() / "bin" / "kpilot";
 
 class CliGpu : public ::testing::Test {
  protected:
@@ -29,14 +29,7 @@ class CliGpu : public ::testing::Test {
     dir_ = std::make_unique<TempDir>(std::move(d).value());
   }
   ProcessResult Kpilot(std::vector<std::string> args) {
-    ProcessSpec spec;
-    spec.argv = {kKpilot.string()};
-    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-    spec.cwd = dir_->path();
-    spec.timeout_s = 300;
-    auto r = SystemProcessRunner().Run(spec);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : ProcessResult{};
+    return testing::RunKpilot(dir_->path(), args);
   }
   nlohmann::json Profile(const std::string& task, const std::string& candidate, const std::string& profiler) {
     auto r = Kpilot({"profile", (kSource / task).string(), (kSource / task / candidate).string(), "--json",

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
+#include "run_kpilot.h"
 #include "test_paths.h"
 #include "core/subprocess.h"
 #include "device/device.h"
@@ -17,7 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kSource = testing::SourceDir();
-const fs::path kKpilot = testing::BinaryDir() / "bin" / "kpilot";
 
 class Cli : public ::testing::Test {
  protected:
@@ -27,14 +27,7 @@ class Cli : public ::testing::Test {
     dir_ = std::make_unique<TempDir>(std::move(d).value());
   }
   ProcessResult Kpilot(std::vector<std::string> args) {
-    ProcessSpec spec;
-    spec.argv = {kKpilot.string()};
-    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-    spec.cwd = dir_->path();
-    spec.timeout_s = 300;
-    auto r = SystemProcessRunner().Run(spec);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : ProcessResult{};
+    return testing::RunKpilot(dir_->path(), args);
   }
   std::string Example(const std::string& rel) { return (kSource / "examples" / rel).string(); }
   std::string Store() { return (dir_->path() / "store").string(); }

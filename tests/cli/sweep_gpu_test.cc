@@ -10,6 +10,7 @@
 #include "core/fs.h"
 #include "core/subprocess.h"
 #include "device/device.h"
+#include "run_kpilot.h"
 #include "test_paths.h"
 
 namespace kpilot {
@@ -19,7 +20,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const fs::path kSource = testing::SourceDir();
-const fs::path kKpilot = testing::BinaryDir() / "bin" / "kpilot";
 
 class SweepGpu : public ::testing::Test {
  protected:
@@ -31,15 +31,10 @@ class SweepGpu : public ::testing::Test {
     dir_ = std::make_unique<TempDir>(std::move(d).value());
   }
   ProcessResult Sweep(const fs::path& task, const fs::path& candidate, std::vector<std::string> more) {
-    ProcessSpec spec;
-    spec.argv = {kKpilot.string(), "sweep", task.string(), candidate.string(), "--out", Out(), "--store",
-                 (dir_->path() / "store").string()};
-    spec.argv.insert(spec.argv.end(), more.begin(), more.end());
-    spec.cwd = dir_->path();
-    spec.timeout_s = 500;
-    auto r = SystemProcessRunner().Run(spec);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : ProcessResult{};
+    std::vector<std::string> args = {"sweep", task.string(), candidate.string(), "--out", Out(), "--store",
+                                     (dir_->path() / "store").string()};
+    args.insert(args.end(), more.begin(), more.end());
+    return testing::RunKpilot(dir_->path(), args, 500);
   }
   std::string Out() { return (dir_->path() / "space.json").string(); }
   json Space() {

@@ -10,6 +10,7 @@
 #include "core/fs.h"
 #include "core/subprocess.h"
 #include "device/device.h"
+#include "run_kpilot.h"
 #include "test_paths.h"
 
 namespace kpilot {
@@ -19,7 +20,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const fs::path kSource = testing::SourceDir();
-const fs::path kKpilot = testing::BinaryDir() / "bin" / "kpilot";
 const fs::path kTask = kSource / "tests" / "fixtures" / "tasks" / "sweep_host";
 const fs::path kCandidate = kTask / "candidates" / "scale.cpp";
 
@@ -31,14 +31,8 @@ class Sweep : public ::testing::Test {
     dir_ = std::make_unique<TempDir>(std::move(d).value());
   }
   ProcessResult Kpilot(std::vector<std::string> args) {
-    ProcessSpec spec;
-    spec.argv = {kKpilot.string(), "sweep"};
-    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-    spec.cwd = dir_->path();
-    spec.timeout_s = 600;
-    auto r = SystemProcessRunner().Run(spec);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : ProcessResult{};
+    args.insert(args.begin(), "sweep");
+    return testing::RunKpilot(dir_->path(), args, 600);
   }
   std::string Path(const std::string& rel) { return (dir_->path() / rel).string(); }
   json ReadJson(const std::string& path) {
