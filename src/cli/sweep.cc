@@ -57,12 +57,6 @@ struct SweepArgs {
 
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string ParamsText(const ParamValues& p) {
-  std::string s;
-  for (const auto& [k, v] : p) s += (s.empty() ? "" : " ") + k + "=" + v;
-  return s;
-}
-
 std::string IsoTimeNow() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};

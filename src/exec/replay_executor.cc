@@ -11,12 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string ParamsText(const ParamValues& p) {
-  std::string s;
-  for (const auto& [k, v] : p) s += (s.empty() ? "" : " ") + k + "=" + v;
-  return s.empty() ? "(no params)" : s;
-}
-
 // Quantile(…, 0.5)'s definition (the mean of the middle two for an even count) in O(n), on a
 // buffer the caller may reorder: the bootstrap takes thousands of medians per gate.
 double MedianInPlace(std::vector<double>& v) {
@@ -109,7 +103,7 @@ Result<Space> LoadSpace(const std::filesystem::path& file) {
       if (*kind == VerdictKind::kPassed && PairRatios(sc).empty())
         return bad("passed, but has no paired candidate_ms/baseline_ms samples");
       if (!seen.emplace(sc.params, i).second)
-        return bad("the same params as config " + std::to_string(seen[sc.params]) + " (" + ParamsText(sc.params) + ")");
+        return bad("the same params as config " + std::to_string(seen[sc.params]) + " (" + ParamsText(sc.params, "(no params)") + ")");
       s.configs.push_back(std::move(sc));
     }
   } catch (const std::exception& e) {
@@ -171,7 +165,7 @@ Result<const SpaceConfig*> ReplayExecutor::Find(const Task* task, const ParamVal
       if (!p.values.empty()) full.emplace(p.name, p.values.front());
   auto it = index_.find(full);
   if (it == index_.end())
-    return Status::InvalidInput("replay: config " + ParamsText(full) + " is not in " + space_.file.string() + " (" +
+    return Status::InvalidInput("replay: config " + ParamsText(full, "(no params)") + " is not in " + space_.file.string() + " (" +
                                 std::to_string(space_.configs.size()) + " configs)");
   return &space_.configs[it->second];
 }
@@ -228,7 +222,7 @@ Result<EvalJobResult> ReplayExecutor::Serve(EvalJob& job) {
     e.baseline = job.options.baseline_name;
     if (e.verdict.passed() && b.status != "passed") {
       e.verdict.kind = VerdictKind::kRuntimeError;
-      e.verdict.summary = "the baseline (" + ParamsText(b.params) + ") did not pass in the sweep: " + b.status;
+      e.verdict.summary = "the baseline (" + ParamsText(b.params, "(no params)") + ") did not pass in the sweep: " + b.status;
     }
     if (e.verdict.passed()) {
       const uint64_t pair = static_cast<uint64_t>(&c - space_.configs.data()) * 1000003u +

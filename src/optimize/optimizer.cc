@@ -29,12 +29,6 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::string ParamsText(const ParamValues& p) {
-  std::string s;
-  for (const auto& [k, v] : p) s += (s.empty() ? "" : " ") + k + "=" + v;
-  return s.empty() ? "(defaults)" : s;
-}
-
 ParamValues ParamsFromJson(const std::string& text) {
   ParamValues p;
   json j = json::parse(text, nullptr, false);
@@ -275,7 +269,7 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
   const NodeData& nd = data_.at(node);
   KPILOT_RETURN_IF_ERROR(Event("evaluated", {{"node", node}, {"parent", parent}, {"proposal", proposal},
                                              {"object_sha", r.object_sha}, {"verdict", nd.verdict},
-                                             {"speedup", nd.speedup}, {"params", ParamsText(nd.params)},
+                                             {"speedup", nd.speedup}, {"params", ParamsText(nd.params, "(defaults)")},
                                              {"summary", d.summary}, {"bottleneck", nd.bottleneck},
                                              {"finding", nd.findings.empty() ? "" : nd.findings.front().id},
                                              {"evaluations", evaluations_}, {"budget", opts_.budget},
@@ -358,7 +352,7 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
   data_[id] = std::move(n);
   KPILOT_RETURN_IF_ERROR(Event("evaluated", {{"node", id}, {"parent", -1}, {"proposal", *seq},
                                              {"object_sha", r.object_sha}, {"verdict", data_[id].verdict},
-                                             {"speedup", data_[id].speedup}, {"params", ParamsText(root.params)},
+                                             {"speedup", data_[id].speedup}, {"params", ParamsText(root.params, "(defaults)")},
                                              {"summary", root.summary}, {"evaluations", evaluations_},
                                              {"budget", opts_.budget}}));
   KPILOT_RETURN_IF_ERROR(MaybePromote(id));

@@ -36,4 +36,10 @@ Tolerance Task::ToleranceOf(const TensorSpec& output) const {
   return output.tolerance ? *output.tolerance : tolerance;
 }
 
+std::string ParamsText(const ParamValues& p, std::string_view if_empty) {
+  std::string s;
+  for (const auto& [k, v] : p) s += (s.empty() ? "" : " ") + k + "=" + v;
+  return s.empty() ? std::string(if_empty) : s;
+}
+
 }  // namespace kpilot

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "task/dtype.h"
@@ -116,5 +117,8 @@ struct Task {
 
 // A choice of tunable parameter values, name → value.
 using ParamValues = std::map<std::string, std::string>;
+
+// "BM=64 BN=128" (names in order), or `if_empty` when there are none.
+std::string ParamsText(const ParamValues& p, std::string_view if_empty = "");
 
 }  // namespace kpilot
