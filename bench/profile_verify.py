@@ -3,7 +3,7 @@
 expert expects, how long does it take against one `ncu --set full` run, and does its top finding
 agree with the one every tool reaches on the full data?
 
-    bench/profile_verify.py [--kpilot .stage/bin/kpilot] [--set tuning|heldout|all] [--only NAME,...]
+    bench/profile_verify.py [--kpilot .stage/bin/kpilot] [--set tuning|heldout2|all] [--only NAME,...]
                             [--out DIR] [--timeout 300] [--no-static] [--no-full] [--no-ncu-profiler]
                             [--sass] [--traces] [--keep-files]
     bench/profile_verify.py --check-manifest [--kpilot build/bin/kpilot] [--static]
@@ -50,7 +50,13 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SET_DIR = os.path.join(ROOT, "bench", "profile_set")
 MANIFEST = os.path.join(SET_DIR, "manifest.toml")
-SETS = ("tuning", "heldout")
+# The sets an entry may name. "heldout2" is the current held-out set; the first held-out set
+# ("heldout") was used for tuning in session 3 and its entries are "tuning" now.
+SETS = ("tuning", "heldout2")
+HELDOUT = "heldout2"
+# The folders under bench/profile_set that hold tasks: a held-out entry's task lies in its set's
+# folder; a tuning entry's in tuning/ or in the folder of a retired held-out set (heldout/).
+SET_FOLDERS = ("tuning", "heldout", "heldout2")
 ENTRY_KEYS = {"name", "set", "task", "candidate", "expected_class", "class_also_ok", "expected_top", "also_ok",
               "why", "timeout_s"}
 
@@ -438,10 +444,13 @@ def check_manifest(a):
         if name in seen:
             problems.append(f"{where}: duplicate name")
         seen.add(name)
+        folder = str(e.get("task", "")).split("/")[0]
         if e.get("set") not in SETS:
             problems.append(f"{where}: set {e.get('set')!r} is not one of {', '.join(SETS)}")
-        elif not str(e.get("task", "")).startswith(e["set"] + "/"):
+        elif e["set"] != "tuning" and folder != e["set"]:
             problems.append(f"{where}: a {e['set']} entry's task belongs under bench/profile_set/{e['set']}/")
+        elif folder not in SET_FOLDERS:
+            problems.append(f"{where}: the task belongs under one of {', '.join(f + '/' for f in SET_FOLDERS)}")
         task_dir = os.path.join(SET_DIR, e.get("task", ""))
         if not os.path.isfile(os.path.join(task_dir, "task.toml")):
             problems.append(f"{where}: {task_dir}/task.toml does not exist")
@@ -467,15 +476,15 @@ def check_manifest(a):
                 problems.append(f"{where}: tool id {t!r} is not listed by `kpilot profile --list-tools`")
         if e.get("expected_top") in e.get("also_ok", []) or e.get("expected_class") in e.get("class_also_ok", []):
             problems.append(f"{where}: also_ok/class_also_ok repeat the expected value")
-    for s in SETS:
+    for s in SET_FOLDERS:
         for dirpath, _, names in os.walk(os.path.join(SET_DIR, s)):
             for n in names:
                 path = os.path.normpath(os.path.join(dirpath, n))
                 if os.path.basename(dirpath) == "candidates" and n.endswith(".cu") and path not in covered:
                     problems.append(f"{os.path.relpath(path, ROOT)}: a candidate without a manifest entry")
     counts = {s: sum(1 for e in entries if e.get("set") == s) for s in SETS}
-    if counts["tuning"] < 7 or counts["heldout"] < 6:
-        problems.append(f"the set needs >= 7 tuning and >= 6 held-out entries; it has {counts}")
+    if counts["tuning"] < 7 or counts[HELDOUT] < 6:
+        problems.append(f"the set needs >= 7 tuning and >= 6 {HELDOUT} entries; it has {counts}")
     if a.static and not problems:
         for e in entries:
             task = os.path.join("bench", "profile_set", e["task"])
@@ -492,7 +501,7 @@ def check_manifest(a):
                   f"static findings: {', '.join(f[0] for f in s['findings']) or 'none'}")
     for p in problems:
         print("problem: " + p)
-    print(f"manifest: {len(entries)} entries ({counts['tuning']} tuning, {counts['heldout']} held out), "
+    print(f"manifest: {len(entries)} entries ({counts['tuning']} tuning, {counts[HELDOUT]} {HELDOUT}), "
           f"{len(ids)} tools known; {'OK' if not problems else str(len(problems)) + ' problem(s)'}")
     return 0 if not problems else 1
 
