@@ -53,6 +53,10 @@ for step in $steps; do
     optimize) timeout 560 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-20} --out $OUT \
                 examples/cuda/vector_add examples/cuda/transpose examples/cuda/row_softmax examples/cuda/sgemm \
                 2>&1 | tee "$OUT/optimize.txt" | tail -30 ;;
+    profcost) python3 bench/profile_cost.py --kpilot $K --repeats ${REPEATS:-2} --out $OUT/profcost \
+                bench/profile_set/tuning/transpose:candidates/naive_strided_writes.cu \
+                bench/profile_set/tuning/sgemm:candidates/naive.cu \
+                $SM:candidates/block_online.cu 2>&1 | tee "$OUT/profcost.txt" ;;
     cost) python3 bench/eval_wall.py --task examples/cuda/vector_add \
             --candidate examples/cuda/vector_add/candidates/vector_grid_stride.cu --kpilot $K --repeats 3 \
             2>&1 | tee "$OUT/cost.txt" ;;

@@ -50,6 +50,7 @@ struct ProfileArgs {
   std::string profiler = "auto";  // auto | cupti | ncu
   std::string ncu_set;            // e.g. "full": ncu collects that set instead of the tools' metrics
   std::string save_raw;           // write the profiler's raw output here
+  std::string replay = "user";    // how CUPTI repeats the call for multi-pass metrics: user | kernel
 };
 
 // What one counter collection produced.
@@ -205,6 +206,8 @@ Result<Collected> CollectWithCupti(RunRequest request, const std::vector<std::st
   if (d.contains("counters_error")) return Status::Unavailable(d["counters_error"].get<std::string>());
   if (!d.contains("counters") || d["counters"].empty()) return Status::Unavailable("CUPTI recorded no kernel launches");
   c.info = d.value("counters_info", nlohmann::json::object());
+  if (d.contains("timeline_s")) c.info["runner_timeline_s"] = d["timeline_s"];
+  c.info["runner_wall_s"] = result.wall_s;  // the runner's own clock, from its start to its report
   c.version = c.info.value("chip", "");
   c.raw = d["counters"].dump(1);
 
@@ -291,12 +294,22 @@ int ProfileCandidate(const ProfileArgs& a) {
   std::string ncu = FindOnPath("ncu");
   if (a.profiler != "auto" && a.profiler != "cupti" && a.profiler != "ncu")
     return Fail(Status::InvalidInput("--profiler " + a.profiler + ": expected auto, cupti or ncu"));
+  if (a.replay != "user" && a.replay != "kernel")
+    return Fail(Status::InvalidInput("--replay " + a.replay + ": expected user or kernel"));
   const bool need_ncu = a.profiler == "ncu" || !a.ncu_set.empty();
   if (!a.static_only && (!gpu || (need_ncu && ncu.empty())))
     return Fail(Status::Unavailable(std::string(!gpu ? "no usable GPU (" + why + ")" : "ncu not found on PATH") +
                                     ": a kernel profile needs " + (need_ncu ? "a GPU and ncu" : "a GPU") +
                                     "; add --static for the profile that needs neither"));
   const auto started = std::chrono::steady_clock::now();
+  // Where the profile's wall time goes, step by step (JSON "steps_s").
+  nlohmann::json steps = nlohmann::json::object();
+  auto step_mark = started;
+  auto step = [&](const char* name) {
+    auto now = std::chrono::steady_clock::now();
+    steps[name] = std::chrono::duration<double>(now - step_mark).count();
+    step_mark = now;
+  };
 
   auto workspace = OpenWorkspace(a.store_dir, a.no_store);
   if (!workspace.ok()) return Fail(workspace.status());
@@ -310,6 +323,7 @@ int ProfileCandidate(const ProfileArgs& a) {
     std::cerr << "kpilot: the candidate does not compile: " << compiled->first_error << "\n";
     return kExitNotPassed;
   }
+  step("compile");
   // Everything that changes the report is in the key: the binary, workload, mode, tool choice,
   // static block size and the user tool folders.
   std::string tool_dirs;
@@ -334,6 +348,7 @@ int ProfileCandidate(const ProfileArgs& a) {
   auto limits = SmLimitsFor(copt.cuda_arch);
   auto statics = StaticProfiles(*compiled);
   Calibration cal = gpu ? LoadCalibration(store_ptr, *gpu) : Calibration{};
+  step("static_profile");
 
   RooflineInput base;
   base.flops = w->flops;
@@ -364,6 +379,8 @@ int ProfileCandidate(const ProfileArgs& a) {
     std::cerr << "kpilot: timing " << a.candidate << " on " << w->name << " …\n";
     auto e = evaluator.Evaluate(*task, a.candidate, opt);
     if (!e.ok()) return Fail(e.status());
+    step("eval");
+    if (e->run.details.contains("timeline_s")) json_extra["eval_timeline_s"] = e->run.details["timeline_s"];
     if (!e->verdict.passed()) {
       std::cerr << "kpilot: the candidate did not pass (" << VerdictName(e->verdict.kind) << ": " << e->verdict.summary
                 << "); profile a passing candidate\n";
@@ -405,6 +422,10 @@ int ProfileCandidate(const ProfileArgs& a) {
     request->candidate_object = compiled->object.string();
     request->reference_object = compiled->object.string();  // not called in profile-only mode
     request->baseline_object = compiled->object.string();
+    // Room for every launch the eval traced (and a few more): CUPTI's counter-data set-up grows
+    // with the ranges it must hold (2 s for 2048 on the H200).
+    request->counters_max_ranges = shared.kernels_per_call + 8;
+    request->counters_replay = a.replay;
     std::string names;
     for (const auto& r : compiled->resources) names += (names.empty() ? "" : "|") + BaseName(r.name);
 
@@ -426,6 +447,7 @@ int ProfileCandidate(const ProfileArgs& a) {
       got = CollectWithNcu(ncu, *request, metrics, a.ncu_set, names);
     }
     if (!got.ok()) return Fail(got.status());
+    step("counters");
     measured = std::move(got->kernels);
     if (!a.save_raw.empty()) {
       Status ws = WriteFileAtomic(a.save_raw, got->raw);
@@ -461,6 +483,8 @@ int ProfileCandidate(const ProfileArgs& a) {
     ctx.roofline = ClassifyRoofline(in);
     reports.push_back(AnalyzeKernel(ctx, *tools, a.all_tools, stage1_class));
   }
+  step("analysis");
+  json_extra["steps_s"] = steps;
   if (!a.static_only)
     json_extra["profile_wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   Rendered out = Render(a, reports, header, json_extra);
@@ -504,6 +528,10 @@ void AddProfileCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--arch", a->arch, "CUDA target (default: the visible GPU's, else sm_90a)");
   cmd->add_option("--profiler", a->profiler,
                   "Where counters come from: cupti (in-process, no ncu start-up), ncu, or auto (cupti, else ncu)")
+      ->capture_default_str();
+  cmd->add_option("--replay", a->replay,
+                  "How CUPTI repeats the call for metrics that need several passes: user (kpilot calls it again) "
+                  "or kernel (CUPTI replays each kernel, saving and restoring device memory)")
       ->capture_default_str();
   cmd->add_option("--ncu-set", a->ncu_set, "Have ncu collect this section set (e.g. full) instead of the tools' metrics");
   cmd->add_option("--save-raw", a->save_raw, "Write the profiler's raw output here (ncu's CSV or the CUPTI counters as JSON)");

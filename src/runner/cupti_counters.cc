@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -22,11 +23,13 @@ namespace kpilot {
 #ifndef KPILOT_HAVE_CUPTI
 
 struct CuptiCounterSession::Impl {};
-Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int, const std::vector<std::string>&, size_t) {
+Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int, const std::vector<std::string>&, size_t,
+                                                                         CounterReplay) {
   return Status::Unavailable("kpilot was built without the CUPTI headers (run scripts/setup-venv.sh and rebuild)");
 }
 Status CuptiCounterSession::Start() { return Status::Unavailable("no CUPTI"); }
-Result<std::vector<RangeCounters>> CuptiCounterSession::Stop() { return Status::Unavailable("no CUPTI"); }
+Result<bool> CuptiCounterSession::EndPass() { return Status::Unavailable("no CUPTI"); }
+Result<std::vector<RangeCounters>> CuptiCounterSession::Results() { return Status::Unavailable("no CUPTI"); }
 CuptiCounterSession::~CuptiCounterSession() = default;
 
 #else
@@ -173,13 +176,23 @@ struct CuptiCounterSession::Impl {
 };
 
 Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int device, const std::vector<std::string>& metrics,
-                                                                         size_t max_ranges) {
+                                                                         size_t max_ranges, CounterReplay replay) {
+  using Clock = std::chrono::steady_clock;
+  auto mark = Clock::now();
+  std::vector<std::pair<std::string, double>> steps;
+  auto step = [&](const std::string& name) {
+    auto now = Clock::now();
+    steps.emplace_back(name, std::chrono::duration<double>(now - mark).count());
+    mark = now;
+  };
   auto api = LoadProfilerApi();
   if (!api.ok()) return api.status();
+  step("load_libcupti");
   const ProfilerApi* a = *api;
   std::unique_ptr<CuptiCounterSession> s(new CuptiCounterSession);
   s->impl_ = std::make_unique<Impl>();
   s->impl_->api = a;
+  s->replay_ = replay;
 
   CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
   if (CUptiResult r = a->Initialize(&init); r != CUPTI_SUCCESS)
@@ -189,6 +202,7 @@ Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int dev
   if (CUptiResult r = a->GetChipName(&chip); r != CUPTI_SUCCESS)
     return Status::Unavailable(a->Error("cuptiDeviceGetChipName", r));
   s->chip_ = chip.pChipName ? chip.pChipName : "";
+  step("initialize");
 
   // The counters this context can read now (another profiler may hold some).
   std::vector<uint8_t> avail;
@@ -200,13 +214,16 @@ Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int dev
   ca.pCounterAvailabilityImage = avail.data();
   if (CUptiResult r = a->GetCounterAvailability(&ca); r != CUPTI_SUCCESS)
     return Status::Unavailable(a->Error("cuptiProfilerGetCounterAvailability", r));
+  step("counter_availability");
 
   // Metrics the chip does not know make the whole configuration fail: find them by bisection
   // (each probe is a host object of its own, tens of milliseconds).
   std::vector<std::string> good;
   std::optional<HostObject> whole;  // the host object that took every metric at once, kept
+  int probes = 0;
   std::function<Status(const std::vector<std::string>&)> probe = [&](const std::vector<std::string>& some) -> Status {
     if (some.empty()) return Status::Ok();
+    ++probes;
     auto host = HostObject::Create(a, s->chip_, avail);
     if (!host.ok()) return host.status();
     if (host->AddMetrics(CStrings(some)) == CUPTI_SUCCESS) {
@@ -225,6 +242,7 @@ Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int dev
   KPILOT_RETURN_IF_ERROR(probe(metrics));
   if (good.empty()) return Status::Unavailable("CUPTI knows none of the " + std::to_string(metrics.size()) + " metrics");
   s->impl_->metrics = good;
+  step("host_objects (" + std::to_string(probes) + " probes)");
 
   Result<HostObject> host = whole ? Result<HostObject>(std::move(*whole)) : HostObject::Create(a, s->chip_, avail);
   if (!host.ok()) return host.status();
@@ -250,11 +268,13 @@ Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int dev
     return Status::Unavailable(a->Error("cuptiProfilerHostGetNumOfPasses", r));
   s->passes_ = np.numOfPasses;
   s->impl_->host.emplace(std::move(host).value());
+  step("config_image");
 
   CUpti_RangeProfiler_Enable_Params en{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
   en.ctx = nullptr;
   if (CUptiResult r = a->Enable(&en); r != CUPTI_SUCCESS) return Status::Unavailable(a->Error("cuptiRangeProfilerEnable", r));
   s->impl_->profiler = en.pRangeProfilerObject;
+  step("enable");
 
   auto names = CStrings(good);
   CUpti_RangeProfiler_GetCounterDataSize_Params ds{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
@@ -280,7 +300,7 @@ Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int dev
   sc.counterDataImageSize = s->impl_->counter_data.size();
   sc.pCounterDataImage = s->impl_->counter_data.data();
   sc.range = CUPTI_AutoRange;
-  sc.replayMode = CUPTI_KernelReplay;
+  sc.replayMode = replay == CounterReplay::kUser ? CUPTI_UserReplay : CUPTI_KernelReplay;
   sc.maxRangesPerPass = max_ranges;
   sc.numNestingLevels = 1;
   sc.minNestingLevel = 1;
@@ -288,6 +308,8 @@ Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int dev
   sc.targetNestingLevel = 1;
   if (CUptiResult r = a->SetConfig(&sc); r != CUPTI_SUCCESS)
     return Status::Unavailable(a->Error("cuptiRangeProfilerSetConfig", r));
+  step("counter_data_and_config");
+  s->steps_ = std::move(steps);
   return s;
 }
 
@@ -300,14 +322,19 @@ Status CuptiCounterSession::Start() {
   return Status::Ok();
 }
 
-Result<std::vector<RangeCounters>> CuptiCounterSession::Stop() {
+Result<bool> CuptiCounterSession::EndPass() {
   const ProfilerApi* a = impl_->api;
   CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
   stop.pRangeProfilerObject = impl_->profiler;
   if (CUptiResult r = a->Stop(&stop); r != CUPTI_SUCCESS) return Status::Internal(a->Error("cuptiRangeProfilerStop", r));
   impl_->started = false;
-  if (!stop.isAllPassSubmitted)
+  if (!stop.isAllPassSubmitted && replay_ == CounterReplay::kKernel)
     return Status::Internal("CUPTI did not submit every pass (kernel replay incomplete)");
+  return stop.isAllPassSubmitted != 0;
+}
+
+Result<std::vector<RangeCounters>> CuptiCounterSession::Results() {
+  const ProfilerApi* a = impl_->api;
   CUpti_RangeProfiler_DecodeData_Params dd{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
   dd.pRangeProfilerObject = impl_->profiler;
   if (CUptiResult r = a->DecodeData(&dd); r != CUPTI_SUCCESS)

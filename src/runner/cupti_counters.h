@@ -2,10 +2,14 @@
 // Nsight Compute collects, without starting ncu. kpilot profile uses it to avoid ncu's fixed
 // start-up cost (seconds per run); ncu stays available as the reference path.
 //
-// One session profiles the kernels launched between Start() and Stop() on the current CUDA
-// context: auto ranges (one range per kernel launch) with kernel replay (CUPTI replays each kernel
-// as many times as the metrics need passes, saving and restoring the memory it touches), so a
-// call must be safe to run once and its kernels are then replayed by CUPTI itself.
+// One session profiles the kernels launched between Start() and EndPass() on the current CUDA
+// context, with auto ranges (one range per kernel launch). Metrics that need several passes are
+// collected by replay:
+//   - user replay (the default): the caller repeats the same work once per pass, Start() … EndPass()
+//     until EndPass() says every pass is in. No device memory is saved or restored, so a call must
+//     launch the same kernels each time (a pure function of its inputs does);
+//   - kernel replay: one pass; CUPTI replays each kernel itself, saving and restoring the device
+//     memory around it (seconds when the process holds large buffers).
 //
 // Internal to the runner. libcupti is loaded with dlopen (CuptiLibraryPaths) and stays loaded.
 // CUPTI's profiler is process-wide: one session at a time, and not under ncu (which holds it).
@@ -14,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -25,6 +30,8 @@ struct RangeCounters {
   std::map<std::string, double> metrics;   // metric name → value (ncu's units: ns, %, bytes, …)
 };
 
+enum class CounterReplay { kUser, kKernel };
+
 class CuptiCounterSession {
  public:
   // Prepares a session for `metrics` on `device`, whose context must be current on the calling
@@ -32,19 +39,26 @@ class CuptiCounterSession {
   // when none remains, when libcupti or its profiler entry points are missing, when kpilot was
   // built without the CUPTI headers, or when CUPTI refuses (no permission to read counters:
   // CUPTI_ERROR_INSUFFICIENT_PRIVILEGES; another profiler holds the device).
-  // `max_ranges`: kernel launches kept (later ones are dropped and counted).
+  // `max_ranges`: kernel launches kept per pass (later ones are dropped and counted); the counter
+  // data's set-up time grows with it.
   static Result<std::unique_ptr<CuptiCounterSession>> Create(int device, const std::vector<std::string>& metrics,
-                                                             size_t max_ranges);
+                                                             size_t max_ranges, CounterReplay replay);
 
+  // One pass: Start(), the work, then EndPass(), which is true once every pass the metrics need has
+  // been submitted (always after one pass with kernel replay). Synchronize the device before
+  // EndPass().
   Status Start();
-  // Stops, decodes and evaluates every range in launch order. Call after the work has finished
-  // (synchronize the device first).
-  Result<std::vector<RangeCounters>> Stop();
+  Result<bool> EndPass();
+  // Decodes and evaluates every range, in launch order. After the last pass.
+  Result<std::vector<RangeCounters>> Results();
 
+  CounterReplay replay() const { return replay_; }
   const std::vector<std::string>& unsupported() const { return unsupported_; }
   const std::string& chip() const { return chip_; }
   size_t passes() const { return passes_; }
   size_t dropped_ranges() const { return dropped_; }
+  // Seconds each step of Create took (loading libcupti, initializing, host objects, config …).
+  const std::vector<std::pair<std::string, double>>& setup_steps() const { return steps_; }
 
   ~CuptiCounterSession();
   CuptiCounterSession(const CuptiCounterSession&) = delete;
@@ -58,6 +72,8 @@ class CuptiCounterSession {
   std::string chip_;
   size_t passes_ = 0;
   size_t dropped_ = 0;
+  CounterReplay replay_ = CounterReplay::kUser;
+  std::vector<std::pair<std::string, double>> steps_;
 };
 
 }  // namespace kpilot

@@ -116,6 +116,8 @@ json ToJson(const RunRequest& r) {
           {"calibration", CalibrationJson(r.calibration)},
           {"lock_dir", r.lock_dir},
           {"profile_only", r.profile_only},
+          {"counters_max_ranges", r.counters_max_ranges},
+          {"counters_replay", r.counters_replay},
           {"calibrate_only", r.calibrate_only},
           {"counters", r.counters},
           {"sweep_objects", r.sweep_objects},
@@ -174,6 +176,10 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
     if (j.contains("calibration")) r.calibration = CalibrationFrom(j.at("calibration"));
     r.lock_dir = j.value("lock_dir", "/tmp");
     r.profile_only = j.value("profile_only", false);
+    r.counters_max_ranges = j.value("counters_max_ranges", 0);
+    r.counters_replay = j.value("counters_replay", std::string("user"));
+    if (r.counters_replay != "user" && r.counters_replay != "kernel")
+      return Status::InvalidInput("counters_replay: expected \"user\" or \"kernel\", got \"" + r.counters_replay + "\"");
     r.calibrate_only = j.value("calibrate_only", false);
     r.counters = j.value("counters", std::vector<std::string>{});
     r.sweep_objects = j.value("sweep_objects", std::vector<std::string>{});

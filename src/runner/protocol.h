@@ -89,6 +89,13 @@ struct RunRequest {
   // land in details["counters"] as [{"range", "metrics": {name: value}}] (CUPTI names auto ranges
   // by number, not kernel), failures in details["counters_error"], costs in details["counters_info"].
   std::vector<std::string> counters;
+  // Kernel launches one call makes, when known (the eval's launch trace): sizes CUPTI's counter
+  // data, whose set-up grows with the ranges it must hold. 0: the runner's default maximum.
+  int counters_max_ranges = 0;
+  // How CUPTI replays the call for multi-pass metrics: "user" (the runner calls the candidate once
+  // per pass: no memory save/restore) or "kernel" (CUPTI replays each kernel itself, saving and
+  // restoring device memory around it).
+  std::string counters_replay = "user";
   // Sweeps (kpilot sweep): more candidate objects, each checked on the first seed and timed
   // against the baseline in this one process; results in details["sweep"], one entry per object.
   std::vector<std::string> sweep_objects;

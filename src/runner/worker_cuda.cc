@@ -69,12 +69,17 @@ bool CudaWorker::Finish(const std::string& status, const std::string& message) {
 
 void CudaWorker::Mark(const std::string& what) { report_.Phase("mark", what); }
 
+void CudaWorker::Stamp(const std::string& step) {
+  timeline_[step] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
 bool CudaWorker::Setup() {
   result_.phase = "load";
   double waited = 0;
   int lock = AcquireGpuLock(req_.lock_dir, req_.device, &waited);
   // The supervisor's wall-clock limit starts at this first phase line, after the lock.
   report_.Phase("load", "");
+  Stamp("gpu_lock");
   if (lock < 0)
     result_.warnings.push_back("could not open the GPU lock file in " + req_.lock_dir +
                                "; another kpilot may time on this GPU at the same time");
@@ -84,6 +89,7 @@ bool CudaWorker::Setup() {
   if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
   if (e != cudaSuccess) return Finish("error", "cannot use CUDA device " + std::to_string(req_.device) + ": " + CudaErrorText(e));
   stream_.emplace();
+  Stamp("context");
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, req_.device);
   sm_count_ = prop.multiProcessorCount;
@@ -137,6 +143,7 @@ bool CudaWorker::Setup() {
                                  "): no launch trace; side-stream work is judged by the host clock alone");
   }
   result_.details["cupti"] = tracer_ != nullptr;
+  Stamp("nvml_and_trace");
 
   if (req_.calibrate_only) return Calibrate();
   auto ref = KernelObject::Open(req_.reference_object, "reference");
@@ -149,6 +156,7 @@ bool CudaWorker::Setup() {
   auto cand = KernelObject::Open(req_.candidate_object, "candidate");
   if (!cand.ok()) return Finish("runtime_error", cand.status().message());
   candidate_ = std::move(cand).value();
+  Stamp("objects");
 
   if (req_.calibration.valid() || req_.profile_only) {
     result_.calibration = req_.calibration;
@@ -460,10 +468,12 @@ RunResult CudaWorker::Run() {
   }
   for (const auto& w : req_.workloads)
     if (!CheckWorkload(w)) return result_;
+  Stamp("checks");
   if (req_.time) {
     result_.phase = "timing";
     for (const auto& w : req_.workloads)
       if (!TimeWorkload(w)) return result_;
+    Stamp("timing");
   }
   if (!library_use_.empty()) result_.details["library_use"] = library_use_;
   if (!trace_json_.empty()) result_.details["launch_trace"] = trace_json_;
@@ -492,6 +502,7 @@ void CudaWorker::ProfileCandidate() {
     calls.push_back({&w, std::move(in).value(), std::move(out).value()});
   }
   cudaDeviceSynchronize();
+  Stamp("inputs");
   // In-process counters: one session over every call (one range per kernel launch, in order).
   using Clock = std::chrono::steady_clock;
   auto seconds = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
@@ -499,45 +510,80 @@ void CudaWorker::ProfileCandidate() {
   nlohmann::json info = nlohmann::json::object();
   if (!req_.counters.empty()) {
     auto t0 = Clock::now();
-    auto session = CuptiCounterSession::Create(req_.device, req_.counters, kMaxCounterRanges);
+    size_t max_ranges = req_.counters_max_ranges > 0
+                            ? std::min(kMaxCounterRanges, static_cast<size_t>(req_.counters_max_ranges))
+                            : kMaxCounterRanges;
+    CounterReplay replay = req_.counters_replay == "kernel" ? CounterReplay::kKernel : CounterReplay::kUser;
+    auto session = CuptiCounterSession::Create(req_.device, req_.counters, max_ranges, replay);
     info["setup_s"] = seconds(t0);
+    info["max_ranges"] = max_ranges;
+    info["replay"] = req_.counters_replay;
+    Stamp("counters_setup");
     if (!session.ok()) {
       result_.details["counters_error"] = session.status().message();
     } else {
       counters = std::move(session).value();
       info.update({{"chip", counters->chip()}, {"passes", counters->passes()}, {"unsupported", counters->unsupported()}});
-      if (Status s = counters->Start(); !s.ok()) {
-        result_.details["counters_error"] = s.message();
-        counters.reset();
-      }
+      nlohmann::json steps = nlohmann::json::object();
+      for (const auto& [step, s] : counters->setup_steps()) steps[step] = s;
+      info["setup_steps_s"] = steps;
     }
   }
+  // One pass: every workload's call once. Without counters it runs once, for an outside profiler.
+  auto call_all = [&]() -> bool {
+    for (auto& c : calls) {
+      report_.Phase("profile", "workload " + c.w->name);
+      std::string error;
+      Call(candidate_->launch(), c.in, c.out, Scalars(*c.w), &error);
+      if (!error.empty()) return Finish("runtime_error", "the candidate failed under the profiler: " + error);
+    }
+    return true;
+  };
   auto t_calls = Clock::now();
-  for (auto& c : calls) {
-    report_.Phase("profile", "workload " + c.w->name);
+  if (!counters) {
+    if (!call_all()) return;
+  } else {
+    // User replay needs as many passes as CUPTI scheduled; a few more are allowed before giving up
+    // (a call whose launches change between passes never completes the schedule).
+    const size_t max_passes = counters->passes() + 2;
+    size_t pass = 0;
+    bool done = false;
     std::string error;
-    Call(candidate_->launch(), c.in, c.out, Scalars(*c.w), &error);
-    if (!error.empty()) {
-      Finish("runtime_error", "the candidate failed under the profiler: " + error);
-      return;
-    }
-  }
-  info["calls_s"] = seconds(t_calls);
-  if (counters) {
-    auto t0 = Clock::now();
-    auto ranges = counters->Stop();
-    info["decode_s"] = seconds(t0);
-    if (!ranges.ok()) {
-      result_.details["counters_error"] = ranges.status().message();
-    } else {
-      nlohmann::json list = nlohmann::json::array();
-      for (const auto& r : *ranges) {
-        nlohmann::json m = nlohmann::json::object();
-        for (const auto& [k, v] : r.metrics) m[k] = JsonNumber(v);
-        list.push_back({{"range", r.range}, {"metrics", m}});
+    while (!done && error.empty()) {
+      if (Status s = counters->Start(); !s.ok()) {
+        error = s.message();
+        break;
       }
-      result_.details["counters"] = list;
-      info["dropped_ranges"] = counters->dropped_ranges();
+      if (!call_all()) return;
+      auto end = counters->EndPass();
+      if (!end.ok()) error = end.status().message();
+      else done = *end;
+      if (++pass >= max_passes && !done && error.empty())
+        error = "CUPTI wanted more than " + std::to_string(max_passes) +
+                " passes: the candidate's calls do not launch the same kernels each time";
+    }
+    info["passes_run"] = pass;
+    info["calls_s"] = seconds(t_calls);
+    Stamp("calls");
+    if (!error.empty()) {
+      result_.details["counters_error"] = error;
+    } else {
+      auto t0 = Clock::now();
+      auto ranges = counters->Results();
+      info["decode_s"] = seconds(t0);
+      Stamp("decode");
+      if (!ranges.ok()) {
+        result_.details["counters_error"] = ranges.status().message();
+      } else {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& r : *ranges) {
+          nlohmann::json m = nlohmann::json::object();
+          for (const auto& [k, v] : r.metrics) m[k] = JsonNumber(v);
+          list.push_back({{"range", r.range}, {"metrics", m}});
+        }
+        result_.details["counters"] = list;
+        info["dropped_ranges"] = counters->dropped_ranges();
+      }
     }
   }
   if (!req_.counters.empty()) result_.details["counters_info"] = info;
@@ -546,7 +592,10 @@ void CudaWorker::ProfileCandidate() {
 
 RunResult RunCudaWorker(const RunRequest& request, PhaseReporter& reporter) {
   CudaWorker worker(request, reporter);
-  return worker.Run();
+  RunResult result = worker.Run();
+  worker.Stamp("end");
+  result.details["timeline_s"] = worker.timeline();
+  return result;
 }
 
 }  // namespace kpilot

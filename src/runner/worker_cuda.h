@@ -2,6 +2,7 @@
 // (timing_cuda.cc) halves. Internal to the runner.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <set>
@@ -35,6 +36,10 @@ class CudaWorker {
  public:
   CudaWorker(const RunRequest& request, PhaseReporter& reporter);
   RunResult Run();
+  // Seconds since construction at the end of each step (context, checks, timing, counters …):
+  // where a run's wall time goes (details["timeline_s"]).
+  void Stamp(const std::string& step);
+  const nlohmann::json& timeline() const { return timeline_; }
 
  private:
   // Each returns false when the run's outcome is decided (result_ filled in).
@@ -82,6 +87,8 @@ class CudaWorker {
   int sm_count_ = 0;
   std::vector<std::string> library_use_;
   nlohmann::json trace_json_ = nlohmann::json::array();
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  nlohmann::json timeline_ = nlohmann::json::object();
 };
 
 // Removes the runner's own cudaDeviceSynchronize after a call (Call ends with one) from the

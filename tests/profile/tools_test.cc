@@ -516,6 +516,8 @@ TEST(SelectTools, ByClass) {
   EXPECT_TRUE(Has(memory, "uncoalesced-global-access"));
   EXPECT_TRUE(Has(memory, "dram-near-peak"));
   EXPECT_FALSE(Has(memory, "tensor-cores-unused"));  // memory-bound kernels skip tensor checks
+  // Division sequences pace a streaming kernel by issue (nchw-bias-divmod, classed memory-bound).
+  EXPECT_TRUE(Has(memory, "integer-division-in-index-math"));
 
   auto compute = SelectTools(All(), Bottleneck::kCompute, false);
   EXPECT_TRUE(Has(compute, "tensor-cores-unused"));

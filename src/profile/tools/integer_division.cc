@@ -15,7 +15,10 @@ class IntegerDivisionTool : public BuiltinTool {
   IntegerDivisionTool()
       : BuiltinTool("integer-division-in-index-math",
                     "software integer division/modulo sequences in the kernel's SASS",
-                    {Bottleneck::kCompute, Bottleneck::kLatency, Bottleneck::kMixed}, {}) {}
+                    // Memory-bound too: a streaming kernel whose every element pays for a few
+                    // divisions is paced by issue, not DRAM (nchw-bias-divmod: four 64-bit
+                    // div/mod per 8 bytes moved, classed memory-bound).
+                    {Bottleneck::kCompute, Bottleneck::kLatency, Bottleneck::kMixed, Bottleneck::kMemory}, {}) {}
 
   std::optional<Finding> Run(const ProfileContext& ctx) const override {
     if (!ctx.static_profile || !ctx.static_profile->have_sass) return std::nullopt;
