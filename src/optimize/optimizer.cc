@@ -219,6 +219,9 @@ ProposalContext Optimizer::Loop::ContextFor(int64_t node) const {
   c.findings = n.findings;
   c.memory_summary = memory_.Summary(node);
   c.tried_params = tried_params_;
+  // The params generator ranks its drafts with a model fitted to these (docs/search.md).
+  for (const auto& [id, d] : data_)
+    c.evaluated.push_back({d.params, tree_.node(id).outcome.passed, tree_.node(id).outcome.speedup});
   for (int64_t child : tree_.node(node).children) c.sibling_summaries.push_back(tree_.node(child).outcome.summary);
   c.remaining_budget = opts_.budget - evaluations_;
   c.k = std::max(1, std::min(opts_.drafts_per_expansion, c.remaining_budget));

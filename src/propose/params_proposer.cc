@@ -10,6 +10,8 @@
 #include <set>
 #include <utility>
 
+#include "propose/param_moves.h"
+#include "propose/param_space.h"
 #include "task/formula.h"
 
 namespace kpilot {
@@ -262,89 +264,11 @@ std::string Measured(const Finding& f) {
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------
-// The space: declared params, their value order, constraints.
-
-class Space {
- public:
-  explicit Space(const Task& task) : task_(task) {}
-
-  const std::vector<TunableParam>& params() const { return task_.params; }
-
-  // Position of cfg's value of param i in its declared list, or −1.
-  int IndexOf(size_t i, const ParamValues& cfg) const {
-    const TunableParam& p = task_.params[i];
-    auto it = cfg.find(p.name);
-    if (it == cfg.end()) return -1;
-    auto at = std::find(p.values.begin(), p.values.end(), it->second);
-    return at == p.values.end() ? -1 : static_cast<int>(at - p.values.begin());
-  }
-
-  // Whether the constraints hold (memoized). An evaluation error counts as not holding and is
-  // kept in status().
-  bool Valid(const ParamValues& cfg) {
-    if (task_.constraints.empty()) return true;
-    auto it = memo_.find(cfg);
-    if (it != memo_.end()) return it->second;
-    auto holds = ConstraintsHold(task_.constraints, cfg);
-    if (!holds.ok() && status_.ok()) status_ = holds.status();
-    bool valid = holds.ok() && *holds;
-    memo_.emplace(cfg, valid);
-    return valid;
-  }
-  const Status& status() const { return status_; }
-
-  // Valid configurations in odometer order (last param fastest) that `keep` accepts, at most cap.
-  template <typename Keep>
-  std::vector<ParamValues> Enumerate(size_t cap, Keep keep) {
-    std::vector<ParamValues> out;
-    const auto& ps = params();
-    for (const auto& p : ps)
-      if (p.values.empty()) return out;
-    std::vector<size_t> idx(ps.size(), 0);
-    while (out.size() < cap) {
-      ParamValues cfg;
-      for (size_t i = 0; i < ps.size(); ++i) cfg[ps[i].name] = ps[i].values[idx[i]];
-      if (Valid(cfg) && keep(cfg)) out.push_back(std::move(cfg));
-      size_t i = ps.size();
-      while (i > 0 && ++idx[i - 1] == ps[i - 1].values.size()) idx[--i] = 0;
-      if (i == 0) break;
-    }
-    return out;
-  }
-
- private:
-  const Task& task_;
-  std::map<ParamValues, bool> memo_;
-  Status status_;
-};
-
-// A uniform integer in [0, n) from the engine's raw output (std distributions differ between
-// standard libraries; this keeps a seed's drafts the same everywhere).
-uint64_t Below(std::mt19937_64& rng, uint64_t n) {
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  uint64_t x;
-  do x = rng(); while (x >= limit);
-  return x % n;
-}
-
-double Unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
-constexpr double kRestartProbability = 0.15;
-constexpr int kRestartSamples = 256;          // rejection samples before enumerating
-constexpr size_t kRestartEnumerateCap = 1 << 16;
-
-std::string Render(const ParamValues& cfg) {
-  std::string out;
-  for (const auto& [name, value] : cfg) out += (out.empty() ? "" : ", ") + name + "=" + value;
-  return out.empty() ? "(no params)" : out;
-}
-
 // One Propose call's state.
 class Planner {
  public:
   Planner(const Task& task, const ProposalContext& ctx)
-      : ctx_(ctx), space_(task), rng_(ctx.seed) {
+      : task_(task), ctx_(ctx), space_(task), rng_(ctx.seed), explore_config_() {
     parent_ = WithDefaults(task, ctx.parent_params);
     taken_.insert(parent_);
     for (const auto& tried : ctx.tried_params) taken_.insert(WithDefaults(task, tried));
@@ -352,9 +276,12 @@ class Planner {
 
   Result<std::vector<Draft>> Run() {
     const size_t k = static_cast<size_t>(std::max(ctx_.k, 0));
-    Targeted(k);
+    // The findings' moves take at most half the slots (k = 1: every other call, by the seed's
+    // parity), so a profile whose advice keeps mapping never stops the exploration.
+    const size_t targeted = (k + (ctx_.seed & 1)) / 2;
+    Targeted(targeted);
     if (drafts_.empty() && ContainsNoCase(ctx_.bottleneck, "compute")) {
-      ApplyMoves({kComputeBoundMove}, nullptr, k);
+      ApplyMoves({kComputeBoundMove}, nullptr, targeted);
     }
     if (drafts_.size() < k) Explore(k);
     if (!space_.status().ok()) return space_.status().WithContext("params proposer: constraints");
@@ -416,6 +343,8 @@ class Planner {
     return true;
   }
 
+  // The slots the findings left: model-ranked moves (param_moves.h), then uniformly random
+  // untried configs when those moves find nothing new.
   void Explore(size_t k) {
     std::string reason;
     if (!no_fix_.empty()) {
@@ -426,61 +355,18 @@ class Planner {
       reason = "no param maps to ";
       for (size_t i = 0; i < unmapped_.size(); ++i) reason += (i ? ", " : "") + unmapped_[i];
     } else {
-      reason = "the moves the findings suggest are tried or invalid";
+      reason = "explore beside the findings' moves";
     }
-    // Every one-step neighbour, in a deterministic order shuffled by the seed.
-    struct Neighbour {
-      ParamValues cfg;
-      std::string step;
-    };
-    std::vector<Neighbour> neighbours;
-    const auto& ps = space_.params();
-    for (size_t i = 0; i < ps.size(); ++i) {
-      int at = space_.IndexOf(i, parent_);
-      if (at < 0) continue;
-      for (int j : {at - 1, at + 1}) {
-        if (j < 0 || j >= static_cast<int>(ps[i].values.size())) continue;
-        ParamValues cfg = parent_;
-        cfg[ps[i].name] = ps[i].values[j];
-        if (taken_.count(cfg) || !space_.Valid(cfg)) continue;
-        neighbours.push_back({std::move(cfg), Step(i, at, j)});
-      }
-    }
-    for (size_t i = neighbours.size(); i > 1; --i) std::swap(neighbours[i - 1], neighbours[Below(rng_, i)]);
-
-    size_t next = 0;
+    std::vector<EvaluatedParams> evaluated = ctx_.evaluated;
+    for (auto& e : evaluated) e.params = WithDefaults(task_, e.params);
+    for (auto& d : ExploreByModel(space_, parent_, evaluated, k - drafts_.size(), rng_, taken_, explore_config_))
+      Add(std::move(d.params), d.summary + "; " + reason, "");
     while (drafts_.size() < k) {
-      bool restart = Unit(rng_) < kRestartProbability || next == neighbours.size();
-      if (restart) {
-        if (auto cfg = RandomRestart()) {
-          std::string summary = "restart at " + Render(*cfg) + ": " + reason;
-          Add(std::move(*cfg), summary, "");
-          continue;
-        }
-        if (next == neighbours.size()) return;  // nothing untried is reachable
-      }
-      Neighbour& n = neighbours[next++];
-      if (taken_.count(n.cfg)) continue;  // a restart landed on it
-      Add(std::move(n.cfg), n.step + ": explore a neighbour; " + reason, "");
+      auto cfg = RandomUntried(space_, taken_, rng_);
+      if (!cfg) return;  // nothing untried is reachable
+      std::string summary = "restart at " + RenderParams(*cfg) + ": " + reason;
+      Add(std::move(*cfg), summary, "");
     }
-  }
-
-  // A uniformly random valid untried configuration: rejection sampling over the product, then,
-  // when those are rare, a draw from the enumerated ones.
-  std::optional<ParamValues> RandomRestart() {
-    const auto& ps = space_.params();
-    for (int attempt = 0; attempt < kRestartSamples; ++attempt) {
-      ParamValues cfg;
-      for (const auto& p : ps) {
-        if (p.values.empty()) return std::nullopt;
-        cfg[p.name] = p.values[Below(rng_, p.values.size())];
-      }
-      if (!taken_.count(cfg) && space_.Valid(cfg)) return cfg;
-    }
-    auto left = space_.Enumerate(kRestartEnumerateCap,
-                                 [&](const ParamValues& cfg) { return !taken_.count(cfg); });
-    if (left.empty()) return std::nullopt;
-    return left[Below(rng_, left.size())];
   }
 
   std::string Step(size_t i, int from, int to) const {
@@ -499,9 +385,11 @@ class Planner {
     drafts_.push_back(std::move(d));
   }
 
+  const Task& task_;
   const ProposalContext& ctx_;
-  Space space_;
+  ParamSpace space_;
   std::mt19937_64 rng_;
+  ExploreConfig explore_config_;
   ParamValues parent_;
   std::set<ParamValues> taken_;  // the parent, everything tried, every draft so far
   std::vector<Draft> drafts_;
@@ -566,7 +454,7 @@ ParamValues WithDefaults(const Task& task, const ParamValues& params) {
 }
 
 std::vector<ParamValues> EnumerateSpace(const Task& task, size_t cap) {
-  Space space(task);
+  ParamSpace space(task);
   return space.Enumerate(cap, [](const ParamValues&) { return true; });
 }
 

@@ -25,6 +25,13 @@ struct Draft {
   std::string targeted_finding;   // the finding id the change answers ("" = none)
 };
 
+// One candidate the run has evaluated, for generators that learn from the run so far.
+struct EvaluatedParams {
+  ParamValues params;
+  bool passed = false;
+  double speedup = 0;              // what the search tree was given (passed only)
+};
+
 struct ProposalContext {
   const Task* task = nullptr;
   // The parent candidate.
@@ -38,6 +45,7 @@ struct ProposalContext {
   std::vector<Finding> findings;   // the parent's findings, ranked
   std::string memory_summary;      // SearchMemory::Summary for the parent
   std::vector<ParamValues> tried_params;  // params already evaluated anywhere in the run (dedupe)
+  std::vector<EvaluatedParams> evaluated;  // every evaluated node of the run, in evaluation order
   std::vector<std::string> sibling_summaries;
   int remaining_budget = 0;        // evaluations left
   int k = 1;                       // return at most k drafts

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <set>
+#include <string>
 
 #include "task/formula.h"
 #include "task/loader.h"
@@ -147,33 +150,33 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(ParamsProposer, RegisterFindingsListEveryMoveInOrder) {
   // Spills: tiles down, unroll down, launch-bounds minimum down (a higher one would spill more);
-  // then the second tile param.
-  auto spills = Propose(GemmLikeTask(), MakeContext(kGemmParent, {MakeFinding("register-spills")}, 5));
-  ASSERT_EQ(spills.size(), 5u);
+  // then the second tile param. k = 7 with an odd seed: (7 + 1) / 2 = 4 finding slots.
+  auto spills = Propose(GemmLikeTask(), MakeContext(kGemmParent, {MakeFinding("register-spills")}, 7));
+  ASSERT_EQ(spills.size(), 7u);
   EXPECT_EQ(spills[0].params.at("BM"), "64");
   EXPECT_EQ(spills[1].params.at("UNROLL"), "1");
   EXPECT_EQ(spills[2].params.at("MIN_BLOCKS"), "1");
   EXPECT_EQ(spills[3].params.at("TM"), "4");
-  EXPECT_EQ(spills[4].targeted_finding, "");  // every move made: exploration
+  for (size_t i = 4; i < spills.size(); ++i) EXPECT_EQ(spills[i].targeted_finding, "");  // exploration
   // High register count: tiles down, launch-bounds minimum up, unroll down.
-  auto regs = Propose(GemmLikeTask(), MakeContext(kGemmParent, {MakeFinding("high-register-count")}, 3));
-  ASSERT_EQ(regs.size(), 3u);
+  auto regs = Propose(GemmLikeTask(), MakeContext(kGemmParent, {MakeFinding("high-register-count")}, 6));
+  ASSERT_EQ(regs.size(), 6u);
   EXPECT_EQ(regs[0].params.at("BM"), "64");
   EXPECT_EQ(regs[1].params.at("MIN_BLOCKS"), "3");
   EXPECT_EQ(regs[2].params.at("UNROLL"), "1");
-  for (const auto& d : regs) EXPECT_EQ(d.targeted_finding, "high-register-count");
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(regs[i].targeted_finding, "high-register-count");
   // Occupancy limited by shared memory: stages down, then the K tile down.
   auto shared = Propose(GemmLikeTask(),
-                        MakeContext(kGemmParent, {MakeFinding("occupancy-limiter", {{"limiter", "shared_memory"}})}, 2));
-  ASSERT_EQ(shared.size(), 2u);
+                        MakeContext(kGemmParent, {MakeFinding("occupancy-limiter", {{"limiter", "shared_memory"}})}, 4));
+  ASSERT_EQ(shared.size(), 4u);
   EXPECT_EQ(shared[1].params.at("BK"), "16");
 }
 
 TEST(ParamsProposer, TailEffectShrinksBlocksOrAddsWaves) {
   Task task = MakeTask({{"BLOCK", {"128", "256", "512"}}, {"WAVES", {"1", "2", "4"}}, {"VEC", {"1", "2"}}});
   ParamValues parent = {{"BLOCK", "256"}, {"WAVES", "2"}, {"VEC", "1"}};
-  auto drafts = Propose(task, MakeContext(parent, {MakeFinding("tail-effect", {{"partial_wave", 0.12}})}, 2));
-  ASSERT_EQ(drafts.size(), 2u);
+  auto drafts = Propose(task, MakeContext(parent, {MakeFinding("tail-effect", {{"partial_wave", 0.12}})}, 4));
+  ASSERT_EQ(drafts.size(), 4u);
   EXPECT_EQ(drafts[0].params.at("BLOCK"), "128");
   EXPECT_EQ(drafts[0].summary.rfind("BLOCK 256\u2192128: tail-effect says the last wave is 12% full; smaller blocks fill", 0), 0u)
       << drafts[0].summary;
@@ -212,8 +215,8 @@ TEST(ParamsProposer, FindingsAreFollowedInRankOrder) {
   auto drafts = Propose(GemmLikeTask(), MakeContext(kGemmParent, {MakeFinding("scalar-global-loads", {}, 0.9),
                                                                   MakeFinding("occupancy-limiter",
                                                                               {{"limiter", "shared_memory"}}, 0.4)},
-                                                    2));
-  ASSERT_EQ(drafts.size(), 2u);
+                                                    4));
+  ASSERT_EQ(drafts.size(), 4u);
   EXPECT_EQ(drafts[0].targeted_finding, "scalar-global-loads");
   EXPECT_EQ(drafts[1].targeted_finding, "occupancy-limiter");
 }
@@ -313,6 +316,10 @@ TEST(ParamsProposer, DraftsRespectConstraintsAndNeverRepeat) {
       ProposalContext ctx = MakeContext(parent, {pool[seed % pool.size()], pool[(seed / 3) % pool.size()]},
                                         1 + static_cast<int>(seed % 5), seed);
       for (size_t i = 0; i < seed % 6; ++i) ctx.tried_params.push_back(space[(seed * 31 + i * 17) % space.size()]);
+      // A history with rewards and failures, so crossover and differential moves run too.
+      for (size_t i = 0; i < seed % 9; ++i)
+        ctx.evaluated.push_back({space[(seed * 13 + i * 29) % space.size()], i % 4 != 3, 1.0 + static_cast<double>(i)});
+      for (const auto& e : ctx.evaluated) ctx.tried_params.push_back(e.params);
       auto drafts = Propose(task, ctx);
       EXPECT_LE(drafts.size(), static_cast<size_t>(ctx.k));
       std::set<ParamValues> seen;
@@ -348,34 +355,105 @@ TEST(ParamsProposer, ExhaustsTheSpaceThenReturnsEmpty) {
   EXPECT_TRUE(Propose(task, ctx).empty());
 }
 
-TEST(ParamsProposer, RestartsHappenAndFollowExhaustedNeighbours) {
-  Task task = MakeTask({{"A", {"1", "2", "3", "4", "5"}}, {"B", {"1", "2", "3", "4", "5"}}});
-  ParamValues parent = {{"A", "3"}, {"B", "3"}};
-  // With neighbours left, about 15% of slots restart.
-  int restarts = 0;
-  for (uint64_t seed = 0; seed < 200; ++seed) {
-    for (const auto& d : Propose(task, MakeContext(parent, {}, 1, seed))) {
-      if (d.summary.rfind("restart", 0) == 0) {
-        ++restarts;
-      } else {
-        EXPECT_FALSE(Changed(task, parent, d).empty()) << d.summary;  // a one-step neighbour
+// Findings steer at most half the slots, so advice that keeps mapping never stops exploring.
+TEST(ParamsProposer, FindingsTakeAtMostHalfTheSlots) {
+  const Finding f = MakeFinding("register-spills");
+  for (uint64_t seed = 0; seed < 6; ++seed) {
+    auto two = Propose(GemmLikeTask(), MakeContext(kGemmParent, {f}, 2, seed));
+    ASSERT_EQ(two.size(), 2u);
+    EXPECT_EQ(two[0].targeted_finding, "register-spills");
+    EXPECT_EQ(two[1].targeted_finding, "") << two[1].summary;
+    // One slot: the finding's move on odd seeds, exploration on even ones.
+    auto one = Propose(GemmLikeTask(), MakeContext(kGemmParent, {f}, 1, seed));
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(one[0].targeted_finding, seed % 2 ? "register-spills" : "") << one[0].summary;
+  }
+}
+
+// A run's history: every config of `space` at the given indices, with speedups from `speedup`.
+std::vector<EvaluatedParams> History(const std::vector<ParamValues>& space, const std::vector<size_t>& at,
+                                     const std::function<double(const ParamValues&)>& speedup) {
+  std::vector<EvaluatedParams> out;
+  for (size_t i : at) out.push_back({space[i], true, speedup(space[i])});
+  return out;
+}
+
+// Exploration moves several params at once and jumps along ordered params, not only ±1 steps.
+TEST(ParamsProposer, ExplorationMovesSeveralParamsAndJumps) {
+  Task task = MakeTask({{"A", {"1", "2", "3", "4", "5", "6"}}, {"B", {"1", "2", "3", "4", "5", "6"}},
+                        {"C", {"1", "2", "3", "4", "5", "6"}}});
+  auto space = EnumerateSpace(task, 1000);
+  const ParamValues parent = {{"A", "3"}, {"B", "3"}, {"C", "3"}};
+  auto flat = [](const ParamValues&) { return 1.0; };
+  int multi = 0, jumps = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    ProposalContext ctx = MakeContext(parent, {}, 2, seed);
+    ctx.evaluated = History(space, {seed % 216, (seed * 37) % 216, (seed * 101 + 5) % 216}, flat);
+    for (const auto& d : Propose(task, ctx)) {
+      int changed = 0;
+      for (const auto& [name, value] : d.params) {
+        if (value == parent.at(name)) continue;
+        ++changed;
+        jumps += std::abs(std::stoi(value) - std::stoi(parent.at(name))) >= 2;
       }
+      multi += changed >= 2;
     }
   }
-  EXPECT_GT(restarts, 10);
-  EXPECT_LT(restarts, 60);
-  // Once every neighbour is tried, every draft is a restart.
-  ProposalContext ctx = MakeContext(parent, {}, 4, 7);
-  ctx.tried_params = {{{"A", "2"}, {"B", "3"}}, {{"A", "4"}, {"B", "3"}}, {{"A", "3"}, {"B", "2"}}, {{"A", "3"}, {"B", "4"}}};
-  auto drafts = Propose(task, ctx);
-  ASSERT_EQ(drafts.size(), 4u);
-  for (const auto& d : drafts) EXPECT_EQ(d.summary.rfind("restart at ", 0), 0u) << d.summary;
+  EXPECT_GT(multi, 10);
+  EXPECT_GT(jumps, 10);
+}
+
+// With a history that rises along A and B, the model's first draft goes up both, past the
+// parent's one-step neighbours.
+TEST(ParamsProposer, TheModelSteersTowardWhatTheHistoryFavours) {
+  Task task = MakeTask({{"A", {"1", "2", "3", "4", "5", "6", "7", "8"}},
+                        {"B", {"1", "2", "3", "4", "5", "6", "7", "8"}}});
+  auto space = EnumerateSpace(task, 1000);
+  auto rising = [](const ParamValues& p) { return std::exp(0.2 * (std::stoi(p.at("A")) + std::stoi(p.at("B")))); };
+  // A spread of configs, none with A or B above 5.
+  std::vector<size_t> at;
+  for (size_t i = 0; i < space.size(); ++i)
+    if (std::stoi(space[i].at("A")) <= 5 && std::stoi(space[i].at("B")) <= 5 && i % 3 == 0) at.push_back(i);
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    ProposalContext ctx = MakeContext({{"A", "3"}, {"B", "3"}}, {}, 1, seed * 2);
+    ctx.evaluated = History(space, at, rising);
+    for (const auto& e : ctx.evaluated) ctx.tried_params.push_back(e.params);
+    auto drafts = Propose(task, ctx);
+    ASSERT_EQ(drafts.size(), 1u);
+    EXPECT_GE(std::stoi(drafts[0].params.at("A")) + std::stoi(drafts[0].params.at("B")), 11) << drafts[0].summary;
+    EXPECT_NE(drafts[0].summary.find("model expects"), std::string::npos) << drafts[0].summary;
+  }
+}
+
+// Crossover drafts take every value from the parent or from the best config seen so far.
+TEST(ParamsProposer, CrossoverMixesTheParentWithTheBest) {
+  Task task = LoadExample("cuda/sgemm");
+  auto space = EnumerateSpace(task, 1 << 20);
+  ASSERT_GT(space.size(), 20u);
+  int crossovers = 0;
+  for (uint64_t seed = 0; seed < 200 && crossovers < 5; ++seed) {
+    const ParamValues& parent = space[seed % space.size()];
+    const ParamValues& best = space[(seed * 7 + 3) % space.size()];
+    if (best == parent) continue;
+    ProposalContext ctx = MakeContext(parent, {}, 4, seed);
+    ctx.evaluated = {{parent, true, 1.0}, {best, true, 8.0}};
+    for (const auto& d : Propose(task, ctx)) {
+      if (d.summary.find("crossover with the best so far") == std::string::npos) continue;
+      ++crossovers;
+      for (const auto& [name, value] : d.params)
+        EXPECT_TRUE(value == parent.at(name) || value == best.at(name)) << name << ": " << d.summary;
+      auto holds = ConstraintsHold(task.constraints, d.params);
+      EXPECT_TRUE(holds.ok() && *holds) << d.summary;
+    }
+  }
+  EXPECT_GT(crossovers, 0);
 }
 
 TEST(ParamsProposer, SameSeedSameDraftsOtherSeedsDiffer) {
   Task task = LoadExample("cuda/gemm_bf16");
   auto space = EnumerateSpace(task, 1 << 20);
   ProposalContext ctx = MakeContext(space[space.size() / 2], {MakeFinding("warp-divergence")}, 4, 5);
+  ctx.evaluated = {{space[0], true, 1.0}, {space[space.size() - 1], true, 3.0}, {space[1], false, 0.0}};
   auto a = Propose(task, ctx);
   auto b = Propose(task, ctx);
   ASSERT_EQ(a.size(), b.size());

@@ -1,0 +1,252 @@
+#include "propose/param_moves.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace kpilot {
+namespace {
+
+constexpr int kRandomSamples = 256;           // rejection samples before enumerating
+constexpr size_t kEnumerateCap = 1 << 16;
+
+struct Candidate {
+  ParamValues cfg;
+  std::string kind;  // "step", "jump", "pair move", "crossover with the best", …
+};
+
+// The candidate moves of one call, in a fixed order (ties in the ranking go to the earliest).
+class Pool {
+ public:
+  Pool(ParamSpace& space, const std::set<ParamValues>& taken) : space_(space), taken_(taken) {}
+
+  void Offer(ParamValues cfg, std::string kind) {
+    if (taken_.count(cfg) || !seen_.insert(cfg).second || !space_.Valid(cfg)) return;
+    list_.push_back({std::move(cfg), std::move(kind)});
+  }
+  std::vector<Candidate>& list() { return list_; }
+
+ private:
+  ParamSpace& space_;
+  const std::set<ParamValues>& taken_;
+  std::set<ParamValues> seen_;
+  std::vector<Candidate> list_;
+};
+
+struct Scored {
+  ParamValues cfg;
+  std::vector<double> x;
+  double y;  // log speedup
+};
+
+class Explorer {
+ public:
+  Explorer(ParamSpace& space, const ParamValues& parent, const std::vector<EvaluatedParams>& evaluated,
+           std::mt19937_64& rng, const std::set<ParamValues>& taken, const ExploreConfig& config)
+      : space_(space), parent_(parent), rng_(rng), config_(config), pool_(space, taken), model_(config.surrogate) {
+    Learn(evaluated);
+  }
+
+  std::vector<ExploreDraft> Pick(size_t k) {
+    Generate();
+    std::vector<Candidate>& c = pool_.list();
+    std::vector<std::vector<double>> xs;
+    for (const auto& cand : c) xs.push_back(space_.Coordinates(cand.cfg));
+    std::vector<char> used(c.size(), 0);
+    std::vector<ExploreDraft> out;
+    while (out.size() < k) {
+      long best = -1;
+      double best_score = 0;
+      Surrogate::Prediction best_pred;
+      for (size_t i = 0; i < c.size(); ++i) {
+        if (used[i]) continue;
+        const Surrogate::Prediction p = model_.Predict(xs[i]);
+        const double score = p.mean + config_.kappa * p.sd;
+        if (best < 0 || score > best_score) best = static_cast<long>(i), best_score = score, best_pred = p;
+      }
+      if (best < 0) break;
+      used[best] = 1;
+      model_.Add(xs[best], best_pred.mean);
+      out.push_back({c[best].cfg, Summary(c[best], best_pred)});
+    }
+    return out;
+  }
+
+ private:
+  // Fits the model to every evaluated config whose values are all declared. Failures take the
+  // worst passed result: low enough to steer away, without a −2.3 cliff that would bend the
+  // whole fit around it.
+  void Learn(const std::vector<EvaluatedParams>& evaluated) {
+    std::vector<std::vector<double>> xs;
+    std::vector<double> ys;
+    std::vector<char> passed;
+    double worst = 0;
+    bool any = false;
+    for (const auto& e : evaluated) {
+      std::vector<double> x = space_.Coordinates(e.params);
+      if (x.empty() && !space_.params().empty()) continue;
+      const bool ok = e.passed && e.speedup > 0;
+      const double y = ok ? std::log(e.speedup) : 0.0;
+      if (ok) {
+        worst = any ? std::min(worst, y) : y;
+        any = true;
+        scored_.push_back({e.params, x, y});
+      }
+      xs.push_back(std::move(x));
+      ys.push_back(y);
+      passed.push_back(ok);
+    }
+    for (size_t i = 0; i < ys.size(); ++i)
+      if (!passed[i]) ys[i] = worst;
+    std::stable_sort(scored_.begin(), scored_.end(), [](const Scored& a, const Scored& b) { return a.y > b.y; });
+    model_.Fit(std::move(xs), std::move(ys));
+  }
+
+  void Generate() {
+    AxisMoves();
+    PairMoves();
+    Crossovers();
+    Differentials();
+    for (size_t i = 0; i < config_.random_candidates; ++i) {
+      ParamValues cfg;
+      for (const auto& p : space_.params()) cfg[p.name] = p.values[Below(rng_, p.values.size())];
+      pool_.Offer(std::move(cfg), "restart");
+    }
+  }
+
+  void AxisMoves() {
+    const auto& ps = space_.params();
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const int at = space_.IndexOf(i, parent_);
+      for (size_t j = 0; j < ps[i].values.size(); ++j) {
+        if (static_cast<int>(j) == at) continue;
+        ParamValues cfg = parent_;
+        cfg[ps[i].name] = ps[i].values[j];
+        pool_.Offer(std::move(cfg), at >= 0 && std::abs(static_cast<int>(j) - at) == 1 ? "step" : "jump");
+      }
+    }
+  }
+
+  void PairMoves() {
+    const auto& ps = space_.params();
+    for (size_t a = 0; a < ps.size(); ++a) {
+      for (size_t b = a + 1; b < ps.size(); ++b) {
+        std::vector<std::pair<size_t, size_t>> combos;
+        const int at_a = space_.IndexOf(a, parent_), at_b = space_.IndexOf(b, parent_);
+        for (size_t i = 0; i < ps[a].values.size(); ++i)
+          for (size_t j = 0; j < ps[b].values.size(); ++j)
+            if (static_cast<int>(i) != at_a && static_cast<int>(j) != at_b) combos.push_back({i, j});
+        // Many values per param: a seeded sample (partial Fisher–Yates) keeps the pool small.
+        const size_t keep = std::min(combos.size(), config_.pair_cap);
+        for (size_t n = 0; n < keep; ++n) {
+          std::swap(combos[n], combos[n + Below(rng_, combos.size() - n)]);
+          ParamValues cfg = parent_;
+          cfg[ps[a].name] = ps[a].values[combos[n].first];
+          cfg[ps[b].name] = ps[b].values[combos[n].second];
+          pool_.Offer(std::move(cfg), "pair move");
+        }
+      }
+    }
+  }
+
+  void Crossovers() {
+    const size_t elites = std::min(config_.elites, scored_.size());
+    for (size_t e = 0; e < elites; ++e) {
+      const std::string kind = e == 0 ? "crossover with the best so far" : "crossover with the #" + std::to_string(e + 1) + " so far";
+      for (size_t n = 0; n < config_.crossovers_per_elite; ++n) {
+        ParamValues cfg = parent_;
+        for (const auto& p : space_.params())
+          if (rng_() & 1) cfg[p.name] = scored_[e].cfg.at(p.name);
+        pool_.Offer(std::move(cfg), kind);
+      }
+    }
+  }
+
+  void Differentials() {
+    const size_t elites = std::min(config_.elites, scored_.size());
+    if (elites == 0 || scored_.size() < 2) return;
+    const auto& ps = space_.params();
+    for (size_t n = 0; n < config_.differentials; ++n) {
+      const Scored& to = scored_[Below(rng_, elites)];
+      const Scored& from = scored_[Below(rng_, scored_.size())];
+      ParamValues cfg = parent_;
+      const size_t forced = Below(rng_, ps.size());  // at least one param takes the mutant's value
+      for (size_t i = 0; i < ps.size(); ++i) {
+        const bool cross = Unit(rng_) < config_.differential_crossover;
+        if (!cross && i != forced) continue;
+        const int at = std::max(0, space_.IndexOf(i, parent_));
+        const double delta = space_.IndexOf(i, to.cfg) - space_.IndexOf(i, from.cfg);
+        const long m = std::lround(at + config_.differential_weight * delta);
+        const long last = static_cast<long>(ps[i].values.size()) - 1;
+        cfg[ps[i].name] = ps[i].values[static_cast<size_t>(std::clamp(m, 0L, last))];
+      }
+      pool_.Offer(std::move(cfg), "differential step");
+    }
+  }
+
+  std::string Changes(const ParamValues& cfg) const {
+    std::string out;
+    int listed = 0, more = 0;
+    for (const auto& p : space_.params()) {
+      auto from = parent_.find(p.name);
+      const std::string& to = cfg.at(p.name);
+      if (from != parent_.end() && from->second == to) continue;
+      if (listed == 3) {
+        ++more;
+        continue;
+      }
+      out += (listed++ ? ", " : "") + p.name + " " + (from == parent_.end() ? "?" : from->second) + "\u2192" + to;
+    }
+    if (more) out += " and " + std::to_string(more) + " more";
+    return out;
+  }
+
+  std::string Summary(const Candidate& c, const Surrogate::Prediction& p) const {
+    char expect[96];
+    std::snprintf(expect, sizeof expect, "model expects %.3gx \u00b1%.0f%%", std::exp(p.mean),
+                  100 * (std::exp(p.sd) - 1));
+    const std::string head = c.kind == "restart" ? "restart at " + RenderParams(c.cfg) : Changes(c.cfg) + ": " + c.kind;
+    return head + (model_.size() > 0 ? std::string("; ") + expect : std::string());
+  }
+
+  ParamSpace& space_;
+  const ParamValues& parent_;
+  std::mt19937_64& rng_;
+  const ExploreConfig& config_;
+  Pool pool_;
+  Surrogate model_;
+  std::vector<Scored> scored_;  // passed configs, best first
+};
+
+}  // namespace
+
+std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& parent,
+                                         const std::vector<EvaluatedParams>& evaluated, size_t k,
+                                         std::mt19937_64& rng, std::set<ParamValues>& taken,
+                                         const ExploreConfig& config) {
+  if (space.params().empty() || k == 0) return {};
+  for (const auto& p : space.params())
+    if (p.values.empty()) return {};
+  std::vector<ExploreDraft> out = Explorer(space, parent, evaluated, rng, taken, config).Pick(k);
+  for (const auto& d : out) taken.insert(d.params);
+  return out;
+}
+
+std::optional<ParamValues> RandomUntried(ParamSpace& space, const std::set<ParamValues>& taken,
+                                         std::mt19937_64& rng) {
+  const auto& ps = space.params();
+  for (int attempt = 0; attempt < kRandomSamples; ++attempt) {
+    ParamValues cfg;
+    for (const auto& p : ps) {
+      if (p.values.empty()) return std::nullopt;
+      cfg[p.name] = p.values[Below(rng, p.values.size())];
+    }
+    if (!taken.count(cfg) && space.Valid(cfg)) return cfg;
+  }
+  auto left = space.Enumerate(kEnumerateCap, [&](const ParamValues& cfg) { return !taken.count(cfg); });
+  if (left.empty()) return std::nullopt;
+  return left[Below(rng, left.size())];
+}
+
+}  // namespace kpilot
