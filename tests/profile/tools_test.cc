@@ -437,6 +437,14 @@ TEST(BuiltinTools, SilentInTheCasesTheirTriggersExclude) {
 
   // Eligible warps waiting their turn is a saturated scheduler, not a stall to fix.
   EXPECT_FALSE(ById("dominant-warp-stall").Run(WithStalls({{"not_selected", 8}, {"wait", 2}})).has_value());
+
+  // Waiting on loads while DRAM runs at its roof is the roof (dram-near-peak says so); below it,
+  // the same stalls are a finding.
+  auto at_roof = WithStalls({{"long_scoreboard", 8}, {"wait", 1}});
+  at_roof.metrics[metric::kDramThroughputPct] = 90;
+  EXPECT_FALSE(ById("dominant-warp-stall").Run(at_roof).has_value());
+  at_roof.metrics[metric::kDramThroughputPct] = 50;
+  EXPECT_TRUE(ById("dominant-warp-stall").Run(at_roof).has_value());
 }
 
 TEST(BuiltinTools, SeverityGrowsWithDistancePastTheTrigger) {
@@ -586,7 +594,7 @@ TEST(RunTools, RealToolsOnOneContextComeOutRanked) {
   c.metrics[metric::kGlobalLoadSectors] = 3200;
   c.metrics[metric::kGlobalLoadRequests] = 100;
   auto findings = RunTools(SelectTools(All(), Bottleneck::kMemory, false), c);
-  ASSERT_GE(findings.size(), 4u);
+  ASSERT_GE(findings.size(), 3u);  // long_scoreboard at 84% of DRAM is the roof: no stall finding
   for (size_t i = 1; i < findings.size(); ++i) {
     EXPECT_GE(findings[i - 1].severity, findings[i].severity);
   }

@@ -24,6 +24,8 @@ TEST(Protocol, RequestRoundTrip) {
   r.timing.max_reps = 77;
   r.profile_only = true;
   r.counters = {"dram__throughput.avg.pct_of_peak_sustained_elapsed", "gpu__time_duration.sum"};
+  r.counters_max_ranges = 9;
+  r.counters_replay = "kernel";
   auto back = RunRequestFromJson(ToJson(r));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->candidate_object, "/c.so");
@@ -36,6 +38,8 @@ TEST(Protocol, RequestRoundTrip) {
   EXPECT_EQ(back->timing.max_reps, 77);
   EXPECT_TRUE(back->profile_only);
   EXPECT_EQ(back->counters, r.counters);
+  EXPECT_EQ(back->counters_max_ranges, 9);
+  EXPECT_EQ(back->counters_replay, "kernel");
 }
 
 TEST(Protocol, RequestRejectsOtherVersionsAndBadFields) {
@@ -48,6 +52,11 @@ TEST(Protocol, RequestRejectsOtherVersionsAndBadFields) {
   j = ToJson(r);
   j.erase("seeds");
   EXPECT_FALSE(RunRequestFromJson(j).ok());
+  j = ToJson(r);
+  j["counters_replay"] = "application";
+  bad = RunRequestFromJson(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("counters_replay"), std::string::npos);
 }
 
 TEST(Protocol, ResultRoundTripKeepsInfinitiesAndSamples) {
