@@ -59,6 +59,8 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/kpilot-out"))
     ap.add_argument("--period-ms", type=int, default=50)
     ap.add_argument("--timeout", type=int, default=400, help="seconds per optimize run")
+    ap.add_argument("--in-flight", type=int, default=0, help="kpilot optimize --in-flight N (0: its default)")
+    ap.add_argument("--tag", default="", help="suffix for the output files (several settings in one $OUT)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     store = tempfile.mkdtemp(prefix="kpilot-figures-")
@@ -66,17 +68,19 @@ def main():
     for task in a.tasks:
         name = os.path.basename(task.rstrip("/"))
         print(f"== {name}", file=sys.stderr, flush=True)
-        samples = os.path.join(a.out, f"nvml_{name}.csv")
+        samples = os.path.join(a.out, f"nvml_{name}{a.tag}.csv")
         sampler = sample_nvml(samples, a.period_ms)
         try:
-            p, wall = run([a.kpilot, "optimize", task, "--budget", str(a.budget), "--policy", a.policy, "--json",
-                           "--store", store], a.timeout)
+            argv = [a.kpilot, "optimize", task, "--budget", str(a.budget), "--policy", a.policy, "--json", "--store", store]
+            if a.in_flight:
+                argv += ["--in-flight", str(a.in_flight)]
+            p, wall = run(argv, a.timeout)
         finally:
             if sampler:
                 sampler[0].terminate()
                 sampler[0].wait()
                 sampler[1].close()
-        row = {"task": name, "wall_s": round(wall, 2), "exit": p.returncode}
+        row = {"task": name, "in_flight": a.in_flight or 2, "wall_s": round(wall, 2), "exit": p.returncode}
         try:
             j = json.loads(p.stdout)
         except json.JSONDecodeError:
@@ -109,7 +113,7 @@ def main():
                 row["profile_error"] = f"{e}: {(q.stderr or q.stdout)[-800:]}"
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
-    with open(os.path.join(a.out, "optimize_figures.json"), "w") as f:
+    with open(os.path.join(a.out, f"optimize_figures{a.tag}.json"), "w") as f:
         json.dump(rows, f, indent=1)
     print(f"{'task':<14} {'evals':>5} {'speedup':>9} {'CI':>17} {'class':<14} {'ceiling':<8} {'fraction':>8} "
           f"{'busy':>5} {'nvml':>5} {'wall s':>7}")

@@ -27,6 +27,7 @@ struct OptimizeArgs {
   double target = 0;
   std::string objective = "time";
   int drafts = 2;
+  int in_flight = 2;
   uint64_t seed = 1;
   std::vector<std::string> workloads;
   std::string arch;
@@ -148,6 +149,7 @@ int RunOptimize(const OptimizeArgs& a) {
     o.target_fraction = a.target;
     o.objective = a.objective;
     o.drafts_per_expansion = a.drafts;
+    o.pipeline_depth = a.in_flight;
     o.seed = a.seed;
     o.workloads = a.workloads;
     o.arch = a.arch;
@@ -236,6 +238,11 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"time", "energy", "mix"}))
       ->capture_default_str();
   cmd->add_option("--drafts", a->drafts, "Drafts per expansion (compiled in parallel)")->capture_default_str();
+  cmd->add_option("--in-flight", a->in_flight,
+                  "Expansions in flight: the next batches compile while the GPU evaluates (more keeps the GPU busier, "
+                  "the tree further behind its results)")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   cmd->add_option("--workload", a->workloads, "Only these workloads (repeatable)");
   cmd->add_option("--arch", a->arch, "CUDA target (default: the visible GPU's)");

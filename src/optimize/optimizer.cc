@@ -18,9 +18,8 @@
 namespace kpilot {
 
 // Expansions in flight at once: the next one's drafts compile on the CPU cores while the GPU
-// evaluates the current one's, so the evaluation queue does not wait on nvcc. Two keeps the tree
-// at most one batch behind its results.
-constexpr int kPipelineDepth = 2;
+// evaluates the current one's, so the evaluation queue does not wait on nvcc. The default, two
+// (OptimizeOptions::pipeline_depth), keeps the tree at most one batch behind its results.
 namespace {
 
 using nlohmann::json;
@@ -463,8 +462,8 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
   for (;;) {
     std::string stop;  // decided afresh each round: skipped duplicates give budget back
     // Keep the next expansion compiling while the GPU evaluates the current one (at most
-    // kPipelineDepth expansions in flight, so the tree is never more than one batch behind).
-    while (stop.empty() && static_cast<int>(in_flight.size()) < kPipelineDepth) {
+    // pipeline_depth expansions in flight; with the default 2 the tree is one batch behind).
+    while (stop.empty() && static_cast<int>(in_flight.size()) < std::max(1, opts_.pipeline_depth)) {
       if (evaluations_ + pending >= opts_.budget) stop = "budget";
       else if (opts_.time_limit_s > 0 && Seconds(start_) > opts_.time_limit_s) stop = "time";
       else if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) stop = "plateau";

@@ -31,6 +31,10 @@ struct OptimizeOptions {
   std::string objective = "time";       // time | energy (lexicographic) | mix
   double energy_weight = 0.5;           // mix: reward = log(speedup) + w · log(baseline J / candidate J)
   int drafts_per_expansion = 2;         // drafts asked per selected node (compiled in parallel)
+  // Expansions in flight: while the GPU evaluates one batch the next ones compile. 2 keeps the
+  // tree one batch behind its results; more keeps the GPU busier when compiles are much slower
+  // than evaluations (docs/search.md).
+  int pipeline_depth = 2;
   uint64_t seed = 1;
   std::vector<std::string> workloads;   // empty = all
   std::string arch;                     // cuda target
