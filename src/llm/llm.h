@@ -1,0 +1,194 @@
+// Language models over HTTP: OpenAI Chat Completions, Anthropic Messages and any
+// OpenAI-compatible server (vLLM, llama.cpp, Ollama …), with no SDK — libcurl underneath.
+//
+// The contract the LLM generator (src/propose/llm_proposer.h) builds on:
+//   - ParseLlmSpec: "llm:PROVIDER:MODEL[@BASE_URL]" → Endpoint;
+//   - LoadLlmConfig: the TOML defaults (timeouts, retries, prices, spending cap, …);
+//   - ChatClient: one provider-neutral chat call (text and tool calls) with retries, timeouts,
+//     a concurrency limit, token and cost accounting, and every exchange archived, redacted;
+//   - HttpTransport / Sleeper / TranscriptSink: the side effects, each with a real implementation
+//     and a test double.
+// Keys never appear in logs, the store or error messages (Redact).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace kpilot::llm {
+
+enum class Provider { kOpenAI, kAnthropic, kOpenAICompatible };
+std::string_view ProviderName(Provider p);  // "openai" | "anthropic" | "openai-compatible"
+
+struct Endpoint {
+  Provider provider = Provider::kOpenAI;
+  std::string model;        // may contain ':' (e.g. "qwen2.5-coder:7b")
+  std::string base_url;     // e.g. "https://api.openai.com/v1"; provider default when not given
+  std::string api_key_env;  // OPENAI_API_KEY / ANTHROPIC_API_KEY, or the configured variable
+};
+
+// "llm:PROVIDER:MODEL[@BASE_URL]": PROVIDER runs to the first ':', BASE_URL starts after the last
+// '@' that is followed by "http://" or "https://", MODEL is what lies between. openai-compatible
+// needs a BASE_URL. InvalidInput naming the spec, the part and the fix otherwise.
+Result<Endpoint> ParseLlmSpec(const std::string& spec);
+
+struct Prices {
+  double input_per_mtok = 0;   // US dollars per million input tokens
+  double output_per_mtok = 0;
+};
+
+// Defaults, overridable by a TOML file (kpilot.toml in the task folder, ~/.config/kpilot/llm.toml,
+// or --llm-config FILE; docs/generators.md lists every key).
+struct LlmConfig {
+  double connect_timeout_s = 10;
+  double read_timeout_s = 300;
+  int max_retries = 5;               // on 429, 5xx and network errors
+  double backoff_base_s = 1;         // exponential: base·2^attempt, full jitter, capped
+  double backoff_max_s = 60;
+  int max_concurrency = 2;           // requests in flight per endpoint
+  double max_cost_usd = 2.0;         // the default spending cap of a run (--max-cost raises it)
+  int max_tokens = 8192;             // per reply
+  double temperature = 0.7;
+  std::string api_key_env;           // overrides the provider's variable name
+  std::map<std::string, Prices> prices;  // by model name; unknown models cost 0 and say so
+  std::vector<std::string> code_roots;   // trees search_code/read_file may read (CUTLASS first)
+  std::string prompts_dir;           // user overrides of the prompt templates
+  int tool_calls_per_proposal = 8;   // function-calling budget per proposal
+  int reasks = 2;                    // re-asks on a reply without usable code
+  // The command: generator (src/propose/command_proposer.h).
+  std::vector<std::string> command_argv;  // argv array form of the command, when configured
+  std::vector<std::string> allowed_env;   // variables passed through to the agent (others scrubbed)
+  double command_timeout_s = 1800;
+};
+
+// Reads `file` over the defaults. A bad file is InvalidInput naming the file, the line, the key
+// and the fix; unknown keys are errors (a typo must not silently keep a default).
+Result<LlmConfig> LoadLlmConfig(const std::filesystem::path& file, LlmConfig defaults = {});
+
+// ---- provider-neutral messages -----------------------------------------------------------------
+
+struct ToolCall {
+  std::string id;
+  std::string name;
+  nlohmann::json arguments = nlohmann::json::object();
+};
+
+struct Message {
+  std::string role;                  // "user" | "assistant" | "tool"
+  std::string content;
+  std::vector<ToolCall> tool_calls;  // assistant messages that call tools
+  std::string tool_call_id;          // tool results: the call answered
+};
+
+struct ToolSpec {
+  std::string name;
+  std::string description;
+  nlohmann::json parameters = nlohmann::json::object();  // JSON Schema of the arguments
+};
+
+struct ChatRequest {
+  std::string system;
+  std::vector<Message> messages;
+  std::vector<ToolSpec> tools;       // empty: no function calling
+  int max_tokens = 0;                // 0: the config's
+  double temperature = -1;           // < 0: the config's
+};
+
+struct Usage {
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  double cost_usd = 0;
+  bool priced = true;                // false when the model has no configured price
+};
+
+struct ChatReply {
+  std::string text;
+  std::vector<ToolCall> tool_calls;
+  std::string stop_reason;           // the provider's, e.g. "stop", "end_turn", "tool_use"
+  Usage usage;
+  int attempts = 1;                  // HTTP attempts it took (retries + 1)
+};
+
+// ---- side effects ------------------------------------------------------------------------------
+
+struct HttpRequest {
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  double connect_timeout_s = 10;
+  double read_timeout_s = 300;
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+};
+
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  // A response of any status; Unavailable on connection failures and timeouts.
+  virtual Result<HttpResponse> Post(const HttpRequest& request) = 0;
+};
+std::shared_ptr<HttpTransport> MakeCurlTransport();
+
+class Sleeper {
+ public:
+  virtual ~Sleeper() = default;
+  virtual void Sleep(double seconds) = 0;
+};
+std::shared_ptr<Sleeper> MakeRealSleeper();
+
+// One archived exchange, already redacted.
+struct Exchange {
+  std::string endpoint;              // Endpoint described, no key
+  std::string request_json;
+  std::string response_json;         // the last attempt's body
+  int status = 0;
+  int attempts = 0;
+  double seconds = 0;
+  Usage usage;
+  std::string error;                 // "" when it succeeded
+};
+
+class TranscriptSink {
+ public:
+  virtual ~TranscriptSink() = default;
+  virtual void Record(const Exchange& exchange) = 0;
+};
+
+// ---- the client --------------------------------------------------------------------------------
+
+class ChatClient {
+ public:
+  virtual ~ChatClient() = default;
+  // One chat call. Retries 429, 5xx and network errors with exponential backoff and full jitter,
+  // honouring Retry-After; other 4xx fail at once with the provider's message (redacted).
+  virtual Result<ChatReply> Complete(const ChatRequest& request) = 0;
+  // "openai gpt-4o at https://api.openai.com/v1": what the run states up front.
+  virtual std::string Describe() const = 0;
+  // Tokens and dollars spent so far by this client (all calls, thread-safe).
+  virtual Usage Spent() const = 0;
+};
+
+// The key is read from the environment here; Unavailable naming the variable when it is unset
+// (openai-compatible servers may run without one). `sleeper` null: real sleeps.
+Result<std::unique_ptr<ChatClient>> MakeChatClient(const Endpoint& endpoint, const LlmConfig& config,
+                                                   std::shared_ptr<HttpTransport> transport,
+                                                   std::shared_ptr<TranscriptSink> sink,
+                                                   std::shared_ptr<Sleeper> sleeper = nullptr);
+
+// `text` with every secret, and anything shaped like an API key or an Authorization / x-api-key
+// header value, replaced by "[redacted]".
+std::string Redact(std::string text, const std::vector<std::string>& secrets);
+
+}  // namespace kpilot::llm
