@@ -341,15 +341,15 @@ TEST(FixtureTools, PlummerPowDouble) {
 }
 
 TEST(FixtureTools, ChebyshevRows140Blocks) {
-  // Manifest: tail-effect, class compute-bound (latency-bound also ok). Class met (SM 50.8%), but
-  // no finding: 140 blocks of 1024 threads on 132 SMs fit two per SM, so ncu reports 0.53 waves,
-  // and tail-effect speaks only of a grid smaller than the SM count or a partial wave after
-  // whole ones — 8 SMs running two blocks while 124 idle falls between the two rules.
+  // Manifest: tail-effect, class compute-bound (latency-bound also ok). Met since the tool learnt
+  // the uneven spread inside one wave (after this held-out kernel was measured, which stays a miss
+  // in the held-out figure): 140 blocks of 1024 threads on 132 SMs fit two per SM, so ncu reports
+  // 0.53 waves, and 8 SMs run two blocks while the others run one.
   KernelReport r = One("full_chebyshev-rows-140-blocks.csv", "ChebyshevRowBlock(const float *, float *, long)",
                        Bottleneck::kCompute);
-  EXPECT_TRUE(r.findings.empty()) << Describe(r);
+  ExpectOnly(r, "tail-effect");
   // Row-contiguous coalesced access, no shared memory, the FMA chain is branch-free, DRAM idle.
-  ExpectSilent(r, {"tail-effect", "uncoalesced-global-access", "warp-divergence", "dram-near-peak"});
+  ExpectSilent(r, {"uncoalesced-global-access", "warp-divergence", "dram-near-peak"});
 }
 
 TEST(FixtureTools, RowL2NormSmemOccupancy) {

@@ -292,6 +292,20 @@ std::vector<Case> Cases() {
          c.metrics = {{metric::kWavesPerSm, 9.9}, {metric::kGridSize, 2614}};
          return c;
        }},
+      {"tail-effect", "140 blocks in one wave on 132 SMs",
+       [] {
+         ProfileContext c;
+         c.sm_count = 132;
+         c.metrics = {{metric::kWavesPerSm, 140.0 / 264}, {metric::kGridSize, 140}};
+         return c;
+       },
+       {"140 blocks for 132 SMs", "8 SMs run 2 blocks", "47%"},
+       [] {
+         ProfileContext c;  // 264 blocks in one wave: every SM runs two
+         c.sm_count = 132;
+         c.metrics = {{metric::kWavesPerSm, 1.0}, {metric::kGridSize, 264}};
+         return c;
+       }},
       {"launch-overhead", "35% gaps",
        [] {
          ProfileContext c;

@@ -1,5 +1,6 @@
-// tail-effect: the grid leaves SMs idle — fewer blocks than SMs, or a last wave that runs only
-// partly full and costs nearly a whole wave of time.
+// tail-effect: the grid leaves SMs idle — fewer blocks than SMs, blocks spread unevenly over the
+// SMs within one wave (some SMs get two, most one), or a last wave that runs only partly full and
+// costs nearly a whole wave of time.
 #include <cmath>
 
 #include "profile/tools/tools.h"
@@ -33,7 +34,29 @@ class TailEffectTool : public BuiltinTool {
       return MakeFinding(SeverityRamp(idle, kTrigger, kFull), std::move(evidence),
                          std::move(guidance), std::move(skills));
     }
-    if (!waves || *waves < 1) return std::nullopt;
+    if (!waves) return std::nullopt;
+    if (*waves < 1) {
+      // One wave, but more blocks than SMs: the scheduler gives some SMs ceil(grid/SMs) blocks and
+      // the rest fewer, and when a block keeps its SM busy the loaded SMs set the time
+      // (chebyshev-rows-140-blocks: 140 FMA-bound blocks on 132 SMs, 8 SMs run two).
+      if (!grid || *grid <= 0 || ctx.sm_count <= 0 || *grid <= ctx.sm_count) return std::nullopt;
+      double most = std::ceil(*grid / ctx.sm_count);
+      double mean = *grid / ctx.sm_count;
+      double lost = 1.0 - mean / most;
+      if (lost < kTrigger) return std::nullopt;
+      double loaded = *grid - (most - 1) * ctx.sm_count;  // SMs that get `most` blocks
+      nlohmann::json evidence = {{metric::kGridSize, *grid}, {"sm_count", ctx.sm_count}, {metric::kWavesPerSm, *waves},
+                                 {"max_blocks_per_sm", most}, {"time_lost_share", lost}};
+      std::string guidance =
+          "The grid has " + Num(*grid) + " blocks for " + std::to_string(ctx.sm_count) + " SMs, all in one wave (" +
+          Num(*waves) + " waves): " + Num(loaded) + " SMs run " + Num(most) + " blocks while the others run " +
+          Num(most - 1) + ", so when a block keeps its SM busy the call lasts as long as the loaded SMs and about " +
+          Pct(lost * 100) + " of the GPU's time is idle. Launch a multiple of " + std::to_string(ctx.sm_count) +
+          " blocks (smaller or larger tiles, a grid-stride loop over exactly one block per SM), or split the work "
+          "so every SM gets the same share.";
+      return MakeFinding(SeverityRamp(lost, kTrigger, kFull), std::move(evidence), std::move(guidance),
+                         std::move(skills));
+    }
     double whole = std::floor(*waves);
     double partial = *waves - whole;
     if (partial < 0.01) return std::nullopt;  // a whole number of waves has no tail
