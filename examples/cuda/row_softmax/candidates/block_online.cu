@@ -12,6 +12,11 @@
 #include <climits>
 #include <cstdint>
 
+// The task's threads-per-row param (ROW_THREADS, shared with block_in_registers.cu) is this
+// kernel's BLOCK: one block per row.
+#if !defined(BLOCK) && defined(ROW_THREADS)
+#define BLOCK ROW_THREADS
+#endif
 #ifndef BLOCK
 #define BLOCK 512
 #endif
