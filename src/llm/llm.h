@@ -32,7 +32,9 @@ struct Endpoint {
   Provider provider = Provider::kOpenAI;
   std::string model;        // may contain ':' (e.g. "qwen2.5-coder:7b")
   std::string base_url;     // e.g. "https://api.openai.com/v1"; provider default when not given
-  std::string api_key_env;  // OPENAI_API_KEY / ANTHROPIC_API_KEY, or the configured variable
+  std::string api_key_env;  // OPENAI_API_KEY / ANTHROPIC_API_KEY / OPENAI_COMPATIBLE_API_KEY
+                            // (never OPENAI_API_KEY: that key stays with OpenAI); the config's
+                            // api_key_env overrides it in MakeChatClient
 };
 
 // "llm:PROVIDER:MODEL[@BASE_URL]": PROVIDER runs to the first ':', BASE_URL starts after the last
@@ -46,7 +48,7 @@ struct Prices {
 };
 
 // Defaults, overridable by a TOML file (kpilot.toml in the task folder, ~/.config/kpilot/llm.toml,
-// or --llm-config FILE; docs/generators.md lists every key).
+// or --llm-config FILE; docs/llm.md lists every key).
 struct LlmConfig {
   double connect_timeout_s = 10;
   double read_timeout_s = 300;
@@ -70,7 +72,9 @@ struct LlmConfig {
 };
 
 // Reads `file` over the defaults. A bad file is InvalidInput naming the file, the line, the key
-// and the fix; unknown keys are errors (a typo must not silently keep a default).
+// and the fix ("llm.toml:3: max_retries: expected an integer, got string \"5\"; write e.g. …"),
+// one line per problem; unknown keys are errors (a typo must not silently keep a default).
+// Relative paths (code_roots, prompts_dir) are resolved against the file's folder.
 Result<LlmConfig> LoadLlmConfig(const std::filesystem::path& file, LlmConfig defaults = {});
 
 // ---- provider-neutral messages -----------------------------------------------------------------
@@ -78,6 +82,8 @@ Result<LlmConfig> LoadLlmConfig(const std::filesystem::path& file, LlmConfig def
 struct ToolCall {
   std::string id;
   std::string name;
+  // Always an object. Arguments a model wrote that are not a JSON object arrive as
+  // {"_invalid_json": "<what it wrote>"}, so the caller can tell the model what went wrong.
   nlohmann::json arguments = nlohmann::json::object();
 };
 
@@ -124,7 +130,8 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   double connect_timeout_s = 10;
-  double read_timeout_s = 300;
+  double read_timeout_s = 300;  // replies are not streamed: the exchange is bounded by
+                                // connect_timeout_s + read_timeout_s in all
 };
 
 struct HttpResponse {
@@ -171,8 +178,13 @@ class TranscriptSink {
 class ChatClient {
  public:
   virtual ~ChatClient() = default;
-  // One chat call. Retries 429, 5xx and network errors with exponential backoff and full jitter,
-  // honouring Retry-After; other 4xx fail at once with the provider's message (redacted).
+  // One chat call. Retries 429, 5xx and network errors (timeouts included) with exponential
+  // backoff and full jitter, honouring Retry-After (seconds) and retry-after-ms; other 4xx fail at
+  // once with the provider's message (redacted): InvalidInput. Out of retries: Unavailable. A 2xx
+  // body that is not the provider's reply shape (malformed JSON, …): Unavailable quoting its start.
+  // Once Spent().cost_usd reaches LlmConfig::max_cost_usd (> 0), every call is Unavailable
+  // naming --max-cost, before anything is sent. At most max_concurrency calls of this client
+  // are on the wire at once; a call waiting out a backoff holds no slot.
   virtual Result<ChatReply> Complete(const ChatRequest& request) = 0;
   // "openai gpt-4o at https://api.openai.com/v1": what the run states up front.
   virtual std::string Describe() const = 0;
