@@ -69,5 +69,9 @@ std::filesystem::path RunnerPath();
 // The folder containing kpilot/kernel.h: $KPILOT_INCLUDE_DIR, else ../include beside this
 // executable (installed), else the source tree this kpilot was built from.
 std::filesystem::path IncludeDir();
+// The shipped prompt templates of the llm:/command: generators: $KPILOT_PROMPTS_DIR, else
+// ../share/kpilot/prompts beside this executable (installed), else the nearest prompts/ above it
+// holding system.md (a build tree), else the source tree's.
+std::filesystem::path PromptsDir();
 
 }  // namespace kpilot::cli

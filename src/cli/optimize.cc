@@ -11,6 +11,7 @@
 #include "device/device.h"
 #include "exec/replay_executor.h"
 #include "optimize/optimizer.h"
+#include "propose/llm_proposer.h"
 #include "task/loader.h"
 
 namespace kpilot::cli {
@@ -36,6 +37,9 @@ struct OptimizeArgs {
   std::string out_dir;
   std::string replay;
   bool json = false;
+  std::string llm_config;
+  double max_cost = -1;   // < 0: the LLM config's max_cost_usd (llm:), none otherwise
+  bool raw_metrics = false;
 };
 
 // "30m", "90s", "2h", "45" (seconds) → seconds.
@@ -105,6 +109,10 @@ class PrintProgress : public ProgressSink {
     } else if (kind == "stop") {
       std::cerr << "stopped: " << e.value("reason", "") << " after " << e.value("evaluations", 0)
                 << " evaluations; re-evaluating the best …\n";
+    } else if (kind == "generator_failure") {
+      std::cerr << "        the generator made no candidate: " << e.value("reason", "").substr(0, 300) << "\n";
+    } else if (kind == "close" && e.value("reason", "").rfind("the generator failed", 0) == 0) {
+      std::cerr << fmt::format("        closed node {}: {}\n", e.value("node", 0), e.value("reason", ""));
     } else if (kind == "resume") {
       std::cerr << "resuming with " << e.value("nodes", 0) << " recorded nodes\n";
     }
@@ -154,7 +162,12 @@ int RunOptimize(const OptimizeArgs& a) {
     o.workloads = a.workloads;
     o.arch = a.arch;
     if (!a.replay.empty()) o.replay = std::filesystem::absolute(a.replay).string();
+    if (!a.llm_config.empty()) o.llm_config = std::filesystem::absolute(a.llm_config).string();
+    o.raw_metrics = a.raw_metrics;
   }
+  // The spending cap: --max-cost, else (llm:) the LLM config's; a resumed run keeps its own
+  // unless --max-cost raises it.
+  if (a.max_cost >= 0) o.max_cost_usd = a.max_cost;
   // A replay's clock is simulated, and --time counts real seconds.
   if (!o.replay.empty() && o.time_limit_s > 0)
     return Fail(Status::InvalidInput("--time cannot limit a replay (its clock is simulated); use --budget"));
@@ -166,7 +179,20 @@ int RunOptimize(const OptimizeArgs& a) {
                                       "machine with an NVIDIA GPU"));
     if (o.arch.empty()) o.arch = gpus.front().Arch();
   }
-  auto proposer = MakeProposer(o.generator, task);
+  bool llm = o.generator.rfind("llm:", 0) == 0;
+  if (llm && a.resume == 0 && a.max_cost < 0) {
+    auto config = LoadGeneratorConfig(o.llm_config);
+    if (!config.ok()) return Fail(config.status());
+    o.max_cost_usd = config->max_cost_usd;
+  }
+  GeneratorSetup gen;
+  gen.llm_config = o.llm_config;
+  gen.raw_metrics = o.raw_metrics;
+  gen.max_cost_usd = llm ? o.max_cost_usd : -1;
+  gen.include_dir = IncludeDir();
+  gen.prompts_dir = PromptsDir();
+  gen.store = store->get();
+  auto proposer = MakeProposer(o.generator, task, gen);
   if (!proposer.ok()) return Fail(proposer.status());
 
   std::unique_ptr<Toolchain> toolchain;
@@ -199,7 +225,11 @@ int RunOptimize(const OptimizeArgs& a) {
                         {"evaluations", res->evaluations}, {"promotion_checks", res->promotion_checks},
                         {"duplicates", res->duplicates}, {"best_node", res->best_node},
                         {"best_params", res->best_params}, {"exported_to", out_dir},
-                        {"busy_share", res->busy_share},  {"final", ToJson(f)}};
+                        {"busy_share", res->busy_share},  {"final", ToJson(f)},
+                        {"generator", {{"name", o.generator}, {"requests", res->spend.requests},
+                                       {"input_tokens", res->spend.input_tokens}, {"output_tokens", res->spend.output_tokens},
+                                       {"cost_usd", res->spend.cost_usd}, {"priced", res->spend.priced},
+                                       {"max_cost_usd", o.max_cost_usd}}}};
     std::cout << j.dump(2) << "\n";
   } else {
     std::string params;
@@ -216,6 +246,10 @@ int RunOptimize(const OptimizeArgs& a) {
     std::cout << fmt::format("speedup    {:.3f}× over {} (geomean, CI [{:.3f}, {:.3f}])\n", f.speedup_geomean, f.baseline,
                              f.speedup_geomean_ci.lo, f.speedup_geomean_ci.hi);
     std::cout << fmt::format("pipeline   evaluation queue busy {:.0f}% of the run\n", 100 * res->busy_share);
+    if (res->spend.requests > 0)
+      std::cout << fmt::format("generator  {} requests, {} input + {} output tokens, US${:.4f}{}\n", res->spend.requests,
+                               res->spend.input_tokens, res->spend.output_tokens, res->spend.cost_usd,
+                               res->spend.priced ? "" : " (some model had no configured price: counted as 0)");
     std::cout << "written    " << out_dir << " (source, params.json, report.json)\n";
   }
   return f.verdict.passed() ? kExitOk : kExitNotPassed;
@@ -228,7 +262,20 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("optimize", "Search for a faster candidate (MCTS over kernel versions)");
   cmd->add_option("task_dir", a->task_dir, "Task folder");
   cmd->add_option("--from", a->from, "Starting candidate (default: the task's first candidates/ file)");
-  cmd->add_option("--generator", a->generator, "params | replay:DIR")->capture_default_str();
+  cmd->add_option("--generator", a->generator,
+                  "params | replay:DIR | llm:PROVIDER:MODEL[@BASE_URL] (PROVIDER openai, anthropic or openai-compatible, "
+                  "e.g. llm:openai-compatible:qwen2.5-coder:7b@http://127.0.0.1:11434/v1) | command:CMDLINE (an agent CLI "
+                  "run in a prepared workspace with YOUR permissions, e.g. 'command:codex exec --full-auto -'); "
+                  "see docs/generators.md")
+      ->capture_default_str();
+  cmd->add_option("--llm-config", a->llm_config,
+                  "TOML config of the llm:/command: generators (default: ~/.config/kpilot/llm.toml when present)");
+  cmd->add_option("--max-cost", a->max_cost,
+                  "Stop the run once the generator has spent this many US dollars (0 = no cap; default: max_cost_usd "
+                  "of the LLM config, 2.00)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--raw-metrics", a->raw_metrics,
+                "llm:/command: also see raw numbers (registers, times, finding evidence), not only the guidance");
   cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();
   cmd->add_option("--budget", a->budget, "Candidate evaluations, the starting one included")->capture_default_str();
   cmd->add_option("--time", a->time, "Wall-clock limit, e.g. 30m");

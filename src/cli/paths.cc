@@ -34,6 +34,15 @@ std::filesystem::path IncludeDir() {
   return std::filesystem::path(KPILOT_SOURCE_DIR) / "include";
 }
 
+std::filesystem::path PromptsDir() {
+  if (const char* env = std::getenv("KPILOT_PROMPTS_DIR"); env && *env) return env;
+  for (std::filesystem::path dir = ExecutableDir(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+    if (std::filesystem::exists(dir / "share" / "kpilot" / "prompts" / "system.md")) return dir / "share" / "kpilot" / "prompts";
+    if (std::filesystem::exists(dir / "prompts" / "system.md")) return dir / "prompts";
+  }
+  return std::filesystem::path(KPILOT_SOURCE_DIR) / "prompts";
+}
+
 Result<Workspace> OpenWorkspace(const std::string& store_dir, bool no_store) {
   Workspace w;
   if (!no_store) {

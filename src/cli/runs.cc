@@ -42,10 +42,19 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
   if (!nodes.ok()) return Fail(nodes.status());
   if (!events.ok()) return Fail(events.status());
   const RunRecord& r = **run;
+  // What the generator spent: the last "spend" event holds the run's totals; transcripts are
+  // counted, not listed (each is a blob in the store).
+  nlohmann::json spend = {{"requests", 0}, {"input_tokens", 0}, {"output_tokens", 0}, {"cost_usd", 0.0}, {"priced", true}};
+  int transcripts = 0;
+  for (const auto& e : *events) {
+    if (e.kind == "spend") spend = nlohmann::json::parse(e.payload_json, nullptr, false);
+    transcripts += e.kind == "transcript";
+  }
+  spend["transcripts"] = transcripts;
   if (json) {
     nlohmann::json j = {{"id", r.id}, {"task", r.task_name}, {"task_dir", r.task_dir}, {"status", r.status},
                         {"stop_reason", r.stop_reason}, {"best_speedup", r.best_speedup}, {"best_node", r.best_node},
-                        {"options", nlohmann::json::parse(r.config_json, nullptr, false)}};
+                        {"options", nlohmann::json::parse(r.config_json, nullptr, false)}, {"generator_spend", spend}};
     j["nodes"] = nlohmann::json::array();
     for (const auto& n : *nodes)
       j["nodes"].push_back({{"node", n.node}, {"parent", n.parent}, {"verdict", n.verdict}, {"speedup", n.speedup},
@@ -64,13 +73,18 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
   std::cout << fmt::format("status     {} ({}); best {:.3f}× at node {}\n", r.status, r.stop_reason, r.best_speedup,
                            r.best_node);
   std::cout << fmt::format("tree       {} nodes, {} passed, {} failed\n", nodes->size(), passed, nodes->size() - passed);
+  if (spend.value("requests", 0) > 0 || transcripts > 0)
+    std::cout << fmt::format("generator  {} requests, {} input + {} output tokens, US${:.4f}{}; {} transcripts archived\n",
+                             spend.value("requests", 0), spend.value("input_tokens", 0), spend.value("output_tokens", 0),
+                             spend.value("cost_usd", 0.0), spend.value("priced", true) ? "" : " (unpriced model counted as 0)",
+                             transcripts);
   std::cout << "\nnode parent verdict        speedup  change\n";
   for (const auto& n : *nodes)
     std::cout << fmt::format("{:>4} {:>6} {:<14} {:>7}  {}\n", n.node, n.parent, n.verdict,
                              n.verdict == "passed" ? fmt::format("{:.3f}×", n.speedup) : "-", n.summary);
   std::cout << "\nhistory\n";
   for (const auto& e : *events) {
-    if (e.kind == "proposal" || e.kind == "evaluated") continue;
+    if (e.kind == "proposal" || e.kind == "evaluated" || e.kind == "transcript" || e.kind == "spend") continue;
     std::cout << fmt::format("  {:>4} {:<10} {}\n", e.seq, e.kind, e.payload_json.substr(0, 160));
   }
   return kExitOk;

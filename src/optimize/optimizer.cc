@@ -28,6 +28,29 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// A node's verdict evidence and raw numbers for generators that read them (llm:, command:), from
+// its evaluation JSON (fresh, or the stored result blob on resume).
+void EvidenceFromJson(const json& ej, std::string* summary, std::string* evidence, std::string* metrics) {
+  if (!ej.is_object()) return;
+  json v = ej.value("verdict", json::object());
+  *summary = v.value("summary", "");
+  json ev = v.value("evidence", json::object());
+  *evidence = ev.empty() ? "" : ev.dump();
+  json m = json::object();
+  json c = ej.value("compile", json::object());
+  if (!c.value("resources", json::array()).empty()) m["kernels"] = c["resources"];
+  json times = json::object();
+  for (const auto& t : ej.value("timings", json::array()))
+    times[t.value("workload", "")] = t.value("candidate", json::object()).value("median_ms", 0.0);
+  if (!times.empty()) m["median_ms"] = times;
+  for (const char* k : {"bottleneck", "achieved_fraction", "joules"})
+    if (ej.contains(k)) m[k] = ej[k];
+  *metrics = m.empty() ? "" : m.dump();
+}
+
+// Expansions in a row whose every draft the generator failed to make before the node is closed.
+constexpr int kGeneratorFailuresToClose = 2;
+
 ParamValues ParamsFromJson(const std::string& text) {
   ParamValues p;
   json j = json::parse(text, nullptr, false);
@@ -50,6 +73,7 @@ struct Optimizer::NodeData {
   std::string bottleneck;
   double achieved_fraction = 0;    // of the roofline floor (cuda with a calibration; 0 = unknown)
   std::vector<Finding> findings;
+  std::string verdict_summary, verdict_evidence, metrics;  // for generators (EvidenceFromJson)
 };
 
 class Optimizer::Loop {
@@ -75,6 +99,10 @@ class Optimizer::Loop {
   Status MaybePromote(int64_t node);
   Status Event(const std::string& kind, json payload);
   ProposalContext ContextFor(int64_t node) const;
+  // Generators: drafts they failed to make go to memory and the events; spending is recorded.
+  Status RecordGeneratorFailure(int64_t parent, const Draft& d);
+  Status RecordSpend();
+  GeneratorSpend TotalSpend() const;
 
   Optimizer& o_;
   OptimizeOptions opts_;
@@ -89,6 +117,9 @@ class Optimizer::Loop {
   std::vector<ParamValues> tried_params_;
   int64_t incumbent_ = -1;
   int evaluations_ = 0, promotion_checks_ = 0, duplicates_ = 0, since_promotion_ = 0;
+  GeneratorSpend spend_before_;         // what earlier sessions of this run spent (resume)
+  GeneratorSpend spend_recorded_;       // the last "spend" event's totals
+  std::map<int64_t, int> generator_failures_;  // failed expansions in a row, by node
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
@@ -139,6 +170,7 @@ void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
   double joules = 0;
   for (const auto& t : e.timings) joules += t.joules_per_call;
   n->joules = e.timings.empty() ? 0 : joules / static_cast<double>(e.timings.size());
+  EvidenceFromJson(ToJson(e), &n->verdict_summary, &n->verdict_evidence, &n->metrics);
   if (o_.task_.backend != Backend::kCuda || !e.verdict.passed() || e.compile.resources.empty()) return;
   // Stage-1 class from the measured time and the calibration; stage-2 tools on what needs no
   // counters (the static profile): cheap enough for every node.
@@ -169,6 +201,10 @@ void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
   }
   std::sort(n->findings.begin(), n->findings.end(),
             [](const Finding& a, const Finding& b) { return a.severity > b.severity; });
+  json m = n->metrics.empty() ? json::object() : json::parse(n->metrics, nullptr, false);
+  m["bottleneck"] = n->bottleneck;
+  m["achieved_fraction"] = n->achieved_fraction;
+  n->metrics = m.dump();
 }
 
 Status Optimizer::Loop::RecordNode(int64_t node, int64_t parent, int64_t proposal, const NodeData& n,
@@ -213,6 +249,10 @@ ProposalContext Optimizer::Loop::ContextFor(int64_t node) const {
   c.parent_source_name = n.source_name;
   c.parent_params = n.params;
   c.parent_verdict = n.verdict;
+  c.parent_verdict_summary = n.verdict_summary;
+  c.parent_verdict_evidence = n.verdict_evidence;
+  c.parent_metrics = n.metrics;
+  c.run_id = run_id_;
   c.parent_speedup = n.speedup;
   c.bottleneck = n.bottleneck;
   c.findings = n.findings;
@@ -381,6 +421,7 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
         n.bottleneck = j.value("bottleneck", "");
         n.joules = j.value("joules", 0.0);
         n.achieved_fraction = j.value("achieved_fraction", 0.0);
+        EvidenceFromJson(j, &n.verdict_summary, &n.verdict_evidence, &n.metrics);
         tree_speedup = j.value("tree_speedup", 0.0);
         if (j.contains("object_sha")) seen_binaries_.insert(j["object_sha"].get<std::string>());
         for (const auto& f : j.value("findings", json::array())) {
@@ -419,6 +460,13 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
     if (e.kind == "promote" && p.is_object()) incumbent_ = p.value("node", incumbent_);
     if (e.kind == "duplicate" && p.is_object()) evaluated_proposals.insert(p.value("proposal", -1));
     if (e.kind == "proposal" && p.is_object() && p.value("parent", -1) >= 0) pending.push_back({e.seq, p});
+    if (e.kind == "generator_failure" && p.is_object())
+      memory_.Record({-1, p.value("parent", -1), p.value("summary", ""), "", "no_candidate", 0, 0, p.value("reason", "")});
+    if (e.kind == "spend" && p.is_object()) {
+      spend_before_ = {p.value("requests", int64_t{0}), p.value("input_tokens", int64_t{0}),
+                       p.value("output_tokens", int64_t{0}), p.value("cost_usd", 0.0), p.value("priced", true)};
+      spend_recorded_ = spend_before_;
+    }
   }
   KPILOT_RETURN_IF_ERROR(Event("resume", {{"nodes", nodes.size()}, {"incumbent", incumbent_}}));
   if (nodes.empty()) return Start();
@@ -445,6 +493,32 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
   return Iterate();
 }
 
+Status Optimizer::Loop::RecordGeneratorFailure(int64_t parent, const Draft& d) {
+  memory_.Record({-1, parent, d.summary, d.targeted_finding, "no_candidate", 0, 0, d.failure});
+  return Event("generator_failure", {{"parent", parent}, {"summary", d.summary}, {"reason", d.failure}});
+}
+
+GeneratorSpend Optimizer::Loop::TotalSpend() const {
+  GeneratorSpend now = o_.proposer_.Spent();
+  now.requests += spend_before_.requests;
+  now.input_tokens += spend_before_.input_tokens;
+  now.output_tokens += spend_before_.output_tokens;
+  now.cost_usd += spend_before_.cost_usd;
+  now.priced = now.priced && spend_before_.priced;
+  return now;
+}
+
+// One "spend" event with the run's totals whenever they changed (resume starts from the last).
+Status Optimizer::Loop::RecordSpend() {
+  GeneratorSpend s = TotalSpend();
+  if (s.requests == spend_recorded_.requests && s.input_tokens == spend_recorded_.input_tokens &&
+      s.output_tokens == spend_recorded_.output_tokens && s.cost_usd == spend_recorded_.cost_usd)
+    return Status::Ok();
+  spend_recorded_ = s;
+  return Event("spend", {{"requests", s.requests}, {"input_tokens", s.input_tokens}, {"output_tokens", s.output_tokens},
+                         {"cost_usd", s.cost_usd}, {"priced", s.priced}, {"max_cost_usd", opts_.max_cost_usd}});
+}
+
 Result<OptimizeResult> Optimizer::Loop::Iterate() {
   // One expansion's drafts: recorded, submitted (compiling), not yet evaluated.
   struct Batch {
@@ -467,6 +541,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       if (evaluations_ + pending >= opts_.budget) stop = "budget";
       else if (opts_.time_limit_s > 0 && Seconds(start_) > opts_.time_limit_s) stop = "time";
       else if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) stop = "plateau";
+      else if (opts_.max_cost_usd > 0 && TotalSpend().cost_usd >= opts_.max_cost_usd) stop = "cost";
       else if (opts_.target_fraction > 0 && incumbent_ >= 0 &&
                data_.at(incumbent_).achieved_fraction >= opts_.target_fraction)
         stop = "target";
@@ -477,10 +552,39 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
         break;  // results in flight may open new nodes
       }
       auto drafts = o_.proposer_.Propose(ContextFor(*sel)).get();
-      if (!drafts.ok()) {
+      Status spent = RecordSpend();
+      if (!drafts.ok() || !spent.ok()) {
         drain();
-        return drafts.status().WithContext("the " + o_.proposer_.name() + " generator");
+        return !spent.ok() ? spent : drafts.status().WithContext("the " + o_.proposer_.name() + " generator");
       }
+      // Drafts the generator failed to make are remembered, not evaluated; a node whose
+      // expansions fail kGeneratorFailuresToClose times in a row is closed.
+      size_t asked = drafts->size();
+      Status failures = Status::Ok();
+      std::string last_failure;
+      for (const auto& d : *drafts)
+        if (!d.failure.empty() && failures.ok()) {
+          failures = RecordGeneratorFailure(*sel, d);
+          last_failure = d.failure;
+        }
+      if (!failures.ok()) {
+        drain();
+        return failures;
+      }
+      std::erase_if(*drafts, [](const Draft& d) { return !d.failure.empty(); });
+      if (asked > 0 && drafts->empty()) {
+        if (++generator_failures_[*sel] < kGeneratorFailuresToClose) continue;
+        std::string reason = "the generator failed " + std::to_string(kGeneratorFailuresToClose) +
+                             " times in a row: " + last_failure.substr(0, 200);
+        tree_.Close(*sel, reason);
+        Status st = Event("close", {{"node", *sel}, {"reason", reason}});
+        if (!st.ok()) {
+          drain();
+          return st;
+        }
+        continue;
+      }
+      if (asked > 0) generator_failures_.erase(*sel);
       if (drafts->empty()) {
         if (!in_flight.empty() && in_flight.back().parent == *sel) break;  // its children are pending
         tree_.Close(*sel, "the generator has nothing new for it");
@@ -538,6 +642,7 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
   res.evaluations = evaluations_;
   res.promotion_checks = promotion_checks_;
   res.duplicates = duplicates_;
+  res.spend = TotalSpend();
   res.busy_share = o_.executor_.ElapsedSeconds() > 0 ? o_.executor_.BusySeconds() / o_.executor_.ElapsedSeconds() : 0;
   int64_t best = incumbent_ >= 0 ? incumbent_ : 0;
   if (opts_.objective == "energy" && incumbent_ >= 0) {

@@ -22,7 +22,10 @@ namespace kpilot {
 struct OptimizeOptions {
   std::string task_dir;
   std::string from;                     // the starting candidate (a source file)
-  std::string generator = "params";     // params | replay:DIR
+  std::string generator = "params";     // params | replay:DIR | llm:PROVIDER:MODEL[@URL] | command:CMDLINE
+  std::string llm_config;               // --llm-config FILE for llm:/command: ("" = the default places)
+  bool raw_metrics = false;             // llm:/command: see raw counters, not only guidance
+  double max_cost_usd = 0;              // stop (reason "cost") once the generator spent this many US$ (0 = no cap)
   SearchConfig search;
   int budget = 24;                      // candidate evaluations, the starting one included
   double time_limit_s = 0;              // wall-clock limit (0 = none)
@@ -59,6 +62,7 @@ struct OptimizeResult {
   int evaluations = 0;                  // candidate evaluations (promotion checks not counted)
   int promotion_checks = 0;
   int duplicates = 0;                   // drafts whose binary was evaluated already
+  GeneratorSpend spend;                 // the generator's tokens and dollars over the whole run
   int64_t best_node = 0;
   ParamValues best_params;
   std::string best_source;              // the best candidate's source text

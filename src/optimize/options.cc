@@ -9,6 +9,9 @@ json ToJson(const OptimizeOptions& o) {
   return {{"task_dir", o.task_dir},
           {"from", o.from},
           {"generator", o.generator},
+          {"llm_config", o.llm_config},
+          {"raw_metrics", o.raw_metrics},
+          {"max_cost_usd", o.max_cost_usd},
           {"policy", PolicyName(o.search.policy)},
           {"exploration", o.search.exploration},
           {"widen_c", o.search.widen_c},
@@ -41,6 +44,9 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.task_dir = j.at("task_dir").get<std::string>();
     o.from = j.at("from").get<std::string>();
     o.generator = j.at("generator").get<std::string>();
+    o.llm_config = j.value("llm_config", "");
+    o.raw_metrics = j.value("raw_metrics", false);
+    o.max_cost_usd = j.value("max_cost_usd", 0.0);
     auto policy = ParsePolicy(j.at("policy").get<std::string>());
     if (!policy) return Status::InvalidInput("stored run options: unknown policy");
     o.search.policy = *policy;

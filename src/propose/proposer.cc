@@ -1,11 +1,31 @@
 #include "propose/proposer.h"
 
+#include <cstdlib>
+#include <iostream>
+
+#include "propose/command_line.h"
+#include "propose/command_proposer.h"
+#include "propose/llm_proposer.h"
 #include "propose/params_proposer.h"
 #include "propose/replay_proposer.h"
 
 namespace kpilot {
+namespace {
 
-Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& spec, const Task& task) {
+std::ostream& Notices(const GeneratorSetup& setup) { return setup.notices ? *setup.notices : std::cerr; }
+
+}  // namespace
+
+Result<llm::LlmConfig> LoadGeneratorConfig(const std::string& file) {
+  if (!file.empty()) return llm::LoadLlmConfig(file);
+  std::filesystem::path user;
+  if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) user = std::filesystem::path(x) / "kpilot" / "llm.toml";
+  else if (const char* h = std::getenv("HOME"); h && *h) user = std::filesystem::path(h) / ".config" / "kpilot" / "llm.toml";
+  if (!user.empty() && std::filesystem::exists(user)) return llm::LoadLlmConfig(user);
+  return llm::LlmConfig{};
+}
+
+Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& spec, const Task& task, const GeneratorSetup& setup) {
   if (spec == "params") {
     if (task.params.empty()) {
       return Status::InvalidInput("proposer \"params\": task " + task.name +
@@ -15,7 +35,56 @@ Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& spec, const Ta
     return MakeParamsProposer(task);
   }
   if (spec.rfind("replay:", 0) == 0) return MakeReplayProposer(spec, task);
-  return Status::InvalidInput("unknown proposer \"" + spec + "\" — choose params or replay:DIR");
+  if (spec.rfind("llm:", 0) == 0) {
+    auto endpoint = llm::ParseLlmSpec(spec);
+    if (!endpoint.ok()) return endpoint.status();
+    auto config = LoadGeneratorConfig(setup.llm_config);
+    if (!config.ok()) return config.status();
+    // --max-cost overrides the config's cap, in the client too.
+    if (setup.max_cost_usd >= 0) config->max_cost_usd = setup.max_cost_usd;
+    auto transcripts = std::make_shared<RunTranscripts>(setup.store);
+    auto client = llm::MakeChatClient(*endpoint, *config, llm::MakeCurlTransport(), transcripts);
+    if (!client.ok()) return client.status();
+    LlmProposerOptions o;
+    o.config = *config;
+    o.raw_metrics = setup.raw_metrics;
+    o.max_cost_usd = config->max_cost_usd;
+    o.include_dir = setup.include_dir;
+    o.prompts_dir = setup.prompts_dir;
+    o.transcripts = transcripts;
+    std::shared_ptr<llm::ChatClient> shared = std::move(client).value();
+    std::string disclosure = LlmDisclosure(shared->Describe(), o);
+    auto p = MakeLlmProposer(spec, task, shared, std::move(o));
+    if (p.ok()) Notices(setup) << disclosure;
+    return p;
+  }
+  if (spec.rfind("command:", 0) == 0) {
+    auto config = LoadGeneratorConfig(setup.llm_config);
+    if (!config.ok()) return config.status();
+    CommandProposerOptions o;
+    std::string line = spec.substr(8);
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      o.argv = config->command_argv;
+    } else {
+      auto argv = SplitCommandLine(line);
+      if (!argv.ok()) return argv.status().WithContext("--generator " + spec);
+      o.argv = *argv;
+    }
+    o.allowed_env = config->allowed_env;
+    o.timeout_s = config->command_timeout_s;
+    o.max_concurrency = config->max_concurrency;
+    o.raw_metrics = setup.raw_metrics;
+    o.include_dir = setup.include_dir;
+    o.prompts_dir = setup.prompts_dir;
+    o.prompts_override = config->prompts_dir;
+    o.transcripts = std::make_shared<RunTranscripts>(setup.store);
+    std::string disclosure = o.argv.empty() ? "" : CommandDisclosure(o);
+    auto p = MakeCommandProposer(spec, task, SystemProcessRunner(), std::move(o));
+    if (p.ok()) Notices(setup) << disclosure;
+    return p;
+  }
+  return Status::InvalidInput("unknown generator \"" + spec +
+                              "\" — choose params, replay:DIR, llm:PROVIDER:MODEL[@BASE_URL] or command:CMDLINE");
 }
 
 }  // namespace kpilot

@@ -1,11 +1,14 @@
 // Proposers: where new candidate drafts come from. The search asks a Proposer through this
-// interface only; `params` (moves in a task's tunable space, steered by profile findings) and
-// `replay:DIR` (drafts from a folder, in order) live here; LLM and agent-CLI proposers come later.
+// interface only; `params` (moves in a task's tunable space, steered by profile findings),
+// `replay:DIR` (drafts from a folder, in order), `llm:PROVIDER:MODEL[@BASE_URL]` (a language model
+// over HTTP, src/propose/llm_proposer.h) and `command:CMDLINE` (an agent CLI run in a prepared
+// workspace, src/propose/command_proposer.h) live here.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <future>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +19,8 @@
 
 namespace kpilot {
 
+class Store;
+
 // One proposed candidate: a complete source file plus params.
 struct Draft {
   std::string source;             // the whole candidate file
@@ -23,6 +28,10 @@ struct Draft {
   ParamValues params;             // -D values
   std::string summary;            // one line: what changed and why
   std::string targeted_finding;   // the finding id the change answers ("" = none)
+  // Non-empty when the generator could not produce this draft (no code after its re-asks, an ABI
+  // mismatch, an agent that wrote nothing): the reason, recorded in search memory and the run's
+  // events; such a draft has no source and is never evaluated.
+  std::string failure;
 };
 
 // One candidate the run has evaluated, for generators that learn from the run so far.
@@ -40,6 +49,9 @@ struct ProposalContext {
   std::string parent_source_name;
   ParamValues parent_params;
   std::string parent_verdict;      // "passed", …
+  std::string parent_verdict_summary;   // the verdict's one-line summary (compile error, mismatch …)
+  std::string parent_verdict_evidence;  // its evidence as JSON text ("" = none)
+  std::string parent_metrics;      // JSON text: compile resources and roofline numbers ("" = none)
   double parent_speedup = 0;
   std::string bottleneck;          // the parent's roofline class name ("" = not profiled)
   std::vector<Finding> findings;   // the parent's findings, ranked
@@ -50,6 +62,16 @@ struct ProposalContext {
   int remaining_budget = 0;        // evaluations left
   int k = 1;                       // return at most k drafts
   uint64_t seed = 0;               // for randomized moves; same seed, same drafts
+  int64_t run_id = 0;              // the run asking (generators archive transcripts under it)
+};
+
+// What a generator has spent so far (language models; the others spend nothing).
+struct GeneratorSpend {
+  int64_t requests = 0;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  double cost_usd = 0;
+  bool priced = true;              // false when some model had no configured price (counted as 0)
 };
 
 class Proposer {
@@ -59,10 +81,26 @@ class Proposer {
   // Up to ctx.k drafts; an empty list means "nothing more from this parent" (the search closes
   // it). Asynchronous: an LLM call can take minutes and several may be in flight.
   virtual std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) = 0;
+  // Tokens and dollars spent by this proposer object so far (thread-safe).
+  virtual GeneratorSpend Spent() const { return {}; }
 };
 
-// "params" or "replay:DIR". InvalidInput naming the spec and the choices otherwise; `params`
-// on a task without tunable params is InvalidInput with the fix ("declare [params] in task.toml").
-Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& spec, const Task& task);
+// What the llm: and command: generators need beyond the spec (llm_proposer.h and
+// command_proposer.h say how each is used); `params` and `replay:` ignore it.
+struct GeneratorSetup {
+  std::string llm_config;                  // --llm-config FILE ("": $XDG_CONFIG_HOME/kpilot/llm.toml if any)
+  bool raw_metrics = false;                // --raw-metrics: counters in prompts and get_profile
+  double max_cost_usd = -1;                // the run's cap; the generator stops asking at it (< 0: config's)
+  std::filesystem::path include_dir;       // the folder holding kpilot/kernel.h
+  std::filesystem::path prompts_dir;       // the shipped prompt templates (LlmConfig::prompts_dir overrides)
+  Store* store = nullptr;                  // where transcripts are archived (borrowed; null: not archived)
+  std::ostream* notices = nullptr;         // where "which endpoint receives what" is stated (null: stderr)
+};
+
+// "params", "replay:DIR", "llm:PROVIDER:MODEL[@BASE_URL]" or "command:CMDLINE". InvalidInput
+// naming the spec and the choices otherwise; `params` on a task without tunable params is
+// InvalidInput with the fix ("declare [params] in task.toml").
+Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& spec, const Task& task,
+                                               const GeneratorSetup& setup = {});
 
 }  // namespace kpilot

@@ -1,0 +1,222 @@
+#include "propose/command_proposer.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/fs.h"
+#include "core/sha256.h"
+#include "propose/command_line.h"
+#include "propose/prompt.h"
+#include "propose/reply.h"
+
+extern char** environ;
+
+namespace kpilot {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kMaxCandidateBytes = 1 << 20;
+
+std::string CandidateFile(const Task& task) { return "candidate" + CandidateExtension(task); }
+
+std::string LastLines(const std::string& text, size_t bytes) {
+  std::string t = Tail(text, bytes);
+  for (auto& c : t)
+    if (c == '\n') c = ' ';
+  return t;
+}
+
+class CommandProposer : public Proposer {
+ public:
+  CommandProposer(std::string name, const Task& task, ProcessRunner& processes, CommandProposerOptions options)
+      : name_(std::move(name)), task_(task), processes_(processes), options_(std::move(options)) {}
+
+  std::string name() const override { return name_; }
+
+  std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
+    if (options_.transcripts) options_.transcripts->SetContext(ctx.run_id, ctx.parent_node);
+    Repeats(ctx.parent_source);
+    auto c = std::make_shared<ProposalContext>(ctx);
+    return std::async(std::launch::async, [this, c]() -> Result<std::vector<Draft>> {
+      std::vector<Draft> drafts;
+      int k = std::max(1, c->k), width = std::max(1, options_.max_concurrency);
+      for (int start = 0; start < k; start += width) {
+        std::vector<std::future<Result<Draft>>> wave;
+        for (int i = start; i < std::min(k, start + width); ++i)
+          wave.push_back(std::async(std::launch::async, [this, c, i] { return OneDraft(*c, i); }));
+        for (auto& f : wave) {
+          Result<Draft> d = f.get();
+          if (!d.ok()) return d.status();  // kpilot's own failure (workspace, the program missing)
+          drafts.push_back(std::move(d).value());
+        }
+      }
+      return drafts;
+    });
+  }
+
+ private:
+  Result<Draft> OneDraft(const ProposalContext& ctx, int index) {
+    auto dir = TempDir::Create("kpilot-agent-");
+    if (!dir.ok()) return dir.status();
+    if (options_.keep_workspaces) dir->Keep();
+    auto instructions = PrepareAgentWorkspace(dir->path(), task_, ctx, options_, index);
+    if (!instructions.ok()) return instructions.status();
+    std::string file = CandidateFile(task_);
+    ProcessSpec spec;
+    spec.argv = options_.argv;
+    spec.cwd = dir->path();
+    spec.env = AgentEnvironment(options_.allowed_env.empty() ? DefaultAgentEnvironment() : options_.allowed_env,
+                                {"KPILOT_WORKSPACE=" + dir->path().string(), "KPILOT_CANDIDATE=" + file});
+    spec.stdin_data = *instructions;
+    spec.timeout_s = options_.timeout_s;
+    spec.max_output_bytes = 1 << 20;
+    auto run = processes_.Run(spec);
+    if (!run.ok())
+      return run.status().WithContext("the command generator could not start " + JoinCommandLine(options_.argv));
+    Archive(*instructions, *run);
+    Draft d;
+    d.params = ctx.parent_params;
+    d.source_name = fmt::format("agent_n{}_d{}{}", ctx.parent_node, index, CandidateExtension(task_));
+    std::string program = fs::path(options_.argv.front()).filename().string();
+    auto failed = [&](const std::string& why) {
+      d.failure = why + " (" + run->Describe(options_.timeout_s) + "; stderr: …" + LastLines(run->err, 300) + ")";
+      d.summary = program + ": no candidate";
+      return d;
+    };
+    if (run->timed_out) return failed(fmt::format("the agent timed out after {:.0f} s", options_.timeout_s));
+    // Only a regular file, not a link (which could point anywhere), and not a huge one.
+    struct stat st;
+    fs::path cand = dir->path() / file;
+    if (lstat(cand.c_str(), &st) != 0) return failed("the agent wrote no " + file + " in its workspace");
+    if (!S_ISREG(st.st_mode)) return failed(file + " is not a regular file (a link or a folder is not taken back)");
+    if (static_cast<size_t>(st.st_size) > kMaxCandidateBytes) return failed(file + " is larger than 1 MiB");
+    auto source = ReadFile(cand);
+    if (!source.ok()) return failed(source.status().message());
+    if (std::string problem = AbiProblem(*source); !problem.empty()) return failed(file + ": " + problem);
+    if (Repeats(*source))
+      return failed(file + " is the same code as the parent's or an earlier draft's (only comments or layout differ)");
+    d.source = *source;
+    std::string summary = SummaryLine(*source);
+    d.summary = program + ": " + (summary.empty() ? "agent rewrite" : summary);
+    if (!run->Succeeded()) d.summary += " (agent " + run->Describe(options_.timeout_s) + ")";
+    return d;
+  }
+
+  bool Repeats(const std::string& source) {
+    std::lock_guard<std::mutex> lock(seen_mu_);
+    return !seen_.insert(Sha256Hex(CodeFingerprint(source))).second;
+  }
+
+  void Archive(const std::string& instructions, const ProcessResult& r) {
+    if (!options_.transcripts) return;
+    llm::Exchange e;
+    e.endpoint = "command: " + JoinCommandLine(options_.argv);
+    e.request_json = nlohmann::json{{"stdin", instructions}}.dump();
+    e.response_json = nlohmann::json{{"stdout", Tail(r.out, 64 << 10)}, {"stderr", Tail(r.err, 64 << 10)}}.dump();
+    e.status = r.exit_code;
+    e.attempts = 1;
+    e.seconds = r.wall_s;
+    e.error = r.Succeeded() ? "" : r.Describe(options_.timeout_s);
+    options_.transcripts->Record(e);
+  }
+
+  std::string name_;
+  const Task& task_;
+  ProcessRunner& processes_;
+  CommandProposerOptions options_;
+  std::mutex seen_mu_;
+  std::set<std::string> seen_;  // fingerprints of the parents and drafts so far
+};
+
+}  // namespace
+
+const std::vector<std::string>& DefaultAgentEnvironment() {
+  static const std::vector<std::string> kNames = {"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR"};
+  return kNames;
+}
+
+std::vector<std::string> AgentEnvironment(const std::vector<std::string>& allowed, const std::vector<std::string>& extra,
+                                          const std::vector<std::string>* environ_entries) {
+  std::vector<std::string> source;
+  if (environ_entries) source = *environ_entries;
+  else
+    for (char** e = environ; e && *e; ++e) source.emplace_back(*e);
+  std::vector<std::string> out;
+  for (const auto& entry : source) {
+    std::string name = entry.substr(0, entry.find('='));
+    if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) out.push_back(entry);
+  }
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
+
+Result<std::string> PrepareAgentWorkspace(const fs::path& dir, const Task& task, const ProposalContext& ctx,
+                                          const CommandProposerOptions& options, int draft) {
+  auto abi = ReadFile(options.include_dir / "kpilot" / "kernel.h");
+  if (!abi.ok()) return abi.status().WithContext("the candidate ABI header for the command generator");
+  PromptOptions po;
+  po.raw_metrics = options.raw_metrics;
+  po.draft = draft;
+  po.abi_header = *abi;
+  po.candidate_file = CandidateFile(task);
+  PromptVars vars = BuildPromptVars(task, ctx, po);
+  std::string texts[2];
+  const char* names[2] = {"agent.md", "guidance.md"};
+  for (int i = 0; i < 2; ++i) {
+    auto t = LoadPromptTemplate(names[i], options.prompts_override, options.prompts_dir);
+    if (!t.ok()) return t.status();
+    auto r = RenderPrompt(*t, vars, names[i]);
+    if (!r.ok()) return r.status();
+    texts[i] = *r;
+  }
+  auto toml = ReadFile(task.dir / "task.toml");
+  if (!toml.ok()) return toml.status();
+  auto ref = ReadFile(task.reference.path);
+  if (!ref.ok()) return ref.status();
+  std::string parent_name = ctx.parent_source_name.empty() ? "parent" + CandidateExtension(task)
+                                                            : fs::path(ctx.parent_source_name).filename().string();
+  const std::vector<std::pair<fs::path, const std::string*>> files = {
+      {dir / "INSTRUCTIONS.md", &texts[0]},       {dir / "GUIDANCE.md", &texts[1]},
+      {dir / "task" / "task.toml", &*toml},       {dir / "task" / task.reference.path.filename(), &*ref},
+      {dir / "parent" / parent_name, &ctx.parent_source}, {dir / "include" / "kpilot" / "kernel.h", &*abi}};
+  for (const auto& [path, text] : files) {
+    Status s = WriteFileAtomic(path, *text);
+    if (!s.ok()) return s;
+  }
+  return texts[0];
+}
+
+std::string CommandDisclosure(const CommandProposerOptions& o) {
+  std::string env;
+  for (const auto& n : o.allowed_env.empty() ? DefaultAgentEnvironment() : o.allowed_env) env += (env.empty() ? "" : " ") + n;
+  return "kpilot: the command generator runs " + JoinCommandLine(o.argv) +
+         " (no shell) in a fresh workspace per draft holding the task (task.toml, the reference source), the parent "
+         "candidate's source, its guidance and the ABI header; it runs with YOUR permissions and only these variables: " +
+         env + fmt::format("; timeout {:.0f} s. What the agent sends, and where, is up to the agent.\n", o.timeout_s);
+}
+
+Result<std::unique_ptr<Proposer>> MakeCommandProposer(const std::string& name, const Task& task, ProcessRunner& processes,
+                                                      CommandProposerOptions options) {
+  if (options.argv.empty())
+    return Status::InvalidInput("generator " + name + ": no command — give one (command:'codex exec -') or set command_argv in the LLM config");
+  for (const char* file : {"agent.md", "guidance.md"}) {
+    auto t = LoadPromptTemplate(file, options.prompts_override, options.prompts_dir);
+    if (!t.ok()) return t.status();
+    ProposalContext probe;
+    probe.task = &task;
+    auto r = RenderPrompt(*t, BuildPromptVars(task, probe, {}), file);
+    if (!r.ok()) return r.status();
+  }
+  if (FindOnPath(options.argv.front()).empty())
+    return Status::NotFound("generator " + name + ": " + options.argv.front() + " is not on PATH (nor an executable path)");
+  return std::unique_ptr<Proposer>(new CommandProposer(name, task, processes, std::move(options)));
+}
+
+}  // namespace kpilot

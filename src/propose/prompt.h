@@ -1,0 +1,50 @@
+// Prompts for the llm: and command: generators, from template files a user can override.
+//
+// A template is a text file with {{name}} placeholders. kpilot ships defaults in prompts/
+// (system.md, propose.md, reask.md for llm:; agent.md and guidance.md for command:) and a user
+// copies any of them into a folder named by `prompts_dir` in the LLM config to change them; a
+// file there replaces the shipped one of the same name. Placeholders (PromptVars) are whole
+// sections, each with its own heading, or "" when there is nothing to say, so a template needs no
+// conditionals. An unknown placeholder is an error naming the file and line, so a typo does not
+// silently send "{{memroy}}" to a model.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "core/status.h"
+#include "propose/proposer.h"
+
+namespace kpilot {
+
+using PromptVars = std::map<std::string, std::string>;
+
+struct PromptOptions {
+  bool raw_metrics = false;     // the raw_metrics section (compile resources, roofline numbers,
+                                // each finding's evidence); otherwise only class, ids and guidance
+  bool tools = false;           // the tools section (function calling is on)
+  int draft = 0;                // this draft's index among ctx.k asked at once
+  std::string abi_header;       // the text of include/kpilot/kernel.h
+  std::string candidate_file;   // the file an agent writes (command:), e.g. "candidate.cu"
+};
+
+// The file extension of the task's candidates: ".cu" (cuda) or ".cpp" (host).
+std::string CandidateExtension(const Task& task);
+
+// Every placeholder, from the task and the context:
+//   task_name task_description backend extension compile_command task_toml reference_name
+//   reference_source abi_header params parent_name parent_source parent_verdict verdict_evidence
+//   profile raw_metrics memory siblings tools draft_note candidate_file
+PromptVars BuildPromptVars(const Task& task, const ProposalContext& ctx, const PromptOptions& options);
+
+// The template `name` ("propose.md"): from `override_dir` when it has one, else `shipped_dir`.
+// NotFound naming both folders and the fix when neither has it.
+Result<std::string> LoadPromptTemplate(const std::string& name, const std::filesystem::path& override_dir,
+                                       const std::filesystem::path& shipped_dir);
+
+// Replaces every {{name}} in `text`. InvalidInput "FILE:LINE: unknown placeholder {{x}}" (with
+// the known names) for a name not in `vars`; `file` only names the template in messages.
+Result<std::string> RenderPrompt(const std::string& text, const PromptVars& vars, const std::string& file);
+
+}  // namespace kpilot

@@ -1,0 +1,163 @@
+// How the loop treats LLM-style generators, with an executor double: the spending cap stops the
+// run ("cost"), drafts a generator failed to make go to search memory and the events (and close
+// the node when it keeps failing), and the context carries the parent's verdict evidence.
+#include <gtest/gtest.h>
+
+#include "core/fs.h"
+#include "optimize/optimizer.h"
+#include "task/loader.h"
+#include "test_paths.h"
+
+namespace kpilot {
+namespace {
+
+// Every draft passes, 10% faster per evaluation; the root fails when asked to.
+class CountingExecutor : public Executor {
+ public:
+  std::future<EvalJobResult> Submit(EvalJob job) override {
+    EvalJobResult r;
+    auto src = ReadFile(job.source);
+    r.object_sha = "sha-" + std::to_string(std::hash<std::string>()(src.ok() ? *src : "") ^ job.params.size());
+    if (job.admit && !job.admit(r.object_sha)) r.skipped = true;
+    Evaluation& e = r.evaluation;
+    if (fail_root && n_++ == 0) {
+      e.verdict.kind = VerdictKind::kIncorrect;
+      e.verdict.summary = "y[17] = 3.5, expected 2.5";
+      e.verdict.evidence = {{"first_bad_index", 17}};
+    } else {
+      e.verdict.kind = VerdictKind::kPassed;
+      double s = 1.0 + 0.1 * static_cast<double>(n_++);
+      e.speedup_geomean = s;
+      e.speedup_geomean_ci = {s * 0.99, s * 1.01};
+    }
+    std::promise<EvalJobResult> p;
+    p.set_value(std::move(r));
+    return p.get_future();
+  }
+  double BusySeconds() const override { return 0; }
+  double ElapsedSeconds() const override { return 1; }
+  bool fail_root = false;
+
+ private:
+  int n_ = 0;
+};
+
+// Spends `cost` dollars per call; makes a distinct draft, or fails to when `fail` is set.
+class SpendingProposer : public Proposer {
+ public:
+  std::string name() const override { return "spending"; }
+  std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
+    contexts.push_back(ctx);
+    spent_.requests += 1;
+    spent_.cost_usd += cost;
+    Draft d;
+    if (fail) {
+      d.failure = "the reply has no fenced code block; several files";
+      d.summary = "fake: no usable candidate";
+    } else {
+      d.source = ctx.parent_source + "// variant " + std::to_string(calls_++) + "\n";
+      d.source_name = "llm.cpp";
+      d.summary = "variant";
+    }
+    std::promise<Result<std::vector<Draft>>> p;
+    p.set_value(std::vector<Draft>{d});
+    return p.get_future();
+  }
+  GeneratorSpend Spent() const override { return spent_; }
+  double cost = 0.4;
+  bool fail = false;
+  std::vector<ProposalContext> contexts;
+
+ private:
+  GeneratorSpend spent_;
+  int calls_ = 0;
+};
+
+class Collect : public ProgressSink {
+ public:
+  void Event(const nlohmann::json& e) override { events.push_back(e); }
+  int Count(const std::string& kind) const {
+    int n = 0;
+    for (const auto& e : events) n += e.value("event", "") == kind;
+    return n;
+  }
+  std::vector<nlohmann::json> events;
+};
+
+class GeneratorLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = TempDir::Create("kpilot-generator-loop-");
+    ASSERT_TRUE(d.ok());
+    dir_.emplace(std::move(d).value());
+    auto s = Store::Open(dir_->path() / "store");
+    ASSERT_TRUE(s.ok());
+    store_ = std::move(s).value();
+    auto t = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
+    ASSERT_TRUE(t.ok());
+    task_ = *t;
+    o_.task_dir = task_.dir.string();
+    o_.from = (task_.dir / "candidates" / "omp_simd.cpp").string();
+    o_.budget = 20;
+    o_.drafts_per_expansion = 1;
+    o_.pipeline_depth = 1;
+  }
+  std::optional<TempDir> dir_;
+  std::unique_ptr<Store> store_;
+  Task task_;
+  OptimizeOptions o_;
+  CountingExecutor executor_;
+  SpendingProposer proposer_;
+  Collect progress_;
+};
+
+TEST_F(GeneratorLoopTest, TheSpendingCapStopsTheRun) {
+  o_.max_cost_usd = 1.0;
+  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->stop_reason, "cost");
+  EXPECT_EQ(proposer_.contexts.size(), 3u) << "0.4, 0.8, 1.2 ≥ 1.0: no fourth request";
+  EXPECT_EQ(res->evaluations, 4);
+  EXPECT_NEAR(res->spend.cost_usd, 1.2, 1e-9);
+  EXPECT_EQ(res->spend.requests, 3);
+  EXPECT_EQ(progress_.Count("spend"), 3);
+  auto run = store_->GetRun(res->run_id);
+  ASSERT_TRUE(run.ok() && run->has_value());
+  EXPECT_EQ((*run)->stop_reason, "cost");
+  EXPECT_EQ(proposer_.contexts.front().run_id, res->run_id);
+}
+
+TEST_F(GeneratorLoopTest, WithoutACapTheBudgetStopsIt) {
+  o_.budget = 4;
+  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->stop_reason, "budget");
+  EXPECT_NEAR(res->spend.cost_usd, 1.2, 1e-9);
+}
+
+TEST_F(GeneratorLoopTest, FailedDraftsAreRememberedAndAFailingNodeIsClosed) {
+  proposer_.fail = true;
+  executor_.fail_root = true;
+  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->stop_reason, "exhausted");
+  EXPECT_EQ(res->evaluations, 1);
+  ASSERT_EQ(proposer_.contexts.size(), 2u) << "closed after two failed expansions";
+  EXPECT_EQ(progress_.Count("generator_failure"), 2);
+  // The second request already knows why the first failed, and why the parent is wrong.
+  const ProposalContext& second = proposer_.contexts[1];
+  EXPECT_NE(second.memory_summary.find("no fenced code block"), std::string::npos) << second.memory_summary;
+  EXPECT_EQ(second.parent_verdict, "incorrect");
+  EXPECT_EQ(second.parent_verdict_summary, "y[17] = 3.5, expected 2.5");
+  EXPECT_NE(second.parent_verdict_evidence.find("first_bad_index"), std::string::npos);
+  bool closed = false;
+  for (const auto& e : progress_.events)
+    closed |= e.value("event", "") == "close" && e.value("reason", "").find("failed 2 times") != std::string::npos;
+  EXPECT_TRUE(closed);
+}
+
+}  // namespace
+}  // namespace kpilot

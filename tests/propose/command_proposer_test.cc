@@ -1,0 +1,185 @@
+// The command generator: the workspace it prepares, the scrubbed environment, the timeout, and
+// that only the candidate file comes back — over a recording ProcessRunner double and with a
+// real fake agent script.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "core/fs.h"
+#include "propose/command_proposer.h"
+#include "task/loader.h"
+#include "generator_test_util.h"
+#include "test_paths.h"
+
+namespace kpilot {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string& kKernel = testing::kMinimalKernel;
+
+// Records the spec and what the workspace held while "the agent" ran, then writes `write` as
+// the candidate (nothing when empty).
+class RecordingRunner : public ProcessRunner {
+ public:
+  Result<ProcessResult> Run(const ProcessSpec& spec) override {
+    seen = spec;
+    for (auto& e : fs::recursive_directory_iterator(*spec.cwd))
+      if (e.is_regular_file()) files.push_back(fs::relative(e.path(), *spec.cwd).string());
+    if (!write.empty()) (void)WriteFileAtomic(*spec.cwd / "candidate.cpp", write);
+    ProcessResult r;
+    r.exit_code = 0;
+    return r;
+  }
+  ProcessSpec seen;
+  std::vector<std::string> files;
+  std::string write;
+};
+
+class CommandProposerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    task_ = *t;
+    ctx_ = testing::ParentContext(task_, kKernel);
+    ctx_.parent_node = 2;
+    ctx_.memory_summary = "MEMORY-MARKER";
+    ctx_.findings[0].guidance = "GUIDANCE-MARKER";
+    options_.include_dir = testing::SourceDir() / "include";
+    options_.prompts_dir = testing::SourceDir() / "prompts";
+    options_.timeout_s = 30;
+  }
+  Result<std::vector<Draft>> Propose(ProcessRunner& runner) {
+    auto p = MakeCommandProposer("command:test", task_, runner, options_);
+    if (!p.ok()) return p.status();
+    return (*p)->Propose(ctx_).get();
+  }
+  std::string Agent() const { return (testing::SourceDir() / "tests" / "propose" / "fake_agent.sh").string(); }
+  Task task_;
+  ProposalContext ctx_;
+  CommandProposerOptions options_;
+};
+
+TEST_F(CommandProposerTest, TheWorkspaceHoldsTaskParentGuidanceAndAbi) {
+  RecordingRunner runner;
+  runner.write = kKernel + "int agent_change = 1;\n";
+  options_.argv = {"true"};
+  auto drafts = Propose(runner);
+  ASSERT_TRUE(drafts.ok()) << drafts.status().ToString();
+  std::sort(runner.files.begin(), runner.files.end());
+  EXPECT_EQ(runner.files, (std::vector<std::string>{"GUIDANCE.md", "INSTRUCTIONS.md", "include/kpilot/kernel.h",
+                                                    "parent/omp_simd.cpp", "task/reference.cpp", "task/task.toml"}));
+  EXPECT_EQ(runner.seen.argv, std::vector<std::string>{"true"});
+  EXPECT_NE(runner.seen.stdin_data.find("candidate.cpp"), std::string::npos) << "instructions on stdin";
+  EXPECT_DOUBLE_EQ(runner.seen.timeout_s, 30);
+  ASSERT_EQ(drafts->size(), 1u);
+  EXPECT_EQ((*drafts)[0].source, runner.write);
+  EXPECT_EQ((*drafts)[0].params, ctx_.parent_params);
+  EXPECT_FALSE(fs::exists(*runner.seen.cwd)) << "the workspace is removed afterwards";
+}
+
+TEST_F(CommandProposerTest, GuidanceCarriesFindingsAndMemory) {
+  auto dir = TempDir::Create("kpilot-ws-test-");
+  ASSERT_TRUE(dir.ok());
+  auto text = PrepareAgentWorkspace(dir->path(), task_, ctx_, options_, 0);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  auto guidance = ReadFile(dir->path() / "GUIDANCE.md");
+  ASSERT_TRUE(guidance.ok());
+  EXPECT_NE(guidance->find("GUIDANCE-MARKER"), std::string::npos);
+  EXPECT_NE(guidance->find("MEMORY-MARKER"), std::string::npos);
+  EXPECT_NE(text->find("candidate.cpp"), std::string::npos);
+  EXPECT_NE(text->find("do not time or benchmark"), std::string::npos);
+}
+
+TEST_F(CommandProposerTest, TheEnvironmentIsScrubbedToTheAllowedNames) {
+  std::vector<std::string> env = {"PATH=/bin", "HOME=/h", "OPENAI_API_KEY=sk-x", "AWS_SECRET=s", "EDITOR=vi"};
+  EXPECT_EQ(AgentEnvironment(DefaultAgentEnvironment(), {"KPILOT_WORKSPACE=/w"}, &env),
+            (std::vector<std::string>{"PATH=/bin", "HOME=/h", "KPILOT_WORKSPACE=/w"}));
+  EXPECT_EQ(AgentEnvironment({"PATH", "OPENAI_API_KEY"}, {}, &env),
+            (std::vector<std::string>{"PATH=/bin", "OPENAI_API_KEY=sk-x"}))
+      << "a key passes only when the user lists it";
+
+  ::setenv("KPILOT_TEST_SECRET_TOKEN", "leak-me", 1);
+  ::setenv("KPILOT_TEST_ALLOWED", "yes", 1);
+  options_.argv = {Agent(), "env"};
+  options_.allowed_env = {"PATH", "KPILOT_TEST_ALLOWED"};
+  auto drafts = Propose(SystemProcessRunner());
+  ASSERT_TRUE(drafts.ok()) << drafts.status().ToString();
+  ASSERT_EQ(drafts->size(), 1u);
+  const std::string& src = (*drafts)[0].source;
+  EXPECT_NE(src.find("// env: KPILOT_TEST_ALLOWED=yes"), std::string::npos) << src;
+  EXPECT_NE(src.find("// env: KPILOT_CANDIDATE=candidate.cpp"), std::string::npos);
+  EXPECT_EQ(src.find("leak-me"), std::string::npos);
+  EXPECT_EQ(src.find("// env: HOME="), std::string::npos) << "HOME was not allowed this time";
+}
+
+TEST_F(CommandProposerTest, ARealAgentWritesTheCandidate) {
+  options_.argv = {Agent(), "copy"};
+  auto drafts = Propose(SystemProcessRunner());
+  ASSERT_TRUE(drafts.ok()) << drafts.status().ToString();
+  ASSERT_EQ(drafts->size(), 1u);
+  EXPECT_EQ((*drafts)[0].failure, "");
+  EXPECT_NE((*drafts)[0].source.find("kpilot_launch"), std::string::npos);
+  EXPECT_EQ((*drafts)[0].summary, "fake_agent.sh: fake agent copy of omp_simd.cpp");
+}
+
+TEST_F(CommandProposerTest, AHangingAgentIsKilledAtTheTimeout) {
+  options_.argv = {Agent(), "hang"};
+  options_.timeout_s = 1;
+  auto t0 = std::chrono::steady_clock::now();
+  auto drafts = Propose(SystemProcessRunner());
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(drafts.ok()) << drafts.status().ToString();
+  ASSERT_EQ(drafts->size(), 1u);
+  EXPECT_NE((*drafts)[0].failure.find("timed out after 1 s"), std::string::npos) << (*drafts)[0].failure;
+  EXPECT_LT(s, 20);
+}
+
+TEST_F(CommandProposerTest, OnlyTheCandidateFileComesBack) {
+  options_.argv = {Agent(), "extra"};
+  auto drafts = Propose(SystemProcessRunner());
+  ASSERT_TRUE(drafts.ok());
+  ASSERT_EQ(drafts->size(), 1u);
+  EXPECT_EQ((*drafts)[0].source.rfind(kKernel + "int fake_agent_variant_", 0), 0u) << (*drafts)[0].source;
+  EXPECT_EQ((*drafts)[0].source.find("junk"), std::string::npos);
+  for (const char* mode : {"nothing", "symlink", "bad", "same"}) {
+    options_.argv = {Agent(), mode};
+    auto d = Propose(SystemProcessRunner());
+    ASSERT_TRUE(d.ok()) << mode;
+    ASSERT_EQ(d->size(), 1u);
+    EXPECT_EQ((*d)[0].source, "") << mode;
+    EXPECT_FALSE((*d)[0].failure.empty()) << mode;
+  }
+  options_.argv = {Agent(), "symlink"};
+  EXPECT_NE((*Propose(SystemProcessRunner()))[0].failure.find("not a regular file"), std::string::npos);
+  options_.argv = {Agent(), "nothing"};
+  EXPECT_NE((*Propose(SystemProcessRunner()))[0].failure.find("wrote no candidate.cpp"), std::string::npos);
+  options_.argv = {Agent(), "same"};
+  EXPECT_NE((*Propose(SystemProcessRunner()))[0].failure.find("same code as the parent"), std::string::npos);
+}
+
+TEST_F(CommandProposerTest, SeveralDraftsRunInSeparateWorkspaces) {
+  ctx_.k = 3;
+  options_.argv = {Agent(), "copy"};
+  options_.max_concurrency = 2;
+  auto drafts = Propose(SystemProcessRunner());
+  ASSERT_TRUE(drafts.ok());
+  ASSERT_EQ(drafts->size(), 3u);
+  std::set<std::string> names;
+  for (const auto& d : *drafts) names.insert(d.source_name);
+  EXPECT_EQ(names.size(), 3u);
+}
+
+TEST_F(CommandProposerTest, AMissingProgramIsAnErrorUpFront) {
+  options_.argv = {"kpilot-no-such-agent-xyz"};
+  auto p = MakeCommandProposer("command:kpilot-no-such-agent-xyz", task_, SystemProcessRunner(), options_);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kNotFound);
+  options_.argv = {};
+  EXPECT_EQ(MakeCommandProposer("command:", task_, SystemProcessRunner(), options_).status().code(),
+            StatusCode::kInvalidInput);
+}
+
+}  // namespace
+}  // namespace kpilot

@@ -1,0 +1,31 @@
+#!/bin/sh
+# A stand-in for an agent CLI (codex exec, claude -p …) in the command: generator's tests. It
+# reads the instructions on stdin, checks the workspace kpilot prepared, and writes the candidate
+# file named by $KPILOT_CANDIDATE from the parent, per FAKE_AGENT_MODE (given as the first
+# argument, since the environment is scrubbed):
+#   copy     the parent with a "// Summary:" line and one new global, so the code differs (default)
+#   env      that, plus a comment listing every variable the agent saw
+#   nothing  writes no file
+#   hang     sleeps for a long time
+#   extra    the candidate plus other files (only the candidate must come back)
+#   symlink  the candidate as a symbolic link to a file outside the workspace
+#   bad      a file without kpilot_launch
+#   same     the parent unchanged but for a comment (a repeat)
+mode="${1:-copy}"
+cat > stdin.txt
+for f in INSTRUCTIONS.md GUIDANCE.md task/task.toml include/kpilot/kernel.h; do
+  [ -f "$f" ] || { echo "missing $f" >&2; exit 3; }
+done
+parent=$(ls parent/ | head -n 1)
+variant="int fake_agent_variant_$$ = 0;"
+case "$mode" in
+  copy) { echo "// Summary: fake agent copy of $parent"; cat "parent/$parent"; echo "$variant"; } > "$KPILOT_CANDIDATE" ;;
+  env) { cat "parent/$parent"; echo "$variant"; env | sort | sed 's|^|// env: |'; } > "$KPILOT_CANDIDATE" ;;
+  nothing) echo "I could not do it" ;;
+  hang) sleep 600 ;;
+  extra) { cat "parent/$parent"; echo "$variant"; } > "$KPILOT_CANDIDATE"; echo junk > other.cpp; mkdir -p sub; echo x > sub/candidate.cpp ;;
+  symlink) ln -s /etc/hostname "$KPILOT_CANDIDATE" ;;
+  same) { echo "// nothing new"; cat "parent/$parent"; } > "$KPILOT_CANDIDATE" ;;
+  bad) echo "int main() { return 0; }" > "$KPILOT_CANDIDATE" ;;
+esac
+echo "Summary: fake agent ($mode)"
