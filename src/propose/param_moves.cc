@@ -14,6 +14,7 @@ constexpr size_t kEnumerateCap = 1 << 16;
 struct Candidate {
   ParamValues cfg;
   std::string kind;  // "step", "jump", "pair move", "crossover with the best", …
+  bool local;        // generated from the parent (not a restart or a whole-space candidate)
 };
 
 // The candidate moves of one call, in a fixed order (ties in the ranking go to the earliest).
@@ -21,10 +22,11 @@ class Pool {
  public:
   Pool(ParamSpace& space, const std::set<ParamValues>& taken) : space_(space), taken_(taken) {}
 
-  void Offer(ParamValues cfg, std::string kind) {
+  void Offer(ParamValues cfg, std::string kind, bool local = true) {
     if (taken_.count(cfg) || !seen_.insert(cfg).second || !space_.Valid(cfg)) return;
-    list_.push_back({std::move(cfg), std::move(kind)});
+    list_.push_back({std::move(cfg), std::move(kind), local});
   }
+  bool Untried(const ParamValues& cfg) const { return !taken_.count(cfg) && !seen_.count(cfg); }
   std::vector<Candidate>& list() { return list_; }
 
  private:
@@ -43,8 +45,10 @@ struct Scored {
 class Explorer {
  public:
   Explorer(ParamSpace& space, const ParamValues& parent, const std::vector<EvaluatedParams>& evaluated,
-           std::mt19937_64& rng, const std::set<ParamValues>& taken, const ExploreConfig& config)
-      : space_(space), parent_(parent), rng_(rng), config_(config), pool_(space, taken), model_(config.surrogate) {
+           std::mt19937_64& rng, const std::set<ParamValues>& taken, const ExploreConfig& config,
+           const std::vector<ParamValues>* whole_space)
+      : space_(space), parent_(parent), rng_(rng), config_(config), whole_space_(whole_space),
+        pool_(space, taken), model_(config.surrogate) {
     Learn(evaluated);
   }
 
@@ -56,24 +60,32 @@ class Explorer {
     std::vector<char> used(c.size(), 0);
     std::vector<ExploreDraft> out;
     while (out.size() < k) {
+      // Every local_every-th pick stays near the parent (when the parent has untried moves).
+      const bool local = config_.local_every > 0 && out.size() % config_.local_every == config_.local_every - 1;
       long best = -1;
-      double best_score = 0;
-      Surrogate::Prediction best_pred;
-      for (size_t i = 0; i < c.size(); ++i) {
-        if (used[i]) continue;
-        const Surrogate::Prediction p = model_.Predict(xs[i]);
-        const double score = p.mean + config_.kappa * p.sd;
-        if (best < 0 || score > best_score) best = static_cast<long>(i), best_score = score, best_pred = p;
+      for (int pass = local ? 0 : 1; pass < 2 && best < 0; ++pass) {
+        double best_score = 0;
+        for (size_t i = 0; i < c.size(); ++i) {
+          if (used[i] || (pass == 0 && !c[i].local)) continue;
+          const double score = Score(model_.Predict(xs[i]));
+          if (best < 0 || score > best_score) best = static_cast<long>(i), best_score = score;
+        }
       }
       if (best < 0) break;
       used[best] = 1;
-      model_.Add(xs[best], best_pred.mean);
-      out.push_back({c[best].cfg, Summary(c[best], best_pred)});
+      const Surrogate::Prediction pred = model_.Predict(xs[best]);
+      model_.Add(xs[best], pred.mean);
+      out.push_back({c[best].cfg, Summary(c[best], pred)});
     }
     return out;
   }
 
  private:
+  double Score(const Surrogate::Prediction& p) const {
+    if (config_.acquisition == Acquisition::kUpperBound) return p.mean + config_.kappa * p.sd;
+    return ExpectedImprovement(p, best_y_);
+  }
+
   // Fits the model to every evaluated config whose values are all declared. Failures take the
   // worst passed result: low enough to steer away, without a −2.3 cliff that would bend the
   // whole fit around it.
@@ -100,6 +112,8 @@ class Explorer {
     for (size_t i = 0; i < ys.size(); ++i)
       if (!passed[i]) ys[i] = worst;
     std::stable_sort(scored_.begin(), scored_.end(), [](const Scored& a, const Scored& b) { return a.y > b.y; });
+    // With nothing passed yet EI has no incumbent: any predicted gain over the parent's 0 counts.
+    best_y_ = scored_.empty() ? 0.0 : scored_.front().y;
     model_.Fit(std::move(xs), std::move(ys));
   }
 
@@ -108,11 +122,30 @@ class Explorer {
     PairMoves();
     Crossovers();
     Differentials();
+    if (whole_space_) {
+      WholeSpace();
+      return;
+    }
     for (size_t i = 0; i < config_.random_candidates; ++i) {
       ParamValues cfg;
       for (const auto& p : space_.params()) cfg[p.name] = p.values[Below(rng_, p.values.size())];
-      pool_.Offer(std::move(cfg), "restart");
+      pool_.Offer(std::move(cfg), "restart", false);
     }
+  }
+
+  // Every untried config of the enumerated space; a seeded sample of max_scored when more are
+  // left (the scoring is O(pool · n²)).
+  void WholeSpace() {
+    std::vector<const ParamValues*> left;
+    for (const auto& cfg : *whole_space_)
+      if (pool_.Untried(cfg)) left.push_back(&cfg);
+    const size_t keep = std::min(left.size(), config_.max_scored);
+    if (keep < left.size()) {
+      for (size_t n = 0; n < keep; ++n) std::swap(left[n], left[n + Below(rng_, left.size() - n)]);
+      left.resize(keep);
+      std::sort(left.begin(), left.end(), [](const ParamValues* a, const ParamValues* b) { return *a < *b; });
+    }
+    for (const ParamValues* cfg : left) pool_.Offer(*cfg, "model pick", false);
   }
 
   void AxisMoves() {
@@ -207,6 +240,12 @@ class Explorer {
     std::snprintf(expect, sizeof expect, "model expects %.3gx \u00b1%.0f%%", std::exp(p.mean),
                   100 * (std::exp(p.sd) - 1));
     const std::string head = c.kind == "restart" ? "restart at " + RenderParams(c.cfg) : Changes(c.cfg) + ": " + c.kind;
+    if (config_.acquisition == Acquisition::kExpectedImprovement && model_.size() > 0) {
+      char expect[128];
+      std::snprintf(expect, sizeof expect, "model expects %.3gx \u00b1%.0f%%, expected gain %.1f%%", std::exp(p.mean),
+                    100 * (std::exp(p.sd) - 1), 100 * (std::exp(ExpectedImprovement(p, best_y_)) - 1));
+      return head + "; " + expect;
+    }
     return head + (model_.size() > 0 ? std::string("; ") + expect : std::string());
   }
 
@@ -214,9 +253,11 @@ class Explorer {
   const ParamValues& parent_;
   std::mt19937_64& rng_;
   const ExploreConfig& config_;
+  const std::vector<ParamValues>* whole_space_;  // every valid config, or null
   Pool pool_;
   Surrogate model_;
   std::vector<Scored> scored_;  // passed configs, best first
+  double best_y_ = 0;           // the best passed log speedup (EI's incumbent)
 };
 
 }  // namespace
@@ -224,11 +265,12 @@ class Explorer {
 std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& parent,
                                          const std::vector<EvaluatedParams>& evaluated, size_t k,
                                          std::mt19937_64& rng, std::set<ParamValues>& taken,
-                                         const ExploreConfig& config) {
+                                         const ExploreConfig& config,
+                                         const std::vector<ParamValues>* whole_space) {
   if (space.params().empty() || k == 0) return {};
   for (const auto& p : space.params())
     if (p.values.empty()) return {};
-  std::vector<ExploreDraft> out = Explorer(space, parent, evaluated, rng, taken, config).Pick(k);
+  std::vector<ExploreDraft> out = Explorer(space, parent, evaluated, rng, taken, config, whole_space).Pick(k);
   for (const auto& d : out) taken.insert(d.params);
   return out;
 }

@@ -30,8 +30,25 @@
 
 namespace kpilot {
 
+enum class Acquisition {
+  kExpectedImprovement,  // E[max(0, f − best passed so far)]
+  kUpperBound,           // mean + kappa·sd
+};
+
+// The defaults are the generator of b1046f7 (UCB, restarts, fixed hyperparameters). The
+// whole-space ranking, expected improvement, the local slot and the hyperparameter grid are
+// options: their first measurement on the synthetic spaces (docs/search.md) was worse.
 struct ExploreConfig {
-  double kappa = 1.0;                 // acquisition: mean + kappa·sd, both in log speedup
+  Acquisition acquisition = Acquisition::kUpperBound;
+  double kappa = 1.0;                 // kUpperBound: mean + kappa·sd, both in log speedup
+  // Of each `local_every` exploration picks, the last comes from the parent's neighbourhood (the
+  // moves below, not the whole-space candidates), so the tree's choice of parent still steers
+  // the search; 0: every pick from the whole pool.
+  size_t local_every = 0;
+  // Whether the params proposer hands the whole space to ExploreByModel when it has at most
+  // 20000 valid configs (see `whole_space` there).
+  bool rank_whole_space = false;
+  size_t max_scored = 4096;           // whole-space candidates scored per call (a seeded sample)
   size_t elites = 4;                  // crossover and differential partners: the best so many
   size_t crossovers_per_elite = 6;    // uniform-mask children per elite
   size_t differentials = 8;           // differential-evolution mutants per call
@@ -51,12 +68,16 @@ struct ExploreDraft {
 
 // Up to k drafts around `parent` (complete), valid, not in `taken` and distinct; each is added
 // to `taken`. `evaluated` holds the run's evaluated configs, complete (WithDefaults); failed
-// ones count as the worst passed result. Fewer than k (maybe none) when the moves find nothing
-// untried: the caller falls back to RandomUntried.
+// ones count as the worst passed result. `whole_space`, when given, lists every valid config
+// (the space is small enough to enumerate): the untried ones all join the pool (at most
+// config.max_scored of them, a seeded sample, when more are left), replacing the random
+// restarts, so the model ranks the whole space — Bayesian optimization proper. Fewer than k
+// (maybe none) when nothing untried is found: the caller falls back to RandomUntried.
 std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& parent,
                                          const std::vector<EvaluatedParams>& evaluated, size_t k,
                                          std::mt19937_64& rng, std::set<ParamValues>& taken,
-                                         const ExploreConfig& config = {});
+                                         const ExploreConfig& config = {},
+                                         const std::vector<ParamValues>* whole_space = nullptr);
 
 // A uniformly random valid configuration not in `taken`: rejection sampling over the product,
 // then, when those are rare, a draw from the enumerated ones; nullopt when none is left.

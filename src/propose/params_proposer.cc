@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -264,11 +265,31 @@ std::string Measured(const Finding& f) {
   return out;
 }
 
+// The whole space is handed to the model when it has at most this many valid configs and the
+// product of the value lists (what enumerating walks) is at most kWholeSpaceProduct.
+constexpr size_t kWholeSpaceMax = 20000;
+constexpr size_t kWholeSpaceProduct = size_t{1} << 18;
+
+// Every valid config of the task, or nullopt when the space is too large to hand to the model.
+std::optional<std::vector<ParamValues>> WholeSpace(const Task& task) {
+  size_t product = 1;
+  for (const auto& p : task.params) {
+    if (p.values.empty()) return std::nullopt;
+    product *= p.values.size();
+    if (product > kWholeSpaceProduct) return std::nullopt;
+  }
+  ParamSpace space(task);
+  auto all = space.Enumerate(kWholeSpaceMax + 1, [](const ParamValues&) { return true; });
+  if (all.size() > kWholeSpaceMax || !space.status().ok()) return std::nullopt;
+  return all;
+}
+
 // One Propose call's state.
 class Planner {
  public:
-  Planner(const Task& task, const ProposalContext& ctx)
-      : task_(task), ctx_(ctx), space_(task), rng_(ctx.seed), explore_config_() {
+  Planner(const Task& task, const ProposalContext& ctx, const std::vector<ParamValues>* whole_space)
+      : task_(task), ctx_(ctx), space_(task), rng_(ctx.seed), explore_config_(),
+        whole_space_(explore_config_.rank_whole_space ? whole_space : nullptr) {
     parent_ = WithDefaults(task, ctx.parent_params);
     taken_.insert(parent_);
     for (const auto& tried : ctx.tried_params) taken_.insert(WithDefaults(task, tried));
@@ -359,7 +380,8 @@ class Planner {
     }
     std::vector<EvaluatedParams> evaluated = ctx_.evaluated;
     for (auto& e : evaluated) e.params = WithDefaults(task_, e.params);
-    for (auto& d : ExploreByModel(space_, parent_, evaluated, k - drafts_.size(), rng_, taken_, explore_config_))
+    for (auto& d : ExploreByModel(space_, parent_, evaluated, k - drafts_.size(), rng_, taken_, explore_config_,
+                                  whole_space_))
       Add(std::move(d.params), d.summary + "; " + reason, "");
     while (drafts_.size() < k) {
       auto cfg = RandomUntried(space_, taken_, rng_);
@@ -390,6 +412,7 @@ class Planner {
   ParamSpace space_;
   std::mt19937_64 rng_;
   ExploreConfig explore_config_;
+  const std::vector<ParamValues>* whole_space_;  // every valid config, or null (too many)
   ParamValues parent_;
   std::set<ParamValues> taken_;  // the parent, everything tried, every draft so far
   std::vector<Draft> drafts_;
@@ -405,12 +428,27 @@ class ParamsProposer : public Proposer {
   std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
     // The work is quick, so it is done here and the future only hands the result over: nothing
     // in `ctx` needs to outlive this call.
-    auto drafts = ProposeParams(ctx.task ? *ctx.task : task_, ctx);
+    const Task& task = ctx.task ? *ctx.task : task_;
+    auto drafts = Planner(task, ctx, Whole(task)).Run();
     return std::async(std::launch::deferred, [r = std::move(drafts)]() mutable { return std::move(r); });
   }
 
  private:
+  // The enumeration is done once per task (a run asks with the same task every time).
+  const std::vector<ParamValues>* Whole(const Task& task) {
+    if (!ExploreConfig{}.rank_whole_space) return nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (whole_for_ != &task) {
+      whole_ = WholeSpace(task);
+      whole_for_ = &task;
+    }
+    return whole_ ? &*whole_ : nullptr;
+  }
+
   Task task_;
+  std::mutex mu_;
+  const Task* whole_for_ = nullptr;
+  std::optional<std::vector<ParamValues>> whole_;
 };
 
 }  // namespace
@@ -459,7 +497,8 @@ std::vector<ParamValues> EnumerateSpace(const Task& task, size_t cap) {
 }
 
 Result<std::vector<Draft>> ProposeParams(const Task& task, const ProposalContext& ctx) {
-  return Planner(task, ctx).Run();
+  auto whole = ExploreConfig{}.rank_whole_space ? WholeSpace(task) : std::nullopt;
+  return Planner(task, ctx, whole ? &*whole : nullptr).Run();
 }
 
 std::unique_ptr<Proposer> MakeParamsProposer(const Task& task) {

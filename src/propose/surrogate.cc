@@ -28,6 +28,27 @@ void Surrogate::Fit(std::vector<std::vector<double>> x, std::vector<double> y) {
   }
   x_ = std::move(x);
   y_ = std::move(y);
+  if (x_.size() < config_.fit_min_points) {
+    Refit();
+    return;
+  }
+  // Grid search on the marginal likelihood; ties keep the earliest combination.
+  auto grid = [](const std::vector<double>& g, double v) { return g.empty() ? std::vector<double>{v} : g; };
+  const std::vector<double> lengths = grid(config_.additive_length_grid, config_.additive_length);
+  const std::vector<double> weights = grid(config_.product_weight_grid, config_.product_weight);
+  const std::vector<double> noises = grid(config_.noise_grid, config_.noise);
+  SurrogateConfig best = config_;
+  double best_ll = -INFINITY;
+  for (double l : lengths)
+    for (double w : weights)
+      for (double nz : noises) {
+        config_.additive_length = l;
+        config_.product_weight = w;
+        config_.noise = nz;
+        Refit();
+        if (log_likelihood_ > best_ll) best_ll = log_likelihood_, best = config_;
+      }
+  config_ = best;
   Refit();
 }
 
@@ -73,6 +94,10 @@ void Surrogate::Refit() {
     for (size_t k = 0; k < i; ++k) s -= chol_[i * n + k] * alpha_[k];
     alpha_[i] = s / chol_[i * n + i];
   }
+  // log p(y) = −½·yᵀ(K + σ²I)⁻¹y − Σ log Lᵢᵢ − n/2·log 2π; the forward solve above is L⁻¹y.
+  log_likelihood_ = 0;
+  for (size_t i = 0; i < n; ++i)
+    log_likelihood_ -= 0.5 * alpha_[i] * alpha_[i] + std::log(chol_[i * n + i]) + 0.5 * std::log(2 * M_PI);
   for (size_t i = n; i-- > 0;) {
     double s = alpha_[i];
     for (size_t k = i + 1; k < n; ++k) s -= chol_[k * n + i] * alpha_[k];
@@ -99,6 +124,15 @@ Surrogate::Prediction Surrogate::Predict(const std::vector<double>& x) const {
   }
   const double var = std::max(0.0, Kernel(x, x) - explained);
   return {y_mean_ + y_sd_ * mean, y_sd_ * std::sqrt(var)};
+}
+
+double ExpectedImprovement(const Surrogate::Prediction& p, double best) {
+  const double gain = p.mean - best;
+  if (p.sd <= 1e-12) return std::max(0.0, gain);
+  const double z = gain / p.sd;
+  const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+  const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI);
+  return gain * cdf + p.sd * pdf;
 }
 
 }  // namespace kpilot

@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include "propose/param_moves.h"
+#include "propose/param_space.h"
 #include "task/formula.h"
 #include "task/loader.h"
 
@@ -422,6 +424,47 @@ TEST(ParamsProposer, TheModelSteersTowardWhatTheHistoryFavours) {
     ASSERT_EQ(drafts.size(), 1u);
     EXPECT_GE(std::stoi(drafts[0].params.at("A")) + std::stoi(drafts[0].params.at("B")), 11) << drafts[0].summary;
     EXPECT_NE(drafts[0].summary.find("model expects"), std::string::npos) << drafts[0].summary;
+  }
+}
+
+// A small space ranked whole (the option, not the default): with a history rising along every
+// param and no 4 anywhere, the first draft is a whole-space pick past everything seen (a sum of
+// at least 14, four params from the parent: no step or pair move reaches it, and crossover with
+// the best seen gives no 4), and the second stays in the parent's neighbourhood.
+TEST(ParamsProposer, ASmallSpaceIsRankedWholeAndOneDraftStaysNearTheParent) {
+  Task task = MakeTask({{"A", {"1", "2", "3", "4"}}, {"B", {"1", "2", "3", "4"}},
+                        {"C", {"1", "2", "3", "4"}}, {"D", {"1", "2", "3", "4"}}});
+  auto space = EnumerateSpace(task, 1000);
+  ASSERT_EQ(space.size(), 256u);
+  auto sum = [](const ParamValues& p) {
+    int s = 0;
+    for (const auto& [name, value] : p) s += std::stoi(value);
+    return s;
+  };
+  // Every config with all values at most 3 and an even index: none has a 4 anywhere.
+  std::vector<size_t> at;
+  for (size_t i = 0; i < space.size(); ++i)
+    if (sum(space[i]) % 2 == 0 && std::all_of(space[i].begin(), space[i].end(), [](const auto& kv) {
+          return kv.second != "4";
+        }))
+      at.push_back(i);
+  const ParamValues parent = {{"A", "1"}, {"B", "1"}, {"C", "1"}, {"D", "1"}};
+  ExploreConfig config;
+  config.acquisition = Acquisition::kExpectedImprovement;
+  config.local_every = 2;
+  config.rank_whole_space = true;
+  auto evaluated = History(space, at, [&](const ParamValues& p) { return std::exp(0.3 * sum(p)); });
+  for (uint64_t seed = 0; seed < 6; ++seed) {
+    ParamSpace ps(task);
+    std::mt19937_64 rng(seed);
+    std::set<ParamValues> taken = {parent};
+    for (const auto& e : evaluated) taken.insert(e.params);
+    auto drafts = ExploreByModel(ps, parent, evaluated, 2, rng, taken, config, &space);
+    ASSERT_EQ(drafts.size(), 2u);
+    EXPECT_GE(sum(drafts[0].params), 14) << drafts[0].summary;
+    EXPECT_NE(drafts[0].summary.find("model pick"), std::string::npos) << drafts[0].summary;
+    EXPECT_NE(drafts[0].summary.find("expected gain"), std::string::npos) << drafts[0].summary;
+    EXPECT_EQ(drafts[1].summary.find("model pick"), std::string::npos) << drafts[1].summary;
   }
 }
 

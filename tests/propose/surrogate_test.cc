@@ -59,5 +59,36 @@ TEST(Surrogate, ABelievedPointShrinksTheUncertaintyAroundIt) {
   EXPECT_EQ(m.size(), 2u);
 }
 
+// On a smooth trend the marginal likelihood prefers the longest additive lengthscale on the grid;
+// on targets that alternate between neighbours, a short one.
+TEST(Surrogate, FitsTheLengthscaleThatExplainsTheData) {
+  SurrogateConfig c;
+  c.additive_length_grid = {0.1, 1.2};
+  std::vector<std::vector<double>> x;
+  std::vector<double> smooth, jagged;
+  for (int i = 0; i <= 10; ++i) {
+    x.push_back({i / 10.0});
+    smooth.push_back(i / 10.0);
+    jagged.push_back(i % 2);
+  }
+  Surrogate a(c), b(c);
+  a.Fit(x, smooth);
+  b.Fit(x, jagged);
+  EXPECT_DOUBLE_EQ(a.config().additive_length, 1.2);
+  EXPECT_DOUBLE_EQ(b.config().additive_length, 0.1);
+  Surrogate fixed(SurrogateConfig{});
+  fixed.Fit(x, jagged);
+  EXPECT_GT(b.log_likelihood(), fixed.log_likelihood());
+}
+
+TEST(Surrogate, ExpectedImprovementRewardsMeanAndUncertainty) {
+  EXPECT_DOUBLE_EQ(ExpectedImprovement({1.5, 0.0}, 1.0), 0.5);
+  EXPECT_DOUBLE_EQ(ExpectedImprovement({0.5, 0.0}, 1.0), 0.0);
+  // At mean = best, EI = sd·φ(0).
+  EXPECT_NEAR(ExpectedImprovement({1.0, 0.5}, 1.0), 0.5 / std::sqrt(2 * M_PI), 1e-12);
+  EXPECT_GT(ExpectedImprovement({0.5, 1.0}, 1.0), ExpectedImprovement({0.5, 0.2}, 1.0));
+  EXPECT_GT(ExpectedImprovement({1.2, 0.2}, 1.0), ExpectedImprovement({0.8, 0.2}, 1.0));
+}
+
 }  // namespace
 }  // namespace kpilot
