@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 build="${1:-build}"
 rm -rf .stage
 cmake --install "$build" --prefix .stage >/dev/null
-for t in cuda_eval_test adversarial_test harness_test cli_test cli_gpu_test sweep_gpu_test; do
+for t in cuda_eval_test adversarial_test harness_test cli_test cli_gpu_test sweep_gpu_test fake_llm_server; do
   [[ -x "$build/bin/$t" ]] && cp "$build/bin/$t" .stage/bin/
 done
 strip .stage/bin/*

@@ -47,8 +47,9 @@ struct Prices {
   double output_per_mtok = 0;
 };
 
-// Defaults, overridable by a TOML file (kpilot.toml in the task folder, ~/.config/kpilot/llm.toml,
-// or --llm-config FILE; docs/llm.md lists every key).
+// Defaults, overridable by a TOML file: --llm-config FILE, else ~/.config/kpilot/llm.toml
+// (docs/llm.md lists every key). Never a file in the task folder: a downloaded task must not be
+// able to widen code_roots or allowed_env.
 struct LlmConfig {
   double connect_timeout_s = 10;
   double read_timeout_s = 300;

@@ -22,6 +22,10 @@ namespace kpilot {
 // (OptimizeOptions::pipeline_depth), keeps the tree at most one batch behind its results.
 namespace {
 
+// Drafts in a row that compile to binaries already evaluated before the run stops with
+// "duplicates" (at least this many, and at least the evaluation budget).
+constexpr int kMinDuplicatesToStop = 16;
+
 using nlohmann::json;
 
 double Seconds(std::chrono::steady_clock::time_point t0) {
@@ -117,6 +121,10 @@ class Optimizer::Loop {
   std::vector<ParamValues> tried_params_;
   int64_t incumbent_ = -1;
   int evaluations_ = 0, promotion_checks_ = 0, duplicates_ = 0, since_promotion_ = 0;
+  // Drafts in a row whose binary was evaluated already: they hand their budget back, so a
+  // generator that only ever repeats itself (an LLM rewording the same kernel) would otherwise
+  // never end the run.
+  int duplicates_in_a_row_ = 0;
   GeneratorSpend spend_before_;         // what earlier sessions of this run spent (resume)
   GeneratorSpend spend_recorded_;       // the last "spend" event's totals
   std::map<int64_t, int> generator_failures_;  // failed expansions in a row, by node
@@ -274,9 +282,11 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
   if (!r.status.ok()) return r.status;
   if (r.skipped) {
     ++duplicates_;
+    ++duplicates_in_a_row_;
     KPILOT_RETURN_IF_ERROR(Event("duplicate", {{"proposal", proposal}, {"params", d.params}, {"object_sha", r.object_sha}}));
     return false;
   }
+  duplicates_in_a_row_ = 0;
   NodeData n;
   n.source = d.source;
   n.source_name = d.source_name;
@@ -542,6 +552,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       else if (opts_.time_limit_s > 0 && Seconds(start_) > opts_.time_limit_s) stop = "time";
       else if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) stop = "plateau";
       else if (opts_.max_cost_usd > 0 && TotalSpend().cost_usd >= opts_.max_cost_usd) stop = "cost";
+      else if (duplicates_in_a_row_ >= std::max(kMinDuplicatesToStop, opts_.budget)) stop = "duplicates";
       else if (opts_.target_fraction > 0 && incumbent_ >= 0 &&
                data_.at(incumbent_).achieved_fraction >= opts_.target_fraction)
         stop = "target";

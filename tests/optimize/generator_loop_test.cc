@@ -54,6 +54,10 @@ class SpendingProposer : public Proposer {
     if (fail) {
       d.failure = "the reply has no fenced code block; several files";
       d.summary = "fake: no usable candidate";
+    } else if (repeat) {
+      d.source = "// the same kernel, every time\n";
+      d.source_name = "llm.cpp";
+      d.summary = "the same again";
     } else {
       d.source = ctx.parent_source + "// variant " + std::to_string(calls_++) + "\n";
       d.source_name = "llm.cpp";
@@ -66,6 +70,7 @@ class SpendingProposer : public Proposer {
   GeneratorSpend Spent() const override { return spent_; }
   double cost = 0.4;
   bool fail = false;
+  bool repeat = false;  // always the same source: every draft after the first is a duplicate
   std::vector<ProposalContext> contexts;
 
  private:
@@ -135,6 +140,19 @@ TEST_F(GeneratorLoopTest, WithoutACapTheBudgetStopsIt) {
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->stop_reason, "budget");
   EXPECT_NEAR(res->spend.cost_usd, 1.2, 1e-9);
+}
+
+TEST_F(GeneratorLoopTest, AGeneratorThatOnlyRepeatsItselfEndsTheRun) {
+  // Duplicates hand their budget back, so without this stop the run would never end.
+  proposer_.repeat = true;
+  proposer_.cost = 0;
+  o_.budget = 4;
+  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->stop_reason, "duplicates");
+  EXPECT_EQ(res->evaluations, 2) << "the start and the one new kernel";
+  EXPECT_EQ(res->duplicates, 16) << "at least 16 in a row, and at least the budget";
 }
 
 TEST_F(GeneratorLoopTest, FailedDraftsAreRememberedAndAFailingNodeIsClosed) {

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Issue #6's H200 check: `kpilot optimize` on a cuda example with the LLM generator, through the
+# local scripted server (no live endpoint is reachable from the GPU machine), for both wire
+# formats. The server answers each request with the next kernel file, written by hand: the 16x16
+# shared-memory tiled SGEMM, then the register-tiled one with float4 loads; the naive reference
+# is the start. The loop must evaluate, profile and promote them with real speedups.
+#
+#   bench/llm_h200_check.sh [OUT_DIR]        (from the repo root, .stage/ carried)
+set -uo pipefail
+export LD_LIBRARY_PATH=$PWD/.stage/lib:${LD_LIBRARY_PATH:-}
+K=$PWD/.stage/bin/kpilot
+SERVER=$PWD/.stage/bin/fake_llm_server
+OUT=${1:-${OUT:-/tmp/kpilot-out}}
+mkdir -p "$OUT"
+TASK=examples/cuda/sgemm
+KERNELS=(bench/spaces/sgemm_space/baseline.cu examples/cuda/sgemm/candidates/register_tiled.cu)
+for provider in openai-compatible anthropic; do
+  port_file=$(mktemp)
+  "$SERVER" --port-file "$port_file" "${KERNELS[@]}" > "$OUT/server_$provider.log" 2>&1 &
+  server=$!
+  for _ in $(seq 50); do [[ -s $port_file ]] && break; sleep 0.1; done
+  port=$(cat "$port_file")
+  if [[ $provider == anthropic ]]; then
+    spec="llm:anthropic:scripted@http://127.0.0.1:$port/v1"
+    export ANTHROPIC_API_KEY=test-key-not-secret
+  else
+    spec="llm:openai-compatible:scripted@http://127.0.0.1:$port/v1"
+  fi
+  echo "===== $provider ($spec)"
+  timeout 300 "$K" optimize "$TASK" --generator "$spec" --budget 3 --drafts 1 --store "/tmp/kp-llm-$provider" --json \
+    > "$OUT/optimize_$provider.json" 2> "$OUT/optimize_$provider.log"
+  echo "exit $?"
+  tail -6 "$OUT/optimize_$provider.log"
+  python3 - "$OUT/optimize_$provider.json" <<'EOF'
+import json, sys
+try:
+    j = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no JSON:", e); sys.exit(0)
+keys = ("run_id", "stop", "evaluations", "best_speedup", "speedup", "speedup_ci", "generator_cost", "cost")
+print({k: j[k] for k in keys if k in j})
+EOF
+  kill $server 2>/dev/null; wait $server 2>/dev/null
+done
