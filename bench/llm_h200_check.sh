@@ -3,7 +3,8 @@
 # local scripted server (no live endpoint is reachable from the GPU machine), for both wire
 # formats. The server answers each request with the next kernel file, written by hand: the 16x16
 # shared-memory tiled SGEMM, then the register-tiled one with float4 loads; the naive reference
-# is the start. The loop must evaluate, profile and promote them with real speedups.
+# is the start (--from; the default start would be the templated register-tiled candidate). The
+# loop must evaluate, profile and promote them with real speedups.
 #
 #   bench/llm_h200_check.sh [OUT_DIR]        (from the repo root, .stage/ carried)
 set -uo pipefail
@@ -19,15 +20,15 @@ for provider in openai-compatible anthropic; do
   "$SERVER" --port-file "$port_file" "${KERNELS[@]}" > "$OUT/server_$provider.log" 2>&1 &
   server=$!
   for _ in $(seq 50); do [[ -s $port_file ]] && break; sleep 0.1; done
-  port=$(cat "$port_file")
+  base=$(cat "$port_file")  # the server writes its base URL, http://127.0.0.1:PORT/v1
   if [[ $provider == anthropic ]]; then
-    spec="llm:anthropic:scripted@http://127.0.0.1:$port/v1"
+    spec="llm:anthropic:scripted@$base"
     export ANTHROPIC_API_KEY=test-key-not-secret
   else
-    spec="llm:openai-compatible:scripted@http://127.0.0.1:$port/v1"
+    spec="llm:openai-compatible:scripted@$base"
   fi
   echo "===== $provider ($spec)"
-  timeout 300 "$K" optimize "$TASK" --generator "$spec" --budget 3 --drafts 1 --store "/tmp/kp-llm-$provider" --json \
+  timeout 300 "$K" optimize "$TASK" --from "$TASK/reference.cu" --generator "$spec" --budget 3 --drafts 1 --in-flight 1 --store "/tmp/kp-llm-$provider" --json \
     > "$OUT/optimize_$provider.json" 2> "$OUT/optimize_$provider.log"
   echo "exit $?"
   tail -6 "$OUT/optimize_$provider.log"
@@ -37,8 +38,8 @@ try:
     j = json.load(open(sys.argv[1]))
 except Exception as e:
     print("no JSON:", e); sys.exit(0)
-keys = ("run_id", "stop", "evaluations", "best_speedup", "speedup", "speedup_ci", "generator_cost", "cost")
-print({k: j[k] for k in keys if k in j})
+print({k: v for k, v in j.items() if not isinstance(v, (dict, list))})
+print("generator:", j.get("generator"))
 EOF
   kill $server 2>/dev/null; wait $server 2>/dev/null
 done

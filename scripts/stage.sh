@@ -13,4 +13,9 @@ done
 strip .stage/bin/*
 mkdir -p .stage/lib
 cp -L /usr/lib/x86_64-linux-gnu/libmuparser.so.2 .stage/lib/
+# The scripted LLM server of the #6 check links Debian's compiled cpp-httplib.
+if [[ -x .stage/bin/fake_llm_server ]]; then
+  lib=$(ldd .stage/bin/fake_llm_server | awk '/libcpp-httplib/ {print $3}')
+  [[ -n "$lib" ]] && cp -L "$lib" .stage/lib/
+fi
 du -sh .stage
