@@ -43,3 +43,12 @@ print("generator:", j.get("generator"))
 EOF
   kill $server 2>/dev/null; wait $server 2>/dev/null
 done
+
+# The command: generator, with a scripted agent writing the same two kernels.
+echo "===== command"
+state=$(mktemp); rm -f "$state"
+timeout 300 "$K" optimize "$TASK" --from "$TASK/reference.cu" --budget 3 --drafts 1 --in-flight 1 \
+  --generator "command:sh $PWD/bench/scripted_agent.sh $state $PWD/${KERNELS[0]} $PWD/${KERNELS[1]}" \
+  --store /tmp/kp-llm-command --json > "$OUT/optimize_command.json" 2> "$OUT/optimize_command.log"
+echo "exit $?"
+grep -E '"event":"(evaluated|promote|stop)"' "$OUT/optimize_command.log" | cut -c1-300
