@@ -10,6 +10,9 @@
 # install has them), and the runner may dlopen .../nvidia/cu13/lib/libcupti.so.13 when the
 # machine has no libcupti of its own.
 #
+# It also installs the nvidia-cutlass wheel without its dependencies, for the CUTLASS/CuTe headers
+# and examples under .../site-packages/cutlass_library/source/{include,examples}.
+#
 # Idempotent: the venv is created only when missing, and pip skips what is installed.
 # Usage: scripts/setup-venv.sh [venv-dir]   (default: <repo>/.venv)
 set -euo pipefail
@@ -26,6 +29,9 @@ fi
   nvidia-cuda-cuobjdump==13.2.86 \
   nvidia-cuda-nvdisasm==13.2.86 \
   nvidia-cuda-cupti==13.0.85
+# CUTLASS/CuTe headers and examples (6 MB), what the LLM generator's search_code and read_file
+# read by default (FindCutlassTrees); --no-deps: only the sources are wanted, not its Python stack.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps nvidia-cutlass==4.2.0.0
 
 cuobjdump="$(find "$venv"/lib/python3*/site-packages/nvidia -path '*/bin/cuobjdump' -type f 2>/dev/null | head -n 1)"
 if [[ -z "$cuobjdump" ]]; then

@@ -8,6 +8,7 @@
 #include "propose/llm_proposer.h"
 #include "propose/params_proposer.h"
 #include "propose/replay_proposer.h"
+#include "toolchain/toolchain.h"
 
 namespace kpilot {
 namespace {
@@ -40,6 +41,9 @@ Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& spec, const Ta
     if (!endpoint.ok()) return endpoint.status();
     auto config = LoadGeneratorConfig(setup.llm_config);
     if (!config.ok()) return config.status();
+    // Without configured trees, the CUTLASS/CuTe headers and examples of the venv's nvidia-cutlass
+    // wheel (scripts/setup-venv.sh installs it) are what search_code and read_file may read.
+    if (config->code_roots.empty()) config->code_roots = FindCutlassTrees(DefaultToolSearch());
     // --max-cost overrides the config's cap, in the client too.
     if (setup.max_cost_usd >= 0) config->max_cost_usd = setup.max_cost_usd;
     auto transcripts = std::make_shared<RunTranscripts>(setup.store);

@@ -141,6 +141,10 @@ std::string ParseNvccVersion(const std::string& version_output);
 std::string ParseGxxVersion(const std::string& version_output);
 // Path of cuobjdump ($KPILOT_CUOBJDUMP, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, the project
 // venv), "" when absent.
+// The CUTLASS/CuTe trees of the `nvidia-cutlass` wheel in the venvs of `search`
+// (<venv>/lib/python3.X/site-packages/cutlass_library/source/{include,examples}; scripts/setup-venv.sh
+// installs it), headers first: the LLM generator's default code_roots. Empty when not installed.
+std::vector<std::string> FindCutlassTrees(const ToolSearch& search);
 std::string FindCuobjdump();
 std::string FindCuobjdump(const ToolSearch& search);
 // The whole `--version` output (stdout + stderr) of `program`, "" when it cannot be run.

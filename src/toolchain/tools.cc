@@ -89,6 +89,23 @@ std::string FindTool(const std::string& name, const ToolSearch& search) {
   return "";
 }
 
+std::vector<std::string> FindCutlassTrees(const ToolSearch& search) {
+  std::vector<std::string> trees;
+  std::error_code ec;
+  for (const auto& venv : search.venvs) {
+    if (!fs::is_directory(venv / "lib", ec)) continue;
+    for (const auto& py : fs::directory_iterator(venv / "lib", ec)) {
+      if (py.path().filename().string().rfind("python3", 0) != 0) continue;
+      fs::path source = py.path() / "site-packages" / "cutlass_library" / "source";
+      if (!fs::exists(source / "include" / "cute", ec)) continue;
+      trees.push_back((source / "include").string());
+      if (fs::is_directory(source / "examples", ec)) trees.push_back((source / "examples").string());
+      return trees;  // one copy of CUTLASS is enough
+    }
+  }
+  return trees;
+}
+
 std::string FindCuobjdump(const ToolSearch& search) {
   if (!search.cuobjdump_override.empty())
     return IsExecutableFile(search.cuobjdump_override) ? search.cuobjdump_override : "";

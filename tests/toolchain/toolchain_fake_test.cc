@@ -279,6 +279,22 @@ TEST(FindTool, SearchOrderAndVenvLayout) {
   EXPECT_EQ(FindCuobjdump(s), s.cuobjdump_override);
 }
 
+TEST(FindCutlassTrees, TheWheelsHeadersThenExamples) {
+  auto dir = TempDir::Create("kpilot-cutlass-");
+  ASSERT_TRUE(dir.ok());
+  const fs::path venv = dir->path() / "venv";
+  ToolSearch s;
+  s.venvs = {dir->path() / "no-venv", venv};
+  EXPECT_TRUE(FindCutlassTrees(s).empty()) << "no wheel installed";
+  const fs::path source = venv / "lib" / "python3.11" / "site-packages" / "cutlass_library" / "source";
+  fs::create_directories(source / "include" / "cutlass");
+  EXPECT_TRUE(FindCutlassTrees(s).empty()) << "no cute/ folder: not the CUTLASS 3+ layout";
+  fs::create_directories(source / "include" / "cute");
+  EXPECT_EQ(FindCutlassTrees(s), (std::vector<std::string>{(source / "include").string()}));
+  fs::create_directories(source / "examples");
+  EXPECT_EQ(FindCutlassTrees(s), (std::vector<std::string>{(source / "include").string(), (source / "examples").string()}));
+}
+
 TEST(GencodeFlag, ArchSpellings) {
   EXPECT_EQ(*GencodeFlag("sm_90a"), "-gencode=arch=compute_90a,code=sm_90a");
   EXPECT_EQ(*GencodeFlag("sm_80"), "-gencode=arch=compute_80,code=sm_80");
