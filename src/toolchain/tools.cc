@@ -21,16 +21,24 @@ std::string EnvOr(const char* name, const std::string& fallback = "") {
   return v ? std::string(v) : fallback;
 }
 
+// The site-packages folders of a venv: <venv>/lib/python3.*/site-packages.
+std::vector<fs::path> SitePackages(const fs::path& venv) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  fs::path lib = venv / "lib";
+  if (!fs::is_directory(lib, ec)) return out;
+  for (const auto& py : fs::directory_iterator(lib, ec))
+    if (py.path().filename().string().rfind("python3", 0) == 0) out.push_back(py.path() / "site-packages");
+  return out;
+}
+
 // <venv>/lib/python3.*/site-packages/nvidia/*/bin/<name>: the nvidia-cuda-* wheels put their
 // binaries under a per-release folder (nvidia/cu13/bin for 13.x, nvidia/cuda_cuobjdump/bin
 // for 12.x).
 std::string FindInVenv(const fs::path& venv, const std::string& name) {
   std::error_code ec;
-  fs::path lib = venv / "lib";
-  if (!fs::is_directory(lib, ec)) return "";
-  for (const auto& py : fs::directory_iterator(lib, ec)) {
-    if (py.path().filename().string().rfind("python3", 0) != 0) continue;
-    fs::path nvidia = py.path() / "site-packages" / "nvidia";
+  for (const fs::path& site : SitePackages(venv)) {
+    fs::path nvidia = site / "nvidia";
     if (!fs::is_directory(nvidia, ec)) continue;
     for (const auto& pkg : fs::directory_iterator(nvidia, ec)) {
       fs::path cand = pkg.path() / "bin" / name;
@@ -90,20 +98,17 @@ std::string FindTool(const std::string& name, const ToolSearch& search) {
 }
 
 std::vector<std::string> FindCutlassTrees(const ToolSearch& search) {
-  std::vector<std::string> trees;
   std::error_code ec;
   for (const auto& venv : search.venvs) {
-    if (!fs::is_directory(venv / "lib", ec)) continue;
-    for (const auto& py : fs::directory_iterator(venv / "lib", ec)) {
-      if (py.path().filename().string().rfind("python3", 0) != 0) continue;
-      fs::path source = py.path() / "site-packages" / "cutlass_library" / "source";
+    for (const fs::path& site : SitePackages(venv)) {
+      fs::path source = site / "cutlass_library" / "source";
       if (!fs::exists(source / "include" / "cute", ec)) continue;
-      trees.push_back((source / "include").string());
+      std::vector<std::string> trees = {(source / "include").string()};
       if (fs::is_directory(source / "examples", ec)) trees.push_back((source / "examples").string());
       return trees;  // one copy of CUTLASS is enough
     }
   }
-  return trees;
+  return {};
 }
 
 std::string FindCuobjdump(const ToolSearch& search) {
