@@ -36,6 +36,15 @@ for step in $steps; do
     sweep) timeout 500 $K sweep bench/spaces/sgemm_space bench/spaces/sgemm_space/candidates/tiled.cu \
              --out /tmp/kp-sweep.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -12
            gzip -c /tmp/kp-sweep.json > "$OUT/sgemm_space.json.gz" ;;
+    spaces) # Real spaces besides the GEMM of figure b, for tuning the search (issue #5 b says: not on that one).
+            timeout 280 $K sweep examples/cuda/gemm_bf16 examples/cuda/gemm_bf16/candidates/wmma_pipelined.cu --workload 4096 \
+              --out /tmp/kp-bf16.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -4
+            timeout 280 $K sweep examples/cuda/row_softmax examples/cuda/row_softmax/candidates/block_in_registers.cu \
+              --workload 8192x4096 --out /tmp/kp-softmax.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -4
+            gzip -c /tmp/kp-bf16.json > "$OUT/gemm_bf16_space.json.gz"; gzip -c /tmp/kp-softmax.json > "$OUT/row_softmax_space.json.gz" ;;
+    softmax) timeout 400 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-40} --out $OUT --tag _workload_big \
+               --extra "--workload 8192x4096" examples/cuda/row_softmax 2>&1 | tail -4 ;;
+    llm) timeout 400 bench/llm_h200_check.sh $OUT/llm 2>&1 | tail -40 ;;
     fixtures) F=$OUT/fixtures; mkdir -p $F; ncu --version > $F/ncu_version.txt 2>&1
           $K profile examples/cuda/sgemm examples/cuda/sgemm/reference.cu --profiler ncu --all-tools --no-store \
             --workload 2048 --save-raw $F/raw_sgemm_metrics.txt --json > $F/sgemm_ncu_profile.json 2>&1

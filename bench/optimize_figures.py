@@ -16,6 +16,7 @@ bindings; the samples cover exactly the optimize process's lifetime.
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -61,10 +62,14 @@ def main():
     ap.add_argument("--timeout", type=int, default=400, help="seconds per optimize run")
     ap.add_argument("--in-flight", type=int, default=0, help="kpilot optimize --in-flight N (0: its default)")
     ap.add_argument("--tag", default="", help="suffix for the output files (several settings in one $OUT)")
+    ap.add_argument("--extra", default="", help="more `kpilot optimize` arguments, split like a shell, e.g. "
+                    "\"--workload 8192x4096\" (the profile of the best gets its --workload too)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     store = tempfile.mkdtemp(prefix="kpilot-figures-")
     rows = []
+    extra = shlex.split(a.extra)
+    workload_args = [w for i, w in enumerate(extra) if w == "--workload" or (i and extra[i - 1] == "--workload")]
     for task in a.tasks:
         name = os.path.basename(task.rstrip("/"))
         print(f"== {name}", file=sys.stderr, flush=True)
@@ -74,13 +79,14 @@ def main():
             argv = [a.kpilot, "optimize", task, "--budget", str(a.budget), "--policy", a.policy, "--json", "--store", store]
             if a.in_flight:
                 argv += ["--in-flight", str(a.in_flight)]
+            argv += extra
             p, wall = run(argv, a.timeout)
         finally:
             if sampler:
                 sampler[0].terminate()
                 sampler[0].wait()
                 sampler[1].close()
-        row = {"task": name, "in_flight": a.in_flight or 2, "wall_s": round(wall, 2), "exit": p.returncode}
+        row = {"task": name, "in_flight": a.in_flight or "default", "extra": a.extra, "wall_s": round(wall, 2), "exit": p.returncode}
         try:
             j = json.loads(p.stdout)
         except json.JSONDecodeError:
@@ -101,7 +107,7 @@ def main():
         out_dir = j.get("exported_to", "")
         src = [f for f in os.listdir(out_dir) if f.endswith(".cu")] if os.path.isdir(out_dir) else []
         if src:
-            q, pwall = run([a.kpilot, "profile", task, os.path.join(out_dir, src[0]), "--json", "--store", store], a.timeout)
+            q, pwall = run([a.kpilot, "profile", task, os.path.join(out_dir, src[0]), "--json", "--store", store] + workload_args, a.timeout)
             try:
                 pj = json.loads(q.stdout)
                 k = max(pj["kernels"], key=lambda k: k["roofline"].get("floor_ms", 0)) if pj["kernels"] else {}
