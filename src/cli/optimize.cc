@@ -28,7 +28,7 @@ struct OptimizeArgs {
   double target = 0;
   std::string objective = "time";
   int drafts = 2;
-  int in_flight = 2;
+  int in_flight = 0;  // 0: adaptive
   uint64_t seed = 1;
   std::vector<std::string> workloads;
   std::string arch;
@@ -113,6 +113,10 @@ class PrintProgress : public ProgressSink {
       std::cerr << "        the generator made no candidate: " << e.value("reason", "").substr(0, 300) << "\n";
     } else if (kind == "close" && e.value("reason", "").rfind("the generator failed", 0) == 0) {
       std::cerr << fmt::format("        closed node {}: {}\n", e.value("node", 0), e.value("reason", ""));
+    } else if (kind == "pipeline") {
+      std::cerr << fmt::format("        the GPU was busy {:.0f}% of the last batch: {} expansions in flight now\n",
+                               100 * e.value("busy_s", 0.0) / std::max(1e-9, e.value("elapsed_s", 1.0)),
+                               e.value("depth", 0));
     } else if (kind == "resume") {
       std::cerr << "resuming with " << e.value("nodes", 0) << " recorded nodes\n";
     }
@@ -225,7 +229,7 @@ int RunOptimize(const OptimizeArgs& a) {
                         {"evaluations", res->evaluations}, {"promotion_checks", res->promotion_checks},
                         {"duplicates", res->duplicates}, {"best_node", res->best_node},
                         {"best_params", res->best_params}, {"exported_to", out_dir},
-                        {"busy_share", res->busy_share},  {"final", ToJson(f)},
+                        {"busy_share", res->busy_share},  {"pipeline_depth", res->pipeline_depth},  {"final", ToJson(f)},
                         {"generator", {{"name", o.generator}, {"requests", res->spend.requests},
                                        {"input_tokens", res->spend.input_tokens}, {"output_tokens", res->spend.output_tokens},
                                        {"cost_usd", res->spend.cost_usd}, {"priced", res->spend.priced},
@@ -245,7 +249,8 @@ int RunOptimize(const OptimizeArgs& a) {
                                t.speedup.ci.hi);
     std::cout << fmt::format("speedup    {:.3f}× over {} (geomean, CI [{:.3f}, {:.3f}])\n", f.speedup_geomean, f.baseline,
                              f.speedup_geomean_ci.lo, f.speedup_geomean_ci.hi);
-    std::cout << fmt::format("pipeline   evaluation queue busy {:.0f}% of the run\n", 100 * res->busy_share);
+    std::cout << fmt::format("pipeline   evaluation queue busy {:.0f}% of the run ({} expansions in flight at the end)\n",
+                             100 * res->busy_share, res->pipeline_depth);
     if (res->spend.requests > 0)
       std::cout << fmt::format("generator  {} requests, {} input + {} output tokens, US${:.4f}{}\n", res->spend.requests,
                                res->spend.input_tokens, res->spend.output_tokens, res->spend.cost_usd,
@@ -287,8 +292,9 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--drafts", a->drafts, "Drafts per expansion (compiled in parallel)")->capture_default_str();
   cmd->add_option("--in-flight", a->in_flight,
                   "Expansions in flight: the next batches compile while the GPU evaluates (more keeps the GPU busier, "
-                  "the tree further behind its results)")
-      ->check(CLI::Range(1, 16))
+                  "the tree further behind its results). 0 (default): adaptive, from 2 up to 4 while the GPU is "
+                  "measured idle; replays stay at 2")
+      ->check(CLI::Range(0, 16))
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   cmd->add_option("--workload", a->workloads, "Only these workloads (repeatable)");

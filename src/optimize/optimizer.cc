@@ -18,8 +18,15 @@
 namespace kpilot {
 
 // Expansions in flight at once: the next one's drafts compile on the CPU cores while the GPU
-// evaluates the current one's, so the evaluation queue does not wait on nvcc. The default, two
-// (OptimizeOptions::pipeline_depth), keeps the tree at most one batch behind its results.
+// evaluates the current one's, so the evaluation queue does not wait on nvcc. Two keep the tree
+// at most one batch behind its results; the adaptive default (OptimizeOptions::pipeline_depth 0)
+// starts there and goes deeper only while the evaluation queue is measured idle.
+int NextPipelineDepth(int depth, double busy_s, double elapsed_s) {
+  depth = std::max(depth, kMinAutoPipelineDepth);
+  if (elapsed_s <= 0 || depth >= kMaxAutoPipelineDepth) return depth;
+  return busy_s < kAutoPipelineBusyGoal * elapsed_s ? depth + 1 : depth;
+}
+
 namespace {
 
 // Drafts in a row that compile to binaries already evaluated before the run stops with
@@ -129,6 +136,8 @@ class Optimizer::Loop {
   GeneratorSpend spend_recorded_;       // the last "spend" event's totals
   std::map<int64_t, int> generator_failures_;  // failed expansions in a row, by node
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  // Expansions kept in flight: opts_.pipeline_depth, or (0: adaptive) grown by NextPipelineDepth.
+  int depth_ = opts_.pipeline_depth > 0 ? opts_.pipeline_depth : kMinAutoPipelineDepth;
 };
 
 Status Optimizer::Loop::Event(const std::string& kind, json payload) {
@@ -545,9 +554,9 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
   };
   for (;;) {
     std::string stop;  // decided afresh each round: skipped duplicates give budget back
-    // Keep the next expansion compiling while the GPU evaluates the current one (at most
-    // pipeline_depth expansions in flight; with the default 2 the tree is one batch behind).
-    while (stop.empty() && static_cast<int>(in_flight.size()) < std::max(1, opts_.pipeline_depth)) {
+    // Keep the next expansions compiling while the GPU evaluates the current one (depth_
+    // expansions in flight; with 2 the tree is one batch behind).
+    while (stop.empty() && static_cast<int>(in_flight.size()) < depth_) {
       if (evaluations_ + pending >= opts_.budget) stop = "budget";
       else if (opts_.time_limit_s > 0 && Seconds(start_) > opts_.time_limit_s) stop = "time";
       else if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) stop = "plateau";
@@ -634,6 +643,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
     if (in_flight.empty()) return Finish(stop.empty() ? "exhausted" : stop);
     Batch b = std::move(in_flight.front());
     in_flight.pop_front();
+    const double busy0 = o_.executor_.BusySeconds(), elapsed0 = o_.executor_.ElapsedSeconds();
     for (size_t i = 0; i < b.proposed.size(); ++i) {
       --pending;
       auto done = EvaluateDraft(b.parent, b.proposed[i].first, b.proposed[i].second, std::move(b.futures[i]));
@@ -641,6 +651,19 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
         for (size_t j = i + 1; j < b.futures.size(); ++j) b.futures[j].wait();
         drain();
         return done.status();
+      }
+    }
+    // Adaptive depth: measured on the real executor only (a replay's clock does not model the
+    // parallel compiles that the depth is there to hide).
+    if (opts_.pipeline_depth == 0 && opts_.replay.empty()) {
+      double busy = o_.executor_.BusySeconds() - busy0, elapsed = o_.executor_.ElapsedSeconds() - elapsed0;
+      int next = NextPipelineDepth(depth_, busy, elapsed);
+      if (next != depth_) {
+        depth_ = next;
+        KPILOT_RETURN_IF_ERROR(Event("pipeline", {{"depth", depth_},
+                                                  {"busy_s", busy},
+                                                  {"elapsed_s", elapsed},
+                                                  {"reason", "the evaluation queue was idle while drafts compiled"}}));
       }
     }
   }
@@ -655,6 +678,7 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
   res.duplicates = duplicates_;
   res.spend = TotalSpend();
   res.busy_share = o_.executor_.ElapsedSeconds() > 0 ? o_.executor_.BusySeconds() / o_.executor_.ElapsedSeconds() : 0;
+  res.pipeline_depth = depth_;
   int64_t best = incumbent_ >= 0 ? incumbent_ : 0;
   if (opts_.objective == "energy" && incumbent_ >= 0) {
     // Lexicographic: among passed candidates within 2% of the best time, the fewest joules.

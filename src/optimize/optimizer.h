@@ -36,8 +36,10 @@ struct OptimizeOptions {
   int drafts_per_expansion = 2;         // drafts asked per selected node (compiled in parallel)
   // Expansions in flight: while the GPU evaluates one batch the next ones compile. 2 keeps the
   // tree one batch behind its results; more keeps the GPU busier when compiles are much slower
-  // than evaluations (docs/search.md).
-  int pipeline_depth = 2;
+  // than evaluations (docs/search.md). 0 = adaptive (the default): start at 2 and add one, up to
+  // kMaxAutoPipelineDepth, whenever a batch left the evaluation queue idle more than 20% of the
+  // time (NextPipelineDepth); replays, whose clock is simulated, stay at 2.
+  int pipeline_depth = 0;
   uint64_t seed = 1;
   std::vector<std::string> workloads;   // empty = all
   std::string arch;                     // cuda target
@@ -45,6 +47,15 @@ struct OptimizeOptions {
   double timing_max_seconds = 2.0;      // per workload per evaluation
   std::string replay;                   // a space file (kpilot sweep) served instead of running ("" = run)
 };
+
+// Adaptive pipeline depth (OptimizeOptions::pipeline_depth = 0): the depth after a batch during
+// which the evaluation queue was busy `busy_s` of `elapsed_s` seconds (the executor's clock):
+// one more when it was busy less than kAutoPipelineBusyGoal of the time, never more than
+// kMaxAutoPipelineDepth, never less than `depth`.
+inline constexpr int kMinAutoPipelineDepth = 2;
+inline constexpr int kMaxAutoPipelineDepth = 4;
+inline constexpr double kAutoPipelineBusyGoal = 0.8;
+int NextPipelineDepth(int depth, double busy_s, double elapsed_s);
 
 nlohmann::json ToJson(const OptimizeOptions& o);
 Result<OptimizeOptions> OptimizeOptionsFromJson(const nlohmann::json& j);
@@ -69,6 +80,7 @@ struct OptimizeResult {
   std::string best_source_name;
   Evaluation final;                     // the best, evaluated again against the task's baseline
   double busy_share = 0;                // evaluation queue busy / wall time
+  int pipeline_depth = 0;               // expansions in flight at the end (adaptive: where it got to)
 };
 
 class Optimizer {

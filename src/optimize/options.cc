@@ -66,7 +66,7 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.objective = j.at("objective").get<std::string>();
     o.energy_weight = j.at("energy_weight").get<double>();
     o.drafts_per_expansion = j.at("drafts_per_expansion").get<int>();
-    o.pipeline_depth = j.value("pipeline_depth", 2);  // runs stored before it existed used 2
+    o.pipeline_depth = j.value("pipeline_depth", 2);  // runs stored before it existed used 2; 0 = adaptive
     o.seed = j.at("seed").get<uint64_t>();
     o.workloads = j.at("workloads").get<std::vector<std::string>>();
     o.arch = j.at("arch").get<std::string>();

@@ -30,16 +30,21 @@ class CountingExecutor : public Executor {
       e.speedup_geomean = s;
       e.speedup_geomean_ci = {s * 0.99, s * 1.01};
     }
+    busy_s_ += busy_per_job;
+    elapsed_s_ += 1;
     std::promise<EvalJobResult> p;
     p.set_value(std::move(r));
     return p.get_future();
   }
-  double BusySeconds() const override { return 0; }
-  double ElapsedSeconds() const override { return 1; }
+  // A clock that moves one second per job, of which `busy_per_job` on the evaluation queue.
+  double BusySeconds() const override { return busy_s_; }
+  double ElapsedSeconds() const override { return elapsed_s_; }
   bool fail_root = false;
+  double busy_per_job = 1;
 
  private:
   int n_ = 0;
+  double busy_s_ = 0, elapsed_s_ = 0;
 };
 
 // Spends `cost` dollars per call; makes a distinct draft, or fails to when `fail` is set.
@@ -175,6 +180,44 @@ TEST_F(GeneratorLoopTest, FailedDraftsAreRememberedAndAFailingNodeIsClosed) {
   for (const auto& e : progress_.events)
     closed |= e.value("event", "") == "close" && e.value("reason", "").find("failed 2 times") != std::string::npos;
   EXPECT_TRUE(closed);
+}
+
+TEST(PipelineDepth, GrowsByOneWhileTheQueueIsIdleAndStopsAtFour) {
+  EXPECT_EQ(NextPipelineDepth(2, 0.5, 1.0), 3);
+  EXPECT_EQ(NextPipelineDepth(3, 0.79, 1.0), 4);
+  EXPECT_EQ(NextPipelineDepth(4, 0.1, 1.0), 4) << "kMaxAutoPipelineDepth";
+  EXPECT_EQ(NextPipelineDepth(2, 0.8, 1.0), 2) << "busy 80% is the goal";
+  EXPECT_EQ(NextPipelineDepth(3, 1.0, 1.0), 3) << "never shallower once deeper";
+  EXPECT_EQ(NextPipelineDepth(2, 0, 0), 2) << "no time passed: nothing measured";
+  EXPECT_EQ(NextPipelineDepth(1, 1.0, 1.0), 2) << "kMinAutoPipelineDepth";
+}
+
+TEST_F(GeneratorLoopTest, AnIdleQueueDeepensTheAdaptivePipeline) {
+  proposer_.cost = 0;
+  o_.pipeline_depth = 0;  // adaptive
+  executor_.busy_per_job = 0.5;
+  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->pipeline_depth, 4);
+  EXPECT_EQ(progress_.Count("pipeline"), 2) << "2 → 3 → 4, then no further";
+}
+
+TEST_F(GeneratorLoopTest, ABusyQueueOrAFixedDepthKeepsThePipeline) {
+  proposer_.cost = 0;
+  o_.pipeline_depth = 0;
+  executor_.busy_per_job = 0.9;
+  Optimizer busy(task_, proposer_, executor_, *store_, progress_);
+  auto res = busy.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->pipeline_depth, 2);
+  o_.pipeline_depth = 1;
+  executor_.busy_per_job = 0.1;
+  Optimizer fixed(task_, proposer_, executor_, *store_, progress_);
+  res = fixed.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->pipeline_depth, 1);
+  EXPECT_EQ(progress_.Count("pipeline"), 0);
 }
 
 }  // namespace
