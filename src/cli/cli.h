@@ -42,6 +42,8 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code);
 void AddRunsCommands(CLI::App& app, int* exit_code);
 void AddCalibrateCommand(CLI::App& app, int* exit_code);
 void AddSweepCommand(CLI::App& app, int* exit_code);
+// skills list | show | validate | stats | retrieve
+void AddSkillsCommand(CLI::App& app, int* exit_code);
 
 // Where a command keeps things: the store (unless --no-store) and the compile cache inside it, or
 // a scratch cache folder removed at exit.
@@ -73,5 +75,11 @@ std::filesystem::path IncludeDir();
 // ../share/kpilot/prompts beside this executable (installed), else the nearest prompts/ above it
 // holding system.md (a build tree), else the source tree's.
 std::filesystem::path PromptsDir();
+// The built-in skill cards: $KPILOT_SKILLS_DIR, else ../share/kpilot/skills beside this executable
+// (installed), else the nearest skills/ above it holding README.md, else the source tree's.
+std::filesystem::path SkillsDir();
+// The example rule files (examples/tools/*.toml), whose rule ids skill cards may name as triggers:
+// $KPILOT_EXAMPLE_TOOLS_DIR, else ../share/kpilot/tools (installed), else the tree's examples/tools.
+std::filesystem::path ExampleToolsDir();
 
 }  // namespace kpilot::cli

@@ -14,6 +14,7 @@ const kpilot::cli::Command kCommands[] = {
     {"optimize", kpilot::cli::AddOptimizeCommand},
     {"sweep", kpilot::cli::AddSweepCommand},
     {"runs", kpilot::cli::AddRunsCommands},
+    {"skills", kpilot::cli::AddSkillsCommand},
 };
 
 }  // namespace

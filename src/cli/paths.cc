@@ -34,13 +34,29 @@ std::filesystem::path IncludeDir() {
   return std::filesystem::path(KPILOT_SOURCE_DIR) / "include";
 }
 
-std::filesystem::path PromptsDir() {
-  if (const char* env = std::getenv("KPILOT_PROMPTS_DIR"); env && *env) return env;
+namespace {
+
+// A folder kpilot ships: $env, else <prefix>/share/kpilot/<installed> beside this executable
+// (installed), else the nearest <in_tree> above it holding `marker` (a build tree), else the
+// source tree's <in_tree>.
+std::filesystem::path ShippedDir(const char* env_name, const std::filesystem::path& installed,
+                                 const std::filesystem::path& in_tree, const std::filesystem::path& marker) {
+  if (const char* env = std::getenv(env_name); env && *env) return env;
   for (std::filesystem::path dir = ExecutableDir(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-    if (std::filesystem::exists(dir / "share" / "kpilot" / "prompts" / "system.md")) return dir / "share" / "kpilot" / "prompts";
-    if (std::filesystem::exists(dir / "prompts" / "system.md")) return dir / "prompts";
+    if (std::filesystem::exists(dir / "share" / "kpilot" / installed / marker)) return dir / "share" / "kpilot" / installed;
+    if (std::filesystem::exists(dir / in_tree / marker)) return dir / in_tree;
   }
-  return std::filesystem::path(KPILOT_SOURCE_DIR) / "prompts";
+  return std::filesystem::path(KPILOT_SOURCE_DIR) / in_tree;
+}
+
+}  // namespace
+
+std::filesystem::path PromptsDir() { return ShippedDir("KPILOT_PROMPTS_DIR", "prompts", "prompts", "system.md"); }
+
+std::filesystem::path SkillsDir() { return ShippedDir("KPILOT_SKILLS_DIR", "skills", "skills", "README.md"); }
+
+std::filesystem::path ExampleToolsDir() {
+  return ShippedDir("KPILOT_EXAMPLE_TOOLS_DIR", "tools", std::filesystem::path("examples") / "tools", "l2_locality.toml");
 }
 
 Result<Workspace> OpenWorkspace(const std::string& store_dir, bool no_store) {

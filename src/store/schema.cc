@@ -96,6 +96,23 @@ CREATE TABLE run_events (
 );
 PRAGMA user_version = 2;
 )sql"},
+    // One row per card offered/applied and per finding reported/acted on, for each proposal
+    // (skills/: RecordUsage). run_id 0 is usage outside a run, so no foreign key to runs.
+    Migration{3, R"sql(
+CREATE TABLE skill_usage (
+  id         INTEGER PRIMARY KEY,
+  run_id     INTEGER NOT NULL,
+  node       INTEGER NOT NULL,
+  kind       TEXT NOT NULL CHECK (kind IN ('card', 'tool')),
+  name       TEXT NOT NULL,
+  fired      INTEGER NOT NULL,
+  applied    INTEGER NOT NULL,
+  speedup    REAL NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX skill_usage_by_name ON skill_usage(kind, name);
+PRAGMA user_version = 3;
+)sql"},
 };
 
 constexpr bool VersionsAreConsecutive() {

@@ -13,6 +13,7 @@
 #include "core/fs.h"
 #include "core/sha256.h"
 #include "store/schema.h"
+#include "store/skill_usage.h"
 #include "store/sqlite.h"
 
 namespace kpilot {
@@ -152,6 +153,14 @@ class SqliteStore final : public Store {
   Result<std::vector<RunNodeRecord>> ListRunNodes(int64_t run_id) override;
   Result<int64_t> AddRunEvent(int64_t run_id, const std::string& kind, const std::string& payload_json) override;
   Result<std::vector<RunEventRecord>> ListRunEvents(int64_t run_id) override;
+  Status AddSkillUsage(const std::vector<SkillUsageRecord>& rows) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return InsertSkillUsage(db_.get(), db_path_, rows, NowIso8601());
+  }
+  Result<std::vector<SkillUsageRecord>> ListSkillUsage() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return SelectSkillUsage(db_.get(), db_path_);
+  }
 
  private:
   fs::path BlobPath(const std::string& sha) const {
@@ -313,6 +322,7 @@ Result<int64_t> SqliteStore::CountRows(const std::string& table) {
       {"runs", "SELECT COUNT(*) FROM runs"},
       {"run_nodes", "SELECT COUNT(*) FROM run_nodes"},
       {"run_events", "SELECT COUNT(*) FROM run_events"},
+      {"skill_usage", "SELECT COUNT(*) FROM skill_usage"},
   };
   for (const Count& c : kCounts) {
     if (table != c.table) continue;
@@ -320,7 +330,7 @@ Result<int64_t> SqliteStore::CountRows(const std::string& table) {
     return QueryInt(db_.get(), db_path_, c.sql);
   }
   return Status::InvalidInput("CountRows: unknown table \"" + table +
-                              "\"; expected tasks, candidates, evaluations, kv, runs, run_nodes or run_events");
+                              "\"; expected tasks, candidates, evaluations, kv, runs, run_nodes, run_events or skill_usage");
 }
 
 Status SqliteStore::PutValue(const std::string& key, const std::string& value) {
@@ -576,6 +586,14 @@ Result<std::optional<CandidateRecord>> Store::GetCandidate(int64_t) {
 
 Result<std::vector<CandidateRecord>> Store::ListCandidates(int64_t) {
   return Status::Internal("this Store does not implement ListCandidates");
+}
+
+Status Store::AddSkillUsage(const std::vector<SkillUsageRecord>&) {
+  return Status::Internal("this Store does not implement AddSkillUsage");
+}
+
+Result<std::vector<SkillUsageRecord>> Store::ListSkillUsage() {
+  return Status::Internal("this Store does not implement ListSkillUsage");
 }
 
 }  // namespace kpilot

@@ -88,6 +88,20 @@ struct RunNodeRecord {
   std::string created_at;
 };
 
+// One row of skill-card and micro-profiling-tool usage (schema 3): a card offered to / applied by
+// a proposal, or a finding reported for / acted on by it. skills/ aggregates the rows.
+struct SkillUsageRecord {
+  int64_t id = 0;
+  int64_t run_id = 0;        // 0 outside a run
+  int64_t node = -1;         // the child node the proposal became (-1 when none)
+  std::string kind;          // "card" | "tool"
+  std::string name;          // card id or finding id
+  bool fired = false;        // offered (card) / reported (tool)
+  bool applied = false;
+  double speedup = 0;        // the child's speedup over its parent; 0 when not measured
+  std::string created_at;
+};
+
 // Everything else a run decides, in order: proposals, selections, promotions, stops.
 struct RunEventRecord {
   int64_t run_id = 0;
@@ -141,8 +155,9 @@ class Store {
   // All evaluations of a candidate, oldest first (empty for an unknown candidate).
   virtual Result<std::vector<EvaluationRecord>> ListEvaluations(int64_t candidate_id) = 0;
   virtual Result<std::optional<EvaluationRecord>> GetEvaluation(int64_t id) = 0;
-  // Row counts, for consistency checks: "tasks", "candidates", "evaluations", "kv"; any other
-  // name → InvalidInput.
+  // Row counts, for consistency checks: "tasks", "candidates", "evaluations", "kv", "runs",
+  // "run_nodes", "run_events", "skill_usage"; any other name →
+  // InvalidInput.
   virtual Result<int64_t> CountRows(const std::string& table) = 0;
 
   // Small key→value cache for values measured once per machine (e.g. GPU calibration).
@@ -168,6 +183,12 @@ class Store {
   virtual Result<std::optional<TaskRecord>> GetTask(int64_t id);
   virtual Result<std::optional<CandidateRecord>> GetCandidate(int64_t id);
   virtual Result<std::vector<CandidateRecord>> ListCandidates(int64_t task_id);
+
+  // Skill usage (schema 3). AddSkillUsage writes all rows in one transaction (or none): kind must
+  // be "card" or "tool", name non-empty, speedup finite and >= 0 (InvalidInput otherwise);
+  // created_at is filled in when empty. ListSkillUsage returns every row, oldest first.
+  virtual Status AddSkillUsage(const std::vector<SkillUsageRecord>& rows);
+  virtual Result<std::vector<SkillUsageRecord>> ListSkillUsage();
 };
 
 }  // namespace kpilot

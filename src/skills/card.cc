@@ -1,0 +1,567 @@
+// Parsing and validating one SKILL.md: the front matter through yaml-cpp, the body by its
+// headings. Every problem is collected with the file line it concerns.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "skills/skills.h"
+#include "skills/text.h"
+
+namespace kpilot {
+namespace {
+
+const std::vector<std::string> kRequiredFields = {"name",     "description", "id",        "intent",    "anchor",
+                                                  "preconditions", "effect", "risks",     "scope",     "requires",
+                                                  "provides", "conflicts",   "triggers",  "params"};
+
+// The body's sections, in order; the last is matched as a prefix and must say it is an example.
+const std::vector<std::string> kSections = {"## Recipe", "## Preconditions", "## Before / After",
+                                            "## Example configuration"};
+constexpr char kExampleNote[] = "(example, not a precondition)";
+
+bool IsKebab(const std::string& s) {
+  static const std::regex kKebab("^[a-z0-9]+(-[a-z0-9]+)*$");
+  return std::regex_match(s, kKebab);
+}
+
+bool IsUpperParam(const std::string& s) {
+  static const std::regex kUpper("^[A-Z][A-Z0-9_]*$");
+  return std::regex_match(s, kUpper);
+}
+
+// Characters, not bytes: Agent Skills limits the description to 1024 characters.
+size_t Utf8Length(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+std::string Quoted(const std::string& s) { return "`" + s + "`"; }
+
+std::string JoinQuoted(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + Quoted(s);
+  return out;
+}
+
+nlohmann::json YamlToJson(const YAML::Node& n) {
+  if (n.IsMap()) {
+    nlohmann::json j = nlohmann::json::object();
+    for (auto it = n.begin(); it != n.end(); ++it) j[it->first.Scalar()] = YamlToJson(it->second);
+    return j;
+  }
+  if (n.IsSequence()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& e : n) j.push_back(YamlToJson(e));
+    return j;
+  }
+  if (!n.IsScalar()) return nullptr;
+  const std::string& s = n.Scalar();
+  if (n.Tag() == "?") {  // plain scalars may be numbers or booleans; quoted ones stay text
+    if (s == "true" || s == "false") return s == "true";
+    nlohmann::json num = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+    if (num.is_number()) return num;
+  }
+  return s;
+}
+
+class CardReader {
+ public:
+  CardReader(std::filesystem::path file, const ValidationOptions& options, std::vector<SkillProblem>* problems)
+      : file_(std::move(file)), options_(options), problems_(problems) {}
+
+  // Parses `text`; true when the card has no problem.
+  bool Read(const std::string& text, const std::string& folder, SkillCard* card);
+
+ private:
+  void Problem(int line, std::string field, std::string message, std::string fix = "") {
+    problems_->push_back({file_, line, std::move(field), std::move(message), std::move(fix)});
+    ++count_;
+  }
+  // The file line of a node of the front matter (which starts on line 2), or `fallback`.
+  int Line(const YAML::Node& n, int fallback) const {
+    return n.Mark().line >= 0 ? n.Mark().line + 2 : fallback;
+  }
+  // The keys of a mapping (first occurrence each); reports duplicates, missing and unknown keys.
+  std::map<std::string, YAML::Node> Keys(const YAML::Node& map, const std::string& field,
+                                         const std::vector<std::string>& required,
+                                         const std::vector<std::string>& optional, int line);
+  std::optional<std::string> Text(const YAML::Node& n, const std::string& field, int line, bool allow_empty = false);
+  std::optional<std::vector<std::string>> TextList(const YAML::Node& n, const std::string& field, int line,
+                                                   bool allow_empty);
+  // The entries of `list` that are not in `known`, each reported with a fix.
+  void CheckKnown(const YAML::Node& list_node, const std::vector<std::string>& list, const std::string& field,
+                  const std::vector<std::string>& known, const std::string& what, const std::string& where_listed);
+
+  void ReadIdentity(const std::map<std::string, YAML::Node>& f, const std::string& folder, SkillCard* card);
+  void ReadPreconditions(const YAML::Node& n, SkillCard* card);
+  void ReadEffect(const YAML::Node& n, SkillCard* card);
+  void ReadScope(const YAML::Node& n, SkillCard* card);
+  void ReadFeatures(const std::map<std::string, YAML::Node>& f, SkillCard* card);
+  void ReadTriggers(const YAML::Node& n, SkillCard* card);
+  void ReadParams(const YAML::Node& n, SkillCard* card);
+  std::optional<ParamMove> ReadMove(const YAML::Node& n, const std::string& field);
+  void ReadBody(const std::string& body, int first_line, const SkillCard& card);
+
+  std::vector<std::string> FindingIds() const {
+    return {options_.finding_ids.begin(), options_.finding_ids.end()};
+  }
+
+  std::filesystem::path file_;
+  const ValidationOptions& options_;
+  std::vector<SkillProblem>* problems_;
+  int count_ = 0;
+  int root_line_ = 1;
+};
+
+std::map<std::string, YAML::Node> CardReader::Keys(const YAML::Node& map, const std::string& field,
+                                                   const std::vector<std::string>& required,
+                                                   const std::vector<std::string>& optional, int line) {
+  std::map<std::string, YAML::Node> keys;
+  auto name = [&](const std::string& k) { return field.empty() ? k : field + "." + k; };
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
+    int at = Line(it->first, line);
+    if (keys.count(k)) {
+      Problem(at, name(k), "given twice", "keep one `" + k + ":` line");
+      continue;
+    }
+    bool known = std::find(required.begin(), required.end(), k) != required.end() ||
+                 std::find(optional.begin(), optional.end(), k) != optional.end();
+    if (!known) {
+      std::vector<std::string> all = required;
+      all.insert(all.end(), optional.begin(), optional.end());
+      std::optional<std::string> near = ClosestWord(k, all);
+      Problem(at, name(k), "unknown field",
+              near ? "did you mean `" + *near + "`?" : "the fields are " + JoinQuoted(all) + " (skills/README.md)");
+      continue;
+    }
+    keys[k] = it->second;
+  }
+  for (const auto& k : required)
+    if (!keys.count(k)) Problem(line, name(k), "missing", "add `" + k + ":` (every field is required; see skills/README.md)");
+  return keys;
+}
+
+std::optional<std::string> CardReader::Text(const YAML::Node& n, const std::string& field, int line, bool allow_empty) {
+  if (!n.IsScalar()) {
+    Problem(Line(n, line), field, "must be text", "write `" + field.substr(field.rfind('.') + 1) + ": some text`");
+    return std::nullopt;
+  }
+  std::string s = n.Scalar();
+  if (!allow_empty && Trim(s).empty()) {
+    Problem(Line(n, line), field, "is empty", "fill it in");
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<std::vector<std::string>> CardReader::TextList(const YAML::Node& n, const std::string& field, int line,
+                                                             bool allow_empty) {
+  if (!n.IsSequence()) {
+    Problem(Line(n, line), field, "must be a list", "write `[a, b]` or one `- item` per line (`[]` for none)");
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  bool ok = true;
+  for (size_t i = 0; i < n.size(); ++i) {
+    std::string item = field + "[" + std::to_string(i) + "]";
+    auto s = Text(n[i], item, Line(n, line));
+    if (!s) {
+      ok = false;
+      continue;
+    }
+    if (std::find(out.begin(), out.end(), *s) != out.end()) {
+      Problem(Line(n[i], line), field, "`" + *s + "` is listed twice", "keep one");
+      ok = false;
+      continue;
+    }
+    out.push_back(*s);
+  }
+  if (ok && out.empty() && !allow_empty) {
+    Problem(Line(n, line), field, "is empty", "list at least one entry");
+    return std::nullopt;
+  }
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+void CardReader::CheckKnown(const YAML::Node& list_node, const std::vector<std::string>& list, const std::string& field,
+                            const std::vector<std::string>& known, const std::string& what,
+                            const std::string& where_listed) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (std::find(known.begin(), known.end(), list[i]) != known.end()) continue;
+    std::optional<std::string> near = ClosestWord(list[i], known);
+    std::string fix = near ? "did you mean `" + *near + "`? (" + where_listed + ")"
+                           : "use one of " + JoinQuoted(known) + " (" + where_listed + ")";
+    Problem(Line(list_node[i], Line(list_node, root_line_)), field, "unknown " + what + " `" + list[i] + "`", fix);
+  }
+}
+
+void CardReader::ReadIdentity(const std::map<std::string, YAML::Node>& f, const std::string& folder, SkillCard* card) {
+  auto text = [&](const char* key, std::string* out) {
+    auto it = f.find(key);
+    if (it == f.end()) return false;
+    auto s = Text(it->second, key, root_line_);
+    if (s) *out = Trim(*s);
+    return s.has_value();
+  };
+  if (text("id", &card->id)) {
+    int line = Line(f.at("id"), root_line_);
+    if (!IsKebab(card->id) || card->id.size() > 64)
+      Problem(line, "id", "`" + card->id + "` is not kebab-case of at most 64 characters",
+              "use lower-case letters, digits and single hyphens, e.g. `smem-padding-swizzle`");
+    if (card->id != folder)
+      Problem(line, "id", "`" + card->id + "` differs from the folder name `" + folder + "`",
+              "rename the folder or change `id` (and `name`) so that they agree");
+  }
+  if (text("name", &card->name) && !card->id.empty() && card->name != card->id)
+    Problem(Line(f.at("name"), root_line_), "name", "`" + card->name + "` differs from id `" + card->id + "`",
+            "set `name: " + card->id + "` (Agent Skills loads the card by name)");
+  if (text("description", &card->description) && Utf8Length(card->description) > 1024)
+    Problem(Line(f.at("description"), root_line_), "description",
+            "is " + std::to_string(Utf8Length(card->description)) + " characters long (Agent Skills allows 1024)",
+            "shorten it; details belong in the body");
+  if (text("intent", &card->intent) && card->intent.find('\n') != std::string::npos)
+    Problem(Line(f.at("intent"), root_line_), "intent", "must be one line", "say the change in one imperative sentence");
+  text("anchor", &card->anchor);
+}
+
+void CardReader::ReadPreconditions(const YAML::Node& n, SkillCard* card) {
+  int line = Line(n, root_line_);
+  if (!n.IsSequence() || n.size() == 0) {
+    Problem(line, "preconditions", n.IsSequence() ? "is empty" : "must be a list",
+            "list `- what: …` / `why: …` entries; every technique has preconditions");
+    return;
+  }
+  for (size_t i = 0; i < n.size(); ++i) {
+    std::string field = "preconditions[" + std::to_string(i) + "]";
+    if (!n[i].IsMap()) {
+      Problem(Line(n[i], line), field, "must be a mapping {what, why}", "write `- what: …` and `why: …`");
+      continue;
+    }
+    auto keys = Keys(n[i], field, {"what", "why"}, {}, Line(n[i], line));
+    Precondition p;
+    auto what = keys.count("what") ? Text(keys["what"], field + ".what", line) : std::nullopt;
+    auto why = keys.count("why") ? Text(keys["why"], field + ".why", line) : std::nullopt;
+    if (what && why) card->preconditions.push_back({Trim(*what), Trim(*why)});
+  }
+}
+
+void CardReader::ReadEffect(const YAML::Node& n, SkillCard* card) {
+  int line = Line(n, root_line_);
+  if (!n.IsMap()) {
+    Problem(line, "effect", "must be a mapping {expected, measured}", "write `expected: …` and `measured: []`");
+    return;
+  }
+  auto keys = Keys(n, "effect", {"expected", "measured"}, {}, line);
+  if (keys.count("expected")) {
+    if (auto s = Text(keys["expected"], "effect.expected", line)) card->effect_expected = Trim(*s);
+  }
+  if (!keys.count("measured")) return;
+  const YAML::Node& m = keys["measured"];
+  if (!m.IsSequence()) {
+    Problem(Line(m, line), "effect.measured", "must be a list", "write `measured: []` until a kpilot run measures the card");
+    return;
+  }
+  for (size_t i = 0; i < m.size(); ++i) {
+    std::string field = "effect.measured[" + std::to_string(i) + "]";
+    if (!m[i].IsMap() || !m[i]["provenance"]) {
+      Problem(Line(m[i], line), field, "a measured effect needs its provenance",
+              "add `provenance: {task: …, device: …, run: …}` (measured effects come from kpilot runs)");
+      continue;
+    }
+    card->effect_measured.push_back({YamlToJson(m[i]["provenance"]), YamlToJson(m[i])});
+  }
+}
+
+void CardReader::ReadScope(const YAML::Node& n, SkillCard* card) {
+  int line = Line(n, root_line_);
+  if (!n.IsMap()) {
+    Problem(line, "scope", "must be a mapping {cases, languages, platforms}",
+            "write `cases: […]`, `languages: [cuda]`, `platforms: [sm_80, sm_90a]`");
+    return;
+  }
+  auto keys = Keys(n, "scope", {"cases", "languages", "platforms"}, {}, line);
+  if (keys.count("cases")) {
+    if (auto v = TextList(keys["cases"], "scope.cases", line, false)) card->scope_cases = *v;
+  }
+  if (keys.count("languages")) {
+    if (auto v = TextList(keys["languages"], "scope.languages", line, false)) {
+      card->scope_languages = *v;
+      CheckKnown(keys["languages"], *v, "scope.languages", SkillLanguages(), "language", "skills/README.md");
+    }
+  }
+  if (keys.count("platforms")) {
+    if (auto v = TextList(keys["platforms"], "scope.platforms", line, false)) {
+      card->scope_platforms = *v;
+      CheckKnown(keys["platforms"], *v, "scope.platforms", SkillPlatforms(), "platform", "skills/README.md");
+    }
+  }
+}
+
+void CardReader::ReadFeatures(const std::map<std::string, YAML::Node>& f, SkillCard* card) {
+  std::vector<std::string> vocabulary;
+  for (const Feature& feature : FeatureVocabulary()) vocabulary.emplace_back(feature.name);
+  auto read = [&](const char* key, std::vector<std::string>* out) {
+    auto it = f.find(key);
+    if (it == f.end()) return;
+    auto v = TextList(it->second, key, root_line_, std::string(key) != "provides");
+    if (!v) return;
+    *out = *v;
+    CheckKnown(it->second, *v, key, vocabulary, "feature",
+               "the feature vocabulary of skills/README.md; add a row there for a new feature");
+  };
+  read("requires", &card->requires_features);
+  read("provides", &card->provides);
+  read("conflicts", &card->conflicts);
+  auto overlap = [&](const std::vector<std::string>& a, const std::vector<std::string>& b, const char* field,
+                     const char* what) {
+    for (const auto& x : a) {
+      if (std::find(b.begin(), b.end(), x) == b.end()) continue;
+      Problem(Line(f.at(field), root_line_), field, "feature `" + x + "` is both " + what,
+              "a card cannot need, give or exclude the same feature at once; remove it from one list");
+    }
+  };
+  if (f.count("requires")) overlap(card->requires_features, card->provides, "requires", "required and provided");
+  if (f.count("conflicts")) {
+    overlap(card->conflicts, card->provides, "conflicts", "conflicting and provided");
+    overlap(card->conflicts, card->requires_features, "conflicts", "conflicting and required");
+  }
+}
+
+void CardReader::ReadTriggers(const YAML::Node& n, SkillCard* card) {
+  int line = Line(n, root_line_);
+  if (!n.IsMap()) {
+    Problem(line, "triggers", "must be a mapping {findings, classes}", "write `findings: […]` and `classes: […]`");
+    return;
+  }
+  auto keys = Keys(n, "triggers", {"findings", "classes"}, {}, line);
+  if (keys.count("findings")) {
+    if (auto v = TextList(keys["findings"], "triggers.findings", line, true)) {
+      card->trigger_findings = *v;
+      CheckKnown(keys["findings"], *v, "triggers.findings", FindingIds(), "finding id", "kpilot profile --list-tools");
+    }
+  }
+  if (keys.count("classes")) {
+    if (auto v = TextList(keys["classes"], "triggers.classes", line, true)) {
+      card->trigger_classes = *v;
+      CheckKnown(keys["classes"], *v, "triggers.classes", RooflineClasses(), "class", "the roofline classes");
+    }
+  }
+  if (keys.count("findings") && keys.count("classes") && card->trigger_findings.empty() &&
+      card->trigger_classes.empty() && keys["findings"].IsSequence() && keys["classes"].IsSequence())
+    Problem(line, "triggers", "no finding and no class", "name the findings or classes that call for the card");
+}
+
+std::optional<ParamMove> CardReader::ReadMove(const YAML::Node& n, const std::string& field) {
+  int line = Line(n, root_line_);
+  if (!n.IsMap()) {
+    Problem(line, field, "must be a mapping {param, move, when, value (for set)}", "write `- param: block` …");
+    return std::nullopt;
+  }
+  auto keys = Keys(n, field, {"param", "move", "when"}, {"value"}, line);
+  ParamMove mv;
+  bool ok = keys.count("param") && keys.count("move") && keys.count("when");
+  if (keys.count("param")) {
+    auto p = Text(keys["param"], field + ".param", line);
+    const auto& roles = ParamRoles();
+    if (p && std::find(roles.begin(), roles.end(), *p) == roles.end() && !IsUpperParam(*p)) {
+      Problem(Line(keys["param"], line), field + ".param", "`" + *p + "` is neither a param role nor a param name",
+              "use a role of docs/propose.md (" + JoinQuoted(roles) + ") or one UPPER_CASE param name");
+      p.reset();
+    }
+    if (p) mv.param = *p;
+    ok = ok && p.has_value();
+  }
+  if (keys.count("move")) {
+    auto m = Text(keys["move"], field + ".move", line);
+    if (m && *m == "up") mv.move = MoveDirection::kUp;
+    else if (m && *m == "down") mv.move = MoveDirection::kDown;
+    else if (m && *m == "set") mv.move = MoveDirection::kSet;
+    else {
+      if (m) Problem(Line(keys["move"], line), field + ".move", "unknown move `" + *m + "`", "use up, down or set (with value)");
+      ok = false;
+    }
+  }
+  if (keys.count("value")) {
+    if (auto v = Text(keys["value"], field + ".value", line)) mv.value = Trim(*v);
+    else ok = false;
+  }
+  if (ok && mv.move == MoveDirection::kSet && !mv.value) {
+    Problem(line, field + ".value", "a `set` move needs a value", "add `value: …`");
+    ok = false;
+  }
+  if (ok && mv.move != MoveDirection::kSet && mv.value) {
+    Problem(Line(keys["value"], line), field + ".value", "only a `set` move takes a value",
+            "remove `value:` or make the move `set`");
+    ok = false;
+  }
+  if (keys.count("when")) {
+    auto w = Text(keys["when"], field + ".when", line);
+    if (!w) return std::nullopt;
+    int at = Line(keys["when"], line);
+    mv.when = Trim(*w);
+    size_t cut = mv.when.find_first_of(" \t(");
+    mv.trigger = mv.when.substr(0, cut);
+    std::string rest = cut == std::string::npos ? "" : Trim(mv.when.substr(cut));
+    const auto& classes = RooflineClasses();
+    mv.trigger_is_class = std::find(classes.begin(), classes.end(), mv.trigger) != classes.end();
+    if (!mv.trigger_is_class && !options_.finding_ids.count(mv.trigger)) {
+      std::vector<std::string> known = FindingIds();
+      known.insert(known.end(), classes.begin(), classes.end());
+      std::optional<std::string> near = ClosestWord(mv.trigger, known);
+      Problem(at, field + ".when", "must start with a finding id or a class name, got `" + mv.trigger + "`",
+              near ? "did you mean `" + *near + "`?" : "see kpilot profile --list-tools for finding ids");
+      ok = false;
+    }
+    if (!rest.empty()) {
+      if (rest.front() != '(' || rest.back() != ')' || std::count(rest.begin(), rest.end(), '(') != 1 ||
+          std::count(rest.begin(), rest.end(), ')') != 1) {
+        Problem(at, field + ".when", "`" + mv.when + "`: the condition must be one parenthesized group",
+                "write `FINDING (condition)`, e.g. `occupancy-limiter (limiter: shared memory)`");
+        return std::nullopt;
+      }
+      MoveCondition c;
+      c.text = Trim(rest.substr(1, rest.size() - 2));
+      std::string values = c.text;
+      if (size_t colon = c.text.find(':'); colon != std::string::npos) {
+        c.key = Trim(c.text.substr(0, colon));
+        values = c.text.substr(colon + 1);
+      }
+      c.alternatives = SplitAlternatives(values);
+      if (c.alternatives.empty() || std::any_of(c.alternatives.begin(), c.alternatives.end(),
+                                                [](const std::string& a) { return a.empty(); })) {
+        Problem(at, field + ".when", "`" + mv.when + "`: empty condition", "write `(a)`, `(a or b)` or `(key: value)`");
+        return std::nullopt;
+      }
+      mv.condition = std::move(c);
+    }
+  }
+  if (!ok) return std::nullopt;
+  return mv;
+}
+
+void CardReader::ReadParams(const YAML::Node& n, SkillCard* card) {
+  if (!n.IsSequence()) {
+    Problem(Line(n, root_line_), "params", "must be a list",
+            "list moves `- param: … move: … when: …`, or `[]` when params cannot realize the technique");
+    return;
+  }
+  for (size_t i = 0; i < n.size(); ++i)
+    if (auto mv = ReadMove(n[i], "params[" + std::to_string(i) + "]")) card->params.push_back(std::move(*mv));
+}
+
+void CardReader::ReadBody(const std::string& body, int first_line, const SkillCard& card) {
+  // The line of each section heading (0 when absent), and where each section's text ends.
+  std::vector<int> at(kSections.size(), 0);
+  std::vector<std::string> lines;
+  std::istringstream in(body);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    for (size_t s = 0; s < kSections.size(); ++s) {
+      bool match = s + 1 == kSections.size() ? lines[i].rfind(kSections[s], 0) == 0 : Trim(lines[i]) == kSections[s];
+      if (match && at[s] == 0) at[s] = first_line + static_cast<int>(i);
+    }
+  }
+  for (size_t s = 0; s < kSections.size(); ++s)
+    if (at[s] == 0)
+      Problem(first_line, "body", "missing section `" + kSections[s] + "`",
+              "the body has, in order: " + JoinQuoted(kSections) + " (skills/README.md)");
+  for (size_t s = 1; s < kSections.size(); ++s) {
+    if (at[s] == 0 || at[s - 1] == 0 || at[s] > at[s - 1]) continue;
+    Problem(at[s], "body", "section `" + kSections[s] + "` comes before `" + kSections[s - 1] + "` (line " +
+                               std::to_string(at[s - 1]) + ")",
+            "order the sections " + JoinQuoted(kSections));
+  }
+  if (std::find(at.begin(), at.end(), 0) != at.end()) return;
+  auto section = [&](size_t s) {  // the lines of section s, up to the next heading of level 2
+    std::vector<std::string> out;
+    for (size_t i = at[s] - first_line + 1; i < lines.size() && lines[i].rfind("## ", 0) != 0; ++i)
+      out.push_back(lines[i]);
+    return out;
+  };
+  auto has = [](const std::vector<std::string>& v, const std::regex& re) {
+    return std::any_of(v.begin(), v.end(), [&](const std::string& l) { return std::regex_search(l, re); });
+  };
+  if (!has(section(0), std::regex(R"(^\s*1\.\s)")))
+    Problem(at[0], "body", "`## Recipe` has no numbered edits", "write the technique as a list `1. …`, `2. …`");
+  bool cuda = std::find(card.scope_languages.begin(), card.scope_languages.end(), "cuda") != card.scope_languages.end();
+  if (!has(section(2), std::regex(cuda ? "^```cuda" : "^```")))
+    Problem(at[2], "body", std::string("`## Before / After` has no ") + (cuda ? "```cuda" : "```") + " fragment",
+            "show a short before/after code fragment in a fenced block");
+  if (lines[at[3] - first_line].find(kExampleNote) == std::string::npos)
+    Problem(at[3], "body", "the example configuration must say it is not a precondition",
+            "title it `## Example configuration " + std::string(kExampleNote) + "`");
+}
+
+bool CardReader::Read(const std::string& text, const std::string& folder, SkillCard* card) {
+  // The front matter: between a first line "---" and the next line "---".
+  std::vector<size_t> starts = {0};
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n') starts.push_back(i + 1);
+  auto line_text = [&](size_t i) {
+    size_t end = i + 1 < starts.size() ? starts[i + 1] - 1 : text.size();
+    std::string l = text.substr(starts[i], end - starts[i]);
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    return l;
+  };
+  if (text.empty() || line_text(0) != "---") {
+    Problem(1, "front matter", "the file does not start with a `---` line", "put the YAML front matter between two `---` lines");
+    return false;
+  }
+  size_t close = 0;
+  for (size_t i = 1; i < starts.size() && close == 0; ++i)
+    if (line_text(i) == "---") close = i;
+  if (close == 0) {
+    Problem(1, "front matter", "no closing `---` line", "end the YAML front matter with a line `---`");
+    return false;
+  }
+  std::string yaml = text.substr(starts[1], starts[close] - starts[1]);
+  std::string body = close + 1 < starts.size() ? text.substr(starts[close + 1]) : "";
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    Problem(e.mark.line >= 0 ? e.mark.line + 2 : 1, "front matter", "YAML syntax: " + e.msg,
+            "fix the YAML at column " + std::to_string(e.mark.column + 1));
+    return false;
+  }
+  if (!root.IsMap()) {
+    Problem(2, "front matter", "is not a mapping", "write one `field: value` per line (skills/README.md)");
+    return false;
+  }
+  auto f = Keys(root, "", kRequiredFields, {}, 1);
+  try {
+    ReadIdentity(f, folder, card);
+    if (f.count("preconditions")) ReadPreconditions(f["preconditions"], card);
+    if (f.count("effect")) ReadEffect(f["effect"], card);
+    if (f.count("risks")) {
+      if (auto v = TextList(f["risks"], "risks", root_line_, false)) card->risks = *v;
+    }
+    if (f.count("scope")) ReadScope(f["scope"], card);
+    ReadFeatures(f, card);
+    if (f.count("triggers")) ReadTriggers(f["triggers"], card);
+    if (f.count("params")) ReadParams(f["params"], card);
+  } catch (const YAML::Exception& e) {  // a node of an unexpected shape that slipped past the checks
+    Problem(e.mark.line >= 0 ? e.mark.line + 2 : 1, "front matter", e.msg, "check the field's type against skills/README.md");
+  }
+  card->body = body;
+  ReadBody(body, static_cast<int>(close) + 2, *card);
+  return count_ == 0;
+}
+
+}  // namespace
+
+std::optional<SkillCard> ParseSkillCard(const std::string& text, const std::filesystem::path& file,
+                                        const std::string& folder, const ValidationOptions& options,
+                                        std::vector<SkillProblem>* problems) {
+  SkillCard card;
+  card.source = file;
+  CardReader reader(file, options, problems);
+  if (!reader.Read(text, folder, &card)) return std::nullopt;
+  return card;
+}
+
+}  // namespace kpilot
