@@ -42,6 +42,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code);
 void AddRunsCommands(CLI::App& app, int* exit_code);
 void AddCalibrateCommand(CLI::App& app, int* exit_code);
 void AddSweepCommand(CLI::App& app, int* exit_code);
+void AddLineageCommand(CLI::App& app, int* exit_code);
 // skills list | show | validate | stats | retrieve
 void AddSkillsCommand(CLI::App& app, int* exit_code);
 

@@ -69,18 +69,8 @@ class CommandProposer : public Proposer {
     auto instructions = PrepareAgentWorkspace(dir->path(), task_, ctx, options_, index);
     if (!instructions.ok()) return instructions.status();
     std::string file = CandidateFile(task_);
-    ProcessSpec spec;
-    spec.argv = options_.argv;
-    spec.cwd = dir->path();
-    spec.env = AgentEnvironment(options_.allowed_env.empty() ? DefaultAgentEnvironment() : options_.allowed_env,
-                                {"KPILOT_WORKSPACE=" + dir->path().string(), "KPILOT_CANDIDATE=" + file});
-    spec.stdin_data = *instructions;
-    spec.timeout_s = options_.timeout_s;
-    spec.max_output_bytes = 1 << 20;
-    auto run = processes_.Run(spec);
-    if (!run.ok())
-      return run.status().WithContext("the command generator could not start " + JoinCommandLine(options_.argv));
-    Archive(*instructions, *run);
+    auto run = RunAgentCommand(processes_, options_, dir->path(), *instructions, file);
+    if (!run.ok()) return run.status();
     Draft d;
     d.params = ctx.parent_params;
     d.source_name = fmt::format("agent_n{}_d{}{}", ctx.parent_node, index, CandidateExtension(task_));
@@ -114,19 +104,6 @@ class CommandProposer : public Proposer {
     return !seen_.insert(Sha256Hex(CodeFingerprint(source))).second;
   }
 
-  void Archive(const std::string& instructions, const ProcessResult& r) {
-    if (!options_.transcripts) return;
-    llm::Exchange e;
-    e.endpoint = "command: " + JoinCommandLine(options_.argv);
-    e.request_json = nlohmann::json{{"stdin", instructions}}.dump();
-    e.response_json = nlohmann::json{{"stdout", Tail(r.out, 64 << 10)}, {"stderr", Tail(r.err, 64 << 10)}}.dump();
-    e.status = r.exit_code;
-    e.attempts = 1;
-    e.seconds = r.wall_s;
-    e.error = r.Succeeded() ? "" : r.Describe(options_.timeout_s);
-    options_.transcripts->Record(e);
-  }
-
   std::string name_;
   const Task& task_;
   ProcessRunner& processes_;
@@ -155,6 +132,50 @@ std::vector<std::string> AgentEnvironment(const std::vector<std::string>& allowe
   }
   out.insert(out.end(), extra.begin(), extra.end());
   return out;
+}
+
+Result<ProcessResult> RunAgentCommand(ProcessRunner& processes, const CommandProposerOptions& options,
+                                      const fs::path& dir, const std::string& stdin_text,
+                                      const std::string& candidate_file) {
+  ProcessSpec spec;
+  spec.argv = options.argv;
+  spec.cwd = dir;
+  spec.env = AgentEnvironment(options.allowed_env.empty() ? DefaultAgentEnvironment() : options.allowed_env,
+                              {"KPILOT_WORKSPACE=" + dir.string(), "KPILOT_CANDIDATE=" + candidate_file});
+  spec.stdin_data = stdin_text;
+  spec.timeout_s = options.timeout_s;
+  spec.max_output_bytes = 1 << 20;
+  auto run = processes.Run(spec);
+  if (!run.ok()) return run.status().WithContext("the command generator could not start " + JoinCommandLine(options.argv));
+  if (options.transcripts) {
+    llm::Exchange e;
+    e.endpoint = "command: " + JoinCommandLine(options.argv);
+    e.request_json = nlohmann::json{{"stdin", stdin_text}}.dump();
+    e.response_json = nlohmann::json{{"stdout", Tail(run->out, 64 << 10)}, {"stderr", Tail(run->err, 64 << 10)}}.dump();
+    e.status = run->exit_code;
+    e.attempts = 1;
+    e.seconds = run->wall_s;
+    e.error = run->Succeeded() ? "" : run->Describe(options.timeout_s);
+    options.transcripts->Record(e);
+  }
+  return run;
+}
+
+Result<CommandProposerOptions> CommandOptionsFromSpec(const std::string& spec, const llm::LlmConfig& config) {
+  CommandProposerOptions o;
+  std::string line = spec.substr(spec.rfind("command:", 0) == 0 ? 8 : 0);
+  if (line.find_first_not_of(" \t") == std::string::npos) {
+    o.argv = config.command_argv;
+  } else {
+    auto argv = SplitCommandLine(line);
+    if (!argv.ok()) return argv.status().WithContext("--generator " + spec);
+    o.argv = *argv;
+  }
+  o.allowed_env = config.allowed_env;
+  o.timeout_s = config.command_timeout_s;
+  o.max_concurrency = config.max_concurrency;
+  o.prompts_override = config.prompts_dir;
+  return o;
 }
 
 Result<std::string> PrepareAgentWorkspace(const fs::path& dir, const Task& task, const ProposalContext& ctx,

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/subprocess.h"
+#include "llm/llm.h"
 #include "propose/proposer.h"
 #include "propose/transcripts.h"
 
@@ -52,6 +53,21 @@ std::vector<std::string> AgentEnvironment(const std::vector<std::string>& allowe
 // `processes` is borrowed. The templates are loaded and checked here.
 Result<std::unique_ptr<Proposer>> MakeCommandProposer(const std::string& name, const Task& task,
                                                       ProcessRunner& processes, CommandProposerOptions options);
+
+// Runs the agent once in `dir` (prepared by the caller) with `stdin_text` on its stdin, in its own
+// process group with options.timeout_s, and an environment holding only the allowed variables plus
+// KPILOT_WORKSPACE=dir and KPILOT_CANDIDATE=candidate_file; archives the run (stdin, stdout and
+// stderr tails) when options.transcripts is set. Any exit, signal or timeout is a result; a non-ok
+// Status only when the program cannot be started. Shared with `kpilot lineage`'s command generator.
+Result<ProcessResult> RunAgentCommand(ProcessRunner& processes, const CommandProposerOptions& options,
+                                      const std::filesystem::path& dir, const std::string& stdin_text,
+                                      const std::string& candidate_file);
+
+// The options of a command:CMDLINE generator from its spec and the LLM config: argv split from
+// CMDLINE (command_line.h), or the config's command_argv when CMDLINE is blank; allowed_env,
+// timeout, concurrency and prompts_dir from the config. InvalidInput naming the spec on a bad
+// command line.
+Result<CommandProposerOptions> CommandOptionsFromSpec(const std::string& spec, const llm::LlmConfig& config);
 
 // Writes one draft's workspace into `dir` (exists, empty) and returns the instructions text.
 Result<std::string> PrepareAgentWorkspace(const std::filesystem::path& dir, const Task& task, const ProposalContext& ctx,

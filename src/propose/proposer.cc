@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "propose/command_line.h"
 #include "propose/command_proposer.h"
 #include "propose/llm_proposer.h"
 #include "propose/params_proposer.h"
@@ -65,22 +64,12 @@ Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& spec, const Ta
   if (spec.rfind("command:", 0) == 0) {
     auto config = LoadGeneratorConfig(setup.llm_config);
     if (!config.ok()) return config.status();
-    CommandProposerOptions o;
-    std::string line = spec.substr(8);
-    if (line.find_first_not_of(" \t") == std::string::npos) {
-      o.argv = config->command_argv;
-    } else {
-      auto argv = SplitCommandLine(line);
-      if (!argv.ok()) return argv.status().WithContext("--generator " + spec);
-      o.argv = *argv;
-    }
-    o.allowed_env = config->allowed_env;
-    o.timeout_s = config->command_timeout_s;
-    o.max_concurrency = config->max_concurrency;
+    auto options = CommandOptionsFromSpec(spec, *config);
+    if (!options.ok()) return options.status();
+    CommandProposerOptions o = std::move(options).value();
     o.raw_metrics = setup.raw_metrics;
     o.include_dir = setup.include_dir;
     o.prompts_dir = setup.prompts_dir;
-    o.prompts_override = config->prompts_dir;
     o.transcripts = std::make_shared<RunTranscripts>(setup.store);
     std::string disclosure = o.argv.empty() ? "" : CommandDisclosure(o);
     auto p = MakeCommandProposer(spec, task, SystemProcessRunner(), std::move(o));

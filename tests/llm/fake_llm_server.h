@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -78,6 +79,16 @@ struct RecordedRequest {
   std::string body;
   nlohmann::json json;                         // the body parsed; null when it is not JSON
 };
+
+// Reads a script of replies: a JSON array (or {"replies": [...]}) whose entries are objects with
+//   "text"       the reply's text,
+//   "text_file"  a file whose text is appended,
+//   "code_file"  a file appended as one fenced block (```cuda for .cu, ```cpp otherwise, or "lang"),
+//   "status", "error"   an error reply instead (status != 200),
+//   "note"       ignored (what the entry is for).
+// File names are relative to the script's folder. Appends to *replies; false with *error naming
+// the file and the entry when something cannot be read.
+bool LoadFakeScript(const std::filesystem::path& script, std::vector<FakeReply>* replies, std::string* error);
 
 class FakeLlmServer {
  public:

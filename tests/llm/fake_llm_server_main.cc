@@ -3,12 +3,16 @@
 // evaluating, profiling and promoting kernels a person wrote, with no live model).
 //
 //   fake_llm_server [--port-file FILE] [--once] KERNEL_FILE...
+//   fake_llm_server [--port-file FILE] [--once] --script SCRIPT.json
 //
 // Serves both wire formats on 127.0.0.1, an OS-chosen port. Each request gets the next file's
 // text in one fenced code block (```cuda for .cu, ```cpp otherwise); after the last file it
 // starts again from the first, or with --once answers 500 "script exhausted". Prints the base URL
 // (http://127.0.0.1:PORT/v1) on the first line of stdout, writes it to FILE too, and serves until
-// SIGINT or SIGTERM; then prints how many requests it answered.
+// SIGINT or SIGTERM; then prints how many requests it answered. With --script the replies come
+// from a JSON script instead (LoadFakeScript in fake_llm_server.h: text, files, fenced code,
+// errors), in order — e.g. the scripted simplifications, citations and rebuilds of a
+// `kpilot lineage` run (bench/lineage/).
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -27,7 +31,7 @@ using kpilot::llm::testing::FakeReply;
 using kpilot::llm::testing::RecordedRequest;
 
 int Usage() {
-  std::cerr << "usage: fake_llm_server [--port-file FILE] [--once] KERNEL_FILE...\n";
+  std::cerr << "usage: fake_llm_server [--port-file FILE] [--once] (KERNEL_FILE... | --script SCRIPT.json)\n";
   return 2;
 }
 
@@ -36,10 +40,13 @@ int Usage() {
 int main(int argc, char** argv) {
   std::string port_file;
   bool once = false;
+  std::string script;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--port-file" && i + 1 < argc) {
+    if (arg == "--script" && i + 1 < argc) {
+      script = argv[++i];
+    } else if (arg == "--port-file" && i + 1 < argc) {
       port_file = argv[++i];
     } else if (arg == "--once") {
       once = true;
@@ -49,9 +56,13 @@ int main(int argc, char** argv) {
       files.push_back(arg);
     }
   }
-  if (files.empty()) return Usage();
+  if (files.empty() == script.empty()) return Usage();
 
   std::vector<FakeReply> replies;
+  if (std::string error; !script.empty() && !kpilot::llm::testing::LoadFakeScript(script, &replies, &error)) {
+    std::cerr << "fake_llm_server: " << error << "\n";
+    return 2;
+  }
   for (const std::string& file : files) {
     std::ifstream in(file);
     if (!in) {
