@@ -42,6 +42,15 @@ for step in $steps; do
             timeout 280 $K sweep examples/cuda/row_softmax examples/cuda/row_softmax/candidates/block_in_registers.cu \
               --workload 8192x4096 --out /tmp/kp-softmax.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -4
             gzip -c /tmp/kp-bf16.json > "$OUT/gemm_bf16_space.json.gz"; gzip -c /tmp/kp-softmax.json > "$OUT/row_softmax_space.json.gz" ;;
+    spaces2) # The other cuda examples' whole spaces at their largest workload: replays of the
+             # skills figure (issue #7) and more spaces to tune the search on.
+             for tw in vector_add:64M:vector_grid_stride transpose:8192x8192:smem_tiled sgemm:4096:register_tiled \
+                       bias_gelu:8192x8192:vec8_tanh_approx sum_reduction:64M:grid_stride_shuffle; do
+               IFS=: read -r t w c <<< "$tw"
+               timeout 200 $K sweep examples/cuda/$t examples/cuda/$t/candidates/$c.cu --workload $w \
+                 --out /tmp/kp-$t.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -2
+               gzip -c /tmp/kp-$t.json > "$OUT/${t}_space.json.gz"
+             done ;;
     softmax) timeout 400 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-40} --out $OUT --tag _workload_big \
                --extra "--workload 8192x4096" examples/cuda/row_softmax 2>&1 | tail -4 ;;
     llm) timeout 400 bench/llm_h200_check.sh $OUT/llm 2>&1 | tail -40 ;;
