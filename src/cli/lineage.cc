@@ -13,6 +13,7 @@
 #include "lineage/lineage.h"
 #include "llm/llm.h"
 #include "profile/tool.h"
+#include "skills/skills.h"
 #include "propose/llm_proposer.h"
 #include "task/loader.h"
 #include "toolchain/toolchain.h"
@@ -42,17 +43,6 @@ struct LineageArgs {
   double timeout_s = 120;
   int device = 0;
 };
-
-// skills/README.md (the feature vocabulary): $KPILOT_SKILLS_DIR, else the nearest skills/README.md
-// above this executable (installed share/kpilot/skills or a build tree), else the source tree's.
-fs::path DefaultVocabulary() {
-  if (const char* env = std::getenv("KPILOT_SKILLS_DIR"); env && *env) return fs::path(env) / "README.md";
-  for (fs::path dir = ExecutableDir(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-    if (fs::exists(dir / "share" / "kpilot" / "skills" / "README.md")) return dir / "share" / "kpilot" / "skills" / "README.md";
-    if (fs::exists(dir / "skills" / "README.md")) return dir / "skills" / "README.md";
-  }
-  return fs::path(KPILOT_SOURCE_DIR) / "skills" / "README.md";
-}
 
 std::string HostPlatform() {
   utsname u{};
@@ -125,7 +115,7 @@ int RunLineage(const LineageArgs& a) {
     return Fail(Status::InvalidInput("--max-steps, --max-rejections and --trials must be at least 1"));
   if (!(a.round_trip_min > 0 && a.round_trip_min <= 1))
     return Fail(Status::InvalidInput("--round-trip-min must be in (0, 1], e.g. 0.99"));
-  auto vocabulary = lineage::LoadFeatureVocabulary(a.vocabulary.empty() ? DefaultVocabulary() : fs::path(a.vocabulary));
+  auto vocabulary = lineage::LoadFeatureVocabulary(a.vocabulary.empty() ? SkillsDir() / "README.md" : fs::path(a.vocabulary));
   if (!vocabulary.ok()) return Fail(vocabulary.status());
 
   EvalOptions opt;
@@ -199,6 +189,19 @@ int RunLineage(const LineageArgs& a) {
   auto cards = lineage::CardsFromSteps(res->steps, pv);
   std::string chain = lineage::CheckCardChain(cards, res->naive_features, res->expert_features);
   if (!chain.empty()) return Fail(Status::Internal("the mined cards are inconsistent with the feature states: " + chain));
+  // Each card is checked by the skill library's validation before it is written; a problem is
+  // reported, not hidden (a host card's platform is one until the format names host platforms).
+  json problems = json::array();
+  auto finding_ids = KnownFindingIds({ExampleToolsDir()});
+  if (!finding_ids.ok()) return Fail(finding_ids.status());
+  for (const auto& c : cards) {
+    std::vector<SkillProblem> found;
+    ParseSkillCard(lineage::RenderSkillCard(c), fs::path(a.out) / c.id / "SKILL.md", c.id, {*finding_ids}, &found);
+    for (const auto& p : found) {
+      std::cerr << "kpilot: warning: mined card " << p.ToString() << "\n";
+      problems.push_back(p.ToString());
+    }
+  }
   std::vector<fs::path> written;
   if (!cards.empty()) {
     auto w = lineage::WriteCards(cards, a.out);
@@ -227,6 +230,7 @@ int RunLineage(const LineageArgs& a) {
               {"expert_features", res->expert_features},
               {"naive_features", res->naive_features},
               {"cards", cards_json},
+              {"card_problems", problems},
               {"out", a.out},
               {"generator", {{"input_tokens", res->spent.input_tokens}, {"output_tokens", res->spent.output_tokens},
                              {"cost_usd", res->spent.cost_usd}, {"priced", res->spent.priced}}}};

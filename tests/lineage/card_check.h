@@ -1,7 +1,8 @@
-// Checks mined skill cards with bench/skills_check.py's per-card rules (Python 3 + PyYAML), for
-// the lineage tests. The library-wide checks of that script (every suggested skill has a card, the
-// README's card table) do not apply to a folder of mined cards, so its check_card is called per
-// card with the vocabulary of skills/README.md.
+// Checks mined skill cards for the lineage tests: with the skill library's validation
+// (ParseSkillCard of src/skills/skills.h), and, where Python 3 with PyYAML is present, with
+// bench/skills_check.py's per-card rules, which also give back the front matter as YAML parsed it.
+// The library-wide checks of that script (every suggested skill has a card, the README's card
+// table) do not apply to a folder of mined cards, so its check_card is called per card.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,10 +13,29 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/fs.h"
 #include "core/subprocess.h"
+#include "skills/skills.h"
 #include "test_paths.h"
 
 namespace kpilot::testing {
+
+// The problems ParseSkillCard finds in the cards of `dir` (each <id>/SKILL.md), as text.
+inline std::vector<std::string> SkillLibraryProblems(const std::filesystem::path& dir) {
+  auto ids = KnownFindingIds({SourceDir() / "examples" / "tools"});
+  EXPECT_TRUE(ids.ok()) << ids.status().message();
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    auto text = ReadFile(e.path() / "SKILL.md");
+    EXPECT_TRUE(text.ok()) << e.path();
+    if (!text.ok()) continue;
+    std::vector<SkillProblem> problems;
+    ParseSkillCard(*text, e.path() / "SKILL.md", e.path().filename().string(), {ids.ok() ? *ids : std::set<std::string>{}},
+                   &problems);
+    for (const auto& p : problems) out.push_back(p.ToString());
+  }
+  return out;
+}
 
 inline bool HavePyYaml() {
   ProcessSpec spec;

@@ -375,10 +375,12 @@ TEST(LineageBenchScript, RowSoftmaxScriptPassesTheGate) {
   Provenance pv{"row_softmax", "test", "sm_90a", "kpilot test", 0, "cuda"};
   auto cards = CardsFromSteps(r->steps, pv);
   EXPECT_EQ(CheckCardChain(cards, r->naive_features, r->expert_features), "");
-  if (!testing::HavePyYaml()) GTEST_SKIP() << "python3 with PyYAML is needed to check the cards";
   auto dir = TempDir::Create("kpilot-lineage-bench-cards-");
   ASSERT_TRUE(dir.ok());
   ASSERT_TRUE(WriteCards(cards, dir->path()).ok());
+  auto library = testing::SkillLibraryProblems(dir->path());
+  EXPECT_TRUE(library.empty()) << ::testing::PrintToString(library);
+  if (!testing::HavePyYaml()) GTEST_SKIP() << "python3 with PyYAML is needed for bench/skills_check.py";
   auto problems = testing::SkillsCheckProblems(dir->path());
   EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
 }
