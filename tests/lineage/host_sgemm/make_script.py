@@ -69,15 +69,15 @@ VECTOR_CARD = {
 }
 
 
-def propose(feature, mechanism, locus, before, after, card, summary):
+def propose(feature, mechanism, locus, before, after, card):
     return {"naive": False, "mechanism": mechanism, "feature": feature, "locus": locus,
             "before_features": before, "after_features": after, "reference_features": [], "card": card}
 
 
 STEP1 = propose("register-tile", "the 4 x 16 register tile of C (Tile)", "Tile() and the tiled loops in kpilot_launch",
-                ["register-tile", "vector-global-128"], ["vector-global-128"], REGISTER_TILE_CARD, "")
+                ["register-tile", "vector-global-128"], ["vector-global-128"], REGISTER_TILE_CARD)
 STEP2 = propose("vector-global-128", "128-bit vector loads and stores along rows", "Row(), the inner j loop",
-                ["vector-global-128"], [], VECTOR_CARD, "")
+                ["vector-global-128"], [], VECTOR_CARD)
 TWO = dict(STEP1, after_features=[])
 
 GOOD_CITE_1 = {"removes": ["register-tile"], "citations": [
