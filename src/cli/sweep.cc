@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -35,6 +36,9 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kSpaceFileVersion = 1;
+// How often the whole space file is rewritten while a sweep runs; the journal holds what came in
+// between (Sweep::Save).
+constexpr double kSaveEverySeconds = 30;
 
 struct SweepArgs {
   std::string task_dir;
@@ -132,7 +136,14 @@ class Sweep {
  private:
   Status Prepare();              // the task's space and the workload
   Status OpenSpaceFile();        // resumed when it holds this sweep; written at once
-  Status Save();                 // the space file, atomically
+  // The space file, atomically, with the journal folded in (and removed). Between saves, each
+  // batch's results are appended to the journal (OUT.journal, one entry per line), so a killed
+  // sweep loses nothing and the whole file is rewritten only every kSaveEverySeconds, not after
+  // every batch (which made a sweep's writing quadratic in its size).
+  Status Save();
+  Status Journal(const std::vector<std::string>& shas);  // the entries of these objects' configs
+  Status SaveIfDue();
+  std::filesystem::path JournalPath() const { return out_.string() + ".journal"; }
   // Compile threads over every configuration not done; Evaluate() takes their objects.
   std::vector<std::thread> StartCompiling(Toolchain& toolchain, const CompileOptions& copts, bool overlap);
   void CompileOne(Toolchain& toolchain, const CompileOptions& copts, size_t i);
@@ -168,6 +179,7 @@ class Sweep {
   Status compile_status_;                             // kpilot's own failure (no compiler, …)
   bool stopped_ = false;                              // --stop-after, or evaluation failed
   Clock::time_point start_ = Clock::now();
+  Clock::time_point saved_at_ = Clock::now();
 };
 
 Status Sweep::Prepare() {
@@ -287,6 +299,19 @@ Status Sweep::OpenSpaceFile() {
     header_ = old;
     header_.erase("configs");
     for (const auto& c : old["configs"]) previous[c.value("params", json::object()).dump()] = c;
+    // Results a killed sweep journaled after its last save; a line cut short by the kill is skipped.
+    if (auto journal = ReadFile(JournalPath()); journal.ok()) {
+      std::istringstream lines(*journal);
+      size_t skipped = 0;
+      for (std::string line; std::getline(lines, line);) {
+        json e = json::parse(line, nullptr, false);
+        if (e.is_object() && e.contains("params")) previous[e["params"].dump()] = e;
+        else skipped += !line.empty();
+      }
+      if (skipped)
+        std::cerr << fmt::format("kpilot: {} unreadable line(s) in {} skipped (a write cut short); those "
+                                 "configurations run again\n", skipped, JournalPath().string());
+    }
   } else {
     header_ = {{"version", kSpaceFileVersion},
                {"task", task_.name},
@@ -337,7 +362,31 @@ Status Sweep::Save() {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < configs_.size(); ++i) text += (i ? ",\n  " : "\n  ") + configs_[i].entry.dump();
   text += "\n ]\n}\n";
-  return WriteFileAtomic(out_, text);
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(out_, text));
+  saved_at_ = Clock::now();
+  std::error_code ec;
+  std::filesystem::remove(JournalPath(), ec);  // folded in: a stale journal only repeats entries
+  return Status::Ok();
+}
+
+Status Sweep::Journal(const std::vector<std::string>& shas) {
+  std::string lines;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& sha : shas)
+      for (size_t i : users_[sha])
+        if (configs_[i].done) lines += configs_[i].entry.dump() + "\n";
+  }
+  if (lines.empty()) return Status::Ok();
+  std::ofstream f(JournalPath(), std::ios::app | std::ios::binary);
+  f << lines;
+  f.flush();
+  if (!f) return Status::Internal("cannot append to " + JournalPath().string());
+  return Status::Ok();
+}
+
+Status Sweep::SaveIfDue() {
+  return SecondsSince(saved_at_) >= kSaveEverySeconds ? Save() : Status::Ok();
 }
 
 void Sweep::CompileOne(Toolchain& toolchain, const CompileOptions& copts, size_t i) {
@@ -555,7 +604,8 @@ Status Sweep::Evaluate() {
       std::lock_guard<std::mutex> lock(mu_);
       ready_.insert(ready_.begin(), again.begin(), again.end());
     }
-    if (Status s = Save(); !s.ok()) return s.WithContext("writing " + out_.string());
+    if (Status s = Journal(shas); !s.ok()) return s.WithContext("journaling the results");
+    if (Status s = SaveIfDue(); !s.ok()) return s.WithContext("writing " + out_.string());
     if (!a_.json)
       std::cerr << fmt::format("kpilot: evaluated {} objects in {:.1f} s; {}\n", batch.size() - again.size(),
                                SecondsSince(t0), Progress());

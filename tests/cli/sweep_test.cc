@@ -139,6 +139,32 @@ TEST_F(Sweep, AnotherWorkloadAndAnInterruptedFileResume) {
   EXPECT_NE(other.err.find("workload"), std::string::npos) << other.err;
 }
 
+TEST_F(Sweep, AKilledSweepsJournalIsFoldedIn) {
+  // Between full rewrites of the space file, results are appended to OUT.journal; a sweep killed
+  // then leaves them there (its last line maybe cut short). The rerun takes them over.
+  std::vector<std::string> args = {kTask.string(), kCandidate.string(), "--out", Path("s.json"), "--store",
+                                   Path("store"), "--max-seconds", "0.05", "--workload", "8K", "--cap", "4"};
+  ProcessResult first = Kpilot(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_FALSE(fs::exists(Path("s.json.journal"))) << "a finished sweep folds its journal in";
+  json space = ReadJson(Path("s.json"));
+  ASSERT_EQ(space["configs"].size(), 4u);
+  json cut = space;
+  for (int i : {2, 3}) cut["configs"][i] = {{"params", space["configs"][i]["params"]}, {"status", "not_run"}};
+  ASSERT_TRUE(WriteFileAtomic(Path("s.json"), cut.dump()).ok());
+  std::string partial = space["configs"][2].dump();
+  ASSERT_TRUE(WriteFileAtomic(Path("s.json.journal"),
+                              space["configs"][3].dump() + "\n" + partial.substr(0, partial.size() / 2)).ok());
+  ProcessResult second = Kpilot(args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("3 already evaluated there"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find("1 unreadable line"), std::string::npos) << second.err;
+  EXPECT_FALSE(fs::exists(Path("s.json.journal")));
+  json after = ReadJson(Path("s.json"));
+  EXPECT_EQ(after["configs"][3], space["configs"][3]) << "the journaled entry, samples and all";
+  EXPECT_EQ(after["configs"][2]["status"], space["configs"][2]["status"]) << "evaluated again";
+}
+
 TEST_F(Sweep, BadInputsExitTwoNamingTheFieldAndTheFix) {
   ProcessResult workload = Kpilot({kTask.string(), kCandidate.string(), "--workload", "nope", "--dry-run"});
   EXPECT_EQ(workload.exit_code, 2);
