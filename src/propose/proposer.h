@@ -28,6 +28,9 @@ struct Draft {
   ParamValues params;             // -D values
   std::string summary;            // one line: what changed and why
   std::string targeted_finding;   // the finding id the change answers ("" = none)
+  // Ids of the skill cards (ProposalContext::skills) this draft applies: the card whose move made
+  // a params draft; the cards an llm:/command: reply names on its "Applied skills:" line.
+  std::vector<std::string> skills_applied;
   // Non-empty when the generator could not produce this draft (no code after its re-asks, an ABI
   // mismatch, an agent that wrote nothing): the reason, recorded in search memory and the run's
   // events; such a draft has no source and is never evaluated.
@@ -39,6 +42,26 @@ struct EvaluatedParams {
   ParamValues params;
   bool passed = false;
   double speedup = 0;              // what the search tree was given (passed only)
+};
+
+// A params move of an offered skill card whose `when` held for the parent's findings or class.
+struct SkillMoveHint {
+  std::string param;       // a param role ("vector", "tile", …) or an UPPER_CASE param name
+  std::string direction;   // "up" | "down" | "set"
+  std::string value;       // for "set"
+  std::string finding;     // the finding id (or class name) that triggered it
+  std::string reason;      // why the move matched, in words
+};
+
+// A skill card retrieval offered for the parent (src/skills; docs/skills.md), ranked best first.
+struct OfferedSkill {
+  std::string id;
+  std::string intent;              // one line
+  bool tune_only = false;          // the code has what the card provides: only its moves apply
+  std::vector<SkillMoveHint> moves;
+  std::string card_text;           // the whole SKILL.md, for prompts and get_skill
+  std::filesystem::path folder;    // the card's folder (copied into a command: workspace)
+  std::string reason;              // why retrieval ranked it here
 };
 
 struct ProposalContext {
@@ -63,6 +86,10 @@ struct ProposalContext {
   int k = 1;                       // return at most k drafts
   uint64_t seed = 0;               // for randomized moves; same seed, same drafts
   int64_t run_id = 0;              // the run asking (generators archive transcripts under it)
+  // Skill cards for the parent, ranked (empty when none fit). skills_enabled is false with
+  // `--skills off`: generators then use no card, and `params` no finding-steered move.
+  std::vector<OfferedSkill> skills;
+  bool skills_enabled = true;
 };
 
 // What a generator has spent so far (language models; the others spend nothing).
