@@ -90,6 +90,7 @@ const std::map<std::string, Field>& Fields() {
       {"prompts_dir", Text{&LlmConfig::prompts_dir, true}},
       {"tool_calls_per_proposal", Integer{&LlmConfig::tool_calls_per_proposal, 0}},
       {"reasks", Integer{&LlmConfig::reasks, 0}},
+      {"prompt_skills", Integer{&LlmConfig::prompt_skills, 0}},
       {"command_argv", TextList{&LlmConfig::command_argv, false}},
       {"allowed_env", TextList{&LlmConfig::allowed_env, false}},
       {"command_timeout_s", Real{&LlmConfig::command_timeout_s, 0, kInf, true}},

@@ -66,6 +66,7 @@ struct LlmConfig {
   std::string prompts_dir;           // user overrides of the prompt templates
   int tool_calls_per_proposal = 8;   // function-calling budget per proposal
   int reasks = 2;                    // re-asks on a reply without usable code
+  int prompt_skills = 3;             // skill cards shown in an llm: prompt (0: none; tools still list them)
   // The command: generator (src/propose/command_proposer.h).
   std::vector<std::string> command_argv;  // argv array form of the command, when configured
   std::vector<std::string> allowed_env;   // variables passed through to the agent (others scrubbed)

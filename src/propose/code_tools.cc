@@ -75,15 +75,22 @@ std::vector<llm::ToolSpec> CodeTools::Specs() const {
   specs.push_back({"get_profile", "The parent candidate's roofline class and ranked findings with guidance.",
                    {{"type", "object"},
                     {"properties", {{"counters", {{"type", "boolean"}, {"description", "also the raw numbers, when allowed"}}}}}}});
-  specs.push_back({"list_skills", "Names of the optimization skills available.", {{"type", "object"}, {"properties", json::object()}}});
-  specs.push_back({"get_skill", "One skill's text by name.",
-                   {{"type", "object"}, {"properties", {{"name", {{"type", "string"}}}}}, {"required", {"name"}}}});
+  specs.push_back({"list_skills",
+                   "The skill cards (optimization techniques with preconditions, recipe and risks) kpilot's library "
+                   "offers for this parent, best first: id, intent, tune_only, why it was offered.",
+                   {{"type", "object"}, {"properties", json::object()}}});
+  specs.push_back({"get_skill", "One offered skill card's whole text (SKILL.md) by id.",
+                   {{"type", "object"},
+                    {"properties", {{"name", {{"type", "string"}, {"description", "the card id from list_skills"}}}}},
+                    {"required", {"name"}}}});
   specs.push_back({"submit_candidate", "Submit the one complete candidate file (instead of a fenced code block).",
                    {{"type", "object"},
                     {"properties",
                      {{"source", {{"type", "string"}, {"description", "the whole file"}}},
                       {"summary", {{"type", "string"}, {"description", "one line: what changed and why"}}},
-                      {"finding", {{"type", "string"}, {"description", "the finding id it answers, if any"}}}}},
+                      {"finding", {{"type", "string"}, {"description", "the finding id it answers, if any"}}},
+                      {"applied_skills",
+                       {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "ids of the skill cards the file applies"}}}}},
                     {"required", {"source"}}}});
   return specs;
 }
@@ -108,12 +115,38 @@ std::string CodeTools::Call(const std::string& name, const json& args) const {
       }
       return s;
     }
-    if (name == "list_skills") return "[]  (no skills are installed yet)";
-    if (name == "get_skill") return "error: no skill named \"" + args.value("name", "") + "\" (no skills are installed yet)";
+    if (name == "list_skills") return ListSkills();
+    if (name == "get_skill") return GetSkill(args.at("name").get<std::string>());
     return "error: unknown tool \"" + name + "\"";
   } catch (const std::exception& e) {
     return "error: bad arguments for " + name + ": " + e.what();
   }
+}
+
+std::string CodeTools::ListSkills() const {
+  if (!ctx_ || !ctx_->skills_enabled) return "[]  (skill cards are off in this run: --skills off)";
+  if (ctx_->skills.empty())
+    return "[]  (no skill card of the library fits this kernel: none matches its profile, platform and features)";
+  json list = json::array();
+  for (const auto& s : ctx_->skills)
+    list.push_back({{"id", s.id}, {"intent", s.intent}, {"tune_only", s.tune_only}, {"reason", s.reason}});
+  return list.dump(1);
+}
+
+std::string CodeTools::GetSkill(const std::string& name) const {
+  if (!ctx_ || !ctx_->skills_enabled) return "error: skill cards are off in this run (--skills off)";
+  std::string ids;
+  for (const auto& s : ctx_->skills) {
+    if (s.id == name) {
+      if (s.card_text.size() <= options_.max_read_bytes) return s.card_text;
+      size_t cut = s.card_text.rfind('\n', options_.max_read_bytes);
+      cut = cut == std::string::npos ? 0 : cut + 1;
+      return s.card_text.substr(0, cut) + fmt::format("… (cut after {} of {} bytes)\n", cut, s.card_text.size());
+    }
+    ids += (ids.empty() ? "" : ", ") + s.id;
+  }
+  if (ids.empty()) return "error: no skill card named \"" + name + "\": no card of the library fits this kernel";
+  return "error: no offered skill card named \"" + name + "\"; the offered cards are: " + ids;
 }
 
 fs::path CodeTools::Resolve(const std::string& path, std::string* error) const {

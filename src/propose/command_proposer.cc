@@ -26,6 +26,45 @@ constexpr size_t kMaxCandidateBytes = 1 << 20;
 
 std::string CandidateFile(const Task& task) { return "candidate" + CandidateExtension(task); }
 
+// The workspace folders a card is copied into: kpilot's own listing and Claude Code's project skills.
+const char* const kSkillRoots[] = {"skills", ".claude/skills"};
+constexpr size_t kMaxAppliedSkillsBytes = 64 << 10;
+constexpr size_t kMaxSkillFileBytes = 1 << 20;
+
+// Card ids are kebab-case (the library validates them); anything else must not name a path.
+bool SafeSkillId(const std::string& id) {
+  return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+}
+
+// Copies one offered card into the workspace as an Agent Skills folder: SKILL.md is the card text
+// kpilot validated; the folder's other regular files (examples, scripts) come along, links and
+// dot-folders do not, nor files over 1 MiB.
+Status CopySkillFolder(const OfferedSkill& skill, const fs::path& to) {
+  Status s = WriteFileAtomic(to / "SKILL.md", skill.card_text);
+  if (!s.ok()) return s;
+  std::error_code ec;
+  if (skill.folder.empty() || !fs::is_directory(skill.folder, ec)) return Status::Ok();
+  for (fs::recursive_directory_iterator it(skill.folder, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind('.', 0) == 0) {
+      if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_symlink() || !it->is_regular_file()) continue;
+    fs::path rel = fs::relative(it->path(), skill.folder);
+    if (rel == "SKILL.md" || it->file_size(ec) > kMaxSkillFileBytes || ec) {
+      ec.clear();
+      continue;
+    }
+    fs::create_directories((to / rel).parent_path(), ec);
+    if (!ec) fs::copy_file(it->path(), to / rel, fs::copy_options::overwrite_existing, ec);
+    if (ec) return Status::Internal("copying skill card file " + it->path().string() + ": " + ec.message());
+  }
+  return Status::Ok();
+}
+
 std::string LastLines(const std::string& text, size_t bytes) {
   std::string t = Tail(text, bytes);
   for (auto& c : t)
@@ -96,7 +135,21 @@ class CommandProposer : public Proposer {
     std::string summary = SummaryLine(*source);
     d.summary = program + ": " + (summary.empty() ? "agent rewrite" : summary);
     if (!run->Succeeded()) d.summary += " (agent " + run->Describe(options_.timeout_s) + ")";
+    AppliedSkills applied = FilterAppliedSkills(ReadAppliedSkills(dir->path()), OfferedSkillIds(ctx));
+    d.skills_applied = applied.kept;
+    d.summary += DroppedSkillsNote(applied.dropped);
     return d;
+  }
+
+  // The ids in the workspace's APPLIED_SKILLS: a regular file (not a link) of at most 64 KiB;
+  // anything else reads as none.
+  static std::vector<std::string> ReadAppliedSkills(const fs::path& dir) {
+    struct stat st;
+    fs::path file = dir / kAppliedSkillsFile;
+    if (lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > kMaxAppliedSkillsBytes)
+      return {};
+    auto text = ReadFile(file);
+    return text.ok() ? SkillIdList(*text) : std::vector<std::string>{};
   }
 
   bool Repeats(const std::string& source) {
@@ -211,6 +264,15 @@ Result<std::string> PrepareAgentWorkspace(const fs::path& dir, const Task& task,
     Status s = WriteFileAtomic(path, *text);
     if (!s.ok()) return s;
   }
+  if (ctx.skills_enabled) {
+    for (const auto& skill : ctx.skills) {
+      if (!SafeSkillId(skill.id)) return Status::InvalidInput("skill card id \"" + skill.id + "\" is not kebab-case");
+      for (const char* root : kSkillRoots) {
+        Status s = CopySkillFolder(skill, dir / root / skill.id);
+        if (!s.ok()) return s;
+      }
+    }
+  }
   return texts[0];
 }
 
@@ -219,7 +281,7 @@ std::string CommandDisclosure(const CommandProposerOptions& o) {
   for (const auto& n : o.allowed_env.empty() ? DefaultAgentEnvironment() : o.allowed_env) env += (env.empty() ? "" : " ") + n;
   return "kpilot: the command generator runs " + JoinCommandLine(o.argv) +
          " (no shell) in a fresh workspace per draft holding the task (task.toml, the reference source), the parent "
-         "candidate's source, its guidance and the ABI header; it runs with YOUR permissions and only these variables: " +
+         "candidate's source, its guidance, the skill cards retrieved for it and the ABI header; it runs with YOUR permissions and only these variables: " +
          env + fmt::format("; timeout {:.0f} s. What the agent sends, and where, is up to the agent.\n", o.timeout_s);
 }
 

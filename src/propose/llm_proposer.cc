@@ -74,6 +74,7 @@ class LlmProposer : public Proposer {
     po.raw_metrics = options_.raw_metrics;
     po.draft = index;
     po.abi_header = abi_header_;
+    po.max_skills = static_cast<size_t>(std::max(0, options_.config.prompt_skills));
     CodeToolsOptions to;
     for (const auto& r : options_.config.code_roots) to.roots.emplace_back(r);
     to.raw_metrics = options_.raw_metrics;
@@ -92,6 +93,7 @@ class LlmProposer : public Proposer {
     int tool_calls_left = options_.config.tool_calls_per_proposal;
     int reasks_left = std::max(0, options_.config.reasks);
     std::vector<std::string> problems;
+    std::optional<std::vector<std::string>> named_skills;  // from the accepted answer
     Draft d;
     d.source_name = fmt::format("llm_n{}_d{}{}", ctx.parent_node, index, CandidateExtension(task_));
     d.params = ctx.parent_params;
@@ -126,6 +128,7 @@ class LlmProposer : public Proposer {
       req.messages.push_back({"assistant", reply->text, reply->tool_calls, ""});
       if (!reply->tool_calls.empty()) {
         std::string submitted, submit_problem, summary, finding;
+        std::optional<std::vector<std::string>> applied;
         bool over_budget = false;
         for (const auto& call : reply->tool_calls) {
           std::string answer;
@@ -136,6 +139,12 @@ class LlmProposer : public Proposer {
               submitted = src;
               summary = call.arguments.value("summary", "");
               finding = call.arguments.value("finding", "");
+              if (auto a = call.arguments.find("applied_skills"); a != call.arguments.end() && a->is_array()) {
+                std::string listed;
+                for (const auto& id : *a)
+                  if (id.is_string()) listed += id.get<std::string>() + "\n";
+                applied = SkillIdList(listed);
+              }
               answer = "received";
             } else {
               submit_problem = problem.empty() ? "several files submitted" : problem;
@@ -158,6 +167,7 @@ class LlmProposer : public Proposer {
           d.source = submitted;
           d.summary = summary.empty() ? SummaryLine(reply->text) : summary;
           d.targeted_finding = finding;
+          named_skills = applied ? applied : AppliedSkillsLine(reply->text);
           break;
         }
         if (!submit_problem.empty()) {
@@ -178,6 +188,7 @@ class LlmProposer : public Proposer {
         d.source = got.source;
         d.summary = got.summary;
         d.targeted_finding = got.finding;
+        named_skills = AppliedSkillsLine(reply->text);
         break;
       }
       if (!reject(got.problem)) return fail("");
@@ -186,10 +197,17 @@ class LlmProposer : public Proposer {
     bool known = std::any_of(ctx.findings.begin(), ctx.findings.end(),
                              [&](const Finding& f) { return f.id == d.targeted_finding; });
     if (!known) d.targeted_finding.clear();
+    // The accepted answer's "Applied skills:" line, else the latest earlier reply's (a re-asked
+    // model often repeats only the code); only offered cards are kept.
+    for (auto m = req.messages.rbegin(); !named_skills && m != req.messages.rend(); ++m)
+      if (m->role == "assistant") named_skills = AppliedSkillsLine(m->content);
+    AppliedSkills applied = FilterAppliedSkills(named_skills.value_or(std::vector<std::string>{}), OfferedSkillIds(ctx));
+    d.skills_applied = applied.kept;
     d.summary = model + ": " + (d.summary.empty() ? "rewrite" : d.summary);
     if (!problems.empty())
       d.summary += fmt::format(" (after {} re-ask{}: {})", problems.size(), problems.size() > 1 ? "s" : "",
                                problems.back().substr(0, 120));
+    d.summary += DroppedSkillsNote(applied.dropped);
     return d;
   }
 
@@ -211,6 +229,7 @@ std::string LlmDisclosure(const std::string& describe, const LlmProposerOptions&
                   ": the task (task.toml, its description), the reference source, the candidate ABI header, "
                   "each parent candidate's source with its verdict, profile findings and the run's search memory";
   if (o.raw_metrics) s += ", and raw metrics (--raw-metrics)";
+  s += "; the skill cards retrieved for each parent";
   if (!o.config.code_roots.empty() && o.config.tool_calls_per_proposal > 0) {
     s += "; through its tools, whatever the model asks to read from";
     for (const auto& r : o.config.code_roots) s += " " + r;

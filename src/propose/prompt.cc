@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include "core/fs.h"
 
@@ -63,7 +64,180 @@ std::string RawMetricsSection(const ProposalContext& ctx) {
   return "## Raw metrics of the parent\n\n" + Fence("json", j.dump(2)) + "\n";
 }
 
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+    start = end + 1;
+  }
+  return lines;
+}
+
+// Folded YAML text on one line.
+std::string OneLine(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+// The front matter (between the first `---` line and the next) and the body after it.
+void SplitCard(const std::string& text, std::string* front, std::string* body) {
+  std::vector<std::string> lines = SplitLines(text);
+  size_t close = 0;
+  if (!lines.empty() && lines[0] == "---")
+    for (size_t i = 1; i < lines.size() && !close; ++i)
+      if (lines[i] == "---") close = i;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (close && i <= close) {
+      if (i > 0 && i < close) *front += lines[i] + "\n";
+    } else {
+      *body += lines[i] + "\n";
+    }
+  }
+}
+
+// The lines of the body's `## NAME` section, without its heading and outer blank lines.
+std::vector<std::string> BodySection(const std::string& body, const std::string& name) {
+  std::vector<std::string> out;
+  bool in = false, fence = false;
+  for (const auto& line : SplitLines(body)) {
+    bool fence_line = line.rfind("```", 0) == 0 || line.rfind("~~~", 0) == 0;
+    if (!fence && line.rfind("## ", 0) == 0) {
+      if (in) break;
+      in = line.substr(3, name.size()) == name;
+      continue;
+    }
+    if (fence_line) fence = !fence;
+    if (in) out.push_back(line);
+  }
+  while (!out.empty() && out.front().find_first_not_of(" \t") == std::string::npos) out.erase(out.begin());
+  while (!out.empty() && out.back().find_first_not_of(" \t") == std::string::npos) out.pop_back();
+  return out;
+}
+
+// Cards that add a technique first, then tune-only ones; each group in retrieval's order.
+std::vector<const OfferedSkill*> PromptedSkills(const ProposalContext& ctx, size_t max_skills) {
+  std::vector<const OfferedSkill*> out;
+  if (!ctx.skills_enabled) return out;
+  for (bool tune_only : {false, true})
+    for (const auto& s : ctx.skills)
+      if (s.tune_only == tune_only && out.size() < max_skills) out.push_back(&s);
+  return out;
+}
+
+std::string SkillsSection(const ProposalContext& ctx, const PromptOptions& options) {
+  std::vector<const OfferedSkill*> cards = PromptedSkills(ctx, options.max_skills);
+  if (cards.empty()) return "";
+  std::string head =
+      "## Skill cards that fit this kernel\n\n"
+      "kpilot's skill library offers these techniques for the parent, ranked for its profile and platform. "
+      "Apply a card only where its preconditions hold, following its recipe; mind its risks.";
+  if (options.tools)
+    head += fmt::format(" `get_skill` returns a whole card (with its Before / After code); `list_skills` lists all {} offered.",
+                        ctx.skills.size());
+  head += "\n\n";
+  const std::string foot =
+      "End your reply, after the code block, with one line naming the cards your file applies: "
+      "`Applied skills: <id>, <id>` (ids as above), or `Applied skills: none`.\n\n";
+  if (head.size() + foot.size() >= options.max_skill_chars) return "";
+  size_t left = options.max_skill_chars - head.size() - foot.size();
+  std::string body;
+  for (size_t c = 0; c < cards.size(); ++c) {
+    // Each card gets an equal share of what is left; what a short card leaves goes to the next.
+    size_t share = left / (cards.size() - c);
+    std::string note = options.tools ? "… (cut here; get_skill `" + cards[c]->id + "` gives the whole card)\n"
+                                     : std::string("… (cut here)\n");
+    std::vector<std::string> lines = SkillCardLines(*cards[c]);
+    size_t full = 1;  // the blank line after the card
+    for (const auto& l : lines) full += l.size() + 1;
+    std::string text;
+    if (full <= share) {
+      for (const auto& l : lines) text += l + "\n";
+    } else {
+      for (const auto& l : lines) {
+        if (text.size() + l.size() + 1 + note.size() + 1 > share) break;
+        text += l + "\n";
+      }
+      if (text.empty()) break;  // not even the card's first line fits: no more cards
+      text += note;
+    }
+    text += "\n";
+    body += text;
+    left -= text.size();
+  }
+  if (body.empty()) return "";
+  return head + body + foot;
+}
+
+std::string SkillFoldersSection(const ProposalContext& ctx) {
+  if (!ctx.skills_enabled || ctx.skills.empty()) return "";
+  std::string s =
+      "## Skill cards for this kernel\n\n"
+      "kpilot's skill library offers these cards for the parent, ranked for its profile and platform. Each is an "
+      "Agent Skills folder in this workspace, `skills/<id>/SKILL.md` (the same folders are under `.claude/skills/`). "
+      "Read a card before you apply it: its preconditions say when the technique fails, its recipe how to apply it.\n\n";
+  int i = 1;
+  for (const auto& k : ctx.skills) {
+    s += fmt::format("{}. `{}` (skills/{}/SKILL.md): {}", i++, k.id, k.id, k.intent);
+    if (k.tune_only) s += " — the parent already has what it provides: use it to tune";
+    if (!k.reason.empty()) s += ". Offered because: " + k.reason;
+    s += "\n";
+  }
+  s += std::string("\nIf your file applies any of these cards, write their ids to the file `") + kAppliedSkillsFile +
+       "` in the workspace root, one id per line (write `none` when you applied none). kpilot reads that file and "
+       "the candidate, nothing else.\n\n";
+  return s;
+}
+
 }  // namespace
+
+std::vector<std::string> OfferedSkillIds(const ProposalContext& ctx) {
+  std::vector<std::string> ids;
+  if (ctx.skills_enabled)
+    for (const auto& s : ctx.skills) ids.push_back(s.id);
+  return ids;
+}
+
+std::vector<std::string> SkillCardLines(const OfferedSkill& skill) {
+  std::vector<std::string> out;
+  out.push_back("### `" + skill.id + "`: " + skill.intent);
+  if (skill.tune_only) out.push_back("The parent already has what this card provides: use it to tune, not to add it again.");
+  if (!skill.reason.empty()) out.push_back("Offered because: " + OneLine(skill.reason));
+  std::string front, body;
+  SplitCard(skill.card_text, &front, &body);
+  std::vector<std::string> preconditions, risks;
+  try {
+    YAML::Node n = YAML::Load(front);
+    if (n.IsMap() && n["preconditions"] && n["preconditions"].IsSequence())
+      for (const auto& p : n["preconditions"])
+        if (p.IsMap() && p["what"] && p["why"])
+          preconditions.push_back("- " + OneLine(p["what"].as<std::string>()) + " — " + OneLine(p["why"].as<std::string>()));
+    if (n.IsMap() && n["risks"] && n["risks"].IsSequence())
+      for (const auto& r : n["risks"])
+        if (r.IsScalar()) risks.push_back("- " + OneLine(r.as<std::string>()));
+  } catch (const YAML::Exception&) {
+    // Cards come validated from the library; a card that does not parse here still gives its recipe.
+  }
+  if (!preconditions.empty()) {
+    out.push_back("Preconditions (what must hold — why the technique fails without it):");
+    out.insert(out.end(), preconditions.begin(), preconditions.end());
+  }
+  std::vector<std::string> recipe = BodySection(body, "Recipe");
+  if (!recipe.empty()) {
+    out.push_back("Recipe:");
+    out.insert(out.end(), recipe.begin(), recipe.end());
+  }
+  if (!risks.empty()) {
+    out.push_back("Risks:");
+    out.insert(out.end(), risks.begin(), risks.end());
+  }
+  return out;
+}
 
 std::string CandidateExtension(const Task& task) { return task.backend == Backend::kCuda ? ".cu" : ".cpp"; }
 
@@ -117,6 +291,8 @@ PromptVars BuildPromptVars(const Task& task, const ProposalContext& ctx, const P
                                             options.draft + 1, ctx.k, options.draft + 1)
                               : "";
   v["candidate_file"] = options.candidate_file;
+  v["skills"] = SkillsSection(ctx, options);
+  v["skill_folders"] = SkillFoldersSection(ctx);
   return v;
 }
 

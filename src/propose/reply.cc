@@ -115,6 +115,77 @@ std::string CodeFingerprint(const std::string& source) {
   return out;
 }
 
+namespace {
+
+std::string CleanSkillId(std::string t) {
+  static const std::string kStrip = "`'\"[]()*.;:";
+  while (!t.empty() && kStrip.find(t.front()) != std::string::npos) t.erase(t.begin());
+  while (!t.empty() && kStrip.find(t.back()) != std::string::npos) t.pop_back();
+  return Lower(t);
+}
+
+void AddSkillIds(const std::string& text, std::vector<std::string>* ids) {
+  std::string word;
+  auto flush = [&] {
+    std::string id = CleanSkillId(word);
+    word.clear();
+    if (id.empty() || id == "none") return;
+    if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(id);
+  };
+  for (char c : text) {
+    if (c == ',' || std::isspace(static_cast<unsigned char>(c))) flush();
+    else word.push_back(c);
+  }
+  flush();
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> AppliedSkillsLine(const std::string& text) {
+  static const std::string kLabel = "applied skills:";
+  std::optional<std::string> last;
+  bool in_fence = false;
+  for (const auto& line : Lines(text)) {
+    std::string t = Trim(line);
+    if (t.rfind("```", 0) == 0 || t.rfind("~~~", 0) == 0) {
+      in_fence = !in_fence;
+      continue;
+    }
+    if (in_fence) continue;
+    while (!t.empty() && (t.front() == '*' || t.front() == '#' || t.front() == '-' || t.front() == '_' || t.front() == '>'))
+      t = Trim(t.substr(1));
+    std::string l = Lower(t);
+    if (l.rfind(kLabel, 0) == 0) last = t.substr(kLabel.size());
+    else if (l.rfind("applied skills**:", 0) == 0) last = t.substr(kLabel.size() + 2);
+  }
+  if (!last) return std::nullopt;
+  std::vector<std::string> ids;
+  AddSkillIds(*last, &ids);
+  return ids;
+}
+
+std::vector<std::string> SkillIdList(const std::string& text) {
+  std::vector<std::string> ids;
+  for (const auto& line : Lines(text)) AddSkillIds(line.substr(0, line.find('#')), &ids);
+  return ids;
+}
+
+AppliedSkills FilterAppliedSkills(const std::vector<std::string>& named, const std::vector<std::string>& offered) {
+  AppliedSkills out;
+  for (const auto& id : named) {
+    auto& to = std::find(offered.begin(), offered.end(), id) != offered.end() ? out.kept : out.dropped;
+    if (std::find(to.begin(), to.end(), id) == to.end()) to.push_back(id);
+  }
+  return out;
+}
+
+std::string DroppedSkillsNote(const std::vector<std::string>& dropped) {
+  if (dropped.empty()) return "";
+  std::string s;
+  for (const auto& id : dropped) s += (s.empty() ? "" : ", ") + id.substr(0, 64);
+  return " [skill ids not offered, ignored: " + s + "]";
+}
+
 std::string SummaryLine(const std::string& text) { return LabelledLine(text, "Summary:"); }
 std::string FindingLine(const std::string& text) { return LabelledLine(text, "Finding:"); }
 

@@ -1,6 +1,7 @@
 // Taking a candidate out of a model's reply: pure functions, text in, struct out.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,5 +41,25 @@ std::string CodeFingerprint(const std::string& source);
 // The "Summary:" / "Finding:" lines of a text (used for tool-call submissions too).
 std::string SummaryLine(const std::string& text);
 std::string FindingLine(const std::string& text);
+
+// The skill card ids on the text's last "Applied skills:" line outside fenced blocks (markdown
+// decoration around the label is allowed): split at commas and white space, backticks, quotes,
+// brackets and a final period stripped, lower-cased, each once. "none" gives {}; nullopt when the
+// text has no such line.
+std::optional<std::vector<std::string>> AppliedSkillsLine(const std::string& text);
+
+// The ids of an APPLIED_SKILLS file (command: workspaces): one per line (commas also separate),
+// `#` starts a comment, "none" and blank lines are ignored; cleaned like AppliedSkillsLine's.
+std::vector<std::string> SkillIdList(const std::string& text);
+
+struct AppliedSkills {
+  std::vector<std::string> kept;     // named and offered, in the order named
+  std::vector<std::string> dropped;  // named but not offered (a typo, an invented or unoffered card)
+};
+// Splits the ids a draft names into those that were offered and the rest.
+AppliedSkills FilterAppliedSkills(const std::vector<std::string>& named, const std::vector<std::string>& offered);
+
+// " [skill ids not offered, ignored: a, b]" for a draft's summary; "" when none were dropped.
+std::string DroppedSkillsNote(const std::vector<std::string>& dropped);
 
 }  // namespace kpilot

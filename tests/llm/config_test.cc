@@ -37,6 +37,7 @@ code_roots = ["cutlass/include", "/opt/cute"]
 prompts_dir = "prompts"
 tool_calls_per_proposal = 12
 reasks = 1
+prompt_skills = 5
 command_argv = ["codex", "exec", "--full-auto", "-"]
 allowed_env = ["PATH", "HOME"]
 command_timeout_s = 600
@@ -66,6 +67,7 @@ output_per_mtok = 10
   EXPECT_EQ(c->prompts_dir, (dir_->path() / "prompts").string());
   EXPECT_EQ(c->tool_calls_per_proposal, 12);
   EXPECT_EQ(c->reasks, 1);
+  EXPECT_EQ(c->prompt_skills, 5);
   EXPECT_EQ(c->command_argv, (std::vector<std::string>{"codex", "exec", "--full-auto", "-"}));
   EXPECT_EQ(c->allowed_env, (std::vector<std::string>{"PATH", "HOME"}));
   EXPECT_EQ(c->command_timeout_s, 600);
