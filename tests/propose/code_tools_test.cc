@@ -91,5 +91,47 @@ TEST_F(CodeToolsTest, ProfileCountersOnlyWhenAllowed) {
   EXPECT_EQ(raw.Call("search_code", {{"query", "x"}}).rfind("error:", 0), 0u) << "no trees, no search";
 }
 
+TEST_F(CodeToolsTest, SkillToolsServeTheOfferedCards) {
+  std::string none = tools_->Call("list_skills", nlohmann::json::object());
+  EXPECT_EQ(none.rfind("[]", 0), 0u);
+  EXPECT_NE(none.find("fits this kernel"), std::string::npos) << none;
+  EXPECT_EQ(none.find("installed"), std::string::npos);
+
+  OfferedSkill a;
+  a.id = "coalescing";
+  a.intent = "Map adjacent threads to adjacent elements.";
+  a.reason = "trigger 3.5 (uncoalesced-global-access)";
+  a.card_text = "---\nname: coalescing\n---\n\n# Coalescing\n";
+  OfferedSkill b;
+  b.id = "loop-unrolling";
+  b.tune_only = true;
+  for (int i = 0; i < 2000; ++i) b.card_text += "recipe line " + std::to_string(i) + "\n";
+  ctx_.skills = {a, b};
+  auto list = nlohmann::json::parse(tools_->Call("list_skills", nlohmann::json::object()));
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["id"], "coalescing");
+  EXPECT_EQ(list[0]["intent"], a.intent);
+  EXPECT_EQ(list[0]["tune_only"], false);
+  EXPECT_EQ(list[0]["reason"], a.reason);
+  EXPECT_EQ(list[1]["tune_only"], true);
+
+  EXPECT_EQ(tools_->Call("get_skill", {{"name", "coalescing"}}), a.card_text);
+  std::string cut = tools_->Call("get_skill", {{"name", "loop-unrolling"}});
+  EXPECT_LE(cut.size(), 24u * 1024 + 100) << "bounded like read_file";
+  EXPECT_NE(cut.find("(cut after"), std::string::npos);
+  std::string before_note = cut.substr(0, cut.find("… (cut after"));
+  EXPECT_EQ(before_note.back(), '\n') << "cut at a line end";
+  EXPECT_EQ(b.card_text.rfind(before_note, 0), 0u);
+
+  std::string unknown = tools_->Call("get_skill", {{"name", "split-k"}});
+  EXPECT_EQ(unknown.rfind("error:", 0), 0u);
+  EXPECT_NE(unknown.find("coalescing, loop-unrolling"), std::string::npos) << unknown;
+  EXPECT_EQ(tools_->Call("get_skill", nlohmann::json::object()).rfind("error:", 0), 0u) << "no name";
+
+  ctx_.skills_enabled = false;
+  EXPECT_NE(tools_->Call("list_skills", nlohmann::json::object()).find("--skills off"), std::string::npos);
+  EXPECT_EQ(tools_->Call("get_skill", {{"name", "coalescing"}}).rfind("error:", 0), 0u);
+}
+
 }  // namespace
 }  // namespace kpilot

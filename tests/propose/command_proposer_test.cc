@@ -3,6 +3,8 @@
 // real fake agent script.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "core/fs.h"
@@ -169,6 +171,84 @@ TEST_F(CommandProposerTest, SeveralDraftsRunInSeparateWorkspaces) {
   std::set<std::string> names;
   for (const auto& d : *drafts) names.insert(d.source_name);
   EXPECT_EQ(names.size(), 3u);
+}
+
+TEST_F(CommandProposerTest, OfferedCardsBecomeAgentSkillsFoldersAndAppliedSkillsComeBack) {
+  ctx_.skills = {testing::BuiltinCard("coalescing"), testing::BuiltinCard("split-k")};
+  options_.argv = {Agent(), "skills"};
+  auto drafts = Propose(SystemProcessRunner());
+  ASSERT_TRUE(drafts.ok()) << drafts.status().ToString();
+  ASSERT_EQ(drafts->size(), 1u);
+  const Draft& d = (*drafts)[0];
+  EXPECT_EQ(d.failure, "");
+  EXPECT_NE(d.source.find("// cards: coalescing split-k"), std::string::npos) << d.source;
+  EXPECT_EQ(d.skills_applied, (std::vector<std::string>{"coalescing", "split-k"}));
+  EXPECT_NE(d.summary.find("ignored: made-up-card"), std::string::npos) << d.summary;
+
+  // Without cards (or with skills off) the agent finds no folder and kpilot reads no id.
+  for (bool enabled : {true, false}) {
+    ctx_.skills_enabled = enabled;
+    if (enabled) ctx_.skills.clear();
+    else ctx_.skills = {testing::BuiltinCard("coalescing")};
+    RecordingRunner runner;
+    runner.write = kKernel + "int agent_change = 1;\n";
+    options_.argv = {"true"};
+    auto none = Propose(runner);
+    ASSERT_TRUE(none.ok());
+    for (const auto& f : runner.files) EXPECT_EQ(f.find("skills/"), std::string::npos) << f;
+    EXPECT_EQ(runner.seen.stdin_data.find("Skill cards for this kernel"), std::string::npos);
+    EXPECT_TRUE((*none)[0].skills_applied.empty());
+  }
+}
+
+TEST_F(CommandProposerTest, ACardFolderIsCopiedWithoutLinksAndAppliedSkillsMustBeARegularFile) {
+  auto cards = TempDir::Create("kpilot-cards-");
+  ASSERT_TRUE(cards.ok());
+  fs::path folder = cards->path() / "my-card";
+  ASSERT_TRUE(WriteFileAtomic(folder / "SKILL.md", "on disk, not what kpilot validated").ok());
+  ASSERT_TRUE(WriteFileAtomic(folder / "examples" / "tile.cu", "// example\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(folder / ".git" / "config", "x").ok());
+  ASSERT_EQ(symlink("/etc/hostname", (folder / "leak.txt").c_str()), 0);
+  OfferedSkill card;
+  card.id = "my-card";
+  card.intent = "Do the thing.";
+  card.card_text = "---\nname: my-card\n---\nTHE-CARD-TEXT\n";
+  card.folder = folder;
+  ctx_.skills = {card};
+
+  auto dir = TempDir::Create("kpilot-ws-test-");
+  ASSERT_TRUE(dir.ok());
+  ASSERT_TRUE(PrepareAgentWorkspace(dir->path(), task_, ctx_, options_, 0).ok());
+  for (const char* root : {"skills", ".claude/skills"}) {
+    fs::path to = dir->path() / root / "my-card";
+    auto text = ReadFile(to / "SKILL.md");
+    ASSERT_TRUE(text.ok()) << root;
+    EXPECT_EQ(*text, card.card_text) << "the card text kpilot holds, not the file on disk";
+    EXPECT_TRUE(fs::is_regular_file(to / "examples" / "tile.cu")) << root;
+    EXPECT_FALSE(fs::exists(fs::symlink_status(to / "leak.txt"))) << root;
+    EXPECT_FALSE(fs::exists(to / ".git")) << root;
+  }
+  ctx_.skills[0].id = "../escape";
+  EXPECT_FALSE(PrepareAgentWorkspace(dir->path(), task_, ctx_, options_, 0).ok());
+
+  // An APPLIED_SKILLS that is a link is not read.
+  ctx_.skills[0].id = "my-card";
+  class LinkingRunner : public ProcessRunner {
+   public:
+    Result<ProcessResult> Run(const ProcessSpec& spec) override {
+      (void)WriteFileAtomic(*spec.cwd / "candidate.cpp", kKernel + "int linked = 1;\n");
+      (void)WriteFileAtomic(*spec.cwd / "elsewhere", "my-card\n");
+      if (symlink("elsewhere", (*spec.cwd / "APPLIED_SKILLS").c_str()) != 0) return Status::Internal("symlink");
+      ProcessResult r;
+      r.exit_code = 0;
+      return r;
+    }
+  } linking;
+  options_.argv = {"true"};
+  auto drafts = Propose(linking);
+  ASSERT_TRUE(drafts.ok()) << drafts.status().ToString();
+  EXPECT_EQ((*drafts)[0].failure, "");
+  EXPECT_TRUE((*drafts)[0].skills_applied.empty());
 }
 
 TEST_F(CommandProposerTest, AMissingProgramIsAnErrorUpFront) {

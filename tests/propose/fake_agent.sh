@@ -11,6 +11,8 @@
 #   symlink  the candidate as a symbolic link to a file outside the workspace
 #   bad      a file without kpilot_launch
 #   same     the parent unchanged but for a comment (a repeat)
+#   skills   the copy, plus a comment naming the card folders it found under both skills/ and
+#            .claude/skills/, and APPLIED_SKILLS listing those ids and one made-up id
 mode="${1:-copy}"
 cat > stdin.txt
 for f in INSTRUCTIONS.md GUIDANCE.md task/task.toml include/kpilot/kernel.h; do
@@ -27,5 +29,14 @@ case "$mode" in
   symlink) ln -s /etc/hostname "$KPILOT_CANDIDATE" ;;
   same) { echo "// nothing new"; cat "parent/$parent"; } > "$KPILOT_CANDIDATE" ;;
   bad) echo "int main() { return 0; }" > "$KPILOT_CANDIDATE" ;;
+  skills)
+    grep -q "write their ids to the file .APPLIED_SKILLS." INSTRUCTIONS.md || { echo "INSTRUCTIONS.md does not ask for APPLIED_SKILLS" >&2; exit 4; }
+    found=""
+    for d in skills/*/; do
+      id=$(basename "$d")
+      [ -f "skills/$id/SKILL.md" ] && [ -f ".claude/skills/$id/SKILL.md" ] && found="$found $id"
+    done
+    { cat "parent/$parent"; echo "$variant"; echo "// cards:$found"; } > "$KPILOT_CANDIDATE"
+    { for id in $found; do echo "$id"; done; echo "made-up-card"; } > APPLIED_SKILLS ;;
 esac
 echo "Summary: fake agent ($mode)"

@@ -4,7 +4,9 @@
 
 #include <string>
 
+#include "core/fs.h"
 #include "propose/proposer.h"
+#include "test_paths.h"
 
 namespace kpilot::testing {
 
@@ -27,6 +29,21 @@ inline ProposalContext ParentContext(const Task& task, const std::string& source
   c.findings = {f};
   c.k = 1;
   return c;
+}
+
+// A card of the built-in library (skills/ID/SKILL.md) as retrieval would offer it: its whole
+// text, its folder and the intent line of its front matter.
+inline OfferedSkill BuiltinCard(const std::string& id, bool tune_only = false) {
+  OfferedSkill s;
+  s.id = id;
+  s.folder = SourceDir() / "skills" / id;
+  auto text = ReadFile(s.folder / "SKILL.md");
+  s.card_text = text.ok() ? *text : "";
+  size_t at = s.card_text.find("\nintent: ");
+  if (at != std::string::npos) s.intent = s.card_text.substr(at + 9, s.card_text.find('\n', at + 1) - at - 9);
+  s.tune_only = tune_only;
+  s.reason = "REASON-" + id;
+  return s;
 }
 
 }  // namespace kpilot::testing

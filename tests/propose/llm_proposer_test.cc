@@ -262,6 +262,63 @@ TEST_F(LlmProposerTest, ABadOverrideTemplateFailsBeforeAnyRequest) {
   EXPECT_TRUE(client->requests.empty());
 }
 
+TEST_F(LlmProposerTest, OfferedCardsAreInThePromptAndTheAppliedOnesAreRead) {
+  ctx_.skills = {testing::BuiltinCard("coalescing"), testing::BuiltinCard("split-k")};
+  auto client = std::make_shared<ScriptedClient>(std::deque<Result<llm::ChatReply>>{
+      ScriptedClient::Text(Fenced("coalesced", kKernel) + "Applied skills: coalescing, made-up-card\n")});
+  auto drafts = Propose(client);
+  ASSERT_EQ(drafts.size(), 1u);
+  EXPECT_EQ(drafts[0].skills_applied, std::vector<std::string>{"coalescing"});
+  EXPECT_EQ(drafts[0].summary, "openai:fake: coalesced [skill ids not offered, ignored: made-up-card]");
+  const std::string& prompt = client->requests[0].messages[0].content;
+  EXPECT_NE(prompt.find("### `coalescing`"), std::string::npos);
+  EXPECT_NE(prompt.find("### `split-k`"), std::string::npos);
+  EXPECT_NE(prompt.find("Applied skills: none"), std::string::npos);
+}
+
+TEST_F(LlmProposerTest, PromptSkillsLimitsTheCardsShown) {
+  ctx_.skills = {testing::BuiltinCard("coalescing"), testing::BuiltinCard("split-k")};
+  options_.config.prompt_skills = 1;
+  auto client = std::make_shared<ScriptedClient>(
+      std::deque<Result<llm::ChatReply>>{ScriptedClient::Text(Fenced("x", kKernel) + "Applied skills: split-k\n")});
+  auto drafts = Propose(client);
+  ASSERT_EQ(drafts.size(), 1u);
+  const std::string& prompt = client->requests[0].messages[0].content;
+  EXPECT_NE(prompt.find("### `coalescing`"), std::string::npos);
+  EXPECT_EQ(prompt.find("### `split-k`"), std::string::npos);
+  EXPECT_EQ(drafts[0].skills_applied, std::vector<std::string>{"split-k"}) << "offered, if not shown: get_skill has it";
+}
+
+TEST_F(LlmProposerTest, AppliedSkillsSurviveAReaskAndComeWithSubmitCandidate) {
+  ctx_.skills = {testing::BuiltinCard("coalescing"), testing::BuiltinCard("split-k")};
+  auto client = std::make_shared<ScriptedClient>(std::deque<Result<llm::ChatReply>>{
+      ScriptedClient::Text("I will split K.\nApplied skills: split-k\n"), ScriptedClient::Text(Fenced("split", kKernel))});
+  auto drafts = Propose(client);
+  ASSERT_EQ(drafts.size(), 1u);
+  EXPECT_EQ(drafts[0].source, kKernel);
+  EXPECT_EQ(drafts[0].skills_applied, std::vector<std::string>{"split-k"}) << "the earlier reply's line";
+
+  options_.config.tool_calls_per_proposal = 2;
+  llm::ToolCall submit{"s1", "submit_candidate",
+                       {{"source", Variant(7)}, {"summary", "tiled"}, {"applied_skills", {"coalescing", "nope"}}}};
+  client = std::make_shared<ScriptedClient>(std::deque<Result<llm::ChatReply>>{ScriptedClient::Tools({submit})});
+  drafts = Propose(client);
+  ASSERT_EQ(drafts.size(), 1u);
+  EXPECT_EQ(drafts[0].skills_applied, std::vector<std::string>{"coalescing"});
+  EXPECT_NE(drafts[0].summary.find("ignored: nope"), std::string::npos) << drafts[0].summary;
+}
+
+TEST_F(LlmProposerTest, WithSkillsOffNoCardIsShownOrRecorded) {
+  ctx_.skills = {testing::BuiltinCard("coalescing")};
+  ctx_.skills_enabled = false;
+  auto client = std::make_shared<ScriptedClient>(
+      std::deque<Result<llm::ChatReply>>{ScriptedClient::Text(Fenced("x", kKernel) + "Applied skills: coalescing\n")});
+  auto drafts = Propose(client);
+  ASSERT_EQ(drafts.size(), 1u);
+  EXPECT_TRUE(drafts[0].skills_applied.empty());
+  EXPECT_EQ(client->requests[0].messages[0].content.find("Skill cards"), std::string::npos);
+}
+
 TEST_F(LlmProposerTest, DisclosureSaysWhatGoesWhere) {
   options_.config.code_roots = {"/opt/cutlass"};
   options_.config.tool_calls_per_proposal = 3;

@@ -64,5 +64,29 @@ TEST(Reply, ATruncatedBlockIsNotCode) {
   EXPECT_NE(got.problem.find("no fenced code block"), std::string::npos);
 }
 
+using Ids = std::vector<std::string>;
+
+TEST(Reply, AppliedSkillsLineOutsideCodeBlocks) {
+  std::string reply = std::string("Summary: float4 loads\n```cpp\n// Applied skills: in-the-code\n") + kGood +
+                      "```\nApplied skills: `coalescing`, Vector-Loads-128bit.\n";
+  EXPECT_EQ(AppliedSkillsLine(reply), Ids({"coalescing", "vector-loads-128bit"}));
+  EXPECT_EQ(AppliedSkillsLine("**Applied skills:** none\n"), Ids{});
+  EXPECT_EQ(AppliedSkillsLine("- **Applied skills**: split-k split-k\n"), Ids{"split-k"});
+  EXPECT_EQ(AppliedSkillsLine("Applied skills: a\nApplied skills: b, c\n"), Ids({"b", "c"})) << "the last line counts";
+  EXPECT_EQ(AppliedSkillsLine("Summary: x\n"), std::nullopt);
+  EXPECT_EQ(AppliedSkillsLine("```\nApplied skills: coalescing\n```\n"), std::nullopt) << "inside a code block";
+}
+
+TEST(Reply, AppliedSkillsFileAndFiltering) {
+  EXPECT_EQ(SkillIdList("coalescing\n# a comment\n\nsplit-k, block-reduction  # trailing\nnone\n"),
+            Ids({"coalescing", "split-k", "block-reduction"}));
+  AppliedSkills a = FilterAppliedSkills({"split-k", "made-up", "coalescing", "split-k"}, {"coalescing", "split-k"});
+  EXPECT_EQ(a.kept, Ids({"split-k", "coalescing"}));
+  EXPECT_EQ(a.dropped, Ids{"made-up"});
+  EXPECT_EQ(FilterAppliedSkills({"coalescing"}, {}).kept, Ids{}) << "nothing offered, nothing applied";
+  EXPECT_EQ(DroppedSkillsNote(a.dropped), " [skill ids not offered, ignored: made-up]");
+  EXPECT_EQ(DroppedSkillsNote({}), "");
+}
+
 }  // namespace
 }  // namespace kpilot
