@@ -78,6 +78,10 @@ std::vector<std::string> SplitLines(const std::string& text) {
   return lines;
 }
 
+constexpr const char* kPreconditionsHeading = "Preconditions (what must hold — why the technique fails without it):";
+constexpr const char* kRisksHeading = "Risks:";
+constexpr const char* kRecipeHeading = "Recipe:";
+
 // Folded YAML text on one line.
 std::string OneLine(std::string s) {
   std::replace(s.begin(), s.end(), '\n', ' ');
@@ -159,11 +163,15 @@ std::string SkillsSection(const ProposalContext& ctx, const PromptOptions& optio
     if (full <= share) {
       for (const auto& l : lines) text += l + "\n";
     } else {
-      for (const auto& l : lines) {
-        if (text.size() + l.size() + 1 + note.size() + 1 > share) break;
-        text += l + "\n";
-      }
-      if (text.empty()) break;  // not even the card's first line fits: no more cards
+      size_t taken = 0;
+      for (size_t used = 0; taken < lines.size() && used + lines[taken].size() + 1 + note.size() + 1 <= share; ++taken)
+        used += lines[taken].size() + 1;
+      // No heading without a line under it.
+      while (taken > 1 && (lines[taken - 1] == kPreconditionsHeading || lines[taken - 1] == kRisksHeading ||
+                           lines[taken - 1] == kRecipeHeading))
+        --taken;
+      if (taken == 0) break;  // not even the card's first line fits: no more cards
+      for (size_t i = 0; i < taken; ++i) text += lines[i] + "\n";
       text += note;
     }
     text += "\n";
@@ -224,17 +232,19 @@ std::vector<std::string> SkillCardLines(const OfferedSkill& skill) {
     // Cards come validated from the library; a card that does not parse here still gives its recipe.
   }
   if (!preconditions.empty()) {
-    out.push_back("Preconditions (what must hold — why the technique fails without it):");
+    out.push_back(kPreconditionsHeading);
     out.insert(out.end(), preconditions.begin(), preconditions.end());
+  }
+  // Risks before the recipe: a card cut to fit the prompt loses the end of its recipe (get_skill
+  // has it), not its warnings.
+  if (!risks.empty()) {
+    out.push_back(kRisksHeading);
+    out.insert(out.end(), risks.begin(), risks.end());
   }
   std::vector<std::string> recipe = BodySection(body, "Recipe");
   if (!recipe.empty()) {
-    out.push_back("Recipe:");
+    out.push_back(kRecipeHeading);
     out.insert(out.end(), recipe.begin(), recipe.end());
-  }
-  if (!risks.empty()) {
-    out.push_back("Risks:");
-    out.insert(out.end(), risks.begin(), risks.end());
   }
   return out;
 }

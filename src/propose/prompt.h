@@ -42,8 +42,9 @@ struct PromptOptions {
 std::vector<std::string> OfferedSkillIds(const ProposalContext& ctx);
 
 // One card for a prompt: id and intent, why retrieval offered it, its preconditions (what — why)
-// from the front matter, the body's `## Recipe` section and its risks, one item a line. Pure; a
-// card whose front matter does not parse gives the id, intent and recipe only.
+// from the front matter, its risks, then the body's `## Recipe` section (last, so that a card cut
+// to fit loses recipe steps rather than warnings), one item a line. Pure; a card whose front
+// matter does not parse gives the id, intent and recipe only.
 std::vector<std::string> SkillCardLines(const OfferedSkill& skill);
 
 // The file extension of the task's candidates: ".cu" (cuda) or ".cpp" (host).

@@ -191,6 +191,11 @@ TEST_F(PromptTest, TheSkillsSectionIsBoundedAndCutsOnlyAtLineEnds) {
     EXPECT_NE(s.find("get_skill `register-tiling` gives the whole card"), std::string::npos)
         << "these cards are longer than a third of " << limit << " each: the last is cut";
     EXPECT_NE(s.find("End your reply"), std::string::npos) << "the request survives the cut";
+    if (limit == 6000) {
+      EXPECT_NE(s.find("- Register spills when TM x TN is too large"), std::string::npos) << "risks come before the recipe";
+    }
+    for (const char* heading : {"Recipe:\n…", "Risks:\n…", "it):\n…"})
+      EXPECT_EQ(s.find(heading), std::string::npos) << "a heading left without a line: " << heading;
     // Every line is a whole line of a card, or the section's own text: nothing cut mid-line.
     std::istringstream in(s);
     for (std::string line; std::getline(in, line);) {
