@@ -18,6 +18,7 @@
 #include "core/status.h"
 #include "device/device.h"
 #include "runner/protocol.h"
+#include "skills/skills.h"
 #include "store/store.h"
 
 namespace kpilot::cli {
@@ -42,9 +43,9 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code);
 void AddRunsCommands(CLI::App& app, int* exit_code);
 void AddCalibrateCommand(CLI::App& app, int* exit_code);
 void AddSweepCommand(CLI::App& app, int* exit_code);
-void AddLineageCommand(CLI::App& app, int* exit_code);
 // skills list | show | validate | stats | retrieve
 void AddSkillsCommand(CLI::App& app, int* exit_code);
+void AddLineageCommand(CLI::App& app, int* exit_code);
 
 // Where a command keeps things: the store (unless --no-store) and the compile cache inside it, or
 // a scratch cache folder removed at exit.
@@ -82,5 +83,14 @@ std::filesystem::path SkillsDir();
 // The example rule files (examples/tools/*.toml), whose rule ids skill cards may name as triggers:
 // $KPILOT_EXAMPLE_TOOLS_DIR, else ../share/kpilot/tools (installed), else the tree's examples/tools.
 std::filesystem::path ExampleToolsDir();
+
+// The finding ids cards may name: the built-in tools', plus the rule ids of the example rule
+// files, ~/.config/kpilot/tools and `tools_dirs` (skill_library.cc).
+Result<ValidationOptions> SkillValidation(const std::vector<std::string>& tools_dirs);
+// The skill-card library: SkillsDir(), the user folders, then `skills_dirs` (--skills DIR), each
+// card validated; overrides are reported on stderr. InvalidInput listing every problem when a
+// card is invalid.
+Result<SkillLibrary> LoadSkillLibrary(const std::vector<std::string>& skills_dirs,
+                                      const std::vector<std::string>& tools_dirs = {});
 
 }  // namespace kpilot::cli

@@ -31,6 +31,7 @@ struct OptimizeArgs {
   int in_flight = 0;  // 0: adaptive
   uint64_t seed = 1;
   std::vector<std::string> workloads;
+  std::vector<std::string> skills;  // --skills: "on", "off" or a folder of cards (repeatable)
   std::string arch;
   std::string store_dir = ".kpilot";
   int64_t resume = 0;
@@ -168,6 +169,13 @@ int RunOptimize(const OptimizeArgs& a) {
     if (!a.replay.empty()) o.replay = std::filesystem::absolute(a.replay).string();
     if (!a.llm_config.empty()) o.llm_config = std::filesystem::absolute(a.llm_config).string();
     o.raw_metrics = a.raw_metrics;
+    for (const auto& v : a.skills) {
+      if (v == "on" || v == "off") o.skills = v == "on";
+      else if (std::filesystem::is_directory(v)) o.skill_dirs.push_back(std::filesystem::absolute(v).string());
+      else
+        return Fail(Status::InvalidInput("--skills " + v + ": not a folder of skill cards — give a folder holding "
+                                         "<id>/SKILL.md, or on / off"));
+    }
   }
   // The spending cap: --max-cost, else (llm:) the LLM config's; a resumed run keeps its own
   // unless --max-cost raises it.
@@ -210,8 +218,18 @@ int RunOptimize(const OptimizeArgs& a) {
     int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     executor = std::make_unique<LocalExecutor>(*toolchain, SystemProcessRunner(), RunnerPath(), threads);
   }
+  // Skill cards offered to the generator (docs/skills.md) and their usage statistics.
+  std::optional<SkillLibrary> skills;
+  std::unique_ptr<UsageLog> usage;
+  if (o.skills) {
+    auto lib = LoadSkillLibrary(o.skill_dirs);
+    if (!lib.ok()) return Fail(lib.status().WithContext("loading skill cards (--skills off runs without them)"));
+    skills = std::move(lib).value();
+    usage = StoreUsageLog(**store);
+  }
   PrintProgress progress(a.json);
   Optimizer optimizer(task, **proposer, *executor, **store, progress);
+  optimizer.UseSkills(skills ? &*skills : nullptr, usage.get());
   if (!a.json)
     std::cerr << fmt::format("kpilot: optimizing {} from {} with the {} generator, {} policy, budget {} evaluations\n",
                              task.name, std::filesystem::path(o.from).filename().string(), o.generator,
@@ -298,6 +316,9 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   cmd->add_option("--workload", a->workloads, "Only these workloads (repeatable)");
+  cmd->add_option("--skills", a->skills,
+                  "Skill cards: a folder of <id>/SKILL.md cards to add (repeatable), or off to offer none (ablation); "
+                  "on by default, with the built-in and user cards");
   cmd->add_option("--arch", a->arch, "CUDA target (default: the visible GPU's)");
   cmd->add_option("--store", a->store_dir, "Store folder")->capture_default_str();
   cmd->add_option("--resume", a->resume, "Continue an interrupted run");

@@ -41,26 +41,9 @@ std::string Join(const std::vector<std::string>& v, const char* sep = ", ") {
   return out;
 }
 
-Result<ValidationOptions> Validation(const SkillsArgs& a) {
-  std::vector<fs::path> rule_dirs = {ExampleToolsDir()};
-  if (const char* home = std::getenv("HOME"); home && *home) rule_dirs.push_back(fs::path(home) / ".config/kpilot/tools");
-  for (const auto& d : a.tools_dirs) rule_dirs.push_back(d);
-  auto ids = KnownFindingIds(rule_dirs);
-  if (!ids.ok()) return ids.status();
-  return ValidationOptions{*ids};
-}
+Result<ValidationOptions> Validation(const SkillsArgs& a) { return SkillValidation(a.tools_dirs); }
 
-Result<SkillLibrary> Library(const SkillsArgs& a) {
-  auto options = Validation(a);
-  if (!options.ok()) return options.status();
-  std::vector<fs::path> extra(a.skills_dirs.begin(), a.skills_dirs.end());
-  auto lib = LoadLibrary(DefaultSkillDirs(SkillsDir(), extra), *options);
-  if (!lib.ok()) return lib.status();
-  for (const auto& o : lib->overrides)
-    std::cerr << fmt::format("kpilot: card {} from {} ({}) overrides {} ({})\n", o.id, o.by.string(),
-                             SkillOriginName(o.by_origin), o.replaced.string(), SkillOriginName(o.replaced_origin));
-  return lib;
-}
+Result<SkillLibrary> Library(const SkillsArgs& a) { return LoadSkillLibrary(a.skills_dirs, a.tools_dirs); }
 
 int List(const SkillsArgs& a) {
   auto lib = Library(a);

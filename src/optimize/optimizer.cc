@@ -59,6 +59,9 @@ void EvidenceFromJson(const json& ej, std::string* summary, std::string* evidenc
   *metrics = m.empty() ? "" : m.dump();
 }
 
+// Skill cards retrieval offers per expansion (the generators show fewer: llm: its top 3).
+constexpr size_t kSkillsOffered = 8;
+
 // Expansions in a row whose every draft the generator failed to make before the node is closed.
 constexpr int kGeneratorFailuresToClose = 2;
 
@@ -90,7 +93,14 @@ struct Optimizer::NodeData {
 class Optimizer::Loop {
  public:
   Loop(Optimizer& o, OptimizeOptions opts, int64_t run_id)
-      : o_(o), opts_(std::move(opts)), run_id_(run_id), tree_(opts_.search), rng_(opts_.seed) {}
+      : o_(o), opts_(std::move(opts)), run_id_(run_id), tree_(opts_.search), rng_(opts_.seed) {
+    // Retrieval ranks cards by their hit rate so far (statistics that cannot be read rank every
+    // card at the prior, as for a card never applied).
+    if (o_.usage_ && opts_.skills)
+      if (auto stats = ReadUsageStats(*o_.usage_); stats.ok())
+        for (auto& u : *stats)
+          if (u.kind == "card") card_usage_[u.name] = u;
+  }
 
   Result<OptimizeResult> Start();
   Result<OptimizeResult> Continue(const std::vector<RunNodeRecord>& nodes, const std::vector<RunEventRecord>& events);
@@ -109,7 +119,12 @@ class Optimizer::Loop {
   void Analyze(const Evaluation& e, NodeData* n) const;
   Status MaybePromote(int64_t node);
   Status Event(const std::string& kind, json payload);
-  ProposalContext ContextFor(int64_t node) const;
+  ProposalContext ContextFor(int64_t node);
+  // The skill cards retrieval offers for node `n` (none with --skills off or no library).
+  std::vector<OfferedSkill> SkillsFor(const NodeData& n) const;
+  // One usage row set per evaluated child: cards offered for its parent and applied by its draft,
+  // the parent's findings, and the child's speedup over the parent.
+  Status RecordSkillUsage(int64_t parent, int64_t node, const Draft& d, const NodeData& child);
   // Generators: drafts they failed to make go to memory and the events; spending is recorded.
   Status RecordGeneratorFailure(int64_t parent, const Draft& d);
   Status RecordSpend();
@@ -136,6 +151,10 @@ class Optimizer::Loop {
   GeneratorSpend spend_recorded_;       // the last "spend" event's totals
   std::map<int64_t, int> generator_failures_;  // failed expansions in a row, by node
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  // Skill cards: usage per card id, read once (retrieval ranks by hit rate), and the cards offered
+  // for each parent (recorded with its children's usage).
+  std::map<std::string, UsageStats> card_usage_;
+  std::map<int64_t, std::vector<std::string>> offered_;
   // Expansions kept in flight: opts_.pipeline_depth, or (0: adaptive) grown by NextPipelineDepth.
   int depth_ = opts_.pipeline_depth > 0 ? opts_.pipeline_depth : kMinAutoPipelineDepth;
 };
@@ -257,7 +276,73 @@ Status Optimizer::Loop::RecordNode(int64_t node, int64_t parent, int64_t proposa
   return o_.store_.AddRunNode(r);
 }
 
-ProposalContext Optimizer::Loop::ContextFor(int64_t node) const {
+namespace {
+
+// A finding's evidence as the strings retrieval matches a card move's condition against: every
+// string value, alone ("long_scoreboard") and with its key ("limiter: shared memory").
+std::vector<std::string> EvidenceStrings(const json& evidence) {
+  std::vector<std::string> out;
+  if (!evidence.is_object()) return out;
+  for (const auto& [key, value] : evidence.items())
+    if (value.is_string()) {
+      out.push_back(value.get<std::string>());
+      out.push_back(key + ": " + value.get<std::string>());
+    }
+  return out;
+}
+
+}  // namespace
+
+std::vector<OfferedSkill> Optimizer::Loop::SkillsFor(const NodeData& n) const {
+  std::vector<OfferedSkill> out;
+  if (!opts_.skills || !o_.skills_) return out;
+  RetrievalContext rc;
+  for (const auto& f : n.findings) rc.findings.push_back({f.id, EvidenceStrings(f.evidence), f.guidance});
+  rc.roofline_class = n.bottleneck;
+  rc.task_text = o_.task_.name + ". " + o_.task_.description;
+  rc.language = o_.task_.backend == Backend::kCuda ? "cuda" : "cpp";
+  rc.platform = o_.task_.backend == Backend::kCuda ? opts_.arch : "";
+  RetrieveOptions ro;
+  ro.limit = kSkillsOffered;
+  ro.usage = &card_usage_;
+  Retrieval r = Retrieve(*o_.skills_, rc, ro);
+  for (const RetrievedCard& rcard : r.cards) {
+    OfferedSkill s;
+    s.id = rcard.card->id;
+    s.intent = rcard.card->intent;
+    s.tune_only = rcard.tune_only;
+    s.reason = rcard.reason;
+    s.folder = rcard.card->source.parent_path();
+    auto text = ReadFile(rcard.card->source);
+    s.card_text = text.ok() ? *text : "";
+    for (const MatchedMove& m : rcard.moves) {
+      const ParamMove& pm = rcard.card->params.at(m.index);
+      s.moves.push_back({pm.param, std::string(MoveDirectionName(pm.move)), pm.value.value_or(""), pm.trigger, m.reason});
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Status Optimizer::Loop::RecordSkillUsage(int64_t parent, int64_t node, const Draft& d, const NodeData& child) {
+  if (!o_.usage_ || !opts_.skills) return Status::Ok();
+  UsageEvent ev;
+  ev.run_id = run_id_;
+  ev.node = node;
+  if (auto it = offered_.find(parent); it != offered_.end()) ev.cards_offered = it->second;
+  ev.cards_applied = d.skills_applied;
+  const NodeData& p = data_.at(parent);
+  for (const auto& f : p.findings)
+    if (std::find(ev.findings_fired.begin(), ev.findings_fired.end(), f.id) == ev.findings_fired.end())
+      ev.findings_fired.push_back(f.id);
+  if (!d.targeted_finding.empty()) ev.findings_applied.push_back(d.targeted_finding);
+  if (p.speedup > 0 && child.speedup > 0) ev.speedup = child.speedup / p.speedup;
+  if (ev.cards_offered.empty() && ev.cards_applied.empty() && ev.findings_fired.empty() && ev.findings_applied.empty())
+    return Status::Ok();
+  return RecordUsage(*o_.usage_, ev);
+}
+
+ProposalContext Optimizer::Loop::ContextFor(int64_t node) {
   const NodeData& n = data_.at(node);
   ProposalContext c;
   c.task = &o_.task_;
@@ -282,6 +367,11 @@ ProposalContext Optimizer::Loop::ContextFor(int64_t node) const {
   c.remaining_budget = opts_.budget - evaluations_;
   c.k = std::max(1, std::min(opts_.drafts_per_expansion, c.remaining_budget));
   c.seed = opts_.seed * 1000003u + static_cast<uint64_t>(tree_.size());
+  c.skills_enabled = opts_.skills;
+  c.skills = SkillsFor(n);
+  auto& offered = offered_[node];
+  for (const auto& sk : c.skills)
+    if (std::find(offered.begin(), offered.end(), sk.id) == offered.end()) offered.push_back(sk.id);
   return c;
 }
 
@@ -328,10 +418,12 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
   memory_.Record(a);
   data_[node] = std::move(n);
   const NodeData& nd = data_.at(node);
+  KPILOT_RETURN_IF_ERROR(RecordSkillUsage(parent, node, d, nd));
   KPILOT_RETURN_IF_ERROR(Event("evaluated", {{"node", node}, {"parent", parent}, {"proposal", proposal},
                                              {"object_sha", r.object_sha}, {"verdict", nd.verdict},
                                              {"speedup", nd.speedup}, {"params", ParamsText(nd.params, "(defaults)")},
                                              {"summary", d.summary}, {"bottleneck", nd.bottleneck},
+                                             {"skills_applied", d.skills_applied},
                                              {"finding", nd.findings.empty() ? "" : nd.findings.front().id},
                                              {"evaluations", evaluations_}, {"budget", opts_.budget},
                                              {"best", incumbent_ >= 0 ? data_.at(incumbent_).speedup : 0.0}}));
@@ -502,6 +594,8 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
     d.params = ParamsFromJson(p.value("params", json::object()).dump());
     d.summary = p.value("summary", "");
     d.targeted_finding = p.value("finding", "");
+    d.skills_applied = p.value("skills_applied", std::vector<std::string>{});
+    if (p.contains("skills_offered")) offered_[p.value("parent", int64_t{-1})] = p["skills_offered"].get<std::vector<std::string>>();
     int64_t parent = p.value("parent", 0);
     auto path = Materialize(d.source, d.source_name);
     if (!path.ok()) return path.status();
@@ -547,6 +641,8 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
   };
   std::deque<Batch> in_flight;
   int pending = 0;  // drafts submitted and not yet evaluated
+  // The executor's busy and elapsed seconds at the end of the last batch (adaptive depth).
+  double busy0 = o_.executor_.BusySeconds(), elapsed0 = o_.executor_.ElapsedSeconds();
   auto drain = [&]() {
     for (auto& b : in_flight)
       for (auto& f : b.futures)
@@ -625,8 +721,9 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
           d.source_name = data_.at(*sel).source_name;
         }
         tried_params_.push_back(d.params);
-        json payload = {{"parent", *sel}, {"source", d.source},     {"source_name", d.source_name},
-                        {"params", d.params}, {"summary", d.summary}, {"finding", d.targeted_finding}};
+        json payload = {{"parent", *sel},       {"source", d.source},     {"source_name", d.source_name},
+                        {"params", d.params},    {"summary", d.summary},   {"finding", d.targeted_finding},
+                        {"skills_applied", d.skills_applied}, {"skills_offered", offered_[*sel]}};
         auto seq = o_.store_.AddRunEvent(run_id_, "proposal", payload.dump());
         auto path = seq.ok() ? Materialize(d.source, d.source_name) : Result<std::filesystem::path>(seq.status());
         if (!path.ok()) {
@@ -643,7 +740,6 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
     if (in_flight.empty()) return Finish(stop.empty() ? "exhausted" : stop);
     Batch b = std::move(in_flight.front());
     in_flight.pop_front();
-    const double busy0 = o_.executor_.BusySeconds(), elapsed0 = o_.executor_.ElapsedSeconds();
     for (size_t i = 0; i < b.proposed.size(); ++i) {
       --pending;
       auto done = EvaluateDraft(b.parent, b.proposed[i].first, b.proposed[i].second, std::move(b.futures[i]));
@@ -655,8 +751,13 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
     }
     // Adaptive depth: measured on the real executor only (a replay's clock does not model the
     // parallel compiles that the depth is there to hide).
+    // The window runs from the previous batch's end to this one's, so evaluations that finished
+    // while the loop was selecting and proposing count too.
     if (opts_.pipeline_depth == 0 && opts_.replay.empty()) {
-      double busy = o_.executor_.BusySeconds() - busy0, elapsed = o_.executor_.ElapsedSeconds() - elapsed0;
+      const double busy1 = o_.executor_.BusySeconds(), elapsed1 = o_.executor_.ElapsedSeconds();
+      const double busy = busy1 - busy0, elapsed = elapsed1 - elapsed0;
+      busy0 = busy1;
+      elapsed0 = elapsed1;
       int next = NextPipelineDepth(depth_, busy, elapsed);
       if (next != depth_) {
         depth_ = next;

@@ -15,6 +15,7 @@
 #include "propose/proposer.h"
 #include "search/memory.h"
 #include "search/tree.h"
+#include "skills/skills.h"
 #include "store/store.h"
 
 namespace kpilot {
@@ -41,6 +42,12 @@ struct OptimizeOptions {
   // time (NextPipelineDepth); replays, whose clock is simulated, stay at 2.
   int pipeline_depth = 0;
   uint64_t seed = 1;
+  // Skill cards (docs/skills.md): retrieved for every expansion and offered to the generator;
+  // false (`--skills off`) offers none, for ablations. skill_dirs: --skills DIR folders, loaded
+  // after the built-in and user folders (the CLI loads the library; kept here so a resumed run
+  // loads the same).
+  bool skills = true;
+  std::vector<std::string> skill_dirs;
   std::vector<std::string> workloads;   // empty = all
   std::string arch;                     // cuda target
   double eval_timeout_s = 120;
@@ -88,6 +95,13 @@ class Optimizer {
   // All references are borrowed and must outlive the optimizer.
   Optimizer(const Task& task, Proposer& proposer, Executor& executor, Store& store, ProgressSink& progress);
 
+  // The skill cards offered to the generator and where their usage is recorded (both borrowed,
+  // may be null: no cards / no statistics). Call before Run or Resume.
+  void UseSkills(const SkillLibrary* library, UsageLog* usage) {
+    skills_ = library;
+    usage_ = usage;
+  }
+
   Result<OptimizeResult> Run(const OptimizeOptions& options);
   // Continues run `run_id` (its stored options are used): rebuilds the tree and the memory from
   // the recorded nodes, evaluates the proposals that were recorded but never evaluated, then
@@ -102,6 +116,8 @@ class Optimizer {
   Executor& executor_;
   Store& store_;
   ProgressSink& progress_;
+  const SkillLibrary* skills_ = nullptr;
+  UsageLog* usage_ = nullptr;
 };
 
 // Writes the best candidate of a run to `dir`: the source, params.json and report.json (verdict,

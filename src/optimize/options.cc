@@ -31,6 +31,8 @@ json ToJson(const OptimizeOptions& o) {
           {"drafts_per_expansion", o.drafts_per_expansion},
           {"pipeline_depth", o.pipeline_depth},
           {"seed", o.seed},
+          {"skills", o.skills},
+          {"skill_dirs", o.skill_dirs},
           {"workloads", o.workloads},
           {"arch", o.arch},
           {"eval_timeout_s", o.eval_timeout_s},
@@ -68,6 +70,8 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.drafts_per_expansion = j.at("drafts_per_expansion").get<int>();
     o.pipeline_depth = j.value("pipeline_depth", 2);  // runs stored before it existed used 2; 0 = adaptive
     o.seed = j.at("seed").get<uint64_t>();
+    o.skills = j.value("skills", false);  // runs stored before cards existed had none
+    o.skill_dirs = j.value("skill_dirs", std::vector<std::string>{});
     o.workloads = j.at("workloads").get<std::vector<std::string>>();
     o.arch = j.at("arch").get<std::string>();
     o.eval_timeout_s = j.at("eval_timeout_s").get<double>();
