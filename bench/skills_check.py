@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLASSES = {"memory-bound", "compute-bound", "latency-bound", "launch-bound", "mixed"}
-PLATFORMS = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a"}
+PLATFORMS = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "x86-64", "aarch64"}
 LANGUAGES = {"cuda", "cpp"}
 MOVES = {"up", "down", "set"}
 # Param roles of docs/propose.md; a card may also name one param literally (UPPER_CASE).

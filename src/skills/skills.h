@@ -106,7 +106,8 @@ const std::vector<Feature>& FeatureVocabulary();
 bool IsFeature(std::string_view name);
 // "memory-bound", "compute-bound", "latency-bound", "launch-bound", "mixed".
 const std::vector<std::string>& RooflineClasses();
-// "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a".
+// "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", and for host (cpp) cards "x86-64",
+// "aarch64".
 const std::vector<std::string>& SkillPlatforms();
 // "cuda", "cpp".
 const std::vector<std::string>& SkillLanguages();

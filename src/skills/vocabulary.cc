@@ -55,7 +55,8 @@ const std::vector<std::string>& RooflineClasses() {
 }
 
 const std::vector<std::string>& SkillPlatforms() {
-  static const std::vector<std::string> kPlatforms = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a"};
+  static const std::vector<std::string> kPlatforms = {"sm_80", "sm_86", "sm_89", "sm_90",
+                                                              "sm_90a", "sm_100a", "x86-64", "aarch64"};
   return kPlatforms;
 }
 

@@ -71,12 +71,9 @@ TEST(LineageCli, MinesCardsFromAHostExpertThroughTheScriptedServer) {
   EXPECT_NE(tile->find("provides: [\"register-tile\"]"), std::string::npos);
   EXPECT_NE(tile->find("kpilot_version: \"kpilot 0.1.0\""), std::string::npos);
   EXPECT_NE(tile->find("```cpp"), std::string::npos);
-  // The skill library's validation: a host card's platform (the host's machine name) is the one
-  // problem expected, since the card format lists GPU platforms only; kpilot reports it.
-  for (const auto& p : testing::SkillLibraryProblems(out))
-    EXPECT_NE(p.find("scope.platforms"), std::string::npos) << p;
-  ASSERT_EQ(j["card_problems"].size(), 2u) << j["card_problems"].dump(2);
-  EXPECT_NE(j["card_problems"][0].get<std::string>().find("scope.platforms"), std::string::npos);
+  // The skill library's validation: the mined host cards (platform x86-64 or aarch64) are valid.
+  EXPECT_TRUE(testing::SkillLibraryProblems(out).empty());
+  EXPECT_TRUE(j["card_problems"].empty()) << j["card_problems"].dump(2);
   if (testing::HavePyYaml()) {
     std::string parsed;
     testing::SkillsCheckProblems(out, &parsed);

@@ -5,6 +5,7 @@
 
 #include "core/fs.h"
 #include "optimize/optimizer.h"
+#include "skills/skills.h"
 #include "task/loader.h"
 #include "test_paths.h"
 
@@ -67,6 +68,7 @@ class SpendingProposer : public Proposer {
       d.source = ctx.parent_source + "// variant " + std::to_string(calls_++) + "\n";
       d.source_name = "llm.cpp";
       d.summary = "variant";
+      for (const auto& sk : ctx.skills) d.skills_applied.push_back(sk.id);
     }
     std::promise<Result<std::vector<Draft>>> p;
     p.set_value(std::vector<Draft>{d});
@@ -218,6 +220,73 @@ TEST_F(GeneratorLoopTest, ABusyQueueOrAFixedDepthKeepsThePipeline) {
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->pipeline_depth, 1);
   EXPECT_EQ(progress_.Count("pipeline"), 0);
+}
+
+// Usage rows kept in memory.
+class MemoryUsageLog : public UsageLog {
+ public:
+  Status Append(const std::vector<SkillUsageRecord>& rows) override {
+    this->rows.insert(this->rows.end(), rows.begin(), rows.end());
+    return Status::Ok();
+  }
+  Result<std::vector<SkillUsageRecord>> List() override { return rows; }
+  std::vector<SkillUsageRecord> rows;
+};
+
+class SkillsLoopTest : public GeneratorLoopTest {
+ protected:
+  void SetUp() override {
+    GeneratorLoopTest::SetUp();
+    proposer_.cost = 0;
+    o_.budget = 4;
+    auto lib = LoadLibrary({{testing::SourceDir() / "tests" / "fixtures" / "skills" / "host", SkillOrigin::kCommandLine}},
+                           ValidationOptions{});
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+    library_ = *lib;
+  }
+  SkillLibrary library_;
+  MemoryUsageLog usage_;
+};
+
+TEST_F(SkillsLoopTest, CardsReachTheGeneratorAndTheirUsageIsRecorded) {
+  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  optimizer.UseSkills(&library_, &usage_);
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  ASSERT_FALSE(proposer_.contexts.empty());
+  const ProposalContext& c = proposer_.contexts.front();
+  EXPECT_TRUE(c.skills_enabled);
+  ASSERT_EQ(c.skills.size(), 1u);
+  EXPECT_EQ(c.skills[0].id, "omp-chunk-size");
+  EXPECT_NE(c.skills[0].card_text.find("## Recipe"), std::string::npos);
+  EXPECT_EQ(c.skills[0].folder.filename(), "omp-chunk-size");
+  // One card row per evaluated child: offered and (the fake generator says so) applied, with the
+  // child's speedup over its parent (the executor double makes each draft faster).
+  int applied = 0;
+  for (const auto& r : usage_.rows)
+    if (r.kind == "card") {
+      EXPECT_EQ(r.name, "omp-chunk-size");
+      EXPECT_TRUE(r.fired);
+      applied += r.applied;
+      EXPECT_GT(r.speedup, 1.0);
+    }
+  EXPECT_EQ(applied, res->evaluations - 1) << "every child but the root";
+  bool recorded = false;
+  for (const auto& e : progress_.events)
+    recorded |= e.value("event", "") == "evaluated" && e.value("skills_applied", nlohmann::json::array()).size() == 1;
+  EXPECT_TRUE(recorded);
+}
+
+TEST_F(SkillsLoopTest, SkillsOffOffersNoCardAndRecordsNoUsage) {
+  o_.skills = false;
+  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  optimizer.UseSkills(&library_, &usage_);
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  ASSERT_FALSE(proposer_.contexts.empty());
+  EXPECT_FALSE(proposer_.contexts.front().skills_enabled);
+  EXPECT_TRUE(proposer_.contexts.front().skills.empty());
+  EXPECT_TRUE(usage_.rows.empty());
 }
 
 }  // namespace
