@@ -300,9 +300,19 @@ class Planner {
     // The findings' moves take at most half the slots (k = 1: every other call, by the seed's
     // parity), so a profile whose advice keeps mapping never stops the exploration.
     const size_t targeted = (k + (ctx_.seed & 1)) / 2;
-    Targeted(targeted);
-    if (drafts_.empty() && ContainsNoCase(ctx_.bottleneck, "compute")) {
-      ApplyMoves({kComputeBoundMove}, nullptr, targeted);
+    // Where the moves come from: the skill cards offered for the parent (their matched params
+    // moves); with no card offered, the built-in table below; with --skills off, nowhere.
+    bool cards = false;
+    for (const auto& sk : ctx_.skills) cards |= !sk.moves.empty();
+    if (!ctx_.skills_enabled) {
+      no_fix_ = "skills off: no finding-steered moves";
+    } else if (cards) {
+      CardMoves(targeted);
+    } else {
+      Targeted(targeted);
+      if (drafts_.empty() && ContainsNoCase(ctx_.bottleneck, "compute")) {
+        ApplyMoves({kComputeBoundMove}, nullptr, targeted);
+      }
     }
     if (drafts_.size() < k) Explore(k);
     if (!space_.status().ok()) return space_.status().WithContext("params proposer: constraints");
@@ -364,6 +374,57 @@ class Planner {
     return true;
   }
 
+  // The offered cards' matched moves, in the cards' rank order, round-robin like ApplyMoves:
+  // round r steps the r-th param of a role. Each draft names its card (skills_applied).
+  void CardMoves(size_t k) {
+    std::vector<std::pair<const OfferedSkill*, const SkillMoveHint*>> moves;
+    for (const auto& sk : ctx_.skills)
+      for (const auto& h : sk.moves) moves.push_back({&sk, &h});
+    mapped_ = true;
+    from_cards_ = true;
+    for (size_t round = 0; drafts_.size() < k; ++round) {
+      bool any = false;
+      for (const auto& [card, hint] : moves) {
+        if (drafts_.size() >= k) return;
+        any |= CardStep(*card, *hint, round);
+      }
+      if (!any) return;
+    }
+  }
+
+  // Moves the nth param the hint names (a role, or one literal param name for nth 0) up, down or
+  // to the hint's value: the nearest valid, untried value that way. False when there is no nth.
+  bool CardStep(const OfferedSkill& card, const SkillMoveHint& hint, size_t nth) {
+    const auto& ps = space_.params();
+    size_t seen = 0, i = 0;
+    for (; i < ps.size(); ++i)
+      if ((ps[i].name == hint.param || ParamRoleName(ClassifyParam(ps[i].name)) == hint.param) && seen++ == nth) break;
+    if (i == ps.size()) return false;
+    int at = space_.IndexOf(i, parent_);
+    if (at < 0) return true;
+    std::vector<int> order;
+    if (hint.direction == "set") {
+      for (int j = 0; j < static_cast<int>(ps[i].values.size()); ++j)
+        if (ps[i].values[j] == hint.value && j != at) order.push_back(j);
+    } else {
+      int dir = hint.direction == "down" ? -1 : +1;
+      for (int j = at + dir; j >= 0 && j < static_cast<int>(ps[i].values.size()); j += dir) order.push_back(j);
+    }
+    for (int j : order) {
+      ParamValues cfg = parent_;
+      cfg[ps[i].name] = ps[i].values[j];
+      if (taken_.count(cfg) || !space_.Valid(cfg)) continue;
+      const Finding* f = nullptr;
+      for (const Finding& x : ctx_.findings)
+        if (x.id == hint.finding) f = &x;
+      std::string because = f ? hint.finding + " says " + Measured(*f) : hint.reason;
+      Add(std::move(cfg), Step(i, at, j) + ": card " + card.id + ", " + because + "; " + card.intent,
+          f ? f->id : "", card.id);
+      break;
+    }
+    return true;
+  }
+
   // The slots the findings left: model-ranked moves (param_moves.h), then uniformly random
   // untried configs when those moves find nothing new.
   void Explore(size_t k) {
@@ -376,7 +437,7 @@ class Planner {
       reason = "no param maps to ";
       for (size_t i = 0; i < unmapped_.size(); ++i) reason += (i ? ", " : "") + unmapped_[i];
     } else {
-      reason = "explore beside the findings' moves";
+      reason = from_cards_ ? "explore beside the cards' moves" : "explore beside the findings' moves";
     }
     std::vector<EvaluatedParams> evaluated = ctx_.evaluated;
     for (auto& e : evaluated) e.params = WithDefaults(task_, e.params);
@@ -396,9 +457,10 @@ class Planner {
     return p.name + " " + p.values[from] + "\u2192" + p.values[to];
   }
 
-  void Add(ParamValues cfg, std::string summary, std::string finding) {
+  void Add(ParamValues cfg, std::string summary, std::string finding, std::string card = "") {
     taken_.insert(cfg);
     Draft d;
+    if (!card.empty()) d.skills_applied.push_back(std::move(card));
     d.source = ctx_.parent_source;
     d.source_name = ctx_.parent_source_name;
     d.params = std::move(cfg);
@@ -416,7 +478,8 @@ class Planner {
   ParamValues parent_;
   std::set<ParamValues> taken_;  // the parent, everything tried, every draft so far
   std::vector<Draft> drafts_;
-  bool mapped_ = false;             // some finding had a rule with moves
+  bool mapped_ = false;             // some finding had a rule with moves (or a card a move)
+  bool from_cards_ = false;         // the moves came from the offered cards
   std::vector<std::string> unmapped_;
   std::string no_fix_;              // the first finding params cannot fix, explained
 };

@@ -10,6 +10,10 @@
 //      in that direction that satisfies the constraints and has not been tried. Rules with no
 //      moves (dram-near-peak, tensor-cores-unused, …) say that params cannot fix the finding.
 //      A compute-bound parent (ctx.bottleneck) with no mapped finding moves tiles up.
+//      When skill cards are offered (ctx.skills) with matched params moves, those moves replace
+//      this table (in the cards' rank order; each draft names its card in skills_applied, and a
+//      `set` move goes straight to its value); with ctx.skills_enabled false (--skills off) no
+//      finding-steered move is made at all.
 //   3. Slots left over are exploration: the parent's untried one-step neighbours (every param ±1
 //      step) in an order shuffled by ctx.seed, and with probability 0.15 per slot, or once every
 //      neighbour is tried, a random restart (a uniformly random valid untried configuration).
