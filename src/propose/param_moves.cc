@@ -260,6 +260,44 @@ class Explorer {
   double best_y_ = 0;           // the best passed log speedup (EI's incumbent)
 };
 
+// The space-filling start (ExploreConfig::initial_design): each pick is, of design_candidates
+// random untried configs, the one whose values the taken configs use least.
+std::vector<ExploreDraft> DesignPicks(ParamSpace& space, size_t k, std::mt19937_64& rng, std::set<ParamValues>& taken,
+                                      const ExploreConfig& config) {
+  const auto& ps = space.params();
+  std::vector<std::vector<int>> uses(ps.size());
+  for (size_t i = 0; i < ps.size(); ++i) uses[i].assign(ps[i].values.size(), 0);
+  auto use = [&](const ParamValues& cfg) {
+    for (size_t i = 0; i < ps.size(); ++i)
+      if (const int at = space.IndexOf(i, cfg); at >= 0) ++uses[i][static_cast<size_t>(at)];
+  };
+  auto score = [&](const ParamValues& cfg) {
+    long s = 0;
+    for (size_t i = 0; i < ps.size(); ++i)
+      if (const int at = space.IndexOf(i, cfg); at >= 0) s += uses[i][static_cast<size_t>(at)];
+    return s;
+  };
+  for (const auto& cfg : taken) use(cfg);
+  std::vector<ExploreDraft> out;
+  while (out.size() < k && taken.size() < config.initial_design) {
+    std::optional<ParamValues> best;
+    long best_score = 0;
+    for (size_t n = 0; n < std::max<size_t>(1, config.design_candidates); ++n) {
+      auto cfg = RandomUntried(space, taken, rng);
+      if (!cfg) break;
+      const long s = score(*cfg);
+      if (!best || s < best_score) best = std::move(cfg), best_score = s;
+      if (!config.design_balance) break;
+    }
+    if (!best) break;
+    use(*best);
+    taken.insert(*best);
+    out.push_back({*best, "space-filling start at " + RenderParams(*best) + " (" + std::to_string(taken.size()) +
+                              " of the first " + std::to_string(config.initial_design) + " configs)"});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& parent,
@@ -270,8 +308,14 @@ std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& p
   if (space.params().empty() || k == 0) return {};
   for (const auto& p : space.params())
     if (p.values.empty()) return {};
-  std::vector<ExploreDraft> out = Explorer(space, parent, evaluated, rng, taken, config, whole_space).Pick(k);
-  for (const auto& d : out) taken.insert(d.params);
+  std::vector<ExploreDraft> out = DesignPicks(space, k, rng, taken, config);
+  if (out.size() < k) {
+    auto more = Explorer(space, parent, evaluated, rng, taken, config, whole_space).Pick(k - out.size());
+    for (auto& d : more) {
+      taken.insert(d.params);
+      out.push_back(std::move(d));
+    }
+  }
   return out;
 }
 

@@ -468,6 +468,53 @@ TEST(ParamsProposer, ASmallSpaceIsRankedWholeAndOneDraftStaysNearTheParent) {
   }
 }
 
+// The first configs of a run come from a space-filling design: with the parent at one corner of
+// a 4^4 grid, the parent and 5 design picks use at least 3 of every param's 4 values, where 6
+// uniformly random configs often repeat a param's value (plain sampling, design_balance off,
+// misses on some seed: the check can fail). Past initial_design configs the model drafts.
+TEST(ParamsProposer, TheFirstConfigsFillTheSpace) {
+  Task task = MakeTask({{"A", {"1", "2", "3", "4"}}, {"B", {"1", "2", "3", "4"}},
+                        {"C", {"1", "2", "3", "4"}}, {"D", {"1", "2", "3", "4"}}});
+  const ParamValues parent = {{"A", "1"}, {"B", "1"}, {"C", "1"}, {"D", "1"}};
+  auto spread = [&](const ExploreConfig& config, uint64_t seed) {
+    ParamSpace ps(task);
+    std::mt19937_64 rng(seed);
+    std::set<ParamValues> taken = {parent};
+    auto drafts = ExploreByModel(ps, parent, {{parent, true, 1.0}}, 5, rng, taken, config);
+    EXPECT_EQ(drafts.size(), 5u);
+    size_t fewest = 4;
+    for (const char* name : {"A", "B", "C", "D"}) {
+      std::set<std::string> values = {parent.at(name)};
+      for (const auto& d : drafts) values.insert(d.params.at(name));
+      fewest = std::min(fewest, values.size());
+    }
+    for (const auto& d : drafts) EXPECT_NE(d.summary.find("space-filling start"), std::string::npos) << d.summary;
+    return fewest;
+  };
+  ExploreConfig design, plain;
+  ASSERT_EQ(design.initial_design, 6u);
+  plain.design_balance = false;
+  int plain_misses = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    EXPECT_GE(spread(design, seed), 3u) << "seed " << seed;
+    plain_misses += spread(plain, seed) < 3;
+  }
+  EXPECT_GT(plain_misses, 0);
+
+  // Six configs taken: the design is over and the model ranks the drafts.
+  ParamSpace ps(task);
+  std::mt19937_64 rng(7);
+  std::set<ParamValues> taken = {parent};
+  std::vector<EvaluatedParams> evaluated = {{parent, true, 1.0}};
+  for (const auto& d : ExploreByModel(ps, parent, evaluated, 5, rng, taken, design))
+    evaluated.push_back({d.params, true, 2.0});
+  ASSERT_EQ(taken.size(), 6u);
+  for (const auto& d : ExploreByModel(ps, parent, evaluated, 2, rng, taken, design)) {
+    EXPECT_EQ(d.summary.find("space-filling start"), std::string::npos) << d.summary;
+    EXPECT_NE(d.summary.find("model expects"), std::string::npos) << d.summary;
+  }
+}
+
 // Crossover drafts take every value from the parent or from the best config seen so far.
 TEST(ParamsProposer, CrossoverMixesTheParentWithTheBest) {
   Task task = LoadExample("cuda/sgemm");
@@ -480,6 +527,8 @@ TEST(ParamsProposer, CrossoverMixesTheParentWithTheBest) {
     if (best == parent) continue;
     ProposalContext ctx = MakeContext(parent, {}, 4, seed);
     ctx.evaluated = {{parent, true, 1.0}, {best, true, 8.0}};
+    // Past the space-filling start, so the model's moves (crossover among them) draft.
+    for (size_t i = 0; i < ExploreConfig{}.initial_design; ++i) ctx.tried_params.push_back(space[(seed * 11 + i * 37) % space.size()]);
     for (const auto& d : Propose(task, ctx)) {
       if (d.summary.find("crossover with the best so far") == std::string::npos) continue;
       ++crossovers;
