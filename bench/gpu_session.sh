@@ -51,6 +51,17 @@ for step in $steps; do
                  --out /tmp/kp-$t.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -2
                gzip -c /tmp/kp-$t.json > "$OUT/${t}_space.json.gz"
              done ;;
+    lineage) timeout 420 bench/lineage_h200_check.sh $OUT/lineage 2>&1 | tail -40 ;;
+    applycards) # The cards the lineage step mined, offered on another task (layernorm).
+             timeout 100 $K optimize examples/cuda/layernorm --skills $OUT/lineage/cards --budget 4 --store /tmp/kp-apply \
+               --json > $OUT/apply.json 2> $OUT/apply.log; echo "exit $?"
+             python3 -c "
+import sqlite3, json
+for (p,) in sqlite3.connect('/tmp/kp-apply/kpilot.db').execute(\"select payload_json from run_events where kind='proposal'\"):
+    j = json.loads(p); print(j.get('summary', '')[:110], '| offered:', j.get('skills_offered'), '| applied:', j.get('skills_applied'))"
+             $K skills stats --store /tmp/kp-apply | head -30 ;;
+    transpose) timeout 120 python3 bench/optimize_figures.py --kpilot $K --budget 16 --out $OUT --tag _workload_big \
+                 --extra "--workload 8192x8192" examples/cuda/transpose 2>&1 | tail -3 ;;
     softmax) timeout 400 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-40} --out $OUT --tag _workload_big \
                --extra "--workload 8192x4096" examples/cuda/row_softmax 2>&1 | tail -4 ;;
     llm) timeout 400 bench/llm_h200_check.sh $OUT/llm 2>&1 | tail -40 ;;
