@@ -121,7 +121,7 @@ class Optimizer::Loop {
   Status Event(const std::string& kind, json payload);
   ProposalContext ContextFor(int64_t node);
   // The skill cards retrieval offers for node `n` (none with --skills off or no library).
-  std::vector<OfferedSkill> SkillsFor(const NodeData& n) const;
+  std::vector<OfferedSkill> SkillsFor(const NodeData& n);
   // One usage row set per evaluated child: cards offered for its parent and applied by its draft,
   // the parent's findings, and the child's speedup over the parent.
   Status RecordSkillUsage(int64_t parent, int64_t node, const Draft& d, const NodeData& child);
@@ -155,6 +155,7 @@ class Optimizer::Loop {
   // for each parent (recorded with its children's usage).
   std::map<std::string, UsageStats> card_usage_;
   std::map<int64_t, std::vector<std::string>> offered_;
+  std::map<std::string, std::string> card_text_;  // SKILL.md text by card id, read once per run
   // Expansions kept in flight: opts_.pipeline_depth, or (0: adaptive) grown by NextPipelineDepth.
   int depth_ = opts_.pipeline_depth > 0 ? opts_.pipeline_depth : kMinAutoPipelineDepth;
 };
@@ -293,7 +294,7 @@ std::vector<std::string> EvidenceStrings(const json& evidence) {
 
 }  // namespace
 
-std::vector<OfferedSkill> Optimizer::Loop::SkillsFor(const NodeData& n) const {
+std::vector<OfferedSkill> Optimizer::Loop::SkillsFor(const NodeData& n) {
   std::vector<OfferedSkill> out;
   if (!opts_.skills || !o_.skills_) return out;
   RetrievalContext rc;
@@ -313,8 +314,12 @@ std::vector<OfferedSkill> Optimizer::Loop::SkillsFor(const NodeData& n) const {
     s.tune_only = rcard.tune_only;
     s.reason = rcard.reason;
     s.folder = rcard.card->source.parent_path();
-    auto text = ReadFile(rcard.card->source);
-    s.card_text = text.ok() ? *text : "";
+    auto [text, unread] = card_text_.try_emplace(s.id);
+    if (unread) {
+      auto read = ReadFile(rcard.card->source);
+      text->second = read.ok() ? *read : "";
+    }
+    s.card_text = text->second;
     for (const MatchedMove& m : rcard.moves) {
       const ParamMove& pm = rcard.card->params.at(m.index);
       s.moves.push_back({pm.param, std::string(MoveDirectionName(pm.move)), pm.value.value_or(""), pm.trigger, m.reason});

@@ -305,7 +305,7 @@ class Planner {
     bool cards = false;
     for (const auto& sk : ctx_.skills) cards |= !sk.moves.empty();
     if (!ctx_.skills_enabled) {
-      no_fix_ = "skills off: no finding-steered moves";
+      explore_reason_ = "skills off: no finding-steered moves";
     } else if (cards) {
       CardMoves(targeted);
     } else {
@@ -429,7 +429,9 @@ class Planner {
   // untried configs when those moves find nothing new.
   void Explore(size_t k) {
     std::string reason;
-    if (!no_fix_.empty()) {
+    if (!explore_reason_.empty()) {
+      reason = explore_reason_;
+    } else if (!no_fix_.empty()) {
       reason = no_fix_;
     } else if (ctx_.findings.empty()) {
       reason = "no findings to steer by";
@@ -482,6 +484,7 @@ class Planner {
   bool from_cards_ = false;         // the moves came from the offered cards
   std::vector<std::string> unmapped_;
   std::string no_fix_;              // the first finding params cannot fix, explained
+  std::string explore_reason_;      // set when no move is steered at all (--skills off)
 };
 
 class ParamsProposer : public Proposer {
