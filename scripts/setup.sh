@@ -31,6 +31,8 @@ command -v nvcc >/dev/null 2>&1 || {
 
 # PyPI tools (cuobjdump, nvdisasm) go into the project's own virtual environment.
 scripts/setup-venv.sh
+# Debian's CPU torch and flashinfer-bench's schema classes, for the PyTorch-task tests.
+scripts/setup-torch-venv.sh
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo ${KPILOT_CMAKE_ARGS:-} >/dev/null
 cmake --build build -j"$(nproc)"

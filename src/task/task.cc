@@ -4,6 +4,15 @@ namespace kpilot {
 
 std::string_view BackendName(Backend b) { return b == Backend::kCuda ? "cuda" : "host"; }
 
+std::string_view TaskFormatName(TaskFormat f) {
+  switch (f) {
+    case TaskFormat::kNative: return "native";
+    case TaskFormat::kKernelBench: return "kernelbench";
+    case TaskFormat::kFlashInfer: return "flashinfer";
+  }
+  return "?";
+}
+
 std::string_view InitKindName(InitKind k) {
   switch (k) {
     case InitKind::kNormal: return "normal";

@@ -20,6 +20,11 @@ namespace kpilot {
 enum class Backend { kHost, kCuda };
 std::string_view BackendName(Backend b);  // "host" | "cuda"
 
+// Where a task came from: a `task.toml` folder, a KernelBench problem file or a flashinfer-bench
+// definition (docs/pytorch.md). The last two have a Python reference run by the torch worker.
+enum class TaskFormat { kNative, kKernelBench, kFlashInfer };
+std::string_view TaskFormatName(TaskFormat f);  // "native" | "kernelbench" | "flashinfer"
+
 // How an input's elements are drawn. Parameters by kind:
 //   normal:  mean (0), std (1)
 //   uniform: low (0), high (1)
@@ -66,6 +71,8 @@ struct Workload {
   double flops = 0;       // evaluated from Task::flops_formula (0 when none)
   double min_bytes = 0;   // evaluated from Task::bytes_formula (0 when none)
   int line = 0;
+  // flashinfer: the workload's JSONL record (uuid, axes, inputs), input paths made absolute.
+  std::string record;
 };
 
 struct TunableParam {
@@ -87,6 +94,7 @@ struct Task {
   std::string name;
   std::string description;
   Backend backend = Backend::kHost;
+  TaskFormat format = TaskFormat::kNative;
   std::filesystem::path dir;        // the task folder (absolute)
   std::vector<TensorSpec> inputs;   // in ABI order
   std::vector<TensorSpec> outputs;  // in ABI order

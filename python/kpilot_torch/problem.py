@@ -1,0 +1,63 @@
+"""The adapter contract between the worker and a task format (docs/pytorch.md).
+
+A Problem knows how to make inputs, run the reference, check outputs, and build the candidates
+its format allows. The worker (worker.py) owns procedures (trials, exploit checks, timing) and
+talks to formats only through this class, so KernelBench (kernelbench.py) and flashinfer-bench
+(flashinfer.py) share every check and timer.
+"""
+
+
+class ProblemError(Exception):
+    """The task or the request is at fault (reported as status "error", not as a verdict)."""
+
+
+class CandidateError(Exception):
+    """The candidate failed to build or load (reported as a runtime_error verdict with `phase`)."""
+
+    def __init__(self, message, phase="load"):
+        super().__init__(message)
+        self.phase = phase
+
+
+class TensorSpec:
+    """An output's name, torch dtype and concrete shape for one workload."""
+
+    def __init__(self, name, dtype, shape):
+        self.name = name
+        self.dtype = dtype
+        self.shape = tuple(shape)
+
+
+class Problem:
+    """One problem of one format. Subclasses implement every method."""
+
+    name = "problem"
+
+    def workloads(self):
+        """Names of the workloads the request asked for, in order."""
+        raise NotImplementedError
+
+    def make_inputs(self, workload, seed, device):
+        """Fresh positional arguments for one call (tensors and Python scalars), drawn from `seed`."""
+        raise NotImplementedError
+
+    def reference(self, device):
+        """A callable f(*inputs) returning a tensor or a tuple of tensors: the ground truth."""
+        raise NotImplementedError
+
+    def output_specs(self, workload, inputs):
+        """[TensorSpec] of what a call returns, in order (used for destination passing)."""
+        raise NotImplementedError
+
+    def tolerance(self, workload):
+        """{"atol": float, "rtol": float, "matched_ratio": float} — the format's rule."""
+        raise NotImplementedError
+
+    def element_rule(self):
+        """"kpilot" (|d| <= atol + rtol*|ref|) or "flashinfer" (fails only if abs > atol and rel > rtol)."""
+        return "kpilot"
+
+    def build_candidate(self, spec, device):
+        """A callable f(*inputs) -> outputs for a request's candidate/baseline spec
+        ({"kind": reference|compile|model_new|native|solution, ...}). Raises CandidateError."""
+        raise NotImplementedError
