@@ -1,0 +1,26 @@
+"""Square f32 matrix multiplication C = A @ B."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """torch.matmul of two (N, N) f32 matrices."""
+
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+
+
+N = 1280
+
+
+def get_inputs():
+    A = torch.rand(N, N)
+    B = torch.rand(N, N)
+    return [A, B]
+
+
+def get_init_inputs():
+    return []
