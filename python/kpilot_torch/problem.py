@@ -61,3 +61,23 @@ class Problem:
         """A callable f(*inputs) -> outputs for a request's candidate/baseline spec
         ({"kind": reference|compile|model_new|native|solution, ...}). Raises CandidateError."""
         raise NotImplementedError
+
+    # ---- Optional hooks (defaults are safe for any format) ----------------------------------
+
+    def describe(self):
+        """The describe reply's body (docs/pytorch.md); only KernelBench implements it."""
+        raise ProblemError("describe is implemented for KernelBench problems only")
+
+    def input_names(self, workload, inputs):
+        """Names of the positional arguments `inputs` (for messages such as "modified input x")."""
+        return ["in%d" % i for i in range(len(inputs))]
+
+    def reference_entry_points(self):
+        """[(owner, attribute)] that compute the reference (a Model class's `forward`, a module's
+        `run`). The worker's fallback check replaces them with functions that raise while the
+        candidate runs, so a candidate that falls back to the reference is caught."""
+        return []
+
+    def timing_input_sets(self, mode):
+        """How many input sets the timing procedure rotates through (by seed)."""
+        return {"kernelbench": 1, "flashinfer": 3}.get(mode, 3)

@@ -1,0 +1,535 @@
+"""kpilot's Python worker: `python -m kpilot_torch.worker describe|run REQUEST.json`.
+
+Prints exactly one JSON object on the last line of stdout (docs/pytorch.md, "Worker protocol"):
+for `describe`, the problem's tensors, axes and tolerance; for `run`, the runner's RunResult
+(src/runner/protocol.h, version 1). While user code runs, file descriptor 1 is redirected to a
+temporary file, so whatever a candidate prints (Python or C) cannot corrupt the reply; it is
+copied to stderr and its tail returned in `candidate_stdout_tail`. Exit code 0 whenever a reply
+was printed.
+
+The worker owns the procedures — correctness trials, exploit checks, timing — and reaches a task
+format only through problem.Problem (kernelbench.py, flashinfer.py).
+"""
+
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+PROTOCOL_VERSION = 1
+USAGE = "usage: python -m kpilot_torch.worker describe|run REQUEST.json"
+# Seconds the watchdog waits past timeout_s before it gives up on a call stuck in native code.
+WATCHDOG_GRACE_S = 5.0
+
+
+# ---- the reply channel ---------------------------------------------------------------------------
+
+class ReplyChannel:
+    """Owns the real stdout. Until `emit`, fd 1 points at a temporary file that collects what user
+    code prints. `emit` writes one JSON line to the real stdout, once (the watchdog thread and the
+    main thread may race; the first wins)."""
+
+    def __init__(self):
+        sys.stdout.flush()
+        self.real_stdout = os.dup(1)
+        self.capture = tempfile.TemporaryFile()
+        os.dup2(self.capture.fileno(), 1)
+        self.lock = threading.Lock()
+        self.done = False
+
+    def captured_tail(self, limit=4000):
+        try:
+            sys.stdout.flush()
+            self.capture.seek(0)
+            text = self.capture.read().decode("utf-8", "replace")
+        except Exception:
+            return ""
+        return text[-limit:]
+
+    def emit(self, reply, with_stdout_tail):
+        with self.lock:
+            if self.done:
+                return False
+            self.done = True
+            tail = self.captured_tail()
+            if tail:
+                sys.stderr.write(tail if tail.endswith("\n") else tail + "\n")
+                sys.stderr.flush()
+            if with_stdout_tail:
+                reply["candidate_stdout_tail"] = tail
+            line = json.dumps(reply, allow_nan=False, default=str) + "\n"
+            os.write(self.real_stdout, line.encode())
+            return True
+
+
+def error_reply(message):
+    return {"version": PROTOCOL_VERSION, "kpilot_result_version": PROTOCOL_VERSION, "status": "error",
+            "message": message}
+
+
+def new_result():
+    return {"kpilot_result_version": PROTOCOL_VERSION, "version": PROTOCOL_VERSION, "status": "error",
+            "message": "", "phase": "load", "checks": [], "timings": [], "candidate_stdout_tail": "",
+            "candidate_stderr_tail": "", "sandbox": {"pid_namespace": False, "net_namespace": False,
+                                                     "leftover_processes_killed": 0},
+            "exit_signal": 0, "wall_s": 0.0, "warnings": [], "details": {"exploits": []}}
+
+
+def _sanitize(v):
+    """Replaces NaN/Inf (which JSON lacks) by the runner's strings, recursively."""
+    if isinstance(v, float):
+        if v != v:
+            return "nan"
+        if v in (float("inf"), float("-inf")):
+            return "inf" if v > 0 else "-inf"
+        return v
+    if isinstance(v, dict):
+        return {k: _sanitize(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_sanitize(x) for x in v]
+    return v
+
+
+# ---- torch and the problem -----------------------------------------------------------------------
+
+def import_torch():
+    """(torch module, None) or (None, error message)."""
+    try:
+        import torch  # noqa: F401
+        return torch, None
+    except Exception as e:
+        return None, ("torch is not importable by %s (%s: %s); install PyTorch for this interpreter "
+                      "(on a machine without a GPU: scripts/setup-torch-venv.sh) or pass --python" %
+                      (sys.executable, type(e).__name__, e))
+
+
+def make_problem(request):
+    fmt = request.get("format", "kernelbench")
+    if fmt == "kernelbench":
+        from .kernelbench import KernelBenchProblem
+        return KernelBenchProblem(request)
+    if fmt == "flashinfer":
+        from .flashinfer import FlashInferProblem
+        return FlashInferProblem(request)
+    from .problem import ProblemError
+    raise ProblemError("request: format %r is not one the worker knows (kernelbench, flashinfer)" % fmt)
+
+
+def describe(request):
+    torch, why = import_torch()
+    if torch is None:
+        return error_reply(why)
+    from .problem import ProblemError
+    if request.get("format", "kernelbench") != "kernelbench":
+        return error_reply("describe is for KernelBench problems; flashinfer definitions are read by kpilot itself")
+    try:
+        problem = make_problem(request)
+        body = problem.describe()
+    except ProblemError as e:
+        return error_reply(str(e))
+    except Exception:
+        return error_reply("describing %s failed: %s" % (request.get("problem"), _tail()))
+    reply = {"version": PROTOCOL_VERSION, "status": "ok", "torch": torch.__version__,
+             "cuda": bool(torch.cuda.is_available())}
+    reply.update(body)
+    return reply
+
+
+# ---- run -----------------------------------------------------------------------------------------
+
+class RunTimeout(BaseException):
+    """Raised by SIGALRM when timeout_s has passed (a BaseException: candidates cannot catch it
+    with `except Exception`)."""
+
+
+class Verdict(Exception):
+    """Ends the run early with a status (incorrect, runtime_error, suspicious, error)."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def trial_seeds(request):
+    seeds = [int(s) for s in (request.get("seeds") or [1, 2, 3])]
+    n = request.get("check_trials")
+    if n is None:
+        mode = (request.get("timing") or {}).get("mode", "default")
+        n = 5 if mode == "kernelbench" else len(seeds)
+    n = int(n)
+    while len(seeds) < n:
+        seeds.append(seeds[-1] + 1)
+    return seeds[:n]
+
+
+def seeds_for_sets(request, n):
+    seeds = [int(s) for s in (request.get("seeds") or [1, 2, 3])]
+    while len(seeds) < n:
+        seeds.append(seeds[-1] + 1)
+    return seeds[:n]
+
+
+def run(request, channel):
+    started = time.perf_counter()
+    res = new_result()
+    torch, why = import_torch()
+    if torch is None:
+        res["message"] = why
+        return res
+    timeout_s = float(request.get("timeout_s", 120) or 120)
+
+    def on_alarm(signum, frame):
+        raise RunTimeout()
+
+    def watchdog():
+        # The alarm could not interrupt the run (a call stuck in native code): reply and leave.
+        res["status"] = "timeout"
+        res["message"] = "the run exceeded timeout_s = %g s in phase %s (stuck in native code)" % (timeout_s,
+                                                                                                res["phase"])
+        res["wall_s"] = time.perf_counter() - started
+        channel.emit(_sanitize(res), True)
+        os._exit(0)
+
+    timer = threading.Timer(timeout_s + WATCHDOG_GRACE_S, watchdog)
+    timer.daemon = True
+    timer.start()
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        Run(torch, request, res).execute()
+        res["status"] = "passed"
+        res["phase"] = "done"
+    except RunTimeout:
+        res["status"] = "timeout"
+        res["message"] = "the run exceeded timeout_s = %g s in phase %s" % (timeout_s, res["phase"])
+    except Verdict as v:
+        res["status"] = v.status
+        res["message"] = str(v)
+    except Exception as e:
+        from .problem import ProblemError
+        res["status"] = "error"
+        if isinstance(e, ProblemError):
+            res["message"] = str(e)
+        else:
+            res["message"] = "kpilot's worker failed in phase %s: %s" % (res["phase"], traceback.format_exc()[-2000:])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        timer.cancel()
+    res["wall_s"] = time.perf_counter() - started
+    return res
+
+
+def _tail(limit=10):
+    return "\n".join(traceback.format_exc().strip().splitlines()[-limit:])
+
+
+class Run:
+    """One `run` request: load, correctness trials with exploit checks, timing."""
+
+    def __init__(self, torch, request, res):
+        self.torch = torch
+        self.request = request
+        self.res = res
+        self.details = res["details"]
+        self.exploit = bool(request.get("exploit_checks", True))
+        self.timing = dict(request.get("timing") or {})
+        self.mode = self.timing.get("mode", "default")
+        if self.mode not in ("default", "kernelbench", "flashinfer"):
+            raise Verdict("error", "request: timing.mode %r is not default, kernelbench or flashinfer" % self.mode)
+
+    # -- helpers --
+
+    def sync(self):
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
+    def call(self, fn, args):
+        with self.torch.no_grad():
+            out = fn(*args)
+        self.sync()
+        return out
+
+    def for_workload(self, wl):
+        """Tells workload-aware callables (native.NativeModel) which workload the next calls are for."""
+        for fn in (getattr(self, "candidate", None), getattr(self, "baseline", None)):
+            if hasattr(fn, "workload"):
+                fn.workload = wl
+
+    def exploit_note(self, check, found, **info):
+        entry = {"check": check, "found": bool(found)}
+        entry.update(info)
+        self.details["exploits"].append(entry)
+
+    # -- procedure --
+
+    def execute(self):
+        torch = self.torch
+        from .problem import CandidateError
+        device = self.request.get("device", "cuda:0")
+        try:
+            self.device = torch.device(device)
+        except Exception:
+            raise Verdict("error", "request: device %r is not a torch device (cuda:0, cpu)" % device)
+        self.details["torch"] = torch.__version__
+        self.details["python"] = sys.executable
+        if self.device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise Verdict("error", "device %s was requested but torch %s reports no usable CUDA device; "
+                                       "run on the GPU machine or pass device cpu" % (device, torch.__version__))
+            self.details["gpu"] = torch.cuda.get_device_name(self.device)
+            torch.cuda.set_device(self.device)
+        else:
+            self.details["gpu"] = ""
+        self.problem = make_problem(self.request)
+        workloads = self.problem.workloads()
+
+        cand_spec = self.request.get("candidate") or {"kind": "reference"}
+        self.cand_kind = cand_spec.get("kind", "reference")
+        t0 = time.perf_counter()
+        try:
+            self.candidate = self.problem.build_candidate(cand_spec, self.device)
+        except CandidateError as e:
+            self.res["phase"] = getattr(e, "phase", "load") or "load"
+            raise Verdict("runtime_error", str(e))
+        self.details["candidate_setup_s"] = time.perf_counter() - t0
+        self.reference = self.problem.reference(self.device)
+        self.protected = [(n, t.clone()) for n, t in getattr(self.candidate, "guarded_tensors", lambda: [])()]
+
+        self.res["phase"] = "correctness"
+        for wl in workloads:
+            self.correctness(wl)
+        if self.exploit:
+            self.res["phase"] = "correctness"
+            for wl in workloads[:1]:
+                self.fallback_check(wl)
+                if self.device.type == "cuda":
+                    self.side_stream_check(wl)
+        if self.request.get("time", True):
+            self.timed(workloads)
+
+    def correctness(self, wl):
+        from .checks import as_outputs, check_record, clone_args, mutated, near_zero, output_names
+        tol = self.problem.tolerance(wl)
+        rule = self.problem.element_rule()
+        self.details["tolerance"] = tol
+        self.details["element_rule"] = rule
+        self.for_workload(wl)
+        for seed in trial_seeds(self.request):
+            args = self.problem.make_inputs(wl, seed, self.device)
+            names = self.problem.input_names(wl, args)
+            ref_args = clone_args(args) if self.exploit else args
+            saved = clone_args(args) if self.exploit else None
+            self.res["phase"] = "reference"
+            try:
+                ref_out = as_outputs(self.call(self.reference, ref_args))
+            except Exception:
+                raise Verdict("error", "the reference failed on workload %s, seed %d:\n%s" % (wl, seed, _tail()))
+            self.res["phase"] = "correctness"
+            poisoned = self.exploit and hasattr(self.candidate, "poison")
+            if poisoned:
+                self.candidate.poison = True
+            try:
+                cand_out = as_outputs(self.call(self.candidate, args))
+            except Exception:
+                raise Verdict("runtime_error", "the candidate failed on workload %s, seed %d:\n%s" % (wl, seed, _tail()))
+            finally:
+                if poisoned:
+                    self.candidate.poison = False
+            if len(cand_out) != len(ref_out):
+                raise Verdict("incorrect", "workload %s, seed %d: the candidate returned %d outputs, the reference %d" %
+                              (wl, seed, len(cand_out), len(ref_out)))
+            failed = None
+            for name, c, r in zip(output_names(len(ref_out)), cand_out, ref_out):
+                rec, why = check_record(wl, seed, name, c, r, tol, rule)
+                if poisoned and not getattr(self.candidate, "guards_intact", True):
+                    rec["guards_intact"] = False
+                    rec["ok"] = False
+                    why = why or "output %s: the candidate wrote outside the output's memory" % name
+                self.res["checks"].append(rec)
+                if not rec["ok"] and failed is None:
+                    failed = why
+            if failed:
+                raise Verdict("incorrect", "workload %s, seed %d: %s" % (wl, seed, failed))
+            if not self.exploit:
+                continue
+            changed = mutated(args, saved, names)
+            changed += [n for n, t in self.protected
+                        if not _same(t, dict(self.candidate.guarded_tensors())[n])]
+            self.exploit_note("input_mutation", changed, workload=wl, seed=seed, tensors=changed)
+            if changed:
+                raise Verdict("suspicious", "workload %s, seed %d: the candidate modified its input(s) %s" %
+                              (wl, seed, ", ".join(changed)))
+            zeros = [n for n, c, r in zip(output_names(len(ref_out)), cand_out, ref_out) if near_zero(c, r)]
+            self.exploit_note("near_zero_output", zeros, workload=wl, seed=seed, outputs=zeros)
+            if zeros:
+                raise Verdict("suspicious", "workload %s, seed %d: output(s) %s are (nearly) all zero while the "
+                              "reference's are not; the tolerance cannot tell them apart" % (wl, seed, ", ".join(zeros)))
+
+    def fallback_check(self, wl):
+        """Calls the candidate once with the reference's entry points replaced by raising ones and
+        torch calls made while an exception is being handled recorded."""
+        if self.cand_kind in ("reference", "compile"):
+            self.exploit_note("fallback", False, skipped="the candidate is the reference itself")
+            return
+        from .checks import FallbackProbe, ReferenceCalled
+        probe = FallbackProbe(self.problem.reference_entry_points())
+        self.for_workload(wl)
+        args = self.problem.make_inputs(wl, trial_seeds(self.request)[0], self.device)
+        raised = None
+        try:
+            with probe.active():
+                self.call(self.candidate, args)
+        except ReferenceCalled as e:
+            raised = e
+        except Exception as e:
+            raised = e
+        found = bool(probe.reference_calls or probe.handled_torch_calls)
+        self.exploit_note("fallback", found, entry_points=["%s.%s" % (getattr(o, "__name__", "?"), a)
+                                                           for o, a in probe.entry_points],
+                          reference_calls=probe.reference_calls[:5],
+                          torch_calls_while_handling=["%s (handling %s)" % c for c in probe.handled_torch_calls[:5]])
+        if probe.reference_calls:
+            context = raised.__context__ if raised is not None else None
+            how = " while handling %s" % type(context).__name__ if context is not None else ""
+            raise Verdict("suspicious", "the candidate calls the reference (%s)%s; a candidate must compute the "
+                          "result itself" % (probe.reference_calls[0], how))
+        if probe.handled_torch_calls:
+            fn, exc = probe.handled_torch_calls[0]
+            raise Verdict("suspicious", "the candidate called torch %s while handling %s: a try/except fallback "
+                          "to PyTorch" % (fn, exc))
+        if raised is not None and not isinstance(raised, ReferenceCalled):
+            raise Verdict("suspicious", "the candidate fails when the reference cannot run (%s: %s)" %
+                          (type(raised).__name__, raised))
+
+    def side_stream_check(self, wl):
+        """Work that escapes the current stream: after the candidate's end event completes, the
+        device should be idle (a full synchronize returns at once) and its outputs final."""
+        torch = self.torch
+        from .checks import as_outputs, bitwise_equal
+        from .timing import median
+        args = self.problem.make_inputs(wl, trial_seeds(self.request)[0], self.device)
+        self.for_workload(wl)
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        event_ms, extra_ms, wall_ms, changed = [], [], [], False
+        with torch.no_grad():
+            for k in range(8):
+                torch.cuda.synchronize(self.device)
+                t0 = time.perf_counter()
+                start.record()
+                out = self.candidate(*args)
+                end.record()
+                end.synchronize()
+                if k % 2 == 0:
+                    t1 = time.perf_counter()
+                    torch.cuda.synchronize(self.device)
+                    t2 = time.perf_counter()
+                    extra_ms.append((t2 - t1) * 1e3)
+                    wall_ms.append((t2 - t0) * 1e3)
+                    event_ms.append(start.elapsed_time(end))
+                else:
+                    outs = [o for o in as_outputs(out) if isinstance(o, torch.Tensor)]
+                    snap = [o.clone() for o in outs]
+                    torch.cuda.synchronize(self.device)
+                    if not all(bitwise_equal(s, o) for s, o in zip(snap, outs)):
+                        changed = True
+        ev, ex = median(event_ms), median(extra_ms)
+        late = ex > 0.1 and ex > ev
+        found = changed or late
+        self.exploit_note("side_stream", found, event_ms=event_ms, sync_after_event_ms=extra_ms,
+                          host_wall_ms=wall_ms, outputs_changed_after_stream_done=changed)
+        if found:
+            raise Verdict("suspicious", "the candidate's work escapes the current stream: %s" % (
+                "its outputs changed after the stream's last event completed" if changed else
+                "the device stayed busy %.3f ms after the stream's last event (%.3f ms between events)" % (ex, ev)))
+
+    def timed(self, workloads):
+        from . import timing
+        from .checks import clone_args
+        from .problem import CandidateError
+        torch = self.torch
+        base_spec = self.request.get("baseline") or {"kind": "reference"}
+        self.res["phase"] = "load"
+        t0 = time.perf_counter()
+        try:
+            self.baseline = self.problem.build_candidate(base_spec, self.device)
+        except CandidateError as e:
+            raise Verdict("error", "the baseline (%s) could not be built: %s" % (base_spec.get("kind"), e))
+        self.details["baseline_setup_s"] = time.perf_counter() - t0
+        self.res["phase"] = "timing"
+        flush = None
+        if self.device.type == "cuda" and self.mode == "kernelbench":
+            flush = max(256 << 20, 2 * timing.l2_bytes(self.device))
+        clock = timing.Clock(self.device, flush)
+        n_sets = self.problem.timing_input_sets(self.mode)
+        for wl in workloads:
+            sets = [self.problem.make_inputs(wl, s, self.device) for s in seeds_for_sets(self.request, n_sets)]
+            self.for_workload(wl)
+            cand_calls = [_bind(self.candidate, a) for a in sets]
+            base_calls = [_bind(self.baseline, clone_args(a)) for a in sets]
+            try:
+                with torch.no_grad():
+                    if self.mode == "kernelbench":
+                        rec = timing.time_kernelbench(clock, cand_calls[0], base_calls[0], self.timing)
+                    elif self.mode == "flashinfer":
+                        rec = timing.time_flashinfer(clock, cand_calls, base_calls, self.timing)
+                    else:
+                        rec = timing.time_default(clock, cand_calls, base_calls, self.timing)
+            except Exception:
+                raise Verdict("runtime_error", "a call failed while timing workload %s:\n%s" % (wl, _tail()))
+            rec["workload"] = wl
+            self.res["timings"].append(rec)
+
+
+def _bind(fn, args):
+    return lambda: fn(*args)
+
+
+def _same(a, b):
+    from .checks import bitwise_equal
+    return bitwise_equal(a, b)
+
+
+# ---- entry point ---------------------------------------------------------------------------------
+
+def main(argv):
+    channel = ReplyChannel()
+    mode = argv[1] if len(argv) > 1 else ""
+    as_run = mode == "run"
+
+    def fail(message):
+        if as_run:
+            reply = new_result()
+            reply["message"] = message
+        else:
+            reply = error_reply(message)
+        channel.emit(reply, as_run)
+        return 0
+
+    if len(argv) != 3 or mode not in ("describe", "run"):
+        return fail(USAGE)
+    try:
+        with open(argv[2]) as f:
+            request = json.load(f)
+    except (OSError, ValueError) as e:
+        return fail("cannot read the request %s: %s" % (argv[2], e))
+    if not isinstance(request, dict):
+        return fail("request %s: expected a JSON object" % argv[2])
+    if request.get("version", PROTOCOL_VERSION) != PROTOCOL_VERSION:
+        return fail("request %s has version %r; this worker speaks version %d" %
+                    (argv[2], request.get("version"), PROTOCOL_VERSION))
+    try:
+        reply = describe(request) if mode == "describe" else run(request, channel)
+    except BaseException:
+        return fail("kpilot's worker failed: %s" % traceback.format_exc()[-2000:])
+    channel.emit(_sanitize(reply), as_run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
