@@ -24,21 +24,42 @@ RunTensor ToRunTensor(const Task& task, const TensorSpec& spec, const Workload& 
 
 }  // namespace
 
-Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
-  RunRequest req;
-  req.backend = task.backend;
-  req.scalars = task.scalars;
-  for (const auto& name : opt.workloads)
+Result<std::vector<const Workload*>> SelectWorkloads(const Task& task, const std::vector<std::string>& names) {
+  for (const auto& name : names)
     if (!task.FindWorkload(name)) {
       std::string known;
       for (const auto& w : task.workloads) known += (known.empty() ? "" : ", ") + w.name;
       return Status::InvalidInput("--workload " + name + ": task " + task.name + " has no such workload (it has: " +
                                   known + ")");
     }
-  for (const auto& w : task.workloads) {
-    if (!opt.workloads.empty() &&
-        std::find(opt.workloads.begin(), opt.workloads.end(), w.name) == opt.workloads.end())
-      continue;
+  std::vector<const Workload*> selected;
+  for (const auto& w : task.workloads)
+    if (names.empty() || std::find(names.begin(), names.end(), w.name) != names.end()) selected.push_back(&w);
+  return selected;
+}
+
+std::string TorchDevice(const EvalOptions& opt) {
+  if (!opt.torch_device.empty()) return opt.torch_device;
+  if (const char* env = std::getenv("KPILOT_TORCH_DEVICE"); env && *env) return env;
+  return "cuda:" + std::to_string(opt.device);
+}
+
+Verdict CompileErrorVerdict(const CompileOutput& c) {
+  Verdict v;
+  v.kind = VerdictKind::kCompileError;
+  v.summary = c.timed_out ? "the compiler timed out" : "the candidate does not compile: " + c.first_error;
+  v.evidence = {{"first_error", c.first_error}, {"log_excerpt", Tail(c.log, 2000)}, {"timed_out", c.timed_out}};
+  return v;
+}
+
+Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
+  RunRequest req;
+  req.backend = task.backend;
+  req.scalars = task.scalars;
+  auto selected = SelectWorkloads(task, opt.workloads);
+  if (!selected.ok()) return selected.status();
+  for (const Workload* wp : *selected) {
+    const Workload& w = *wp;
     RunWorkload rw;
     rw.name = w.name;
     for (const auto& in : task.inputs) rw.inputs.push_back(ToRunTensor(task, in, w, false));
@@ -66,11 +87,13 @@ Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
   return req;
 }
 
-Evaluator::Evaluator(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe)
-    : toolchain_(toolchain), processes_(processes), runner_exe_(std::move(runner_exe)) {}
+Evaluator::Evaluator(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe,
+                     PythonTaskRunner* python)
+    : toolchain_(toolchain), processes_(processes), runner_exe_(std::move(runner_exe)), python_(python) {}
 
 Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::path& candidate,
                                        const EvalOptions& opt) {
+  if (task.reference.kind == ReferenceKind::kPython) return EvaluatePython(task, candidate, opt);
   auto t_start = std::chrono::steady_clock::now();
   Evaluation e;
   e.task = task.name;
@@ -117,10 +140,7 @@ Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::
   e.compile = *compiled;
   e.compile_s = SecondsSince(t_start);
   if (!compiled->ok) {
-    e.verdict.kind = VerdictKind::kCompileError;
-    e.verdict.summary = compiled->timed_out ? "the compiler timed out" : "the candidate does not compile: " + compiled->first_error;
-    e.verdict.evidence = {{"first_error", compiled->first_error}, {"log_excerpt", Tail(compiled->log, 2000)},
-                          {"timed_out", compiled->timed_out}};
+    e.verdict = CompileErrorVerdict(*compiled);
     e.total_s = SecondsSince(t_start);
     return e;
   }

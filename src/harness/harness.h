@@ -92,22 +92,61 @@ struct EvalOptions {
   int device = 0;                       // CUDA device index
   bool energy = false;                  // NVML joules per call (adds ≥ 2 s per workload)
   Calibration calibration;              // cached ceilings; empty: the runner measures them
+  // PyTorch-defined tasks (task.reference.kind == kPython, docs/pytorch.md): what speedups are
+  // measured against when there is no baseline_source — "eager" (the reference) or "compile"
+  // (torch.compile of it) — and the torch device (see TorchDevice).
+  std::string python_baseline = "eager";
+  std::string torch_device;
+};
+
+// The torch device of an evaluation: options.torch_device, else $KPILOT_TORCH_DEVICE (tests
+// without a GPU set "cpu"), else "cuda:<options.device>".
+std::string TorchDevice(const EvalOptions& options);
+
+// ---- PyTorch-defined tasks -----------------------------------------------------------------------
+
+// What the torch worker runs as a candidate or a baseline (docs/pytorch.md, "run").
+struct PythonSubject {
+  std::string kind;                 // reference | compile | model_new | native | solution
+  std::filesystem::path path;       // model_new, solution: the file (absolute)
+  std::filesystem::path object;     // native: the compiled shared object (absolute)
+};
+nlohmann::json ToJson(const PythonSubject& s);
+
+// The seam through which the Evaluator runs tasks whose reference is a Python program; the
+// worker-backed implementation is pytorch/'s WorkerTaskRunner, tests substitute a double.
+class PythonTaskRunner {
+ public:
+  virtual ~PythonTaskRunner() = default;
+  // Checks and times `candidate` against `baseline` on `task` as `options` say, and returns the
+  // worker's result (status "error" included: the Evaluator turns it into a Status). A non-ok
+  // Status only when the worker cannot run at all (no interpreter, no torch).
+  virtual Result<RunResult> Run(const Task& task, const PythonSubject& candidate, const PythonSubject& baseline,
+                                const EvalOptions& options) = 0;
 };
 
 class Evaluator {
  public:
-  // `runner_exe` is the kpilot-runner binary. Both references are borrowed.
-  Evaluator(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe);
+  // `runner_exe` is the kpilot-runner binary; `python` serves tasks with a Python reference
+  // (null: such tasks are InvalidInput). All references are borrowed.
+  Evaluator(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe,
+            PythonTaskRunner* python = nullptr);
 
   // Evaluates `candidate` (a source file) on `task`. Every candidate failure is a Verdict in
   // the Evaluation; a non-ok Status means the task, options or machine are at fault (unknown
   // workload, a reference that does not compile, a missing compiler, a runner that cannot start).
+  // Tasks with a Python reference take a native `.cu` (compiled here; `.cpp` when the torch device
+  // is the cpu), a KernelBench `ModelNew` `.py` or a flashinfer Solution `.json`, and run through
+  // the PythonTaskRunner.
   Result<Evaluation> Evaluate(const Task& task, const std::filesystem::path& candidate, const EvalOptions& options);
 
  private:
+  Result<Evaluation> EvaluatePython(const Task& task, const std::filesystem::path& candidate, const EvalOptions& options);
+
   Toolchain& toolchain_;
   ProcessRunner& processes_;
   std::filesystem::path runner_exe_;
+  PythonTaskRunner* python_;
 };
 
 // How RunRunnerProcess starts kpilot-runner, beyond the request.
@@ -133,5 +172,12 @@ Result<RunnerOutcome> RunRunnerProcess(ProcessRunner& processes, const std::file
 
 // Builds the runner request for `task` (pure; exposed for tests).
 Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& options);
+
+// The task's workloads named in `names` (all when empty), in the task's order; a name the task
+// lacks is InvalidInput listing the ones it has.
+Result<std::vector<const Workload*>> SelectWorkloads(const Task& task, const std::vector<std::string>& names);
+
+// The compile_error verdict of a compile that failed (summary, first error, log excerpt).
+Verdict CompileErrorVerdict(const CompileOutput& compiled);
 
 }  // namespace kpilot

@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "core/subprocess.h"
+#include "harness/harness.h"
 #include "task/task.h"
 
 namespace kpilot {
@@ -24,30 +25,67 @@ struct PythonWorker {
   std::filesystem::path pythonpath;  // the folder holding kpilot_torch/
 };
 
-// `python_flag`: --python as given ("" = `python3` on PATH). The package is found beside the
-// binary (../share/kpilot/python), in the source tree, or at $KPILOT_PYTHONPATH. Errors say which
-// places were tried and how to fix it.
-Result<PythonWorker> FindPythonWorker(const std::string& python_flag);
+// `python_flag`: --python as given ("" = `python3` on PATH). `package_dir`: the folder holding
+// kpilot_torch/ (the CLI's PythonPackageDir(): $KPILOT_PYTHONPATH, ../share/kpilot/python beside
+// the binary, the source tree's python/). NotFound when the interpreter is not there (the message
+// says to pass --python PATH) or the folder holds no kpilot_torch/worker.py. Torch itself is only
+// checked when the worker runs.
+Result<PythonWorker> FindPythonWorker(const std::string& python_flag, const std::filesystem::path& package_dir);
 
-// Runs `python -m kpilot_torch.worker MODE request.json` in a fresh folder and returns the JSON
-// object printed on the last line of stdout. A worker that prints none is an error naming its exit
-// and the tail of its stderr; a reply of status "error" is returned as it is.
+// Runs `python -m kpilot_torch.worker MODE request.json` in a fresh folder, with the scrubbed
+// environment and PYTHONPATH=<pythonpath>, and returns the JSON object printed on the last line
+// of stdout. A reply of status "error" is returned as it is.
+// Without a reply:
+//   - torch or kpilot_torch cannot be imported → Unavailable: "python3 has no torch — pass
+//     --python PATH to an interpreter with torch" (or where the package was looked for);
+//   - mode "run": the candidate is at fault (it crashed or hung the worker) → a made-up reply of
+//     status "timeout" or "runtime_error" naming the exit and the tail of stderr;
+//   - mode "describe" → InvalidInput with the exit and the tail of stderr.
+// `timeout_s` bounds the worker's own work; the process gets a backstop beyond it.
 Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& worker, const std::string& mode,
                                  const nlohmann::json& request, double timeout_s);
+
+// The harness's seam for PyTorch-defined tasks, served by the worker: BuildWorkerRequest, then
+// RunWorker, then RunResultFromJson. Borrowed ProcessRunner; thread-safe as it is.
+class WorkerTaskRunner : public PythonTaskRunner {
+ public:
+  WorkerTaskRunner(ProcessRunner& processes, PythonWorker worker);
+  Result<RunResult> Run(const Task& task, const PythonSubject& candidate, const PythonSubject& baseline,
+                        const EvalOptions& options) override;
+
+ private:
+  ProcessRunner& processes_;
+  PythonWorker worker_;
+};
+
+// The worker's `run` request (docs/pytorch.md, "run") for `task` (pure). Workloads: kernelbench
+// [{"name": "default"}]; flashinfer each selected workload's record with "name" added (the
+// options' workloads, all when empty; an unknown name is InvalidInput listing the known ones).
+// Timing, seeds, timeout and exploit checks (off with --timing kernelbench/flashinfer) from
+// `options`; the device from TorchDevice(options).
+Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject& candidate,
+                                          const PythonSubject& baseline, const EvalOptions& options);
 
 // ---- Loading ------------------------------------------------------------------------------------
 
 struct LoadTaskOptions {
-  std::string python;                            // --python
+  std::string python;                              // --python ("" = python3 on PATH)
+  std::filesystem::path pythonpath;                // the folder holding kpilot_torch/ (PythonPackageDir())
   std::optional<std::filesystem::path> workloads;  // --workloads FILE.jsonl (flashinfer)
 };
 
-// A task folder (task.toml), a KernelBench problem (.py) or a flashinfer Definition (.json).
+// A task folder (task.toml, or the file itself), a KernelBench problem (.py) or a flashinfer
+// Definition (.json). Anything else is InvalidInput saying what is accepted.
 Result<Task> LoadAnyTask(ProcessRunner& processes, const std::filesystem::path& path, const LoadTaskOptions& options);
 
 // KernelBench: asks the worker to describe the problem, then builds the Task (pure part below).
 Result<Task> LoadKernelBenchProblem(ProcessRunner& processes, const PythonWorker& worker,
                                     const std::filesystem::path& problem);
+// The Task of a describe reply (docs/pytorch.md, "describe"): backend cuda, format kernelbench,
+// reference {kind python, path problem, entry "Model"}, tensors in ABI order (TensorSpec::role
+// "input" or "param"), scalars, one workload "default" binding every axis, flops and bytes as
+// its roofline. A reply of status "error" or a malformed one is InvalidInput naming the problem
+// file and the field.
 Result<Task> TaskFromDescribe(const nlohmann::json& reply, const std::filesystem::path& problem);
 
 // flashinfer-bench: Definition JSON plus its workloads JSONL (found as docs/pytorch.md says when

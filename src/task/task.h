@@ -55,6 +55,9 @@ struct TensorSpec {
   InitSpec init;                    // inputs only
   std::optional<Tolerance> tolerance;  // outputs only: overrides Task::tolerance
   int line = 0;                     // where it was declared (0 when not from a file)
+  // KernelBench inputs: "input" (returned by get_inputs()) or "param" (a parameter or buffer of
+  // the model, in state_dict() order); "" for other tasks.
+  std::string role;
 };
 
 struct ScalarSpec {
