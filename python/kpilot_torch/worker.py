@@ -261,9 +261,17 @@ class Run:
                 fn.workload = wl
 
     def exploit_note(self, check, found, **info):
-        entry = {"check": check, "found": bool(found)}
-        entry.update(info)
-        self.details["exploits"].append(entry)
+        """Records one run of an exploit check in details.exploits: one entry per check with the
+        calls it covered; what a finding saw is kept in the entry."""
+        entries = self.details["exploits"]
+        entry = next((e for e in entries if e["check"] == check), None)
+        if entry is None:
+            entry = {"check": check, "found": False, "calls": 0}
+            entries.append(entry)
+        entry["calls"] += 1
+        if found or entry["calls"] == 1:
+            entry.update(info)
+        entry["found"] = entry["found"] or bool(found)
 
     # -- procedure --
 

@@ -65,6 +65,7 @@ class NativeObjects:
         out = os.path.join(cls.dir, variant + ".so")
         if not os.path.exists(out):
             defines = {"relu": [], "linear": ["-DLINEAR"], "relu_overrun": ["-DOVERRUN"], "relu_fail": ["-DFAIL"],
+                       "relu_hang": ["-DHANG"],
                        "relu_bad_abi": ["-DBAD_ABI"]}[variant]
             subprocess.run(["g++", "-std=c++17", "-O1", "-shared", "-fPIC", "-I", str(REPO / "include")] + defines +
                            [str(FIX / "native_kernels.cpp"), "-o", out], check=True)
@@ -175,10 +176,11 @@ class RunTest(ProtocolTest):
         r = self.run_ok("relu_problem.py", model_new("relu_new_ok.py"), check_trials=5)
         self.assertEqual(r["status"], "passed", r["message"])
         self.assertEqual([c["seed"] for c in r["checks"]], [1, 2, 3, 4, 5])
-        names = [e["check"] for e in r["details"]["exploits"]]
-        self.assertIn("input_mutation", names)
-        self.assertIn("near_zero_output", names)
-        self.assertIn("fallback", names)
+        exploits = {e["check"]: e for e in r["details"]["exploits"]}
+        self.assertEqual(exploits["input_mutation"]["calls"], 5)
+        self.assertEqual(exploits["near_zero_output"]["calls"], 5)
+        self.assertEqual(exploits["fallback"]["calls"], 1)
+        self.assertFalse(any(e["found"] for e in exploits.values()))
         self.assertIn("candidate_setup_s", r["details"])
 
     def test_model_new_with_parameters_matches_after_same_seed(self):
@@ -310,6 +312,13 @@ class NativeTest(ProtocolTest):
         r = self.run_native("relu_problem.py", "relu_fail")
         self.assertEqual(r["status"], "runtime_error")
         self.assertIn("returned 1", r["message"])
+
+    def test_timeout_inside_native_code(self):
+        # SIGALRM cannot interrupt a C loop; the watchdog replies timeout_s + 5 s later.
+        r = self.run_native("relu_problem.py", "relu_hang", timeout_s=1)
+        self.assertEqual(r["status"], "timeout")
+        self.assertIn("native code", r["message"])
+        self.assertEqual(r["phase"], "correctness")
 
     def test_abi_version_mismatch(self):
         r = self.run_native("relu_problem.py", "relu_bad_abi")

@@ -1,0 +1,144 @@
+"""GPU tests of kpilot's Python worker (ctest label gpu): the CUDA paths — event timing with the L2
+flush, the three timing modes, a kpilot-ABI .cu compiled with nvcc and bound through ctypes on
+torch's stream, poisoned and guarded outputs on the device, side-stream detection, and KernelBench
+mode's mean against bench/kernelbench_procedure.py.
+
+Run with the system python3 of the GPU machine (torch 2.x + CUDA); also runs under torch 1.13 where
+the features exist (torch.compile is skipped there). Exits 77 (ctest: skipped) without torch or a
+CUDA device."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+try:
+    import torch
+except ImportError:
+    print("test_worker_gpu: torch is not importable by %s; skipped" % sys.executable)
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("test_worker_gpu: torch %s sees no CUDA device; skipped" % torch.__version__)
+    sys.exit(77)
+
+sys.path.insert(0, str(HERE))
+from test_worker import FIX, REPO, model_new, run_request, worker  # noqa: E402
+
+sys.path.insert(0, str(REPO / "python"))
+from kpilot_torch import timing  # noqa: E402
+
+GPU_TIMING = {"mode": "default", "warmup": 3, "min_reps": 10, "max_reps": 200, "max_seconds": 2.0,
+              "target_rel_ci": 0.02}
+
+
+def gpu_request(problem, candidate, **kw):
+    kw.setdefault("device", "cuda:0")
+    kw.setdefault("timeout_s", 300)
+    return run_request(problem, candidate, **kw)
+
+
+class CudaObjects:
+    dir = None
+
+    @classmethod
+    def get(cls, variant):
+        nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+        if cls.dir is None:
+            cls.dir = tempfile.mkdtemp(prefix="kpilot_cuda_")
+        out = os.path.join(cls.dir, variant + ".so")
+        if not os.path.exists(out):
+            defines = {"relu": [], "relu_overrun": ["-DOVERRUN"], "relu_side_stream": ["-DSIDE_STREAM"]}[variant]
+            subprocess.run([nvcc, "-O2", "-shared", "-Xcompiler", "-fPIC", "-I", str(REPO / "include")] + defines +
+                           [str(FIX / "native_kernels.cu"), "-o", out], check=True)
+        return {"kind": "native", "object": out}
+
+
+class CudaRunTest(unittest.TestCase):
+    def run_gpu(self, problem, candidate, **kw):
+        r, proc = worker("run", gpu_request(problem, candidate, **kw), timeout=900)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        return r
+
+    def test_describe_reports_cuda(self):
+        r, _ = worker("describe", {"version": 1, "mode": "describe", "format": "kernelbench",
+                                   "problem": str(FIX / "gpu_relu_problem.py")})
+        self.assertEqual(r["status"], "ok", r)
+        self.assertTrue(r["cuda"])
+        self.assertEqual(r["axes"], {"batch_size": 4096, "dim": 8192})
+
+    def test_default_mode_events_with_flush(self):
+        r = self.run_gpu("gpu_relu_problem.py", model_new("relu_new_ok.py"), time=True, timing=dict(GPU_TIMING))
+        self.assertEqual(r["status"], "passed", r["message"])
+        self.assertTrue(r["details"]["gpu"])
+        t = r["timings"][0]
+        self.assertIn("cuda events", t["method"])
+        self.assertIn("L2 flushed", t["method"])
+        self.assertEqual(len(t["host_ms"]), len(t["candidate_ms"]))
+        # 4096 x 8192 f32 in and out = 256 MiB of traffic: tens of microseconds at least.
+        self.assertGreater(timing.median(t["candidate_ms"]), 0.02)
+        self.assertGreater(timing.median(t["baseline_ms"]), 0.02)
+        side = [e for e in r["details"]["exploits"] if e["check"] == "side_stream"]
+        self.assertEqual(len(side), 1)
+        self.assertFalse(side[0]["found"])
+
+    def test_flush_buffer_is_twice_l2(self):
+        clock = timing.Clock("cuda:0")
+        self.assertGreaterEqual(clock.flush_buffer.numel() * 4, 2 * timing.l2_bytes(torch.device("cuda:0")))
+
+    def test_native_cu_passes_and_is_timed(self):
+        r = self.run_gpu("gpu_relu_problem.py", CudaObjects.get("relu"), time=True, timing=dict(GPU_TIMING))
+        self.assertEqual(r["status"], "passed", r["message"])
+        self.assertTrue(all(c["guards_intact"] for c in r["checks"]))
+        self.assertGreater(timing.median(r["timings"][0]["candidate_ms"]), 0.02)
+
+    def test_native_cu_overrun_caught_by_guards(self):
+        r = self.run_gpu("gpu_relu_problem.py", CudaObjects.get("relu_overrun"))
+        self.assertEqual(r["status"], "incorrect", r["message"])
+        self.assertFalse(r["checks"][0]["guards_intact"])
+
+    def test_side_stream_model_new(self):
+        r = self.run_gpu("gpu_relu_problem.py", model_new("relu_new_side_stream.py"))
+        self.assertEqual(r["status"], "suspicious", r["message"])
+        self.assertIn("escapes the current stream", r["message"])
+
+    def test_side_stream_native(self):
+        r = self.run_gpu("gpu_relu_problem.py", CudaObjects.get("relu_side_stream"))
+        self.assertEqual(r["status"], "suspicious", r["message"])
+
+    def test_flashinfer_mode(self):
+        r = self.run_gpu("gpu_relu_problem.py", model_new("relu_new_ok.py"), time=True, exploit_checks=False,
+                         timing=dict(GPU_TIMING, mode="flashinfer"))
+        self.assertEqual(r["status"], "passed", r["message"])
+        self.assertEqual(len(r["timings"][0]["candidate_ms"]), 150)
+
+    def test_kernelbench_mode_mean_agrees_with_independent_procedure(self):
+        r = self.run_gpu("gpu_relu_problem.py", model_new("relu_new_ok.py"), time=True, exploit_checks=False,
+                         seeds=[1], timing=dict(GPU_TIMING, mode="kernelbench"))
+        self.assertEqual(r["status"], "passed", r["message"])
+        t = r["timings"][0]
+        self.assertEqual(t["statistic"], "mean")
+        self.assertEqual(len(t["candidate_ms"]), 100)
+        self.assertIn("256 MiB", t["method"])
+        ours = sum(t["candidate_ms"]) / len(t["candidate_ms"])
+        p = subprocess.run([sys.executable, str(REPO / "bench" / "kernelbench_procedure.py"),
+                            str(FIX / "gpu_relu_problem.py"), "--model-new", str(FIX / "relu_new_ok.py"),
+                            "--seed", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        theirs = json.loads(p.stdout.splitlines()[-1])["mean_ms"]
+        print("kernelbench mode: worker mean %.4f ms, independent procedure %.4f ms" % (ours, theirs))
+        self.assertLess(abs(ours - theirs) / theirs, 0.15)
+
+    def test_compile_candidate(self):
+        if not hasattr(torch, "compile"):
+            self.skipTest("torch.compile needs torch >= 2.0")
+        r = self.run_gpu("gpu_relu_problem.py", {"kind": "compile"})
+        self.assertEqual(r["status"], "passed", r["message"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
