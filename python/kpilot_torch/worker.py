@@ -209,6 +209,9 @@ def run(request, channel):
     except Verdict as v:
         res["status"] = v.status
         res["message"] = str(v)
+    except SystemExit as e:
+        res["status"] = "runtime_error"
+        res["message"] = "user code called sys.exit(%r) in phase %s" % (e.code, res["phase"])
     except Exception as e:
         from .problem import ProblemError
         res["status"] = "error"
@@ -273,6 +276,22 @@ class Run:
             entry.update(info)
         entry["found"] = entry["found"] or bool(found)
 
+    def timer_functions(self):
+        """The functions the timing procedures rely on, by identity: a candidate that replaces one
+        (timer monkey-patching) is caught before any sample is taken."""
+        import torch
+        found = {"time.perf_counter": time.perf_counter, "torch.cuda.synchronize": torch.cuda.synchronize,
+                 "torch.cuda.Event": torch.cuda.Event}
+        for attr in ("record", "synchronize", "elapsed_time", "query"):
+            found["torch.cuda.Event." + attr] = getattr(torch.cuda.Event, attr, None)
+        return found
+
+    def check_timers(self):
+        changed = [k for k, v in self.timer_functions().items() if self.timers.get(k) is not v]
+        self.exploit_note("timer_patching", changed, replaced=changed)
+        if changed:
+            raise Verdict("suspicious", "user code replaced %s, which the timing relies on" % ", ".join(changed))
+
     # -- procedure --
 
     def execute(self):
@@ -285,6 +304,7 @@ class Run:
             raise Verdict("error", "request: device %r is not a torch device (cuda:0, cpu)" % device)
         self.details["torch"] = torch.__version__
         self.details["python"] = sys.executable
+        self.timers = self.timer_functions()
         if self.device.type == "cuda":
             if not torch.cuda.is_available():
                 raise Verdict("error", "device %s was requested but torch %s reports no usable CUDA device; "
@@ -317,8 +337,10 @@ class Run:
                 self.fallback_check(wl)
                 if self.device.type == "cuda":
                     self.side_stream_check(wl)
+        self.check_timers()
         if self.request.get("time", True):
             self.timed(workloads)
+            self.check_timers()
 
     def correctness(self, wl):
         from .checks import as_outputs, check_record, clone_args, mutated, near_zero, output_names

@@ -243,6 +243,16 @@ class RunTest(ProtocolTest):
         self.assertEqual(r["status"], "runtime_error")
         self.assertIn("shape not supported", r["message"])
 
+    def test_timer_patching(self):
+        r = self.run_ok("relu_problem.py", model_new("relu_new_patches_timer.py"))
+        self.assertEqual(r["status"], "suspicious", r["message"])
+        self.assertIn("torch.cuda.Event.elapsed_time", r["message"])
+
+    def test_candidate_exits(self):
+        r = self.run_ok("relu_problem.py", model_new("relu_new_exits.py"))
+        self.assertEqual(r["status"], "runtime_error", r["message"])
+        self.assertIn("sys.exit(3)", r["message"])
+
     def test_candidate_without_model_new(self):
         r = self.run_ok("relu_problem.py", model_new("relu_new_noclass.py"))
         self.assertEqual(r["status"], "runtime_error")
