@@ -153,24 +153,64 @@ FLASHINFER_WARMUP = 10
 FLASHINFER_ITERS = 50
 
 
+def profiled_spans(clock, call, iters, prefix="kpilot_iter_"):
+    """Per-iteration spans in ms from torch.profiler (kineto): each call sits in a record_function
+    range with the L2 flush outside it; on CUDA the range's GPU-side annotation spans the first
+    kernel's start to the last kernel's end on any stream (flashinfer-bench's CUPTI measure). None
+    when the profiler does not deliver one span per iteration."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile, record_function
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if clock.cuda else [])
+    with profile(activities=activities) as prof:
+        for i in range(iters):
+            clock.flush()
+            with record_function(prefix + str(i)):
+                call()
+        if clock.cuda:
+            torch.cuda.synchronize(clock.device)
+    want = DeviceType.CUDA if clock.cuda else DeviceType.CPU
+    spans = {}
+    for e in prof.events():
+        if e.name.startswith(prefix) and e.device_type == want:
+            spans[e.name] = max(spans.get(e.name, 0.0), e.time_range.elapsed_us() / 1e3)
+    if len(spans) != iters:
+        return None
+    return [spans[prefix + str(i)] for i in range(iters)]
+
+
 def time_flashinfer(clock, cand_calls, base_calls, cfg):
     """flashinfer-bench's procedure: per input set (3), 10 warmup calls then 50 timed iterations
     with a cold L2, each side alone; samples of all sets in order, statistic median (the per-set
-    medians and their mean, flashinfer's latency, are in `set_medians_ms`)."""
+    medians and their mean, flashinfer's latency, are in `set_medians_ms`/`latency_ms`). On CUDA
+    the samples are kineto kernel spans (any stream) when the profiler delivers them, else CUDA
+    events on the current stream; `method` says which."""
     warmup = int(cfg.get("flashinfer_warmup", FLASHINFER_WARMUP))
     iters = int(cfg.get("flashinfer_iters", FLASHINFER_ITERS))
+    use_profiler = clock.cuda and cfg.get("flashinfer_timer", "kineto") == "kineto"
     t0 = time.perf_counter()
     samples = ([], [])
     set_medians = ([], [])
+    sources = set()
     for side, calls in enumerate((cand_calls, base_calls)):
         for call in calls:
             for _ in range(warmup):
                 call()
-            xs = [clock.once(call) for _ in range(iters)]
+            xs = None
+            if use_profiler:
+                try:
+                    xs = profiled_spans(clock, call, iters)
+                except Exception:
+                    xs = None
+            if xs is None:
+                xs = [clock.once(call) for _ in range(iters)]
+                sources.add(clock.method())
+            else:
+                sources.add("kineto kernel spans per iteration (first kernel start to last kernel end, any "
+                            "stream), L2 flushed before each")
             samples[side].extend(xs)
             set_medians[side].append(median(xs))
-    return _record(samples[0], samples[1], clock.method() + "; flashinfer-bench procedure: %d warmup, %d iterations "
-                   "per input set, %d sets (CUDA events, not CUPTI spans)" % (warmup, iters, len(cand_calls)),
+    return _record(samples[0], samples[1], " + ".join(sorted(sources)) + "; flashinfer-bench procedure: %d warmup, "
+                   "%d iterations per input set, %d sets" % (warmup, iters, len(cand_calls)),
                    "median", [], time.perf_counter() - t0,
                    set_medians_ms={"candidate": set_medians[0], "baseline": set_medians[1]},
                    latency_ms={"candidate": sum(set_medians[0]) / len(set_medians[0]),

@@ -395,6 +395,15 @@ class TimingTest(ProtocolTest):
         self.assertEqual([c["seed"] for c in r["checks"]], [7, 8, 9, 10, 11])
 
 
+class ProfiledSpansTest(unittest.TestCase):
+    def test_one_span_per_iteration(self):
+        from kpilot_torch import timing
+        x = torch.randn(256, 256)
+        spans = timing.profiled_spans(timing.Clock("cpu"), lambda: x @ x, 5)
+        self.assertEqual(len(spans), 5)
+        self.assertTrue(all(s > 0 for s in spans))
+
+
 class CheckRulesTest(unittest.TestCase):
     TOL = {"atol": 1e-2, "rtol": 1e-2, "matched_ratio": 1.0}
 
