@@ -163,10 +163,17 @@ class KernelBenchProblem(Problem):
         return self._precision_tolerance()
 
     def _precision_tolerance(self):
+        """By the floating dtypes of the inputs and the model's parameters (and the outputs, once
+        describe has run the model): no forward pass just for this."""
         if not hasattr(self, "_tol"):
-            specs = self._describe_shapes()
-            dtypes = [t.dtype for t in specs["inputs"] + specs["outputs"] if t.dtype.is_floating_point]
-            self._tol = precision_tolerance(dtypes)
+            if hasattr(self, "_shapes"):
+                tensors = self._shapes["inputs"] + self._shapes["outputs"]
+            else:
+                tensors = [a for a in self.make_inputs("default", 0, "cpu") if isinstance(a, torch.Tensor)]
+                for model in self._reference.values():
+                    if isinstance(model, torch.nn.Module):
+                        tensors += list(model.state_dict().values())
+            self._tol = precision_tolerance([t.dtype for t in tensors if t.dtype.is_floating_point])
         return self._tol
 
     # ---- describe ---------------------------------------------------------------------------
@@ -253,6 +260,7 @@ class KernelBenchProblem(Problem):
             except ValueError as e:
                 raise ProblemError("%s: input %s: %s" % (self.path, n, e))
         nbytes = sum(t.numel() * t.element_size() for t in s["inputs"] + s["outputs"])
+        self.__dict__.pop("_tol", None)  # now with the outputs' dtypes too
         tol = self._precision_tolerance()
         return {"name": self.name, "inputs": inputs, "scalars": scalars, "outputs": outputs, "axes": axes,
                 "tolerance": {"atol": tol["atol"], "rtol": tol["rtol"]}, "flops": 0, "bytes": int(nbytes),

@@ -439,11 +439,29 @@ class Run:
     def side_stream_check(self, wl):
         """Work that escapes the current stream: after the candidate's end event completes, the
         device should be idle (a full synchronize returns at once) and its outputs final."""
-        torch = self.torch
-        from .checks import as_outputs, bitwise_equal
         from .timing import median
         args = self.problem.make_inputs(wl, trial_seeds(self.request)[0], self.device)
         self.for_workload(wl)
+        try:
+            event_ms, extra_ms, wall_ms, changed = self._stream_samples(args)
+        except Exception:
+            raise Verdict("runtime_error", "the candidate failed on workload %s during the side-stream check:\n%s" %
+                          (wl, _tail()))
+        ev, ex = median(event_ms), median(extra_ms)
+        late = ex > 0.1 and ex > ev
+        found = changed or late
+        self.exploit_note("side_stream", found, event_ms=event_ms, sync_after_event_ms=extra_ms,
+                          host_wall_ms=wall_ms, outputs_changed_after_stream_done=changed)
+        if found:
+            raise Verdict("suspicious", "the candidate's work escapes the current stream: %s" % (
+                "its outputs changed after the stream's last event completed" if changed else
+                "the device stayed busy %.3f ms after the stream's last event (%.3f ms between events)" % (ex, ev)))
+
+    def _stream_samples(self, args):
+        """8 candidate calls: on even ones, the event time and how long a device-wide synchronize
+        takes after the end event completed; on odd ones, whether the outputs change after it."""
+        torch = self.torch
+        from .checks import as_outputs, bitwise_equal
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         event_ms, extra_ms, wall_ms, changed = [], [], [], False
@@ -468,15 +486,7 @@ class Run:
                     torch.cuda.synchronize(self.device)
                     if not all(bitwise_equal(s, o) for s, o in zip(snap, outs)):
                         changed = True
-        ev, ex = median(event_ms), median(extra_ms)
-        late = ex > 0.1 and ex > ev
-        found = changed or late
-        self.exploit_note("side_stream", found, event_ms=event_ms, sync_after_event_ms=extra_ms,
-                          host_wall_ms=wall_ms, outputs_changed_after_stream_done=changed)
-        if found:
-            raise Verdict("suspicious", "the candidate's work escapes the current stream: %s" % (
-                "its outputs changed after the stream's last event completed" if changed else
-                "the device stayed busy %.3f ms after the stream's last event (%.3f ms between events)" % (ex, ev)))
+        return event_ms, extra_ms, wall_ms, changed
 
     def timed(self, workloads):
         from . import timing

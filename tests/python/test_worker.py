@@ -187,6 +187,12 @@ class RunTest(ProtocolTest):
         r = self.run_ok("linear_problem.py", model_new("linear_new_ok.py"))
         self.assertEqual(r["status"], "passed", r["message"])
 
+    def test_two_half_outputs(self):
+        r = self.run_ok("pair_problem.py", {"kind": "reference"})
+        self.assertEqual(r["status"], "passed", r["message"])
+        self.assertEqual([c["output"] for c in r["checks"][:2]], ["out0", "out1"])
+        self.assertEqual(r["details"]["tolerance"]["atol"], 1e-2)
+
     def test_wrong_values(self):
         r = self.run_ok("relu_problem.py", model_new("relu_new_wrong.py"))
         self.assertEqual(r["status"], "incorrect")
