@@ -65,7 +65,7 @@ def request(which, candidate, **kw):
     return req
 
 
-def worker(req):
+def worker(req, timeout=300):
     """Runs the worker on `req` in a subprocess; returns its reply."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "request.json")
@@ -73,7 +73,7 @@ def worker(req):
             json.dump(req, f)
         env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
         proc = subprocess.run([sys.executable, "-m", "kpilot_torch.worker", "run", path], cwd=tmp, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, text=True)
     lines = [l for l in proc.stdout.splitlines() if l.strip()]
     if not lines:
         raise AssertionError("worker printed nothing; rc %d, stderr:\n%s" % (proc.returncode, proc.stderr[-3000:]))
