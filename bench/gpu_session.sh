@@ -51,6 +51,19 @@ for step in $steps; do
                  --out /tmp/kp-$t.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -2
                gzip -c /tmp/kp-$t.json > "$OUT/${t}_space.json.gz"
              done ;;
+    cards) # Issue #7: every candidate of docs/skills.md's "What exercises each built-in card" table, the ones
+           # written for cards no other example applied first (builtin_cards_test checks this list).
+           for tc in sum_reduction:cuda_graph sgemm:l2_persisting_b transpose:persistent_tiles sgemm:split_k \
+                     sgemm:swizzled_tiles row_softmax:tma_bulk_row layernorm:welford_one_pass gemm_bf16:wgmma_m64n128 \
+                     sum_reduction:grid_stride_shuffle transpose:smem_tiled gemm_bf16:wmma_pipelined \
+                     bias_gelu:vec8_tanh_approx row_softmax:block_in_registers row_softmax:block_online \
+                     vector_add:vector_grid_stride sgemm:register_tiled layernorm:block_two_pass; do
+             IFS=: read -r t c <<< "$tc"
+             echo "--- $t $c"
+             timeout 150 $K eval examples/cuda/$t examples/cuda/$t/candidates/$c.cu --store /tmp/kp-store \
+               > "$OUT/cards_${t}_${c}.txt" 2>&1; echo "exit $?"
+             grep -iE "verdict|geomean|error" "$OUT/cards_${t}_${c}.txt" | head -4
+           done 2>&1 | tee "$OUT/cards.txt" ;;
     lineage) timeout 420 bench/lineage_h200_check.sh $OUT/lineage 2>&1 | tail -40 ;;
     applycards) # The cards the lineage step mined, offered on another task (layernorm).
              timeout 100 $K optimize examples/cuda/layernorm --skills $OUT/lineage/cards --budget 4 --store /tmp/kp-apply \

@@ -1,0 +1,200 @@
+// SGEMM with split-K: candidates/register_tiled.cu's kernel (shared-memory blocking, TM x TN
+// register tiles, plain f32 FMAs) run by SPLIT_K blocks per output tile, block z summing its own
+// contiguous range of k (a whole number of BK slices) into an m x n slice of a workspace; a second
+// kernel adds the SPLIT_K slices in order (deterministic, no atomics). More blocks for the same
+// tiles fill the GPU when m x n has few tiles and k is long (the `split-k` card); the k terms of
+// an entry are summed in another grouping than the reference's, well inside the task's atol.
+// The workspace (SPLIT_K * m * n floats) is allocated once and kept between calls.
+#include <kpilot/kernel.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 16
+#endif
+#ifndef TM
+#define TM 8
+#endif
+#ifndef TN
+#define TN 8
+#endif
+#ifndef SPLIT_K
+#define SPLIT_K 4  // blocks along k per output tile
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 2  // blocks per multiprocessor the register budget must allow
+#endif
+
+constexpr int kThreadsN = BN / TN;  // threads along a row of the tile
+constexpr int kThreadsM = BM / TM;
+constexpr int kThreads = kThreadsM * kThreadsN;
+constexpr int kPadA = 4;  // keeps float4 alignment and spreads the transposed stores over banks
+
+static_assert(SPLIT_K >= 1 && SPLIT_K <= 64, "SPLIT_K must be in [1, 64]");
+static_assert(TM % 4 == 0 && TN % 4 == 0, "TM and TN must be multiples of 4");
+static_assert(BM % TM == 0 && BN % TN == 0, "BM, BN must be multiples of TM, TN");
+static_assert(kThreads >= 32 && kThreads <= 1024, "threads per block out of range");
+static_assert((BM * BK) % kThreads == 0 && (BK * BN) % kThreads == 0,
+              "tile loads must divide evenly among the threads");
+static_assert((BM * BK + BK * BN + BK * kPadA) * 4 <= 48 * 1024, "static shared memory limit");
+
+__global__ __launch_bounds__(kThreads, MIN_BLOCKS) void Sgemm(const float* __restrict__ a,
+                                                  const float* __restrict__ b,
+                                                  float* __restrict__ partials, int m, int n, int k,
+                                                  int k_chunk) {
+  // Block z of the split sums k in [k_begin, k_end) into its own m x n slice of `partials`.
+  const int k_begin = static_cast<int>(blockIdx.z) * k_chunk;
+  const int k_end = min(k, k_begin + k_chunk);
+  float* __restrict__ c = partials + static_cast<int64_t>(blockIdx.z) * m * n;
+  __shared__ __align__(16) float a_tile[BK][BM + kPadA];  // a_tile[p][i] = A[row0 + i][k0 + p]
+  __shared__ __align__(16) float b_tile[BK][BN];          // b_tile[p][j] = B[k0 + p][col0 + j]
+
+  const int tid = threadIdx.x;
+  const int tn = tid % kThreadsN;
+  const int tm = tid / kThreadsN;
+  const int row0 = blockIdx.y * BM;
+  const int col0 = blockIdx.x * BN;
+
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+  }
+
+  for (int k0 = k_begin; k0 < k_end; k0 += BK) {
+#pragma unroll
+    for (int l = 0; l < BM * BK / kThreads; ++l) {
+      const int e = l * kThreads + tid;
+      const int i = e / BK, p = e % BK;
+      const int gr = row0 + i, gp = k0 + p;
+      a_tile[p][i] = (gr < m && gp < k_end) ? a[static_cast<int64_t>(gr) * k + gp] : 0.0f;
+    }
+#pragma unroll
+    for (int l = 0; l < BK * BN / kThreads; ++l) {
+      const int e = l * kThreads + tid;
+      const int p = e / BN, j = e % BN;
+      const int gp = k0 + p, gc = col0 + j;
+      b_tile[p][j] = (gp < k_end && gc < n) ? b[static_cast<int64_t>(gp) * n + gc] : 0.0f;
+    }
+    __syncthreads();
+
+#pragma unroll
+    for (int p = 0; p < BK; ++p) {
+      float av[TM], bv[TN];
+#pragma unroll
+      for (int g = 0; g < TM / 4; ++g) {
+        const float4 v = *reinterpret_cast<const float4*>(&a_tile[p][4 * (g * kThreadsM + tm)]);
+        av[4 * g] = v.x, av[4 * g + 1] = v.y, av[4 * g + 2] = v.z, av[4 * g + 3] = v.w;
+      }
+#pragma unroll
+      for (int g = 0; g < TN / 4; ++g) {
+        const float4 v = *reinterpret_cast<const float4*>(&b_tile[p][4 * (g * kThreadsN + tn)]);
+        bv[4 * g] = v.x, bv[4 * g + 1] = v.y, bv[4 * g + 2] = v.z, bv[4 * g + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i) {
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+      }
+    }
+    __syncthreads();
+  }
+
+  const bool vector_store = n % 4 == 0 && reinterpret_cast<uintptr_t>(c) % 16 == 0;
+#pragma unroll
+  for (int gi = 0; gi < TM / 4; ++gi) {
+#pragma unroll
+    for (int ii = 0; ii < 4; ++ii) {
+      const int row = row0 + 4 * (gi * kThreadsM + tm) + ii;
+      if (row >= m) continue;
+      float* c_row = c + static_cast<int64_t>(row) * n;
+#pragma unroll
+      for (int gj = 0; gj < TN / 4; ++gj) {
+        const int col = col0 + 4 * (gj * kThreadsN + tn);
+        const int i = 4 * gi + ii, j = 4 * gj;
+        if (vector_store && col + 3 < n) {
+          *reinterpret_cast<float4*>(c_row + col) =
+              make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+        } else {
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj) {
+            if (col + jj < n) c_row[col + jj] = acc[i][j + jj];
+          }
+        }
+      }
+    }
+  }
+}
+
+// c = the sum of the SPLIT_K partial slices, added in slice order (deterministic).
+__global__ void SumSlices(const float* __restrict__ partials, float* __restrict__ c, int64_t mn) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < mn;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float s = partials[i];
+#pragma unroll
+    for (int z = 1; z < SPLIT_K; ++z) s += partials[z * mn + i];
+    c[i] = s;
+  }
+}
+
+namespace {
+
+// The partial slices: one device buffer, grown when a call needs more, kept between calls.
+float* Workspace(size_t bytes) {
+  static float* buffer = nullptr;
+  static size_t capacity = 0;
+  if (bytes <= capacity) return buffer;
+  if (buffer != nullptr) cudaFree(buffer);
+  buffer = nullptr;
+  capacity = 0;
+  if (cudaMalloc(&buffer, bytes) != cudaSuccess) return nullptr;
+  capacity = bytes;
+  return buffer;
+}
+
+}  // namespace
+
+KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
+                                const kpilot_tensor* outputs, int num_outputs,
+                                const kpilot_scalar* scalars, int num_scalars, void* stream) {
+  (void)scalars;
+  if (num_inputs != 2 || num_outputs != 1 || num_scalars != 0) return 1;
+  if (inputs[0].rank != 2 || inputs[1].rank != 2) return 2;
+  const int64_t m = inputs[0].shape[0];
+  const int64_t k = inputs[0].shape[1];
+  const int64_t n = inputs[1].shape[1];
+  if (inputs[1].shape[0] != k) return 2;
+  // 32-bit indices inside the kernel: each extent, and each row offset, fits in int.
+  if (m > (1 << 30) || n > (1 << 30) || k > (1 << 30)) return 2;
+  if (m * n == 0) return 0;
+  const int64_t grid_x = (n + BN - 1) / BN;
+  const int64_t grid_y = (m + BM - 1) / BM;
+  if (grid_y > 65535) return 2;
+  // Each split covers a whole number of BK slices; with SPLIT_K == 1 the block writes C itself.
+  const int64_t k_chunk = ((k + SPLIT_K - 1) / SPLIT_K + BK - 1) / BK * BK;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  float* c = static_cast<float*>(outputs[0].data);
+  float* partials = c;
+  if (SPLIT_K > 1) {
+    partials = Workspace(static_cast<size_t>(SPLIT_K) * m * n * sizeof(float));
+    if (partials == nullptr) return 4;
+  }
+  Sgemm<<<dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y), SPLIT_K), kThreads, 0, s>>>(
+      static_cast<const float*>(inputs[0].data), static_cast<const float*>(inputs[1].data), partials,
+      static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), static_cast<int>(k_chunk));
+  if (SPLIT_K > 1) {
+    const int64_t mn = m * n;
+    const int64_t blocks = (mn + 255) / 256 < 4096 ? (mn + 255) / 256 : 4096;
+    SumSlices<<<static_cast<unsigned>(blocks), 256, 0, s>>>(partials, c, mn);
+  }
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}

@@ -1,0 +1,90 @@
+// Transpose through shared memory with a persistent grid: candidates/smem_tiled.cu's tile move
+// (TILE x TILE tiles through a shared tile padded by one column; coalesced reads of x and writes
+// of y), but the grid is one resident wave — SMs x the blocks per SM the occupancy calculator
+// allows — and each block loops over tiles with a static round-robin schedule (the
+// `persistent-kernel` card). Tiles are independent and no block waits for another, so any grid
+// size is correct; the block's shared tile is reused by its next tile after a barrier.
+#include <kpilot/kernel.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#ifndef TILE
+#define TILE 32
+#endif
+#ifndef BLOCK_ROWS
+#define BLOCK_ROWS 8
+#endif
+
+static_assert(TILE % BLOCK_ROWS == 0, "TILE must be a multiple of BLOCK_ROWS");
+static_assert(TILE * BLOCK_ROWS <= 1024, "at most 1024 threads per block");
+
+__global__ __launch_bounds__(TILE * BLOCK_ROWS) void TransposePersistent(const float* __restrict__ x,
+                                                                         float* __restrict__ y, int64_t rows,
+                                                                         int64_t cols, int64_t tiles_x,
+                                                                         int64_t tiles) {
+  __shared__ float tile[TILE][TILE + 1];
+  const int tx = threadIdx.x;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t tile_row = (t / tiles_x) * TILE;  // first row of x
+    const int64_t tile_col = (t % tiles_x) * TILE;  // first column of x
+#pragma unroll
+    for (int j = threadIdx.y; j < TILE; j += BLOCK_ROWS) {
+      const int64_t r = tile_row + j;
+      const int64_t c = tile_col + tx;
+      if (r < rows && c < cols) tile[j][tx] = x[r * cols + c];
+    }
+    __syncthreads();
+    // Row `tile_col + j` of y holds column `tile_col + j` of x.
+#pragma unroll
+    for (int j = threadIdx.y; j < TILE; j += BLOCK_ROWS) {
+      const int64_t r = tile_col + j;
+      const int64_t c = tile_row + tx;
+      if (r < cols && c < rows) y[r * rows + c] = tile[tx][j];
+    }
+    __syncthreads();  // the next tile overwrites `tile`
+  }
+}
+
+namespace {
+
+// SMs x resident blocks per SM for this kernel: one full wave. Device properties, not results,
+// so they are safe to keep between calls.
+int64_t OneWave() {
+  static int64_t wave = 0;
+  if (wave == 0) {
+    int device = 0, sms = 0, per_sm = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, TransposePersistent, TILE * BLOCK_ROWS, 0) !=
+            cudaSuccess ||
+        sms <= 0 || per_sm <= 0) {
+      (void)cudaGetLastError();
+      return 132;
+    }
+    wave = static_cast<int64_t>(sms) * per_sm;
+  }
+  return wave;
+}
+
+}  // namespace
+
+KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
+                                const kpilot_tensor* outputs, int num_outputs,
+                                const kpilot_scalar* scalars, int num_scalars, void* stream) {
+  (void)scalars;
+  if (num_inputs != 1 || num_outputs != 1 || num_scalars != 0) return 1;
+  if (inputs[0].rank != 2) return 2;
+  const int64_t rows = inputs[0].shape[0];
+  const int64_t cols = inputs[0].shape[1];
+  if (rows * cols == 0) return 0;
+  const int64_t tiles_x = (cols + TILE - 1) / TILE;
+  const int64_t tiles = tiles_x * ((rows + TILE - 1) / TILE);
+  int64_t grid = OneWave();
+  if (grid > tiles) grid = tiles;
+  if (grid > 0x7fffffff) grid = 0x7fffffff;
+  TransposePersistent<<<static_cast<unsigned>(grid), dim3(TILE, BLOCK_ROWS), 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const float*>(inputs[0].data), static_cast<float*>(outputs[0].data), rows, cols, tiles_x, tiles);
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
