@@ -203,6 +203,11 @@ class RunTest(ProtocolTest):
         self.assertLess(c["first_bad_expected"], c["first_bad_value"] + 1e-9)
         self.assertIn("seed 1", r["message"])
 
+    def test_output_caching_fails_on_fresh_inputs(self):
+        r = self.run_ok("relu_problem.py", model_new("relu_new_caches.py"))
+        self.assertEqual(r["status"], "incorrect", r["message"])
+        self.assertIn("seed 2", r["message"])
+
     def test_input_mutation(self):
         r = self.run_ok("relu_problem.py", model_new("relu_new_mutates.py"))
         self.assertEqual(r["status"], "suspicious", r["message"])

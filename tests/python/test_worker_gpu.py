@@ -110,6 +110,14 @@ class CudaRunTest(unittest.TestCase):
         r = self.run_gpu("gpu_relu_problem.py", CudaObjects.get("relu_side_stream"))
         self.assertEqual(r["status"], "suspicious", r["message"])
 
+    def test_uninitialized_output_does_not_pass(self):
+        # The reference's outputs stay alive while the candidate runs, so torch.empty cannot hand
+        # the candidate this trial's answer.
+        for exploit_checks in (True, False):
+            r = self.run_gpu("gpu_relu_problem.py", model_new("relu_new_uninitialized.py"),
+                             exploit_checks=exploit_checks)
+            self.assertNotEqual(r["status"], "passed", r["message"])
+
     def test_flashinfer_mode(self):
         r = self.run_gpu("gpu_relu_problem.py", model_new("relu_new_ok.py"), time=True, exploit_checks=False,
                          timing=dict(GPU_TIMING, mode="flashinfer"))
