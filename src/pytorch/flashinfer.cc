@@ -104,132 +104,156 @@ std::optional<fs::path> DatasetRoot(const fs::path& file, const std::string& fol
   return op_dir.parent_path().parent_path();
 }
 
+// The member `key` of an object, or nullptr.
+const ojson* Member(const ojson& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+ojson* Member(ojson& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+// "required field is missing" for an absent value, else "expected <what>, got <what it is>".
+std::string Unexpected(const ojson* value, const std::string& what) {
+  return value ? "expected " + what + ", got " + Describe(*value) : "required field is missing";
+}
+
+bool IsNonEmptyString(const ojson* v) { return v && v->is_string() && !v->get<std::string>().empty(); }
+
+// The string member `type` of an object ("" when there is none).
+std::string TypeOf(const ojson& obj) {
+  const ojson* type = obj.is_object() ? Member(obj, "type") : nullptr;
+  return type && type->is_string() ? type->get<std::string>() : "";
+}
+
 // ---- the definition ----------------------------------------------------------------------------
 
-// Reads `axes`, `inputs`, `outputs` and the rest of a Definition into `task`; `const_axes` gets
-// the const axes' values and `var_axes` the var axes' names, in order.
-void ReadDefinition(const ojson& def, Task& task, std::map<std::string, int64_t>& const_axes,
-                    std::vector<std::string>& var_axes, Problems& p) {
+// The const axes' values and the var axes' names, in order.
+struct Axes {
+  std::map<std::string, int64_t> constant;
+  std::vector<std::string> var;
+  const ojson* declared = nullptr;  // the definition's `axes` object
+};
+
+void ReadAxes(const ojson& def, Axes& axes, Problems& p) {
+  const ojson* section = Member(def, "axes");
+  if (!section || !section->is_object()) {
+    p.Add(0, "axes", Unexpected(section, "an object"),
+          "add \"axes\": {\"batch\": {\"type\": \"var\"}, \"hidden\": {\"type\": \"const\", \"value\": 4096}}");
+    return;
+  }
+  axes.declared = section;
+  for (const auto& [name, axis] : section->items()) {
+    std::string field = "axes." + name;
+    std::string type = TypeOf(axis);
+    if (type == "var") {
+      axes.var.push_back(name);
+    } else if (type == "const") {
+      const ojson* v = Member(axis, "value");
+      if (v && v->is_number_integer() && v->get<int64_t>() >= 0) {
+        axes.constant[name] = v->get<int64_t>();
+      } else {
+        p.Add(0, field + ".value", Unexpected(v, "an integer >= 0"), "give the axis's size, e.g. \"value\": 4096");
+      }
+    } else {
+      p.Add(0, field + ".type", "expected \"const\" or \"var\"",
+            "write {\"type\": \"var\"} or {\"type\": \"const\", \"value\": N}");
+    }
+  }
+}
+
+// The dtype of `inputs.x` / `outputs.y`; nullptr (and a problem) when it is not one kpilot has.
+const DTypeEntry* ReadDTypeOf(const ojson& spec, const std::string& field, Problems& p) {
+  const ojson* d = Member(spec, "dtype");
+  if (!d || !d->is_string()) {
+    p.Add(0, field + ".dtype", Unexpected(d, "a string"), "one of " + SupportedDTypes());
+    return nullptr;
+  }
+  if (const DTypeEntry* e = FindDType(*d)) return e;
+  p.Add(0, field + ".dtype",
+        *d == "float4_e2m1" ? "float4_e2m1 is not supported by kpilot (no fp4 element type in its ABI)"
+                            : "unknown dtype " + d->dump(),
+        "use one of " + SupportedDTypes());
+  return nullptr;
+}
+
+// `inputs` or `outputs`, in definition order. Shape-null inputs become ABI scalars, shape-null
+// outputs 0-d tensors. Each tensor adds "axis*axis*size" to `size_terms` (a scalar its size).
+void ReadTensors(const ojson& def, const char* section, const Axes& axes, Task& task,
+                 std::vector<std::string>& size_terms, Problems& p) {
+  const bool is_input = std::string_view(section) == "inputs";
+  const ojson* tensors = Member(def, section);
+  if (!tensors || !tensors->is_object() || tensors->empty()) {
+    p.Add(0, section, Unexpected(tensors, "a non-empty object"),
+          std::string("add \"") + section +
+              "\": {\"x\": {\"shape\": [\"batch\", \"hidden\"], \"dtype\": \"float32\"}}");
+    return;
+  }
+  for (const auto& [name, spec] : tensors->items()) {
+    std::string field = std::string(section) + "." + name;
+    if (!spec.is_object()) {
+      p.Add(0, field, Unexpected(&spec, "an object"), "write {\"shape\": [...], \"dtype\": \"float32\"}");
+      continue;
+    }
+    const DTypeEntry* dtype = ReadDTypeOf(spec, field, p);
+    const ojson* shape = Member(spec, "shape");
+    if (!shape || !(shape->is_null() || shape->is_array())) {
+      p.Add(0, field + ".shape", Unexpected(shape, "a list of axis names or null"), "null makes it a scalar");
+      continue;
+    }
+    TensorSpec t;
+    t.name = name;
+    std::string term;
+    for (const auto& a : shape->is_array() ? *shape : ojson::array()) {
+      if (!a.is_string() || !axes.declared || !axes.declared->contains(a.get<std::string>())) {
+        p.Add(0, field + ".shape", "axis " + (a.is_string() ? a.dump() : Describe(a)) + " is not declared in axes",
+              "declare it under \"axes\" or fix the name");
+        continue;
+      }
+      t.shape.push_back(a.get<std::string>());
+      term += t.shape.back() + "*";
+    }
+    if (!dtype) continue;
+    size_terms.push_back(term + std::to_string(DTypeSize(dtype->dtype)));
+    t.dtype = dtype->dtype;
+    if (is_input && shape->is_null()) {
+      task.scalars.push_back({name, dtype->dtype, 0, 0});
+    } else if (is_input) {
+      t.init = dtype->init;
+      task.inputs.push_back(std::move(t));
+    } else {
+      task.outputs.push_back(std::move(t));
+    }
+  }
+}
+
+// Reads a Definition into `task` and `axes`.
+void ReadDefinition(const ojson& def, Task& task, Axes& axes, Problems& p) {
   auto string_field = [&](const char* key, const std::string& fix) -> std::string {
-    auto it = def.find(key);
-    if (it == def.end()) {
-      p.Add(0, key, "required field is missing", fix);
-      return "";
-    }
-    if (!it->is_string() || it->get<std::string>().empty()) {
-      p.Add(0, key, "expected a non-empty string, got " + Describe(*it), fix);
-      return "";
-    }
-    return it->get<std::string>();
+    const ojson* v = Member(def, key);
+    if (IsNonEmptyString(v)) return v->get<std::string>();
+    p.Add(0, key, Unexpected(v, "a non-empty string"), fix);
+    return "";
   };
   task.name = string_field("name", "add \"name\": \"my_kernel\"");
   string_field("op_type", "add \"op_type\": \"rmsnorm\" (the folder name under definitions/)");
-  std::string reference =
-      string_field("reference", "add the PyTorch reference source with a top-level def run(...)");
+  std::string reference = string_field("reference", "add the PyTorch reference source with a top-level def run(...)");
   if (!reference.empty() && reference.find("def run(") == std::string::npos) {
     p.Add(0, "reference", "no top-level function run(...)",
           "define def run(<inputs in definition order>) returning the outputs");
   }
-  if (auto it = def.find("description"); it != def.end() && it->is_string()) task.description = *it;
+  if (const ojson* d = Member(def, "description"); d && d->is_string()) task.description = *d;
 
-  auto axes = def.find("axes");
-  const ojson* declared = axes != def.end() && axes->is_object() ? &*axes : nullptr;
-  if (!declared) {
-    p.Add(0, "axes", axes == def.end() ? "required field is missing" : "expected an object, got " + Describe(*axes),
-          "add \"axes\": {\"batch\": {\"type\": \"var\"}, \"hidden\": {\"type\": \"const\", \"value\": 4096}}");
-  } else {
-    for (const auto& [name, axis] : axes->items()) {
-      std::string field = "axes." + name;
-      std::string type = axis.is_object() && axis.contains("type") && axis["type"].is_string()
-                             ? axis["type"].get<std::string>() : "";
-      if (type == "var") {
-        var_axes.push_back(name);
-      } else if (type == "const") {
-        auto v = axis.find("value");
-        if (v == axis.end() || !v->is_number_integer() || v->get<int64_t>() < 0) {
-          p.Add(0, field + ".value",
-                v == axis.end() ? "required for a const axis" : "expected an integer >= 0, got " + Describe(*v),
-                "give the axis's size, e.g. \"value\": 4096");
-        } else {
-          const_axes[name] = v->get<int64_t>();
-        }
-      } else {
-        p.Add(0, field + ".type", "expected \"const\" or \"var\"",
-              "write {\"type\": \"var\"} or {\"type\": \"const\", \"value\": N}");
-      }
-    }
-  }
-
-  std::vector<std::string> size_terms;  // one product per tensor, for the bytes formula
-  auto read_tensors = [&](const char* section, bool is_input) {
-    auto it = def.find(section);
-    if (it == def.end() || !it->is_object() || it->empty()) {
-      p.Add(0, section, it == def.end() ? "required field is missing" : "expected a non-empty object, got " + Describe(*it),
-            std::string("add \"") + section + "\": {\"x\": {\"shape\": [\"batch\", \"hidden\"], \"dtype\": \"float32\"}}");
-      return;
-    }
-    for (const auto& [name, spec] : it->items()) {
-      std::string field = std::string(section) + "." + name;
-      if (!spec.is_object()) {
-        p.Add(0, field, "expected an object, got " + Describe(spec), "write {\"shape\": [...], \"dtype\": \"float32\"}");
-        continue;
-      }
-      const DTypeEntry* dtype = nullptr;
-      auto d = spec.find("dtype");
-      if (d == spec.end() || !d->is_string()) {
-        p.Add(0, field + ".dtype", d == spec.end() ? "required field is missing" : "expected a string, got " + Describe(*d),
-              "one of " + SupportedDTypes());
-      } else if (!(dtype = FindDType(*d))) {
-        std::string problem = d->get<std::string>() == "float4_e2m1"
-                                  ? "float4_e2m1 is not supported by kpilot (no fp4 element type in its ABI)"
-                                  : "unknown dtype " + d->dump();
-        p.Add(0, field + ".dtype", problem, "use one of " + SupportedDTypes());
-      }
-      auto s = spec.find("shape");
-      if (s == spec.end()) {
-        p.Add(0, field + ".shape", "required field is missing", "a list of axis names, or null for a scalar");
-        continue;
-      }
-      if (s->is_null()) {  // a scalar: an ABI scalar for inputs, a 0-d tensor for outputs
-        if (is_input) {
-          if (dtype) task.scalars.push_back({name, dtype->dtype, 0, 0});
-        } else {
-          if (dtype) task.outputs.push_back({name, dtype->dtype, {}, {}, std::nullopt, 0});
-        }
-        if (dtype) size_terms.push_back(std::to_string(DTypeSize(dtype->dtype)));
-        continue;
-      }
-      if (!s->is_array()) {
-        p.Add(0, field + ".shape", "expected a list of axis names or null, got " + Describe(*s), "");
-        continue;
-      }
-      TensorSpec t;
-      t.name = name;
-      std::string term;
-      for (const auto& a : *s) {
-        std::string axis = a.is_string() ? a.get<std::string>() : "";
-        if (axis.empty() || !declared || !declared->contains(axis)) {
-          p.Add(0, field + ".shape", "axis " + (a.is_string() ? Quote(axis) : Describe(a)) + " is not declared in axes",
-                "declare it under \"axes\" or fix the name");
-          continue;
-        }
-        t.shape.push_back(axis);
-        term += axis + "*";
-      }
-      if (!dtype) continue;
-      t.dtype = dtype->dtype;
-      if (is_input) t.init = dtype->init;
-      size_terms.push_back(term + std::to_string(DTypeSize(dtype->dtype)));
-      (is_input ? task.inputs : task.outputs).push_back(std::move(t));
-    }
-  };
-  read_tensors("inputs", true);
-  read_tensors("outputs", false);
-  if (auto in = def.find("inputs"), out = def.find("outputs");
-      in != def.end() && out != def.end() && in->is_object() && out->is_object()) {
+  ReadAxes(def, axes, p);
+  std::vector<std::string> size_terms;
+  ReadTensors(def, "inputs", axes, task, size_terms, p);
+  ReadTensors(def, "outputs", axes, task, size_terms, p);
+  const ojson* in = Member(def, "inputs");
+  const ojson* out = Member(def, "outputs");
+  if (in && out && in->is_object() && out->is_object()) {
     for (const auto& [name, _] : out->items())
-      if (in->contains(name))
-        p.Add(0, "outputs." + name, "has the name of an input", "rename the output");
+      if (in->contains(name)) p.Add(0, "outputs." + name, "has the name of an input", "rename the output");
   }
   for (const auto& t : size_terms) task.bytes_formula += (task.bytes_formula.empty() ? "" : " + ") + t;
 }
@@ -253,101 +277,123 @@ Result<fs::path> FindWorkloads(const fs::path& definition) {
                           ") — pass --workloads FILE.jsonl");
 }
 
-// One JSONL record into a Workload. `base` resolves relative safetensors paths.
-void ReadRecord(ojson& rec, int line, const Task& task, const std::map<std::string, int64_t>& const_axes,
-                const std::vector<std::string>& var_axes, const fs::path& base, Workload& w, Problems& p) {
-  auto uuid = rec.find("uuid");
-  if (uuid == rec.end() || !uuid->is_string() || uuid->get<std::string>().empty()) {
-    p.Add(line, "uuid", uuid == rec.end() ? "required field is missing" : "expected a non-empty string, got " + Describe(*uuid),
+// Reads workload records into Workloads, reporting problems as "FILE:LINE: field: ...".
+class RecordReader {
+ public:
+  RecordReader(const Task& task, const Axes& axes, fs::path base, Problems& p)
+      : task_(task), axes_(axes), base_(std::move(base)), p_(p) {}
+
+  // One workload ({uuid, axes, inputs}) into `w`; relative safetensors paths in `rec` are made
+  // absolute. `prefix` starts every field named ("workload." inside a workload trace).
+  void Read(ojson& rec, int line, const std::string& prefix, Workload& w) {
+    line_ = line;
+    prefix_ = prefix;
+    const ojson* uuid = Member(rec, "uuid");
+    if (IsNonEmptyString(uuid)) {
+      w.name = uuid->get<std::string>().substr(0, 8);
+    } else {
+      Add("uuid", Unexpected(uuid, "a non-empty string"),
           "give each workload a unique id, e.g. \"uuid\": \"3f2a9c1e-...\"");
-  } else {
-    w.name = uuid->get<std::string>().substr(0, 8);
+    }
+    w.axes = axes_.constant;
+    ReadAxisValues(Member(rec, "axes"), w);
+    ojson* inputs = Member(rec, "inputs");
+    if (!inputs || !inputs->is_object()) {
+      Add("inputs", Unexpected(inputs, "an object"),
+          "describe each input, e.g. \"inputs\": {\"x\": {\"type\": \"random\"}}");
+      return;
+    }
+    for (auto& [name, spec] : inputs->items()) ReadInput(name, spec, w);
   }
-  w.axes = const_axes;
-  auto axes = rec.find("axes");
-  if (axes == rec.end() || !axes->is_object()) {
-    p.Add(line, "axes", axes == rec.end() ? "required field is missing" : "expected an object, got " + Describe(*axes),
-          "bind every var axis, e.g. \"axes\": {\"batch\": 8}");
-  } else {
+
+ private:
+  void Add(const std::string& field, const std::string& problem, const std::string& fix) {
+    p_.Add(line_, prefix_ + field, problem, fix);
+  }
+
+  void ReadAxisValues(const ojson* axes, Workload& w) {
+    if (!axes || !axes->is_object()) {
+      Add("axes", Unexpected(axes, "an object"), "bind every var axis, e.g. \"axes\": {\"batch\": 8}");
+      return;
+    }
     for (const auto& [name, value] : axes->items()) {
       std::string field = "axes." + name;
       if (!value.is_number_integer() || value.get<int64_t>() < 0) {
-        p.Add(line, field, "expected an integer >= 0, got " + Describe(value), "");
+        Add(field, Unexpected(&value, "an integer >= 0"), "");
         continue;
       }
       int64_t v = value.get<int64_t>();
-      if (auto c = const_axes.find(name); c != const_axes.end()) {
+      if (auto c = axes_.constant.find(name); c != axes_.constant.end()) {
         if (c->second != v)
-          p.Add(line, field, "const axis is " + std::to_string(c->second) + " in the definition, not " + std::to_string(v),
-                "remove it from the record or fix the value");
-      } else if (std::find(var_axes.begin(), var_axes.end(), name) == var_axes.end()) {
-        p.Add(line, field, "no such axis in the definition", "remove it or fix the name");
+          Add(field, "const axis is " + std::to_string(c->second) + " in the definition, not " + std::to_string(v),
+              "remove it from the record or fix the value");
+      } else if (std::find(axes_.var.begin(), axes_.var.end(), name) == axes_.var.end()) {
+        Add(field, "no such axis in the definition", "remove it or fix the name");
       } else {
         w.axes[name] = v;
       }
     }
-    for (const auto& name : var_axes)
+    for (const auto& name : axes_.var)
       if (!axes->contains(name))
-        p.Add(line, "axes." + name, "var axis is not bound", "add \"" + name + "\": N to the record's axes");
+        Add("axes." + name, "var axis is not bound", "add \"" + name + "\": N to the record's axes");
   }
 
-  auto inputs = rec.find("inputs");
-  if (inputs == rec.end() || !inputs->is_object()) {
-    p.Add(line, "inputs", inputs == rec.end() ? "required field is missing" : "expected an object, got " + Describe(*inputs),
-          "describe each input, e.g. \"inputs\": {\"x\": {\"type\": \"random\"}}");
-    return;
-  }
-  for (auto& [name, spec] : inputs->items()) {
+  void ReadInput(const std::string& name, ojson& spec, Workload& w) {
     std::string field = "inputs." + name;
-    bool is_tensor = std::any_of(task.inputs.begin(), task.inputs.end(), [&](const TensorSpec& t) { return t.name == name; });
-    bool is_scalar = std::any_of(task.scalars.begin(), task.scalars.end(), [&](const ScalarSpec& s) { return s.name == name; });
+    auto named = [&](const auto& v) { return v.name == name; };
+    bool is_tensor = std::any_of(task_.inputs.begin(), task_.inputs.end(), named);
+    bool is_scalar = std::any_of(task_.scalars.begin(), task_.scalars.end(), named);
     if (!is_tensor && !is_scalar) {
-      p.Add(line, field, "no such input in the definition", "remove it or fix the name");
-      continue;
+      Add(field, "no such input in the definition", "remove it or fix the name");
+      return;
     }
-    std::string type = spec.is_object() && spec.contains("type") && spec["type"].is_string()
-                           ? spec["type"].get<std::string>() : "";
-    if (type == "random") continue;
+    std::string type = TypeOf(spec);
+    if (type == "random") return;
     if (type == "scalar") {
-      auto v = spec.find("value");
-      if (v == spec.end() || !(v->is_number() || v->is_boolean())) {
-        p.Add(line, field + ".value", v == spec.end() ? "required for a scalar input" : "expected a number or boolean, got " + Describe(*v), "");
+      const ojson* v = Member(spec, "value");
+      if (!v || !(v->is_number() || v->is_boolean())) {
+        Add(field + ".value", Unexpected(v, "a number or boolean"), "");
       } else if (!is_scalar) {
-        p.Add(line, field, "a scalar value for a tensor input", "use {\"type\": \"random\"} or {\"type\": \"safetensors\", ...}");
+        Add(field, "a scalar value for a tensor input",
+            "use {\"type\": \"random\"} or {\"type\": \"safetensors\", ...}");
       } else {
         w.scalar_values[name] = v->is_boolean() ? (v->get<bool>() ? 1.0 : 0.0) : v->get<double>();
       }
     } else if (type == "safetensors") {
-      auto path = spec.find("path");
-      auto key = spec.find("tensor_key");
-      if (key == spec.end() || !key->is_string() || key->get<std::string>().empty())
-        p.Add(line, field + ".tensor_key", "expected a non-empty string", "name the tensor inside the file");
-      if (path == spec.end() || !path->is_string() || path->get<std::string>().empty()) {
-        p.Add(line, field + ".path", "expected a non-empty string", "the .safetensors file, relative to the dataset root");
-        continue;
+      if (!is_tensor) Add(field, "a safetensors file for a scalar input", "use {\"type\": \"scalar\", \"value\": ...}");
+      if (!IsNonEmptyString(Member(spec, "tensor_key")))
+        Add(field + ".tensor_key", "expected a non-empty string", "name the tensor inside the file");
+      ojson* path = Member(spec, "path");
+      if (!IsNonEmptyString(path)) {
+        Add(field + ".path", "expected a non-empty string", "the .safetensors file, relative to the dataset root");
+        return;
       }
       fs::path file = path->get<std::string>();
-      if (file.is_relative()) file = (base / file).lexically_normal();
+      if (file.is_relative()) file = (base_ / file).lexically_normal();
       std::error_code ec;
-      if (!fs::is_regular_file(file, ec)) {
-        p.Add(line, field + ".path", "file " + file.string() + " not found",
-              "relative paths are resolved against " + base.string());
-      }
+      if (!fs::is_regular_file(file, ec))
+        Add(field + ".path", "file " + file.string() + " not found",
+            "relative paths are resolved against " + base_.string());
       *path = file.string();
-      if (!is_tensor) p.Add(line, field, "a safetensors file for a scalar input", "use {\"type\": \"scalar\", \"value\": ...}");
     } else {
-      p.Add(line, field + ".type", type.empty() ? "missing" : "unknown input type " + Quote(type),
-            "use \"random\", \"scalar\" or \"safetensors\"");
+      Add(field + ".type", type.empty() ? "missing" : "unknown input type " + Quote(type),
+          "use \"random\", \"scalar\" or \"safetensors\"");
     }
   }
-}
 
-Status ReadWorkloads(const fs::path& file, Task& task, const std::map<std::string, int64_t>& const_axes,
-                     const std::vector<std::string>& var_axes) {
+  const Task& task_;
+  const Axes& axes_;
+  fs::path base_;
+  Problems& p_;
+  int line_ = 0;
+  std::string prefix_;
+};
+
+Status ReadWorkloads(const fs::path& file, Task& task, const Axes& axes) {
   auto text = ReadFile(file);
   if (!text.ok()) return text.status();
-  fs::path base = DatasetRoot(file, "workloads").value_or(file.parent_path());
   Problems p(file);
+  RecordReader reader(task, axes, DatasetRoot(file, "workloads").value_or(file.parent_path()), p);
   std::map<std::string, int> names;  // workload name → line
   std::istringstream lines(*text);
   std::string line_text;
@@ -355,30 +401,48 @@ Status ReadWorkloads(const fs::path& file, Task& task, const std::map<std::strin
     if (line_text.find_first_not_of(" \t\r") == std::string::npos) continue;
     ojson rec = ojson::parse(line_text, nullptr, /*allow_exceptions=*/false);
     if (rec.is_discarded() || !rec.is_object()) {
-      p.Add(line, "record", rec.is_discarded() ? "not valid JSON" : "expected a JSON object, got " + Describe(rec),
-            "each line must be one workload {\"uuid\": ..., \"axes\": {...}, \"inputs\": {...}}");
+      p.Add(line, "record", rec.is_discarded() ? "not valid JSON" : Unexpected(&rec, "a JSON object"),
+            "each line is one workload trace {\"definition\": ..., \"workload\": {\"uuid\": ..., \"axes\": {...}, "
+            "\"inputs\": {...}}}");
       continue;
+    }
+    // flashinfer-bench's datasets hold workload traces ({definition, workload, solution: null,
+    // evaluation: null}); a bare workload record is read as well.
+    std::string prefix;
+    ojson* workload = &rec;
+    if (ojson* inner = Member(rec, "workload")) {
+      prefix = "workload.";
+      if (!inner->is_object()) {
+        p.Add(line, "workload", Unexpected(inner, "an object"),
+              "write {\"uuid\": ..., \"axes\": {...}, \"inputs\": {...}}");
+        continue;
+      }
+      const ojson* def = Member(rec, "definition");
+      if (def && (!def->is_string() || *def != task.name))
+        p.Add(line, "definition", "is " + def->dump() + ", not this definition's name " + Quote(task.name),
+              "keep only the workloads of " + task.name + " in this file");
+      workload = inner;
     }
     Workload w;
     w.line = line;
-    ReadRecord(rec, line, task, const_axes, var_axes, base, w, p);
+    reader.Read(*workload, line, prefix, w);
     if (w.name.empty()) continue;
     if (auto [it, fresh] = names.emplace(w.name, line); !fresh) {
-      p.Add(line, "uuid", "starts with the same 8 characters as line " + std::to_string(it->second) + "'s (" + w.name + ")",
+      p.Add(line, prefix + "uuid", "starts with the same 8 characters as line " + std::to_string(it->second) + "'s (" +
+                                       w.name + ")",
             "workloads are named by their uuid's first 8 characters: make them differ");
       continue;
     }
-    std::map<std::string, double> vars(w.axes.begin(), w.axes.end());
-    if (!task.bytes_formula.empty() && w.axes.size() == const_axes.size() + var_axes.size()) {
-      auto bytes = EvaluateFormula(task.bytes_formula, vars);
+    if (!task.bytes_formula.empty() && w.axes.size() == axes.constant.size() + axes.var.size()) {
+      auto bytes = EvaluateFormula(task.bytes_formula, std::map<std::string, double>(w.axes.begin(), w.axes.end()));
       if (bytes.ok()) w.min_bytes = *bytes;
     }
-    w.record = rec.dump();
+    w.record = workload->dump();
     task.workloads.push_back(std::move(w));
   }
   if (!p.empty()) return p.ToStatus();
   if (task.workloads.empty())
-    return Status::InvalidInput(file.string() + ": no workloads — add one JSON record per line");
+    return Status::InvalidInput(file.string() + ": no workloads — add one workload trace per line");
   return Status::Ok();
 }
 
@@ -423,10 +487,9 @@ Result<Task> LoadFlashInferDefinition(const fs::path& definition, const std::opt
   task.dir = def_path.parent_path();
   task.reference = {"reference", def_path, ReferenceKind::kPython, "run"};
   task.tolerance = {1e-2, 1e-2, 1.0};
-  std::map<std::string, int64_t> const_axes;
-  std::vector<std::string> var_axes;
+  Axes axes;
   Problems p(def_path);
-  ReadDefinition(def, task, const_axes, var_axes, p);
+  ReadDefinition(def, task, axes, p);
   if (!p.empty()) return p.ToStatus();
 
   fs::path jsonl;
@@ -437,7 +500,7 @@ Result<Task> LoadFlashInferDefinition(const fs::path& definition, const std::opt
     if (!found.ok()) return found.status();
     jsonl = *found;
   }
-  Status s = ReadWorkloads(jsonl, task, const_axes, var_axes);
+  Status s = ReadWorkloads(jsonl, task, axes);
   if (!s.ok()) return s;
   return task;
 }

@@ -35,15 +35,15 @@ def definition_path(which):
 
 
 def records(which):
-    """The workload records as kpilot's loader passes them: safetensors paths made absolute
-    against the dataset root, "name" = the uuid's first 8 characters."""
+    """The workload records as kpilot's loader passes them: the workload of each workload trace,
+    safetensors paths made absolute against the dataset root, "name" = the uuid's first 8 characters."""
     op, name = which
     out = []
     with open(EXAMPLES / "workloads" / op / (name + ".jsonl")) as f:
         for line in f:
             if not line.strip():
                 continue
-            rec = json.loads(line)
+            rec = json.loads(line)["workload"]
             for spec in rec["inputs"].values():
                 if spec["type"] == "safetensors":
                     spec["path"] = str(EXAMPLES / spec["path"])
@@ -199,6 +199,22 @@ class ProblemTest(unittest.TestCase):
             self.assertIn("binding 'tvm-ffi' is not supported", str(e.exception))
         with self.assertRaisesRegex(CandidateError, "no such file"):
             p.build_candidate({"kind": "native", "object": "/nonexistent.so"}, "cpu")
+
+
+class DatasetTest(unittest.TestCase):
+    def test_flashinfer_bench_loads_the_examples_as_a_trace_set(self):
+        try:
+            from flashinfer_bench.data import TraceSet
+        except ImportError:
+            self.skipTest("flashinfer-bench is not installed in %s" % sys.executable)
+        ts = TraceSet.from_path(str(EXAMPLES))
+        for which in (RMSNORM, SILU, SOFTMAX):
+            name = which[1]
+            self.assertIn(name, ts.definitions)
+            self.assertGreaterEqual(len(ts.workloads[name]), 3)
+            languages = {s.spec.language.value for s in ts.solutions[name]}
+            self.assertTrue({"python", "cuda"} <= languages, languages)
+            self.assertTrue((EXAMPLES / "native" / (name + ".cu")).is_file())
 
 
 class WorkerTest(unittest.TestCase):

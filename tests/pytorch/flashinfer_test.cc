@@ -115,7 +115,8 @@ class FlashInferErrors : public ::testing::Test {
   "reference": "def run(x, s):\n    return x.sum(-1) * s\n"})";
   }
   static constexpr const char* kGood =
-      R"({"uuid": "00000001-aaaa", "axes": {"n": 4}, "inputs": {"x": {"type": "random"}, "s": {"type": "scalar", "value": 3}}})";
+      R"({"uuid": "00000001-aaaa", "axes": {"n": 4},)"
+      R"( "inputs": {"x": {"type": "random"}, "s": {"type": "scalar", "value": 3}}})";
 
   Status Load(const std::string& definition, const std::string& jsonl) {
     fs::path def = Write("d.json", definition);
@@ -141,6 +142,23 @@ TEST_F(FlashInferErrors, WorkloadsBesideTheDefinitionAndExplicitOnesAreFound) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->workloads.size(), 2u);
   EXPECT_EQ(r->workloads[1].line, 3);  // blank lines count
+}
+
+TEST_F(FlashInferErrors, WorkloadTracesAsInFlashInferBenchDatasets) {
+  fs::path def = Write("d.json", Definition());
+  Write("d.jsonl",
+        R"({"definition": "d", "workload": )" + std::string(kGood) + R"(, "solution": null, "evaluation": null})");
+  auto r = LoadFlashInferDefinition(def, std::nullopt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto record = nlohmann::json::parse(r->workloads.at(0).record);
+  EXPECT_EQ(record["uuid"], "00000001-aaaa") << "the record is the trace's workload";
+  EXPECT_FALSE(record.contains("definition"));
+
+  Status s = Load(Definition(),
+                  R"({"definition": "other", "workload": {"uuid": "00000002", "axes": {}, "inputs": {}}})");
+  EXPECT_TRUE(Contains(s.message(), "d.jsonl:1: definition: is \"other\", not this definition's name \"d\""))
+      << s.message();
+  EXPECT_TRUE(Contains(s.message(), "d.jsonl:1: workload.axes.n: var axis is not bound")) << s.message();
 }
 
 TEST_F(FlashInferErrors, NoWorkloadsSaysWhereItLookedAndWhatToPass) {
@@ -177,8 +195,11 @@ TEST_F(FlashInferErrors, VarAxisMissingFromARecord) {
 
 TEST_F(FlashInferErrors, RecordProblemsAreAllReported) {
   Status s = Load(Definition(),
-                  R"({"uuid": "00000001", "axes": {"n": 4, "k": 9, "z": 1}, "inputs": {"x": {"type": "scalar", "value": 1}, "q": {"type": "random"}, "s": {"type": "file"}}})"
-                  "\n" R"({"uuid": "00000001-bb", "axes": {"n": 2}, "inputs": {"x": {"type": "safetensors", "path": "no.safetensors", "tensor_key": "x"}}})");
+                  R"({"uuid": "00000001", "axes": {"n": 4, "k": 9, "z": 1}, "inputs": {)"
+                  R"("x": {"type": "scalar", "value": 1}, "q": {"type": "random"}, "s": {"type": "file"}}})"
+                  "\n"
+                  R"({"uuid": "00000001-bb", "axes": {"n": 2}, "inputs": {)"
+                  R"("x": {"type": "safetensors", "path": "no.safetensors", "tensor_key": "x"}}})");
   const std::string& m = s.message();
   EXPECT_TRUE(Contains(m, "d.jsonl:1: axes.k: const axis is 8 in the definition, not 9")) << m;
   EXPECT_TRUE(Contains(m, "d.jsonl:1: axes.z: no such axis")) << m;
@@ -190,15 +211,19 @@ TEST_F(FlashInferErrors, RecordProblemsAreAllReported) {
 
 TEST_F(FlashInferErrors, MissingSafetensorsFile) {
   Status s = Load(Definition(),
-                  R"({"uuid": "00000001", "axes": {"n": 2}, "inputs": {"x": {"type": "safetensors", "path": "no.safetensors", "tensor_key": "x"}}})");
-  EXPECT_TRUE(Contains(s.message(), "d.jsonl:1: inputs.x.path: file " + (dir_->path() / "no.safetensors").string() + " not found"))
+                  R"({"uuid": "00000001", "axes": {"n": 2}, "inputs": {)"
+                  R"("x": {"type": "safetensors", "path": "no.safetensors", "tensor_key": "x"}}})");
+  std::string file = (dir_->path() / "no.safetensors").string();
+  EXPECT_TRUE(Contains(s.message(), "d.jsonl:1: inputs.x.path: file " + file + " not found"))
       << s.message();
 }
 
 TEST_F(FlashInferErrors, DefinitionThatIsNotJsonOrLacksFields) {
   Status s = Load("{\n  \"name\": \"d\",\n  oops\n}", kGood);
   EXPECT_TRUE(Contains(s.message(), "d.json:3: not valid JSON")) << s.message();
-  s = Load(R"({"name": "d", "axes": {"n": {"type": "sometimes"}}, "inputs": {}, "outputs": {"y": {"shape": ["n"], "dtype": "float32"}}})", kGood);
+  s = Load(R"({"name": "d", "axes": {"n": {"type": "sometimes"}}, "inputs": {},)"
+           R"( "outputs": {"y": {"shape": ["n"], "dtype": "float32"}}})",
+           kGood);
   EXPECT_TRUE(Contains(s.message(), "d.json: op_type: required field is missing")) << s.message();
   EXPECT_TRUE(Contains(s.message(), "d.json: reference: required field is missing")) << s.message();
   EXPECT_TRUE(Contains(s.message(), "axes.n.type: expected \"const\" or \"var\"")) << s.message();
