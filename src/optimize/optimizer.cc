@@ -176,6 +176,8 @@ EvalOptions Optimizer::Loop::BaseEvalOptions() const {
   e.timeout_s = opts_.eval_timeout_s;
   e.timing.max_seconds = opts_.timing_max_seconds;
   e.energy = opts_.objective != "time";
+  e.device = opts_.device;
+  e.timing.mode = opts_.timing;
   return e;
 }
 
@@ -298,8 +300,12 @@ std::vector<OfferedSkill> Optimizer::Loop::SkillsFor(const NodeData& n) {
   std::vector<OfferedSkill> out;
   if (!opts_.skills || !o_.skills_) return out;
   RetrievalContext rc;
-  for (const auto& f : n.findings) rc.findings.push_back({f.id, EvidenceStrings(f.evidence), f.guidance});
-  rc.roofline_class = n.bottleneck;
+  // Cards are matched to the parent's findings only when the tools' guidance is pushed to the
+  // generator: under the feedback and tools ablations a card's trigger would leak the finding.
+  if (opts_.feedback == FeedbackMode::kTools && opts_.tools == ToolsMode::kProactive) {
+    for (const auto& f : n.findings) rc.findings.push_back({f.id, EvidenceStrings(f.evidence), f.guidance});
+    rc.roofline_class = n.bottleneck;
+  }
   rc.task_text = o_.task_.name + ". " + o_.task_.description;
   rc.language = o_.task_.backend == Backend::kCuda ? "cuda" : "cpp";
   rc.platform = o_.task_.backend == Backend::kCuda ? opts_.arch : "";
@@ -377,6 +383,7 @@ ProposalContext Optimizer::Loop::ContextFor(int64_t node) {
   auto& offered = offered_[node];
   for (const auto& sk : c.skills)
     if (std::find(offered.begin(), offered.end(), sk.id) == offered.end()) offered.push_back(sk.id);
+  ApplyAblations(opts_, &c);
   return c;
 }
 

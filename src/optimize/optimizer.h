@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,21 @@
 #include "store/store.h"
 
 namespace kpilot {
+
+// Ablation switches (docs/bench.md): what the generator is shown of the parent's profile.
+//   kNone:  no roofline class, findings, guidance or measured numbers (the verdict stays);
+//   kRaw:   the measured numbers and the findings' raw evidence only, as `parent_metrics` (the
+//           llm:/command: prompt's raw-metrics section); no class, findings or guidance;
+//   kTools: the micro-profiling tools' findings with their guidance (the default).
+enum class FeedbackMode { kNone, kRaw, kTools };
+// How tool guidance reaches the generator: kProactive pushes it into every proposal's context
+// (the default); kOnRequest holds it back — an llm: generator gets it only by calling its
+// get_profile tool, the params generator gets none.
+enum class ToolsMode { kProactive, kOnRequest };
+std::optional<FeedbackMode> ParseFeedbackMode(const std::string& name);
+std::optional<ToolsMode> ParseToolsMode(const std::string& name);
+const char* FeedbackModeName(FeedbackMode m);
+const char* ToolsModeName(ToolsMode m);
 
 struct OptimizeOptions {
   std::string task_dir;
@@ -48,10 +64,15 @@ struct OptimizeOptions {
   // loads the same).
   bool skills = true;
   std::vector<std::string> skill_dirs;
+  FeedbackMode feedback = FeedbackMode::kTools;  // --feedback none|raw|tools
+  ToolsMode tools = ToolsMode::kProactive;       // --tools proactive|on-request
+  bool memory = true;                            // --memory off: no search-memory summary for the generator
+  int device = 0;                                // CUDA device index evaluations run on (kpilot bench spreads problems)
   std::vector<std::string> workloads;   // empty = all
   std::string arch;                     // cuda target
   double eval_timeout_s = 120;
   double timing_max_seconds = 2.0;      // per workload per evaluation
+  TimingMode timing = TimingMode::kDefault;  // the timing procedure (docs/pytorch.md: default | kernelbench | flashinfer)
   std::string replay;                   // a space file (kpilot sweep) served instead of running ("" = run)
 };
 
@@ -65,6 +86,16 @@ inline constexpr double kAutoPipelineBusyGoal = 0.8;
 int NextPipelineDepth(int depth, double busy_s, double elapsed_s);
 
 nlohmann::json ToJson(const OptimizeOptions& o);
+// Pure: the proposal context as the ablation switches let the generator see it (feedback, tools,
+// memory; skills are applied where cards are retrieved). With kTools + kProactive and memory on it
+// is left as it is.
+void ApplyAblations(const OptimizeOptions& o, ProposalContext* ctx);
+// The ablation flags as a command line gives them (--feedback none|raw|tools, --tools
+// proactive|on-request, --memory on|off) set into `o`; InvalidInput naming the flag otherwise.
+// `--feedback raw` turns raw_metrics on (the generators' raw-metrics section is where the numbers
+// go); `--feedback none` with --raw-metrics is a contradiction (InvalidInput).
+Status ApplyAblationFlags(const std::string& feedback, const std::string& tools, const std::string& memory,
+                          OptimizeOptions* o);
 Result<OptimizeOptions> OptimizeOptionsFromJson(const nlohmann::json& j);
 
 // Live progress, one event at a time (the CLI prints them; tests collect them).

@@ -5,6 +5,46 @@ namespace kpilot {
 
 using nlohmann::json;
 
+std::optional<FeedbackMode> ParseFeedbackMode(const std::string& name) {
+  if (name == "none") return FeedbackMode::kNone;
+  if (name == "raw") return FeedbackMode::kRaw;
+  if (name == "tools") return FeedbackMode::kTools;
+  return std::nullopt;
+}
+
+std::optional<ToolsMode> ParseToolsMode(const std::string& name) {
+  if (name == "proactive") return ToolsMode::kProactive;
+  if (name == "on-request") return ToolsMode::kOnRequest;
+  return std::nullopt;
+}
+
+const char* FeedbackModeName(FeedbackMode m) {
+  switch (m) {
+    case FeedbackMode::kNone: return "none";
+    case FeedbackMode::kRaw: return "raw";
+    case FeedbackMode::kTools: return "tools";
+  }
+  return "tools";
+}
+
+const char* ToolsModeName(ToolsMode m) { return m == ToolsMode::kOnRequest ? "on-request" : "proactive"; }
+
+Status ApplyAblationFlags(const std::string& feedback, const std::string& tools, const std::string& memory,
+                          OptimizeOptions* o) {
+  auto f = ParseFeedbackMode(feedback);
+  if (!f) return Status::InvalidInput("--feedback " + feedback + ": use none, raw or tools");
+  auto t = ParseToolsMode(tools);
+  if (!t) return Status::InvalidInput("--tools " + tools + ": use proactive or on-request");
+  if (memory != "on" && memory != "off") return Status::InvalidInput("--memory " + memory + ": use on or off");
+  if (*f == FeedbackMode::kNone && o->raw_metrics)
+    return Status::InvalidInput("--feedback none hides every measurement; drop --raw-metrics (or use --feedback raw)");
+  o->feedback = *f;
+  o->tools = *t;
+  o->memory = memory == "on";
+  if (*f == FeedbackMode::kRaw) o->raw_metrics = true;
+  return Status::Ok();
+}
+
 json ToJson(const OptimizeOptions& o) {
   return {{"task_dir", o.task_dir},
           {"from", o.from},
@@ -33,6 +73,11 @@ json ToJson(const OptimizeOptions& o) {
           {"seed", o.seed},
           {"skills", o.skills},
           {"skill_dirs", o.skill_dirs},
+          {"feedback", FeedbackModeName(o.feedback)},
+          {"tools", ToolsModeName(o.tools)},
+          {"memory", o.memory},
+          {"device", o.device},
+          {"timing", std::string(TimingModeName(o.timing))},
           {"workloads", o.workloads},
           {"arch", o.arch},
           {"eval_timeout_s", o.eval_timeout_s},
@@ -72,6 +117,17 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.seed = j.at("seed").get<uint64_t>();
     o.skills = j.value("skills", false);  // runs stored before cards existed had none
     o.skill_dirs = j.value("skill_dirs", std::vector<std::string>{});
+    // Runs stored before the ablation switches existed had tools' guidance, proactive, with memory.
+    auto feedback = ParseFeedbackMode(j.value("feedback", "tools"));
+    auto tools = ParseToolsMode(j.value("tools", "proactive"));
+    if (!feedback || !tools) return Status::InvalidInput("stored run options: unknown feedback or tools mode");
+    o.feedback = *feedback;
+    o.tools = *tools;
+    o.memory = j.value("memory", true);
+    o.device = j.value("device", 0);
+    auto timing = ParseTimingMode(j.value("timing", "default"));
+    if (!timing) return Status::InvalidInput("stored run options: unknown timing procedure");
+    o.timing = *timing;
     o.workloads = j.at("workloads").get<std::vector<std::string>>();
     o.arch = j.at("arch").get<std::string>();
     o.eval_timeout_s = j.at("eval_timeout_s").get<double>();

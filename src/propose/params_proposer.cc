@@ -306,6 +306,8 @@ class Planner {
     for (const auto& sk : ctx_.skills) cards |= !sk.moves.empty();
     if (!ctx_.skills_enabled) {
       explore_reason_ = "skills off: no finding-steered moves";
+    } else if (ctx_.profile_on_request) {
+      explore_reason_ = "tools on request: the findings are not pushed to this generator";
     } else if (cards) {
       CardMoves(targeted);
     } else {

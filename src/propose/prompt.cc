@@ -57,8 +57,9 @@ std::string RawMetricsSection(const ProposalContext& ctx) {
     if (!m.is_discarded()) j["parent"] = m;
   }
   nlohmann::json ev = nlohmann::json::object();
-  for (const auto& f : ctx.findings)
-    if (!f.evidence.empty()) ev[f.id] = f.evidence;
+  if (!ctx.profile_on_request)  // held back for get_profile: its evidence would name the findings
+    for (const auto& f : ctx.findings)
+      if (!f.evidence.empty()) ev[f.id] = f.evidence;
   if (!ev.empty()) j["finding_evidence"] = ev;
   if (j.empty()) return "";
   return "## Raw metrics of the parent\n\n" + Fence("json", j.dump(2)) + "\n";
@@ -282,7 +283,11 @@ PromptVars BuildPromptVars(const Task& task, const ProposalContext& ctx, const P
     }
   }
   v["verdict_evidence"] = evidence;
-  v["profile"] = ProfileSection(ctx);
+  // --tools on-request: the profile is served by get_profile only (and not at all without tools).
+  v["profile"] = !ctx.profile_on_request ? ProfileSection(ctx)
+                 : options.tools ? "## Profile of the parent\n\nNot shown here: call `get_profile` for the parent's "
+                                   "roofline class and the profiling tools' findings with their guidance.\n\n"
+                                 : "";
   v["raw_metrics"] = options.raw_metrics ? RawMetricsSection(ctx) : "";
   v["memory"] = ctx.memory_summary.empty() ? "" : "## What the search has tried so far\n\n" + ctx.memory_summary + "\n\n";
   std::string siblings;

@@ -90,6 +90,10 @@ struct ProposalContext {
   // `--skills off`: generators then use no card, and `params` no finding-steered move.
   std::vector<OfferedSkill> skills;
   bool skills_enabled = true;
+  // `--tools on-request` (an ablation): `bottleneck` and `findings` are held back — prompts do not
+  // show them and the params generator makes no finding-steered move; the llm: generator's
+  // get_profile tool still serves them when called.
+  bool profile_on_request = false;
 };
 
 // What a generator has spent so far (language models; the others spend nothing).

@@ -1,0 +1,280 @@
+// The metrics of a bench run and their renderings (table, JSON, Markdown).
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "bench/bench.h"
+
+namespace kpilot {
+
+using nlohmann::json;
+
+namespace {
+
+double SpeedupOver(const ProblemResult& r, Baseline b) {
+  if (!r.correct()) return 0;
+  if (b == Baseline::kCompile) return r.compile_measured ? r.speedup_compile : 0;
+  return r.speedup_eager;
+}
+
+BaselineMetrics MetricsOver(const std::vector<ProblemResult>& results, Baseline b) {
+  BaselineMetrics m;
+  for (const auto& r : results) m.measured += SpeedupOver(r, b) > 0;
+  for (size_t i = 0; i < kFastPCount; ++i) m.fast_p[i] = FastP(results, kFastP[i], b);
+  m.geomean = GeomeanSpeedup(results, b);
+  return m;
+}
+
+LevelReport Level(const std::string& name, const std::vector<ProblemResult>& results) {
+  LevelReport l;
+  l.level = name;
+  l.problems = static_cast<int>(results.size());
+  for (const auto& r : results) {
+    l.correct += r.correct();
+    l.errors += !r.error.empty();
+    l.evaluations += r.evaluations;
+    l.requests += r.requests;
+    l.input_tokens += r.input_tokens;
+    l.output_tokens += r.output_tokens;
+    l.cost_usd += r.cost_usd;
+    l.gpu_s += r.gpu_s;
+    l.wall_s += r.wall_s;
+  }
+  l.correctness = l.problems ? static_cast<double>(l.correct) / l.problems : 0;
+  l.eager = MetricsOver(results, Baseline::kEager);
+  l.compile = MetricsOver(results, Baseline::kCompile);
+  return l;
+}
+
+json ToJson(const BaselineMetrics& m) {
+  json fast = json::object();
+  for (size_t i = 0; i < kFastPCount; ++i) fast[fmt::format("{:g}", kFastP[i])] = m.fast_p[i];
+  return {{"measured", m.measured}, {"fast_p", fast}, {"geomean_speedup", m.geomean}};
+}
+
+json ToJson(const LevelReport& l) {
+  return {{"level", l.level},
+          {"problems", l.problems},
+          {"correct", l.correct},
+          {"errors", l.errors},
+          {"correctness", l.correctness},
+          {"eager", ToJson(l.eager)},
+          {"compile", ToJson(l.compile)},
+          {"cost", {{"evaluations", l.evaluations}, {"requests", l.requests}, {"input_tokens", l.input_tokens},
+                    {"output_tokens", l.output_tokens}, {"cost_usd", l.cost_usd}, {"gpu_s", l.gpu_s},
+                    {"wall_s", l.wall_s}}}};
+}
+
+// "83%"; a geomean "2.41×"; "—" for a baseline no correct problem was measured against.
+std::string Percent(double v) { return fmt::format("{:.0f}%", 100 * v); }
+std::string Times(const BaselineMetrics& m) { return m.measured ? fmt::format("{:.3f}×", m.geomean) : "—"; }
+std::string FastCell(const BaselineMetrics& m, size_t i) { return m.measured || i == 0 ? Percent(m.fast_p[i]) : "—"; }
+
+// The rows both renderings share: one per level (and "all" when there are several levels).
+std::vector<const LevelReport*> Rows(const BenchReport& r) {
+  std::vector<const LevelReport*> rows;
+  for (const auto& l : r.levels) rows.push_back(&l);
+  if (r.levels.size() != 1) rows.push_back(&r.total);
+  return rows;
+}
+
+std::string ProblemCell(const ProblemResult& p) {
+  if (!p.error.empty()) return "error: " + p.error.substr(0, 80);
+  if (!p.correct()) return p.verdict;
+  return fmt::format("{:.3f}× eager{}", p.speedup_eager,
+                     p.compile_measured ? fmt::format(", {:.3f}× compile", p.speedup_compile) : "");
+}
+
+}  // namespace
+
+double FastP(const std::vector<ProblemResult>& results, double p, Baseline b) {
+  if (results.empty()) return 0;
+  int fast = 0;
+  for (const auto& r : results) fast += SpeedupOver(r, b) > p;
+  return static_cast<double>(fast) / static_cast<double>(results.size());
+}
+
+double GeomeanSpeedup(const std::vector<ProblemResult>& results, Baseline b) {
+  double log_sum = 0;
+  int n = 0;
+  for (const auto& r : results)
+    if (double s = SpeedupOver(r, b); s > 0) {
+      log_sum += std::log(s);
+      ++n;
+    }
+  return n ? std::exp(log_sum / n) : 0;
+}
+
+json ToJson(const ProblemResult& r) {
+  json w = json::array();
+  for (const auto& x : r.workloads) w.push_back({{"name", x.name}, {"passed", x.passed}, {"speedup", x.speedup}});
+  return {{"id", r.id},
+          {"level", r.level},
+          {"error", r.error},
+          {"verdict", r.verdict},
+          {"correct", r.correct()},
+          {"speedup_eager", r.speedup_eager},
+          {"speedup_compile", r.speedup_compile},
+          {"compile_measured", r.compile_measured},
+          {"candidate", r.candidate},
+          {"run", r.run_id},
+          {"evaluations", r.evaluations},
+          {"requests", r.requests},
+          {"input_tokens", r.input_tokens},
+          {"output_tokens", r.output_tokens},
+          {"cost_usd", r.cost_usd},
+          {"gpu_s", r.gpu_s},
+          {"wall_s", r.wall_s},
+          {"workloads", w},
+          {"traces", r.traces}};
+}
+
+Result<ProblemResult> ProblemResultFromJson(const json& j) {
+  try {
+    ProblemResult r;
+    r.id = j.at("id").get<std::string>();
+    r.level = j.at("level").get<std::string>();
+    r.error = j.value("error", "");
+    r.verdict = j.value("verdict", "");
+    r.speedup_eager = j.value("speedup_eager", 0.0);
+    r.speedup_compile = j.value("speedup_compile", 0.0);
+    r.compile_measured = j.value("compile_measured", false);
+    r.candidate = j.value("candidate", "");
+    r.run_id = j.value("run", int64_t{0});
+    r.evaluations = j.value("evaluations", 0);
+    r.requests = j.value("requests", int64_t{0});
+    r.input_tokens = j.value("input_tokens", int64_t{0});
+    r.output_tokens = j.value("output_tokens", int64_t{0});
+    r.cost_usd = j.value("cost_usd", 0.0);
+    r.gpu_s = j.value("gpu_s", 0.0);
+    r.wall_s = j.value("wall_s", 0.0);
+    for (const auto& w : j.value("workloads", json::array()))
+      r.workloads.push_back({w.value("name", ""), w.value("passed", false), w.value("speedup", 0.0)});
+    r.traces = j.value("traces", json::array());
+    return r;
+  } catch (const std::exception& e) {
+    return Status::InvalidInput(std::string("a stored bench result is malformed: ") + e.what());
+  }
+}
+
+BenchReport Summarize(const std::string& suite, SuiteFormat format, const std::vector<ProblemResult>& results,
+                      const ContestScoreFn& contest_score) {
+  BenchReport rep;
+  rep.suite = suite;
+  rep.format = SuiteFormatName(format);
+  rep.results = results;
+  std::vector<std::string> order;
+  for (const auto& r : results)
+    if (std::find(order.begin(), order.end(), r.level) == order.end()) order.push_back(r.level);
+  for (const auto& level : order) {
+    std::vector<ProblemResult> in;
+    for (const auto& r : results)
+      if (r.level == level) in.push_back(r);
+    rep.levels.push_back(Level(level, in));
+  }
+  rep.total = Level("all", results);
+  if (format == SuiteFormat::kFlashInfer && contest_score) {
+    for (const auto& r : results) {
+      DefinitionScore d;
+      d.id = r.id;
+      std::vector<double> speedups;
+      std::vector<bool> passed;
+      for (const auto& w : r.workloads) {
+        speedups.push_back(w.speedup);
+        passed.push_back(w.passed && r.error.empty());
+        d.passed += w.passed;
+      }
+      d.workloads = static_cast<int>(r.workloads.size());
+      // A definition that did not run, or ran no workload, scores zero.
+      d.score = r.error.empty() && !speedups.empty() ? contest_score(speedups, passed) : 0;
+      rep.contest.push_back(d);
+    }
+  }
+  return rep;
+}
+
+json ToJson(const BenchReport& r) {
+  json levels = json::array();
+  for (const auto& l : r.levels) levels.push_back(ToJson(l));
+  json problems = json::array();
+  for (const auto& p : r.results) problems.push_back(ToJson(p));
+  json j = {{"suite", r.suite},   {"format", r.format},      {"fast_p_rule", "correct and speedup > p"},
+            {"levels", levels}, {"total", ToJson(r.total)}, {"problems", problems}};
+  if (!r.contest.empty()) {
+    json c = json::array();
+    for (const auto& d : r.contest)
+      c.push_back({{"definition", d.id}, {"score", d.score}, {"workloads", d.workloads}, {"passed", d.passed}});
+    j["contest"] = c;
+  }
+  return j;
+}
+
+std::string ReportTable(const BenchReport& r) {
+  std::string s = fmt::format("suite {} ({}): {} problems\n\n", r.suite, r.format, r.total.problems);
+  std::string head = fmt::format("{:<8} {:>5} {:>8}", "level", "n", "correct");
+  for (double p : kFastP) head += fmt::format(" {:>7}", fmt::format("fast_{:g}", p));
+  head += fmt::format(" {:>9}", "geomean");
+  for (const char* base : {"eager", "torch.compile"}) {
+    s += "against " + std::string(base) + "\n" + head + "\n";
+    for (const LevelReport* l : Rows(r)) {
+      const BaselineMetrics& m = std::string(base) == "eager" ? l->eager : l->compile;
+      s += fmt::format("{:<8} {:>5} {:>8}", l->level, l->problems, Percent(l->correctness));
+      for (size_t i = 0; i < kFastPCount; ++i) s += fmt::format(" {:>7}", FastCell(m, i));
+      s += fmt::format(" {:>9}\n", Times(m));
+    }
+    s += "\n";
+  }
+  s += "cost\n";
+  s += fmt::format("{:<8} {:>11} {:>9} {:>13} {:>13} {:>10} {:>9}\n", "level", "evaluations", "requests", "input tokens",
+                   "output tokens", "US$", "GPU s");
+  for (const LevelReport* l : Rows(r))
+    s += fmt::format("{:<8} {:>11} {:>9} {:>13} {:>13} {:>10.4f} {:>9.1f}\n", l->level, l->evaluations, l->requests,
+                     l->input_tokens, l->output_tokens, l->cost_usd, l->gpu_s);
+  if (!r.contest.empty()) {
+    s += "\nflashinfer contest score (mean per-workload speedup; 0 if any workload failed)\n";
+    for (const auto& d : r.contest)
+      s += fmt::format("  {:<40} {:>8.3f}  ({}/{} workloads passed)\n", d.id, d.score, d.passed, d.workloads);
+  }
+  s += "\nproblems\n";
+  for (const auto& p : r.results) s += fmt::format("  {:<40} {}\n", p.id, ProblemCell(p));
+  s += "\nfast_p: share of problems correct and more than p× faster (KernelBench's rule; fast_0 = correctness).\n";
+  return s;
+}
+
+std::string ReportMarkdown(const BenchReport& r) {
+  std::string s = fmt::format("# kpilot bench: {} ({})\n\n{} problems. fast_p is the share of problems that are "
+                              "correct **and** more than p× faster than the baseline (KernelBench's rule; fast_0 is "
+                              "the correctness rate); the geometric mean is over correct problems.\n",
+                              r.suite, r.format, r.total.problems);
+  for (const char* base : {"eager", "torch.compile"}) {
+    s += fmt::format("\n## Against {}\n\n| level | n | correct |", base);
+    std::string rule = "|---|---:|---:|";
+    for (double p : kFastP) {
+      s += fmt::format(" fast_{:g} |", p);
+      rule += "---:|";
+    }
+    s += " geomean |\n" + rule + "---:|\n";
+    for (const LevelReport* l : Rows(r)) {
+      const BaselineMetrics& m = std::string(base) == "eager" ? l->eager : l->compile;
+      s += fmt::format("| {} | {} | {} |", l->level, l->problems, Percent(l->correctness));
+      for (size_t i = 0; i < kFastPCount; ++i) s += " " + FastCell(m, i) + " |";
+      s += " " + Times(m) + " |\n";
+    }
+  }
+  s += "\n## Cost\n\n| level | evaluations | requests | input tokens | output tokens | US$ | GPU s |\n"
+       "|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const LevelReport* l : Rows(r))
+    s += fmt::format("| {} | {} | {} | {} | {} | {:.4f} | {:.1f} |\n", l->level, l->evaluations, l->requests,
+                     l->input_tokens, l->output_tokens, l->cost_usd, l->gpu_s);
+  if (!r.contest.empty()) {
+    s += "\n## flashinfer contest score\n\nMean per-workload speedup over the definition's reference; 0 if any "
+         "workload failed.\n\n| definition | score | workloads passed |\n|---|---:|---:|\n";
+    for (const auto& d : r.contest) s += fmt::format("| {} | {:.3f} | {}/{} |\n", d.id, d.score, d.passed, d.workloads);
+  }
+  s += "\n## Problems\n\n| problem | result | evaluations | run |\n|---|---|---:|---:|\n";
+  for (const auto& p : r.results)
+    s += fmt::format("| {} | {} | {} | {} |\n", p.id, ProblemCell(p), p.evaluations, p.run_id ? std::to_string(p.run_id) : "");
+  return s;
+}
+
+}  // namespace kpilot

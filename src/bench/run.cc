@@ -1,0 +1,124 @@
+// Running a suite: the bench's record in the store, and one worker thread per device.
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "bench/bench.h"
+
+namespace kpilot {
+
+using nlohmann::json;
+
+Result<int64_t> CreateBench(Store& store, const Suite& suite, const json& config) {
+  RunRecord r;
+  r.task_name = std::string(kBenchTaskPrefix) + suite.name;
+  r.task_dir = suite.root.string();
+  r.config_json = json{{"bench", config}}.dump();
+  r.status = "running";
+  return store.CreateRun(r);
+}
+
+Result<BenchState> LoadBench(Store& store, int64_t id) {
+  auto run = store.GetRun(id);
+  if (!run.ok()) return run.status();
+  if (!run->has_value()) return Status::NotFound("bench " + std::to_string(id) + " is not in store " + store.dir().string());
+  json config = json::parse((*run)->config_json, nullptr, false);
+  if ((*run)->task_name.rfind(kBenchTaskPrefix, 0) != 0 || !config.is_object() || !config.contains("bench"))
+    return Status::InvalidInput("run " + std::to_string(id) + " is an optimization run, not a bench — continue it with "
+                                "kpilot optimize --resume " + std::to_string(id));
+  BenchState s;
+  s.id = id;
+  s.status = (*run)->status;
+  s.config = config["bench"];
+  auto events = store.ListRunEvents(id);
+  if (!events.ok()) return events.status();
+  std::map<std::string, int64_t> runs;   // problem → its optimizer run
+  std::set<std::string> started, done;
+  for (const auto& e : *events) {
+    json p = json::parse(e.payload_json, nullptr, false);
+    if (!p.is_object()) continue;
+    std::string problem = p.value("problem", "");
+    if (e.kind == "problem_start") started.insert(problem);
+    if (e.kind == "problem_run") runs[problem] = p.value("run", int64_t{0});
+    if (e.kind == "problem") {
+      auto r = ProblemResultFromJson(p.value("result", json::object()));
+      if (!r.ok()) return r.status().WithContext("bench " + std::to_string(id));
+      done.insert(r->id);
+      s.finished.push_back(std::move(r).value());
+    }
+  }
+  for (const auto& problem : started)
+    if (!done.count(problem)) s.interrupted.push_back({problem, runs.count(problem) ? runs[problem] : 0});
+  return s;
+}
+
+Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std::vector<BenchProblem>& problems,
+                                            ProblemRunner& runner, const std::vector<int>& devices,
+                                            BenchProgress& progress) {
+  auto state = LoadBench(store, id);
+  if (!state.ok()) return state.status();
+  std::map<std::string, ProblemResult> results;
+  for (auto& r : state->finished) results[r.id] = r;
+  std::map<std::string, int64_t> resume_runs(state->interrupted.begin(), state->interrupted.end());
+  std::vector<const BenchProblem*> todo;
+  for (const auto& p : problems)
+    if (!results.count(p.id)) todo.push_back(&p);
+
+  std::mutex mu;  // guards next, done, results, first_error and the progress sink
+  size_t next = 0;
+  int done = static_cast<int>(problems.size() - todo.size());
+  const int total = static_cast<int>(problems.size());
+  Status first_error = Status::Ok();
+  auto record = [&](const std::string& kind, const json& payload) {
+    auto seq = store.AddRunEvent(id, kind, payload.dump());
+    std::lock_guard<std::mutex> lock(mu);
+    if (!seq.ok() && first_error.ok()) first_error = seq.status();
+  };
+  auto work = [&](int device) {
+    for (;;) {
+      const BenchProblem* p = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next >= todo.size() || !first_error.ok()) return;
+        p = todo[next++];
+        progress.Started(*p, device);
+      }
+      record("problem_start", {{"problem", p->id}, {"device", device}});
+      int64_t resume = resume_runs.count(p->id) ? resume_runs.at(p->id) : 0;
+      auto t0 = std::chrono::steady_clock::now();
+      ProblemResult r = runner.Run(*p, device, resume, [&](int64_t run) {
+        if (run != resume) record("problem_run", {{"problem", p->id}, {"run", run}});
+      });
+      r.id = p->id;
+      r.level = p->level;
+      if (r.wall_s <= 0) r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      record("problem", {{"problem", p->id}, {"result", ToJson(r)}});
+      std::lock_guard<std::mutex> lock(mu);
+      results[p->id] = r;
+      progress.Finished(r, ++done, total);
+    }
+  };
+  std::vector<int> slots = devices.empty() ? std::vector<int>{-1} : devices;
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < slots.size(); ++i) threads.emplace_back(work, slots[i]);
+  work(slots.front());
+  for (auto& t : threads) t.join();
+  if (!first_error.ok()) return first_error.WithContext("recording bench " + std::to_string(id));
+
+  std::vector<ProblemResult> out;
+  for (const auto& p : problems)
+    if (results.count(p.id)) out.push_back(results.at(p.id));
+  auto run = store.GetRun(id);
+  if (run.ok() && run->has_value()) {
+    RunRecord rec = **run;
+    rec.status = out.size() == problems.size() ? "finished" : "running";
+    rec.stop_reason = std::to_string(out.size()) + " of " + std::to_string(problems.size()) + " problems";
+    rec.best_speedup = GeomeanSpeedup(out, Baseline::kEager);
+    KPILOT_RETURN_IF_ERROR(store.UpdateRun(rec));
+  }
+  return out;
+}
+
+}  // namespace kpilot

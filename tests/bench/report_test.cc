@@ -1,0 +1,177 @@
+// The bench metrics on constructed results: fast_p (strictly faster than p), geomean over
+// correct problems, per level and in total, against eager and torch.compile; the renderings.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "bench/bench.h"
+
+namespace kpilot {
+namespace {
+
+ProblemResult Correct(const std::string& id, const std::string& level, double eager, double compile = 0) {
+  ProblemResult r;
+  r.id = id;
+  r.level = level;
+  r.verdict = "passed";
+  r.speedup_eager = eager;
+  r.speedup_compile = compile;
+  r.compile_measured = compile > 0;
+  r.evaluations = 3;
+  r.gpu_s = 1.5;
+  return r;
+}
+
+ProblemResult Wrong(const std::string& id, const std::string& level) {
+  ProblemResult r;
+  r.id = id;
+  r.level = level;
+  r.verdict = "incorrect";
+  r.evaluations = 3;
+  return r;
+}
+
+TEST(FastP, CountsCorrectAndStrictlyFaster) {
+  std::vector<ProblemResult> rs = {Correct("a", "1", 1.0), Correct("b", "1", 2.0), Correct("c", "1", 0.5),
+                                   Wrong("d", "1")};
+  EXPECT_DOUBLE_EQ(FastP(rs, 0, Baseline::kEager), 0.75) << "fast_0 is the correctness rate";
+  EXPECT_DOUBLE_EQ(FastP(rs, 0.5, Baseline::kEager), 0.5) << "0.5 is not faster than 0.5";
+  EXPECT_DOUBLE_EQ(FastP(rs, 1, Baseline::kEager), 0.25) << "exactly 1.0× is not faster than eager";
+  EXPECT_DOUBLE_EQ(FastP(rs, 2, Baseline::kEager), 0.0) << "exactly 2.0× is not fast_2";
+  EXPECT_DOUBLE_EQ(FastP({}, 1, Baseline::kEager), 0.0);
+}
+
+TEST(FastP, AWrongProblemIsNeverFastWhateverItsSpeedup) {
+  ProblemResult r = Wrong("x", "1");
+  r.speedup_eager = 9;  // a stale number must not count
+  EXPECT_DOUBLE_EQ(FastP({r}, 1, Baseline::kEager), 0.0);
+  ProblemResult e = Correct("y", "1", 3);
+  e.error = "problem did not load";
+  EXPECT_FALSE(e.correct());
+  EXPECT_DOUBLE_EQ(FastP({e}, 0, Baseline::kEager), 0.0);
+}
+
+TEST(FastP, CompileBaselineNeedsAMeasurement) {
+  std::vector<ProblemResult> rs = {Correct("a", "1", 2.0, 1.2), Correct("b", "1", 2.0)};
+  EXPECT_DOUBLE_EQ(FastP(rs, 1, Baseline::kCompile), 0.5);
+  EXPECT_DOUBLE_EQ(FastP(rs, 0, Baseline::kCompile), 0.5) << "unmeasured: counted as not fast";
+  EXPECT_DOUBLE_EQ(GeomeanSpeedup(rs, Baseline::kCompile), 1.2);
+}
+
+TEST(Geomean, OverCorrectProblemsOnly) {
+  std::vector<ProblemResult> rs = {Correct("a", "1", 2.0), Correct("b", "1", 8.0), Wrong("c", "1")};
+  EXPECT_NEAR(GeomeanSpeedup(rs, Baseline::kEager), 4.0, 1e-12);
+  EXPECT_DOUBLE_EQ(GeomeanSpeedup({Wrong("c", "1")}, Baseline::kEager), 0.0);
+  EXPECT_DOUBLE_EQ(GeomeanSpeedup({}, Baseline::kEager), 0.0);
+}
+
+TEST(Summarize, PerLevelAndTotal) {
+  std::vector<ProblemResult> rs = {Correct("level1/a", "1", 2.0, 1.5), Wrong("level1/b", "1"),
+                                   Correct("level2/c", "2", 0.5, 0.4), Correct("level2/d", "2", 2.0, 0.9)};
+  rs[1].requests = 4;
+  rs[1].input_tokens = 1000;
+  rs[1].output_tokens = 200;
+  rs[1].cost_usd = 0.25;
+  BenchReport r = Summarize("kb", SuiteFormat::kKernelBench, rs);
+  ASSERT_EQ(r.levels.size(), 2u);
+  const LevelReport& l1 = r.levels[0];
+  EXPECT_EQ(l1.level, "1");
+  EXPECT_EQ(l1.problems, 2);
+  EXPECT_EQ(l1.correct, 1);
+  EXPECT_DOUBLE_EQ(l1.correctness, 0.5);
+  EXPECT_DOUBLE_EQ(l1.eager.fast_p[0], 0.5);
+  EXPECT_DOUBLE_EQ(l1.eager.geomean, 2.0);
+  EXPECT_DOUBLE_EQ(l1.compile.geomean, 1.5);
+  EXPECT_EQ(l1.requests, 4);
+  EXPECT_DOUBLE_EQ(l1.cost_usd, 0.25);
+  const LevelReport& l2 = r.levels[1];
+  EXPECT_DOUBLE_EQ(l2.eager.geomean, 1.0);
+  EXPECT_DOUBLE_EQ(l2.eager.fast_p[3], 0.5) << "fast_1: 2.0 yes, 0.5 no";
+  EXPECT_DOUBLE_EQ(l2.compile.fast_p[3], 0.0) << "both slower than torch.compile";
+  EXPECT_EQ(r.total.problems, 4);
+  EXPECT_EQ(r.total.correct, 3);
+  EXPECT_EQ(r.total.evaluations, 12);
+  EXPECT_DOUBLE_EQ(r.total.gpu_s, 4.5);
+  EXPECT_NEAR(r.total.eager.geomean, std::cbrt(2.0 * 0.5 * 2.0), 1e-12);
+  EXPECT_TRUE(r.contest.empty());
+}
+
+TEST(Summarize, FlashInferContestScorePerDefinition) {
+  ProblemResult ok = Correct("rmsnorm/h512", "rmsnorm", 1.5);
+  ok.workloads = {{"w1", true, 1.0}, {"w2", true, 2.0}};
+  ProblemResult one_bad = Correct("gemm/n128", "gemm", 1.5);
+  one_bad.workloads = {{"w1", true, 3.0}, {"w2", false, 0}};
+  ProblemResult errored;
+  errored.id = "softmax/v4096";
+  errored.level = "softmax";
+  errored.error = "definition did not load";
+  // The contest's formula, as src/pytorch implements it.
+  auto contest = [](const std::vector<double>& s, const std::vector<bool>& passed) {
+    double sum = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (!passed[i]) return 0.0;
+      sum += s[i];
+    }
+    return s.empty() ? 0.0 : sum / s.size();
+  };
+  BenchReport r = Summarize("fi", SuiteFormat::kFlashInfer, {ok, one_bad, errored}, contest);
+  ASSERT_EQ(r.contest.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.contest[0].score, 1.5);
+  EXPECT_EQ(r.contest[0].passed, 2);
+  EXPECT_DOUBLE_EQ(r.contest[1].score, 0.0) << "a failed workload zeroes the definition";
+  EXPECT_DOUBLE_EQ(r.contest[2].score, 0.0);
+  EXPECT_TRUE(Summarize("fi", SuiteFormat::kKernelBench, {ok}, contest).contest.empty());
+}
+
+TEST(Render, JsonShape) {
+  BenchReport r = Summarize("kb", SuiteFormat::kKernelBench, {Correct("level1/a", "1", 2.0), Wrong("level1/b", "1")});
+  nlohmann::json j = ToJson(r);
+  EXPECT_EQ(j["suite"], "kb");
+  EXPECT_EQ(j["format"], "kernelbench");
+  ASSERT_EQ(j["levels"].size(), 1u);
+  const auto& l = j["levels"][0];
+  EXPECT_EQ(l["level"], "1");
+  EXPECT_EQ(l["problems"], 2);
+  EXPECT_EQ(l["correct"], 1);
+  for (const char* p : {"0", "0.5", "0.8", "1", "1.5", "2"}) {
+    EXPECT_TRUE(l["eager"]["fast_p"].contains(p)) << p;
+    EXPECT_TRUE(l["compile"]["fast_p"].contains(p)) << p;
+  }
+  EXPECT_EQ(l["eager"]["fast_p"]["1"], 0.5);
+  EXPECT_EQ(l["eager"]["geomean_speedup"], 2.0);
+  EXPECT_EQ(l["compile"]["measured"], 0);
+  EXPECT_TRUE(l["cost"].contains("gpu_s"));
+  EXPECT_EQ(j["problems"].size(), 2u);
+  EXPECT_EQ(j["problems"][1]["correct"], false);
+  EXPECT_EQ(j["total"]["problems"], 2);
+  // A result survives the store's round trip.
+  auto back = ProblemResultFromJson(j["problems"][0]);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->id, "level1/a");
+  EXPECT_DOUBLE_EQ(back->speedup_eager, 2.0);
+  EXPECT_TRUE(back->correct());
+}
+
+TEST(Render, MarkdownAndTable) {
+  BenchReport r = Summarize("kb", SuiteFormat::kKernelBench,
+                            {Correct("level1/a", "1", 2.0, 1.1), Wrong("level1/b", "1"), Correct("level2/c", "2", 1.25)});
+  std::string md = ReportMarkdown(r);
+  EXPECT_NE(md.find("# kpilot bench: kb (kernelbench)"), std::string::npos);
+  EXPECT_NE(md.find("## Against eager"), std::string::npos);
+  EXPECT_NE(md.find("## Against torch.compile"), std::string::npos);
+  EXPECT_NE(md.find("| level | n | correct | fast_0 | fast_0.5 | fast_0.8 | fast_1 | fast_1.5 | fast_2 | geomean |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1 | 2 | 50% | 50% | 50% | 50% | 50% | 50% | 0% | 2.000× |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| all | 3 |"), std::string::npos) << "several levels: a total row";
+  EXPECT_NE(md.find("| level1/b | incorrect |"), std::string::npos);
+  EXPECT_NE(md.find("## Cost"), std::string::npos);
+  std::string table = ReportTable(r);
+  EXPECT_NE(table.find("against torch.compile"), std::string::npos);
+  EXPECT_NE(table.find("fast_1.5"), std::string::npos);
+  EXPECT_NE(table.find("1.250× eager"), std::string::npos);
+  EXPECT_NE(table.find("—"), std::string::npos) << "level 2 has no torch.compile figure";
+}
+
+}  // namespace
+}  // namespace kpilot

@@ -1,0 +1,179 @@
+// The bench loop with a ProblemRunner double and a real store: every problem recorded as it
+// finishes, a resumed bench skips finished problems and continues an interrupted one's optimizer
+// run, problems spread over devices one at a time each.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "bench/bench.h"
+#include "core/fs.h"
+
+namespace kpilot {
+namespace {
+
+class FakeRunner : public ProblemRunner {
+ public:
+  ProblemResult Run(const BenchProblem& p, int device, int64_t resume_run,
+                    const std::function<void(int64_t)>& started) override {
+    int now = ++running_[device + 1];
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      calls.push_back(p.id);
+      resumes[p.id] = resume_run;
+      devices.insert(device);
+      max_per_device = std::max(max_per_device, now);
+    }
+    int64_t run = resume_run > 0 ? resume_run : 100 + next_run_++;
+    started(run);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    --running_[device + 1];
+    ProblemResult r;
+    if (p.id == crash_on) throw std::runtime_error("killed");  // the process dies mid-problem
+    r.verdict = "passed";
+    r.speedup_eager = 2.0;
+    r.run_id = run;
+    r.evaluations = 3;
+    return r;
+  }
+  std::mutex mu;
+  std::vector<std::string> calls;
+  std::map<std::string, int64_t> resumes;
+  std::set<int> devices;
+  int max_per_device = 0;
+  std::string crash_on;
+
+ private:
+  std::atomic<int> running_[8] = {};  // by device + 1
+  std::atomic<int> next_run_{0};
+};
+
+class Quiet : public BenchProgress {
+ public:
+  void Started(const BenchProblem&, int) override {}
+  void Finished(const ProblemResult& r, int done, int total) override {
+    finished.push_back(r.id);
+    last_done = done;
+    last_total = total;
+  }
+  std::vector<std::string> finished;
+  int last_done = 0, last_total = 0;
+};
+
+class BenchRunTest : public ::testing::Test {
+ protected:
+  static nlohmann::json json_config() { return {{"generator", "params"}}; }
+  void SetUp() override {
+    auto d = TempDir::Create("kpilot-bench-run-");
+    ASSERT_TRUE(d.ok());
+    dir_.emplace(std::move(d).value());
+    auto s = Store::Open(dir_->path() / "store");
+    ASSERT_TRUE(s.ok());
+    store_ = std::move(s).value();
+    suite_.name = "kb";
+    suite_.root = dir_->path();
+    for (const char* id : {"level1/1_A", "level1/2_B", "level2/1_C", "level2/2_D"}) {
+      BenchProblem p;
+      p.id = id;
+      p.level = std::string(id).substr(5, 1);
+      p.stem = std::string(id).substr(7);
+      suite_.problems.push_back(p);
+    }
+  }
+  std::optional<TempDir> dir_;
+  std::unique_ptr<Store> store_;
+  Suite suite_;
+};
+
+TEST_F(BenchRunTest, EveryProblemIsRecordedAndTheBenchFinishes) {
+  auto id = CreateBench(*store_, suite_, {{"generator", "params"}});
+  ASSERT_TRUE(id.ok());
+  FakeRunner runner;
+  Quiet progress;
+  auto results = RunBench(*store_, *id, suite_.problems, runner, {}, progress);
+  ASSERT_TRUE(results.ok()) << results.status().ToString();
+  ASSERT_EQ(results->size(), 4u);
+  EXPECT_EQ((*results)[2].id, "level2/1_C") << "suite order";
+  EXPECT_EQ((*results)[2].level, "2");
+  EXPECT_EQ(runner.devices, (std::set<int>{-1})) << "no devices: one at a time, device -1";
+  EXPECT_EQ(progress.last_done, 4);
+  auto state = LoadBench(*store_, *id);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->status, "finished");
+  EXPECT_EQ(state->finished.size(), 4u);
+  EXPECT_TRUE(state->interrupted.empty());
+  EXPECT_EQ(state->config["generator"], "params");
+  auto run = store_->GetRun(*id);
+  ASSERT_TRUE(run.ok() && run->has_value());
+  EXPECT_EQ((*run)->task_name, "bench:kb");
+  EXPECT_DOUBLE_EQ((*run)->best_speedup, 2.0);
+}
+
+TEST_F(BenchRunTest, ResumeSkipsFinishedProblemsAndContinuesTheInterruptedRun) {
+  auto id = CreateBench(*store_, suite_, json_config());
+  ASSERT_TRUE(id.ok());
+  {
+    FakeRunner runner;
+    runner.crash_on = "level2/1_C";
+    Quiet progress;
+    // The "crash": the runner throws out of the loop after C's run was recorded as started.
+    EXPECT_THROW((void)RunBench(*store_, *id, suite_.problems, runner, {}, progress), std::runtime_error);
+    EXPECT_EQ(progress.finished, (std::vector<std::string>{"level1/1_A", "level1/2_B"}));
+  }
+  auto state = LoadBench(*store_, *id);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->status, "running");
+  EXPECT_EQ(state->finished.size(), 2u);
+  ASSERT_EQ(state->interrupted.size(), 1u);
+  EXPECT_EQ(state->interrupted[0].first, "level2/1_C");
+  int64_t c_run = state->interrupted[0].second;
+  EXPECT_GT(c_run, 0);
+
+  FakeRunner runner;
+  Quiet progress;
+  auto results = RunBench(*store_, *id, suite_.problems, runner, {}, progress);
+  ASSERT_TRUE(results.ok()) << results.status().ToString();
+  EXPECT_EQ(runner.calls, (std::vector<std::string>{"level2/1_C", "level2/2_D"})) << "A and B are not run again";
+  EXPECT_EQ(runner.resumes["level2/1_C"], c_run) << "C continues its optimizer run";
+  EXPECT_EQ(runner.resumes["level2/2_D"], 0);
+  EXPECT_EQ(results->size(), 4u);
+  EXPECT_EQ(progress.last_done, 4) << "counts include the problems finished before";
+  EXPECT_EQ(LoadBench(*store_, *id)->status, "finished");
+}
+
+TEST_F(BenchRunTest, OneProblemPerDeviceAtATime) {
+  for (int i = 0; i < 8; ++i) {
+    BenchProblem p;
+    p.id = "more/" + std::to_string(i);
+    p.level = "more";
+    suite_.problems.push_back(p);
+  }
+  auto id = CreateBench(*store_, suite_, json_config());
+  ASSERT_TRUE(id.ok());
+  FakeRunner runner;
+  Quiet progress;
+  auto results = RunBench(*store_, *id, suite_.problems, runner, {0, 1, 2}, progress);
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ(results->size(), 12u);
+  EXPECT_EQ(runner.max_per_device, 1);
+  EXPECT_EQ(runner.devices, (std::set<int>{0, 1, 2})) << "12 problems of 20 ms reach every device";
+}
+
+TEST_F(BenchRunTest, AnOptimizerRunIsNotABench) {
+  RunRecord r;
+  r.task_name = "saxpy";
+  r.config_json = "{}";
+  r.status = "finished";
+  auto run = store_->CreateRun(r);
+  ASSERT_TRUE(run.ok());
+  auto state = LoadBench(*store_, *run);
+  ASSERT_FALSE(state.ok());
+  EXPECT_NE(state.status().message().find("kpilot optimize --resume"), std::string::npos);
+  EXPECT_FALSE(LoadBench(*store_, 999).ok());
+}
+
+}  // namespace
+}  // namespace kpilot
