@@ -11,7 +11,11 @@ import ast
 import importlib.util
 import itertools
 import json
+import os
 import re
+import shutil
+import subprocess
+import tempfile
 import time
 import unittest
 from pathlib import Path
@@ -171,7 +175,7 @@ class KernelBenchSuiteTest(unittest.TestCase):
             with self.subTest(problem=stem):
                 folder = SUITE / "candidates" / stem
                 self.assertTrue((folder / "native.cu").is_file(), "%s/native.cu" % folder)
-                for cu in sorted(folder.glob("*.cu")):
+                for cu in sorted(folder.glob("*.cu")) + sorted(folder.glob("better/*.cu")):
                     source = cu.read_text()
                     self.assertIn("kpilot_launch", source)
                     self.assertIn("#include <kpilot/kernel.h>", source)
@@ -205,6 +209,48 @@ class KernelBenchSuiteTest(unittest.TestCase):
                 tree = ast.parse(path.read_text())
                 self.assertEqual(init_args(tree, "ModelNew"), init_args(ast.parse(problem[0].read_text()), "Model"))
                 self.assertIn("load_inline", path.read_text())
+
+    def test_scripted_agent_hands_out_the_better_kernels_in_order(self):
+        script = REPO / "bench" / "scripted_kb_agent.sh"
+        better = sorted((SUITE / "candidates" / "3_RowSoftmax" / "better").glob("*.cu"))
+        self.assertTrue(better)
+
+        def agent(parent, problem=None, with_suite_arg=True):
+            ws = tempfile.mkdtemp()
+            try:
+                os.makedirs(os.path.join(ws, "task"))
+                os.makedirs(os.path.join(ws, "parent"))
+                if problem:
+                    shutil.copy(str(problem), os.path.join(ws, "task"))
+                shutil.copy(str(parent), os.path.join(ws, "parent", "candidate.cu"))
+                env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "KPILOT_WORKSPACE": ws,
+                       "KPILOT_CANDIDATE": "candidate.cu"}
+                argv = ["sh", str(script)] + ([str(SUITE)] if with_suite_arg else [])
+                p = subprocess.run(argv, cwd=ws, env=env, input="the instructions\n", stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+                out = os.path.join(ws, "candidate.cu")
+                written = open(out).read() if os.path.exists(out) else None
+                return p.returncode, written, p.stdout, p.stderr
+            finally:
+                shutil.rmtree(ws)
+
+        native = SUITE / "candidates" / "3_RowSoftmax" / "native.cu"
+        problem = SUITE / "level1" / "3_RowSoftmax.py"
+        rc, written, out, _ = agent(native, problem)
+        self.assertEqual(rc, 0)
+        self.assertEqual(written, better[0].read_text())
+        self.assertIn("Summary:", out)
+        # The problem from the parent's '// level<N>/<stem>:' line when task/ has no .py.
+        rc, written, _, _ = agent(native, None, with_suite_arg=False)
+        self.assertEqual((rc, written), (0, better[0].read_text()))
+        # After the last one: nothing left.
+        rc, _, _, err = agent(better[-1], problem)
+        self.assertEqual(rc, 1)
+        self.assertIn("no improvement", err)
+        # A problem without better/ kernels.
+        rc, _, _, err = agent(SUITE / "candidates" / "1_ReLU" / "native.cu", SUITE / "level1" / "1_ReLU.py")
+        self.assertEqual(rc, 1)
+        self.assertIn("no hand-written improvement", err)
 
 
 if __name__ == "__main__":

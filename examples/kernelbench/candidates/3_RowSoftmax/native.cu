@@ -34,9 +34,10 @@ struct SumOp {
   __device__ float operator()(float a, float b) const { return a + b; }
 };
 
-// Reduces over the block; every thread gets the result. Safe to call repeatedly.
+// Reduces over the block (`identity` fills the lanes past the last warp); every thread gets the
+// result. Safe to call repeatedly.
 template <class Op>
-__device__ __forceinline__ float BlockReduce(float v, Op op) {
+__device__ __forceinline__ float BlockReduce(float v, Op op, float identity) {
   __shared__ float partial[BLOCK / 32];
   __shared__ float result;
 #pragma unroll
@@ -45,7 +46,7 @@ __device__ __forceinline__ float BlockReduce(float v, Op op) {
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = lane < BLOCK / 32 ? partial[lane] : partial[0];
+    v = lane < BLOCK / 32 ? partial[lane] : identity;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
     if (lane == 0) result = v;
@@ -94,7 +95,7 @@ __global__ __launch_bounds__(BLOCK) void SoftmaxRows(const float* __restrict__ x
 #pragma unroll
       for (int i = 0; i < V; ++i) m = fmaxf(m, v[i]);
     }
-    m = BlockReduce(m, MaxOp());
+    m = BlockReduce(m, MaxOp(), -FLT_MAX);
     float sum = 0.0f;
     for (int64_t c = first; c < dim; c += BLOCK * V) {
       float v[V];
@@ -102,7 +103,7 @@ __global__ __launch_bounds__(BLOCK) void SoftmaxRows(const float* __restrict__ x
 #pragma unroll
       for (int i = 0; i < V; ++i) sum += expf(v[i] - m);
     }
-    const float inv = 1.0f / BlockReduce(sum, SumOp());
+    const float inv = 1.0f / BlockReduce(sum, SumOp(), 0.0f);
     for (int64_t c = first; c < dim; c += BLOCK * V) {
       float v[V];
       Load<V>(xr + c, v);
