@@ -89,6 +89,7 @@ struct ProblemResult {
   double gpu_s = 0;                  // seconds the evaluation queue was busy (device time)
   double wall_s = 0;
   std::vector<WorkloadScore> workloads;
+  std::vector<std::string> warnings;  // what went wrong without failing the problem (no torch.compile figure, …)
   nlohmann::json traces = nlohmann::json::array();  // flashinfer Trace records of the final evaluation
   bool correct() const { return error.empty() && verdict == "passed"; }
 };

@@ -126,6 +126,7 @@ json ToJson(const ProblemResult& r) {
           {"gpu_s", r.gpu_s},
           {"wall_s", r.wall_s},
           {"workloads", w},
+          {"warnings", r.warnings},
           {"traces", r.traces}};
 }
 
@@ -150,6 +151,7 @@ Result<ProblemResult> ProblemResultFromJson(const json& j) {
     r.wall_s = j.value("wall_s", 0.0);
     for (const auto& w : j.value("workloads", json::array()))
       r.workloads.push_back({w.value("name", ""), w.value("passed", false), w.value("speedup", 0.0)});
+    r.warnings = j.value("warnings", std::vector<std::string>{});
     r.traces = j.value("traces", json::array());
     return r;
   } catch (const std::exception& e) {
