@@ -41,6 +41,9 @@ struct OptimizeArgs {
   std::string llm_config;
   double max_cost = -1;   // < 0: the LLM config's max_cost_usd (llm:), none otherwise
   bool raw_metrics = false;
+  std::string feedback = "tools";     // ablations (docs/bench.md)
+  std::string tools = "proactive";
+  std::string memory = "on";
 };
 
 // "30m", "90s", "2h", "45" (seconds) → seconds.
@@ -169,6 +172,8 @@ int RunOptimize(const OptimizeArgs& a) {
     if (!a.replay.empty()) o.replay = std::filesystem::absolute(a.replay).string();
     if (!a.llm_config.empty()) o.llm_config = std::filesystem::absolute(a.llm_config).string();
     o.raw_metrics = a.raw_metrics;
+    Status ablations = ApplyAblationFlags(a.feedback, a.tools, a.memory, &o);
+    if (!ablations.ok()) return Fail(ablations);
     for (const auto& v : a.skills) {
       if (v == "on" || v == "off") o.skills = v == "on";
       else if (std::filesystem::is_directory(v)) o.skill_dirs.push_back(std::filesystem::absolute(v).string());
@@ -299,6 +304,18 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--raw-metrics", a->raw_metrics,
                 "llm:/command: also see raw numbers (registers, times, finding evidence), not only the guidance");
+  cmd->add_option("--feedback", a->feedback,
+                  "Ablation: what the generator sees of the profile — none, raw (measured numbers only) or tools "
+                  "(findings with guidance); docs/bench.md")
+      ->check(CLI::IsMember({"none", "raw", "tools"}))
+      ->capture_default_str();
+  cmd->add_option("--tools", a->tools,
+                  "Ablation: proactive (guidance in every prompt) or on-request (llm: gets it only by calling get_profile)")
+      ->check(CLI::IsMember({"proactive", "on-request"}))
+      ->capture_default_str();
+  cmd->add_option("--memory", a->memory, "Ablation: on | off — the search-memory summary given to the generator")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();
   cmd->add_option("--budget", a->budget, "Candidate evaluations, the starting one included")->capture_default_str();
   cmd->add_option("--time", a->time, "Wall-clock limit, e.g. 30m");
