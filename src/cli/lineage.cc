@@ -42,6 +42,9 @@ struct LineageArgs {
   std::string arch;
   double timeout_s = 120;
   int device = 0;
+  std::string admit_on;                      // a held-out task folder ("" = no admission)
+  std::string admit_from;                    // its start ("" = its reference)
+  std::vector<std::string> admit_workloads;  // its workloads (empty = all)
 };
 
 std::string HostPlatform() {
@@ -67,6 +70,10 @@ class StderrProgress : public lineage::LineageProgress {
                                                    e.value("feature", ""), e.value("effect", 0.0), e["ci"][0].get<double>(),
                                                    e["ci"][1].get<double>(), e["round_trip"].dump());
     else if (kind == "stop") line = fmt::format("stop: {} — {}", e.value("reason", ""), e.value("detail", ""));
+    else if (kind == "admit") line = fmt::format("admission: applying card {} to {} …", e.value("card", ""), e.value("task", ""));
+    else if (kind == "admission") line = fmt::format("  card {} {}: {}", e.value("card", ""),
+                                                     e.value("admitted", false) ? "admitted" : "rejected at " + e.value("stage", ""),
+                                                     e.value("reason", ""));
     else line = e.dump();
     std::cerr << "kpilot: " << line << "\n";
   }
@@ -117,6 +124,28 @@ int RunLineage(const LineageArgs& a) {
     return Fail(Status::InvalidInput("--round-trip-min must be in (0, 1], e.g. 0.99"));
   auto vocabulary = lineage::LoadFeatureVocabulary(a.vocabulary.empty() ? SkillsDir() / "README.md" : fs::path(a.vocabulary));
   if (!vocabulary.ok()) return Fail(vocabulary.status());
+  // The held-out task and its start are checked before the walk spends anything.
+  std::optional<Task> held_out;
+  std::string admit_start, admit_start_name;
+  if (!a.admit_on.empty()) {
+    auto h = LoadTask(a.admit_on);
+    if (!h.ok()) return Fail(h.status().WithContext("--admit-on"));
+    if (h->backend != task->backend)
+      return Fail(Status::InvalidInput("--admit-on " + a.admit_on + ": task " + h->name + " is a " +
+                                       std::string(BackendName(h->backend)) + " task and " + task->name + " a " +
+                                       std::string(BackendName(task->backend)) +
+                                       " one; the mined cards can only be admitted on a task of their backend"));
+    if (fs::weakly_canonical(h->dir) == fs::weakly_canonical(task->dir))
+      return Fail(Status::InvalidInput("--admit-on " + a.admit_on + " is the mined task itself; admission needs a held-out task"));
+    fs::path start = a.admit_from.empty() ? h->reference.path : fs::path(a.admit_from);
+    auto text = ReadFile(start);
+    if (!text.ok()) return Fail(text.status().WithContext("--admit-from"));
+    admit_start = *text;
+    admit_start_name = start.filename().string();
+    held_out = *h;
+  } else if (!a.admit_from.empty() || !a.admit_workloads.empty()) {
+    return Fail(Status::InvalidInput("--admit-from and --admit-workload need --admit-on HELD_OUT_TASK_DIR"));
+  }
 
   EvalOptions opt;
   opt.workloads = a.workloads;
@@ -189,6 +218,27 @@ int RunLineage(const LineageArgs& a) {
   auto cards = lineage::CardsFromSteps(res->steps, pv);
   std::string chain = lineage::CheckCardChain(cards, res->naive_features, res->expert_features);
   if (!chain.empty()) return Fail(Status::Internal("the mined cards are inconsistent with the feature states: " + chain));
+
+  // Optional admission: each card applied to the held-out start by the same generator, gated by
+  // the harness; the measurement goes into the card's evidence either way.
+  std::vector<lineage::Admission> admissions;
+  if (held_out && !cards.empty()) {
+    EvalOptions hopt = opt;
+    hopt.workloads = a.admit_workloads;
+    auto held_measure = lineage::MakeHarnessMeasure(evaluator, *held_out, hopt, device, platform);
+    lineage::AdmissionOptions ao;
+    ao.prompts_dir = lo.prompts_dir;
+    ao.prompts_override = lo.prompts_override;
+    ao.abi_header = lo.abi_header;
+    ao.start_name = admit_start_name;
+    auto admitted = lineage::AdmitCards(cards, *held_out, admit_start, **generator, *held_measure, ao, store, res->run_id,
+                                        transcripts.get(), progress);
+    if (!admitted.ok()) return Fail(admitted.status());
+    admissions = *admitted;
+    lineage::Provenance hpv = pv;
+    hpv.task = held_out->name;
+    for (size_t i = 0; i < cards.size(); ++i) lineage::AddAdmissionEvidence(cards[i], admissions[i], hpv, admit_start_name);
+  }
   // Each card is checked by the skill library's validation before it is written; a problem is
   // reported, not hidden (a host card's platform is one until the format names host platforms).
   json problems = json::array();
@@ -202,15 +252,36 @@ int RunLineage(const LineageArgs& a) {
       problems.push_back(p.ToString());
     }
   }
-  std::vector<fs::path> written;
-  if (!cards.empty()) {
-    auto w = lineage::WriteCards(cards, a.out);
+  // Without admission every card goes to --out; with it, the admitted ones do and the others go
+  // to --out/rejected/, which loading skips.
+  std::vector<lineage::SkillCard> library_cards, rejected_cards;
+  for (size_t i = 0; i < cards.size(); ++i)
+    (admissions.empty() || admissions[i].admitted ? library_cards : rejected_cards).push_back(cards[i]);
+  std::vector<fs::path> written, rejected_written;
+  if (!library_cards.empty()) {
+    auto w = lineage::WriteCards(library_cards, a.out);
     if (!w.ok()) return Fail(w.status());
     written = *w;
   }
-  json cards_json = json::array();
+  if (!rejected_cards.empty()) {
+    auto w = lineage::WriteCards(rejected_cards, fs::path(a.out) / kRejectedCardsFolder);
+    if (!w.ok()) return Fail(w.status());
+    rejected_written = *w;
+  }
+  json cards_json = json::array(), rejected_json = json::array();
   for (const auto& p : written) cards_json.push_back(p.string());
-  (void)store->AddRunEvent(res->run_id, "cards", json{{"out", a.out}, {"cards", cards_json}}.dump());
+  for (const auto& p : rejected_written) rejected_json.push_back(p.string());
+  json admission_json = nullptr;
+  if (held_out) {
+    json list = json::array();
+    for (const auto& ad : admissions)
+      list.push_back({{"card", ad.card_id}, {"admitted", ad.admitted}, {"stage", ad.stage}, {"reason", ad.reason},
+                      {"speedup", ad.comparison.speedup}, {"ci", {ad.comparison.ci.lo, ad.comparison.ci.hi}},
+                      {"path", ((ad.admitted ? fs::path(a.out) : fs::path(a.out) / kRejectedCardsFolder) / ad.card_id / "SKILL.md").string()}});
+    admission_json = {{"task", held_out->name}, {"start", admit_start_name}, {"cards", list}};
+  }
+  (void)store->AddRunEvent(res->run_id, "cards",
+                           json{{"out", a.out}, {"cards", cards_json}, {"rejected", rejected_json}, {"admission", admission_json}}.dump());
 
   if (a.json) {
     json steps = json::array();
@@ -230,6 +301,8 @@ int RunLineage(const LineageArgs& a) {
               {"expert_features", res->expert_features},
               {"naive_features", res->naive_features},
               {"cards", cards_json},
+              {"rejected_cards", rejected_json},
+              {"admission", admission_json},
               {"card_problems", problems},
               {"out", a.out},
               {"generator", {{"input_tokens", res->spent.input_tokens}, {"output_tokens", res->spent.output_tokens},
@@ -243,8 +316,12 @@ int RunLineage(const LineageArgs& a) {
       std::cout << fmt::format("  step {}: {} ({:.3f}× [{:.3f}, {:.3f}]) at {}\n", s.index, s.proposal.feature, s.effect,
                                s.effect_ci.lo, s.effect_ci.hi, s.proposal.locus);
     for (const auto& p : written) std::cout << "  card " << p.string() << "\n";
+    for (size_t i = 0; i < admissions.size(); ++i)
+      std::cout << fmt::format("  {} {} on {}: {}\n", admissions[i].admitted ? "admitted" : "rejected", admissions[i].card_id,
+                               held_out->name, admissions[i].reason);
+    for (const auto& p : rejected_written) std::cout << "  rejected card " << p.string() << "\n";
   }
-  return cards.empty() ? kExitNotPassed : kExitOk;
+  return written.empty() ? kExitNotPassed : kExitOk;
 }
 
 }  // namespace
@@ -271,6 +348,11 @@ void AddLineageCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--arch", a->arch, "CUDA target, e.g. sm_90a (default: the GPU's)");
   cmd->add_option("--timeout", a->timeout_s, "Wall-clock limit of each evaluation in seconds")->capture_default_str();
   cmd->add_option("--device", a->device, "CUDA device index")->capture_default_str();
+  cmd->add_option("--admit-on", a->admit_on,
+                  "Held-out task folder: each mined card is applied to its start by the generator and admitted only when "
+                  "the result is correct and faster (paired CI above 1); the others go to OUT/rejected/");
+  cmd->add_option("--admit-from", a->admit_from, "The held-out task's start kernel (default: its reference)");
+  cmd->add_option("--admit-workload", a->admit_workloads, "Only these workloads of the held-out task (repeatable)");
   cmd->callback([a, exit_code]() { *exit_code = RunLineage(*a); });
 }
 

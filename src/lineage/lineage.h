@@ -331,6 +331,51 @@ std::string RenderSkillCard(const SkillCard& card);
 // YAML text of a JSON value (block style; strings double-quoted), `indent` spaces deep.
 std::string ToYaml(const nlohmann::ordered_json& value, int indent = 0);
 
+// ---- admission on a held-out task ---------------------------------------------------------------
+
+// Whether a card carries over: the held-out start with the card applied, timed paired against the
+// start itself. Admitted when it passed (compiled, correct on every workload) and the lower bound
+// of its paired speedup's 95% CI is above 1; the reason says what was measured either way.
+struct AdmissionDecision {
+  bool admitted = false;
+  std::string reason;
+};
+AdmissionDecision JudgeAdmission(const Comparison& applied, const std::string& start_name);
+
+struct Admission {
+  std::string card_id;
+  bool admitted = false;
+  std::string stage;       // "admitted", or where it was rejected: "generate" (no kernel) | "measure"
+  std::string reason;      // JudgeAdmission's reason, or why the reply had no kernel
+  Comparison comparison;   // the applied kernel against the start (empty at "generate")
+  std::string source;      // the kernel the generator wrote ("" when none)
+};
+
+struct AdmissionOptions {
+  std::filesystem::path prompts_dir;       // shipped templates (lineage/admit*.md)
+  std::filesystem::path prompts_override;  // the LLM config's prompts_dir ("" = none)
+  std::string abi_header;
+  std::string start_name;                  // file name of the held-out start
+};
+
+// Applies each card to the held-out task's start by the walk's generator
+// (prompts/lineage/admit_system.md and admit.md: the held-out task, its reference, the ABI, the
+// start and the card as SKILL.md) and gates the reply's kernel with `measure` (over the held-out
+// task) paired against `start`. Records one `admission` event per card in the store (run
+// `run_id`; nothing when `store` is null) and reports progress. A card whose language is not the
+// held-out task's is InvalidInput before any request; generator and machine failures end it with
+// their Status.
+Result<std::vector<Admission>> AdmitCards(const std::vector<SkillCard>& cards, const Task& held_out,
+                                          const std::string& start, LineageGenerator& generator,
+                                          LineageMeasure& measure, const AdmissionOptions& options, Store* store,
+                                          int64_t run_id, RunTranscripts* transcripts, LineageProgress& progress);
+
+// Adds the admission's measurement to the card's `effect.measured`: provenance {source "kpilot
+// lineage --admit-on", task, device, platform, date, kpilot_version, run, from: `start_name`}, the
+// verdict, admitted, reason, and for a passing kernel its paired speedup and CI.
+void AddAdmissionEvidence(SkillCard& card, const Admission& admission, const Provenance& held_out,
+                          const std::string& start_name);
+
 // Writes each card to `dir`/<id>/SKILL.md (creating folders; an existing card of the same id is
 // replaced); returns the paths written.
 Result<std::vector<std::filesystem::path>> WriteCards(const std::vector<SkillCard>& cards,

@@ -8,6 +8,7 @@
 #include "core/fs.h"
 #include "core/sha256.h"
 #include "lineage/lineage.h"
+#include "lineage/util.h"
 #include "propose/prompt.h"
 #include "propose/reply.h"
 
@@ -15,15 +16,8 @@ namespace kpilot::lineage {
 namespace {
 
 using nlohmann::json;
-
-std::string Today() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
+using internal::Fenced;
+using internal::Today;
 
 std::string List(const FeatureSet& s) {
   std::string out;
@@ -42,10 +36,6 @@ std::string Numbered(const std::string& text) {
     pos = end + 1;
   }
   return out;
-}
-
-std::string Fenced(const std::string& lang, const std::string& code) {
-  return "```" + lang + "\n" + code + (code.empty() || code.back() == '\n' ? "" : "\n") + "```\n";
 }
 
 json ComparisonJson(const Comparison& c) {

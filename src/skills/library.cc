@@ -94,7 +94,9 @@ Result<std::vector<SkillCard>> LoadSkillDir(const SkillDir& dir, const Validatio
     if (ec) return Status::InvalidInput("cannot read skills folder " + dir.path.string() + ": " + ec.message());
     for (; it != end; it.increment(ec)) {
       if (ec) return Status::InvalidInput("cannot read skills folder " + dir.path.string() + ": " + ec.message());
-      if (it->is_directory(ec) && it->path().filename().string().front() != '.') folders.push_back(it->path());
+      const std::string name = it->path().filename().string();
+      // `rejected/` holds the cards `kpilot lineage --admit-on` did not admit: kept, not loaded.
+      if (it->is_directory(ec) && name.front() != '.' && name != kRejectedCardsFolder) folders.push_back(it->path());
     }
     std::sort(folders.begin(), folders.end());
   }

@@ -170,8 +170,13 @@ struct SkillLibrary {
   const SkillCard* Find(std::string_view id) const;  // nullptr when absent
 };
 
+// The subfolder of a skills folder where `kpilot lineage --admit-on` puts the cards it did not
+// admit (<skills>/rejected/<id>/SKILL.md); loading skips it.
+inline constexpr const char* kRejectedCardsFolder = "rejected";
+
 // Reads the cards of one folder: each subfolder holding a SKILL.md is a card (folders whose name
-// starts with '.' are skipped; a subfolder without SKILL.md is a problem); a folder that itself
+// starts with '.', and kRejectedCardsFolder, are skipped; a subfolder without SKILL.md is a
+// problem); a folder that itself
 // holds a SKILL.md is one card. Every card is validated; problems of all cards are appended to
 // *problems and the valid cards returned. A folder that does not exist or cannot be read is an
 // error (InvalidInput naming it).

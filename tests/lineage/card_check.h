@@ -20,20 +20,16 @@
 
 namespace kpilot::testing {
 
-// The problems ParseSkillCard finds in the cards of `dir` (each <id>/SKILL.md), as text.
+// The problems the skill library's loader (LoadSkillDir: ParseSkillCard on each <id>/SKILL.md,
+// skipping rejected/) finds in the cards of `dir`, as text.
 inline std::vector<std::string> SkillLibraryProblems(const std::filesystem::path& dir) {
   auto ids = KnownFindingIds({SourceDir() / "examples" / "tools"});
   EXPECT_TRUE(ids.ok()) << ids.status().message();
+  std::vector<SkillProblem> problems;
+  auto cards = LoadSkillDir({dir, SkillOrigin::kCommandLine}, {ids.ok() ? *ids : std::set<std::string>{}}, &problems);
+  EXPECT_TRUE(cards.ok()) << cards.status().message();
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    auto text = ReadFile(e.path() / "SKILL.md");
-    EXPECT_TRUE(text.ok()) << e.path();
-    if (!text.ok()) continue;
-    std::vector<SkillProblem> problems;
-    ParseSkillCard(*text, e.path() / "SKILL.md", e.path().filename().string(), {ids.ok() ? *ids : std::set<std::string>{}},
-                   &problems);
-    for (const auto& p : problems) out.push_back(p.ToString());
-  }
+  for (const auto& p : problems) out.push_back(p.ToString());
   return out;
 }
 

@@ -260,5 +260,60 @@ TEST(LineageCards, YamlParsesBackToTheFrontMatterAndPassesValidation) {
   EXPECT_EQ(j["register-tile"], nlohmann::json::parse(cards[0].front.dump())) << RenderSkillCard(cards[0]);
 }
 
+TEST(LineageAdmission, AdmittedOnlyWhenCorrectAndTheCiIsAbove1) {
+  Comparison c;
+  c.passed = true;
+  c.verdict = "passed";
+  c.speedup = 1.8;
+  c.ci = {1.7, 1.9};
+  AdmissionDecision d = JudgeAdmission(c, "reference.cpp");
+  EXPECT_TRUE(d.admitted);
+  EXPECT_NE(d.reason.find("1.800x [1.700, 1.900]"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("over reference.cpp"), std::string::npos) << d.reason;
+  c.speedup = 1.02;
+  c.ci = {0.99, 1.05};  // faster on average, but the CI reaches 1
+  d = JudgeAdmission(c, "start.cpp");
+  EXPECT_FALSE(d.admitted);
+  EXPECT_NE(d.reason.find("not above 1"), std::string::npos) << d.reason;
+  c.ci = {1.0, 1.05};  // the bound must be above 1, not at it
+  EXPECT_FALSE(JudgeAdmission(c, "start.cpp").admitted);
+  c.passed = false;
+  c.verdict = "incorrect";
+  c.summary = "y differs at 3 of 100 elements";
+  c.ci = {1.5, 1.6};
+  d = JudgeAdmission(c, "start.cpp");
+  EXPECT_FALSE(d.admitted) << "a fast wrong kernel is not admitted";
+  EXPECT_NE(d.reason.find("incorrect: y differs"), std::string::npos) << d.reason;
+}
+
+TEST(LineageAdmission, TheMeasurementGoesIntoTheCardsEvidenceAndStaysValid) {
+  Step s = MakeStep(1, "register-tile", {"smem-tile", "register-tile"}, {"smem-tile"}, kBefore, kAfter);
+  auto cards = CardsFromSteps({s}, Prov());
+  Admission a;
+  a.card_id = cards[0].id;
+  a.stage = "measure";
+  a.comparison.passed = true;
+  a.comparison.verdict = "passed";
+  a.comparison.speedup = 0.5;
+  a.comparison.ci = {0.45, 0.55};
+  a.reason = JudgeAdmission(a.comparison, "reference.cu").reason;
+  Provenance held = Prov();
+  held.task = "layernorm";
+  AddAdmissionEvidence(cards[0], a, held, "reference.cu");
+  const auto& measured = cards[0].front["effect"]["measured"];
+  ASSERT_EQ(measured.size(), 2u) << "the lineage step's entry, then the admission's";
+  EXPECT_EQ(measured[1]["provenance"]["source"], "kpilot lineage --admit-on");
+  EXPECT_EQ(measured[1]["provenance"]["task"], "layernorm");
+  EXPECT_EQ(measured[1]["provenance"]["from"], "reference.cu");
+  EXPECT_EQ(measured[1]["admitted"], false);
+  EXPECT_DOUBLE_EQ(measured[1]["paired_speedup"].get<double>(), 0.5);
+  EXPECT_NE(measured[1]["reason"].get<std::string>().find("not above 1"), std::string::npos);
+  auto dir = TempDir::Create("kpilot-lineage-admit-");
+  ASSERT_TRUE(dir.ok());
+  ASSERT_TRUE(WriteCards(cards, dir->path()).ok());
+  auto library = testing::SkillLibraryProblems(dir->path());
+  EXPECT_TRUE(library.empty()) << ::testing::PrintToString(library);
+}
+
 }  // namespace
 }  // namespace kpilot::lineage

@@ -102,6 +102,90 @@ TEST(LineageCli, MinesCardsFromAHostExpertThroughTheScriptedServer) {
   EXPECT_EQ(s["nodes"].size(), 3u);
 }
 
+// --admit-on: after the same walk, each mined card is applied to a held-out task's start
+// (examples/host/row_softmax's reference) by the scripted generator
+// (tests/lineage/host_sgemm/admit_script.json) and gated by the harness. The first reply is the
+// task's SIMD/OpenMP kernel, several times faster than the reference: its card is admitted. The
+// second is correct but does three times the work: its card is rejected and written to
+// OUT/rejected/, with the measured reason in its evidence.
+TEST(LineageCli, AdmitsOnAHeldOutTaskOnlyTheCardThatMakesItFaster) {
+  fs::path src = testing::SourceDir();
+  std::vector<llm::testing::FakeReply> replies, admit;
+  std::string error;
+  ASSERT_TRUE(llm::testing::LoadFakeScript(src / "tests" / "lineage" / "host_sgemm" / "script.json", &replies, &error))
+      << error;
+  ASSERT_TRUE(llm::testing::LoadFakeScript(src / "tests" / "lineage" / "host_sgemm" / "admit_script.json", &admit, &error))
+      << error;
+  llm::testing::FakeLlmServer server;
+  for (auto& r : replies) server.Push(r);
+  for (auto& r : admit) server.Push(r);
+  auto dir = TempDir::Create("kpilot-lineage-admit-");
+  ASSERT_TRUE(dir.ok());
+  fs::path config = dir->path() / "llm.toml", out = dir->path() / "cards", store = dir->path() / "store";
+  ASSERT_TRUE(WriteFileAtomic(config, "max_retries = 0\n").ok());
+  fs::path task = src / "examples" / "host" / "sgemm";
+  fs::path held_out = src / "examples" / "host" / "row_softmax";
+  ProcessResult r = testing::RunKpilot(
+      dir->path(),
+      {"lineage", task.string(), (task / "candidates" / "register_tile_expert.cpp").string(), "--generator",
+       server.OpenAISpec("scripted"), "--llm-config", config.string(), "--out", out.string(), "--store", store.string(),
+       "--trials", "1", "--round-trip-min", "0.5", "--workload", "256x384x320", "--admit-on", held_out.string(),
+       "--admit-workload", "4096x1024", "--json"},
+      900);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = json::parse(r.out);
+  ASSERT_EQ(j["steps"].size(), 2u) << j.dump(2);
+  EXPECT_EQ(server.Pending(), 0u);
+  auto requests = server.Requests();
+  ASSERT_EQ(requests.size(), 16u);
+  // The admission prompt holds the card and the held-out start, not the mined task's kernels.
+  EXPECT_NE(requests[14].body.find("cpu-vector-rows"), std::string::npos);
+  EXPECT_NE(requests[14].body.find("row_softmax"), std::string::npos);
+  EXPECT_NE(requests[14].body.find("reference.cpp"), std::string::npos);
+  EXPECT_NE(requests[15].body.find("cpu-register-tile"), std::string::npos);
+
+  const auto& ad = j["admission"];
+  EXPECT_EQ(ad["task"], "row_softmax");
+  EXPECT_EQ(ad["start"], "reference.cpp");
+  ASSERT_EQ(ad["cards"].size(), 2u) << ad.dump(2);
+  EXPECT_EQ(ad["cards"][0]["card"], "cpu-vector-rows");
+  EXPECT_TRUE(ad["cards"][0]["admitted"].get<bool>()) << ad.dump(2);
+  EXPECT_GT(ad["cards"][0]["ci"][0].get<double>(), 1.0);
+  EXPECT_EQ(ad["cards"][1]["card"], "cpu-register-tile");
+  EXPECT_FALSE(ad["cards"][1]["admitted"].get<bool>()) << ad.dump(2);
+  EXPECT_EQ(ad["cards"][1]["stage"], "measure");
+  EXPECT_LT(ad["cards"][1]["ci"][1].get<double>(), 1.0);
+  EXPECT_NE(ad["cards"][1]["reason"].get<std::string>().find("not above 1"), std::string::npos);
+
+  // The admitted card is in the library folder, the rejected one under rejected/, each with the
+  // held-out measurement in its evidence; loading the folder skips rejected/.
+  EXPECT_EQ(j["cards"], json({(out / "cpu-vector-rows" / "SKILL.md").string()}));
+  EXPECT_EQ(j["rejected_cards"], json({(out / "rejected" / "cpu-register-tile" / "SKILL.md").string()}));
+  EXPECT_FALSE(fs::exists(out / "cpu-register-tile"));
+  auto admitted = ReadFile(out / "cpu-vector-rows" / "SKILL.md");
+  ASSERT_TRUE(admitted.ok());
+  EXPECT_NE(admitted->find("source: \"kpilot lineage --admit-on\""), std::string::npos) << *admitted;
+  EXPECT_NE(admitted->find("admitted: true"), std::string::npos) << *admitted;
+  auto rejected = ReadFile(out / "rejected" / "cpu-register-tile" / "SKILL.md");
+  ASSERT_TRUE(rejected.ok());
+  EXPECT_NE(rejected->find("admitted: false"), std::string::npos) << *rejected;
+  EXPECT_NE(rejected->find("not above 1"), std::string::npos) << *rejected;
+  EXPECT_TRUE(testing::SkillLibraryProblems(out).empty());
+  EXPECT_TRUE(testing::SkillLibraryProblems(out / "rejected").empty());
+  EXPECT_TRUE(j["card_problems"].empty()) << j["card_problems"].dump(2);
+
+  // The store says which card was admitted.
+  ProcessResult show = testing::RunKpilot(dir->path(), {"show", std::to_string(j["run"].get<int>()), "--store", store.string(), "--json"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  auto s = json::parse(show.out);
+  std::vector<std::pair<std::string, bool>> admissions;
+  for (const auto& h : s["history"])
+    if (h["kind"] == "admission") admissions.push_back({h["payload"]["card"], h["payload"]["admitted"]});
+  EXPECT_EQ(admissions, (std::vector<std::pair<std::string, bool>>{{"cpu-vector-rows", true}, {"cpu-register-tile", false}}))
+      << s["history"].dump(2);
+  EXPECT_EQ(s["generator_spend"]["transcripts"], 16);
+}
+
 TEST(LineageCli, UsageErrors) {
   fs::path task = testing::SourceDir() / "examples" / "host" / "sgemm";
   auto dir = TempDir::Create("kpilot-lineage-cli-");
@@ -112,6 +196,20 @@ TEST(LineageCli, UsageErrors) {
   EXPECT_NE(r.err.find("needs a generator that writes code"), std::string::npos) << r.err;
   r = testing::RunKpilot(dir->path(), {"lineage", task.string(), (task / "missing.cpp").string(), "--generator", "llm:openai:x"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  // --admit-on needs a held-out task of the same backend, other than the mined one.
+  r = testing::RunKpilot(dir->path(), {"lineage", task.string(), (task / "reference.cpp").string(), "--generator",
+                                       "llm:openai:x", "--admit-on", task.string(), "--store", (dir->path() / "s").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("held-out task"), std::string::npos) << r.err;
+  fs::path cuda = testing::SourceDir() / "examples" / "cuda" / "row_softmax";
+  r = testing::RunKpilot(dir->path(), {"lineage", task.string(), (task / "reference.cpp").string(), "--generator",
+                                       "llm:openai:x", "--admit-on", cuda.string(), "--store", (dir->path() / "s").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("of their backend"), std::string::npos) << r.err;
+  r = testing::RunKpilot(dir->path(), {"lineage", task.string(), (task / "reference.cpp").string(), "--generator",
+                                       "llm:openai:x", "--admit-from", (task / "reference.cpp").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("need --admit-on"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -297,6 +297,25 @@ TEST(BuiltinCards, EachNamesAnExampleThatExistsAndAppliesIt) {
   for (const auto& c : Builtin().cards) EXPECT_TRUE(covered.count(c.id)) << c.id << " is exercised by nothing in the table";
 }
 
+// README.md's "Writing a card" example is a complete, valid card, and its count of built-in cards
+// is the library's.
+TEST(BuiltinCards, TheReadmeExampleCardIsValid) {
+  auto readme = ReadFile(testing::SourceDir() / "README.md");
+  ASSERT_TRUE(readme.ok());
+  const std::string open = "````markdown\n";
+  size_t at = readme->find(open, readme->find("**Writing a card.**"));
+  ASSERT_NE(at, std::string::npos) << "README.md has no ````markdown example card after **Writing a card.**";
+  at += open.size();
+  size_t end = readme->find("\n````\n", at);
+  ASSERT_NE(end, std::string::npos);
+  std::string text = readme->substr(at, end - at + 1);
+  std::vector<SkillProblem> problems;
+  auto card = ParseSkillCard(text, "README.md", "vector-stores-128bit", testing::TreeValidation(), &problems);
+  EXPECT_TRUE(card.has_value()) << FormatProblems(problems);
+  EXPECT_NE(readme->find("`skills/` holds " + std::to_string(Builtin().cards.size()) + " built-in cards"), std::string::npos)
+      << "README.md's count of built-in cards is not " << Builtin().cards.size();
+}
+
 // The candidates written for cards no other example exercised are evaluated by the GPU session's
 // `cards` step.
 TEST(BuiltinCards, TheGpuSessionEvaluatesEveryCandidateOfTheTable) {

@@ -11,6 +11,7 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPERT = "../../../examples/host/sgemm/candidates/register_tile_expert.cpp"
 REFERENCE = "../../../examples/host/sgemm/reference.cpp"
+HELD_OUT_FAST = "../../../examples/host/row_softmax/candidates/omp_simd_exp.cpp"
 
 
 def lines(f):
@@ -115,4 +116,17 @@ replies = [
 ]
 with open(os.path.join(HERE, "script.json"), "w") as f:
     json.dump({"replies": replies}, f, indent=1)
+    f.write("\n")
+
+# Admission on the held-out task examples/host/row_softmax (--admit-on), one reply per mined card
+# in naive -> expert order: the first is faster than the held-out start (its reference) and is
+# admitted; the second is correct but slower and is rejected.
+admit = [
+    {"note": "15 admit cpu-vector-rows: rows as SIMD loops across cores (faster)",
+     "text": "Summary: each row's passes as vector loops\n", "code_file": HELD_OUT_FAST},
+    {"note": "16 admit cpu-register-tile: correct, three times the work (slower)",
+     "text": "Summary: a register tile of rows\n", "code_file": "admit_row_softmax_slower.cpp"},
+]
+with open(os.path.join(HERE, "admit_script.json"), "w") as f:
+    json.dump({"replies": admit}, f, indent=1)
     f.write("\n")
