@@ -171,6 +171,8 @@ class FlashInferProblem(Problem):
                 args.append(self._stored(workload, name, given, dtype, shape).to(device=device, copy=True))
             elif kind == "random":
                 value = self._random(spec["dtype"], dtype, shape or (), gen, device)
+                if shape is not None and name == "probs" and self.definition.get("op_type") == "sampling":
+                    value = torch.softmax(value, dim=-1)  # flashinfer-bench's sampling inputs are probabilities
                 args.append(value.item() if shape is None else value)
             else:
                 raise ProblemError("workload %s: inputs.%s.type %r is not random, scalar or safetensors" %
