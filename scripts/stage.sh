@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Packs what the GPU machine needs into .stage/ (ignored; small enough to carry): stripped
-# kpilot, kpilot-runner and the gpu-labelled test binaries, the ABI header, and the shared
-# libraries that machine lacks (muparser). Run after a build:  scripts/stage.sh [build-dir]
+# kpilot, kpilot-runner and the gpu-labelled test binaries, the ABI header, the torch worker
+# (share/kpilot/python, by cmake --install), and the shared libraries that machine lacks
+# (muparser). Run after a build:  scripts/stage.sh [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
 rm -rf .stage
 cmake --install "$build" --prefix .stage >/dev/null
-for t in cuda_eval_test adversarial_test harness_test cli_test cli_gpu_test sweep_gpu_test fake_llm_server; do
+for t in cuda_eval_test adversarial_test harness_test cli_test cli_gpu_test sweep_gpu_test fake_llm_server pytorch_gpu_test; do
   [[ -x "$build/bin/$t" ]] && cp "$build/bin/$t" .stage/bin/
 done
 strip .stage/bin/*

@@ -17,6 +17,7 @@
 #include "core/fs.h"
 #include "core/status.h"
 #include "device/device.h"
+#include "harness/harness.h"
 #include "runner/protocol.h"
 #include "skills/skills.h"
 #include "store/store.h"
@@ -83,6 +84,28 @@ std::filesystem::path SkillsDir();
 // The example rule files (examples/tools/*.toml), whose rule ids skill cards may name as triggers:
 // $KPILOT_EXAMPLE_TOOLS_DIR, else ../share/kpilot/tools (installed), else the tree's examples/tools.
 std::filesystem::path ExampleToolsDir();
+
+// kpilot's Python worker package (the folder holding kpilot_torch/): $KPILOT_PYTHONPATH, else
+// ../share/kpilot/python beside this executable (installed), else the nearest python/ above it
+// holding kpilot_torch/worker.py, else the source tree's python/.
+std::filesystem::path PythonPackageDir();
+
+// ---- TASK arguments that may be PyTorch-defined (torch_tasks.cc, docs/pytorch.md) ----
+
+// --python and --workloads, shared by the subcommands that take a TASK.
+struct TaskSourceArgs {
+  std::string python;          // "" = python3 on PATH
+  std::string workloads_file;  // flashinfer workloads JSONL; "" = found beside the definition
+};
+void AddTaskSourceOptions(CLI::App* cmd, TaskSourceArgs* args);
+// A task folder, a KernelBench problem .py or a flashinfer definition .json (LoadAnyTask).
+Result<Task> LoadTaskArg(const std::string& path, const TaskSourceArgs& args);
+// The worker that evaluates a task with a Python reference; null for a native task. NotFound
+// (with the fix) when the interpreter or kpilot's Python package is missing.
+Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task, const std::string& python);
+// Whether evaluating `task` needs a GPU here: cuda tasks do, unless the task is PyTorch-defined
+// and the torch device is the cpu ($KPILOT_TORCH_DEVICE=cpu, for tests).
+bool NeedsGpu(const Task& task);
 
 // The finding ids cards may name: the built-in tools', plus the rule ids of the example rule
 // files, ~/.config/kpilot/tools and `tools_dirs` (skill_library.cc).

@@ -1,4 +1,5 @@
-// kpilot eval TASK_DIR CANDIDATE: compile, check and time one candidate; record it in the store.
+// kpilot eval TASK CANDIDATE: compile, check and time one candidate; record it in the store. TASK
+// is a task folder, a KernelBench problem .py or a flashinfer definition .json (docs/pytorch.md).
 #include <iostream>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "core/sha256.h"
 #include "device/device.h"
 #include "harness/harness.h"
+#include "pytorch/pytorch.h"
 #include "store/store.h"
 #include "task/formula.h"
 #include "task/loader.h"
@@ -32,6 +34,8 @@ struct EvalArgs {
   bool energy = false;
   int device = 0;
   bool no_sandbox = false;
+  TaskSourceArgs source;             // --python, --workloads FILE.jsonl
+  std::string baseline = "eager";    // PyTorch tasks: eager | compile
 };
 
 // Parses -D NAME=VALUE against the task's declared params.
@@ -54,7 +58,7 @@ Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string
     if (p && std::find(p->values.begin(), p->values.end(), value) == p->values.end()) {
       std::string allowed;
       for (const auto& v : p->values) allowed += (allowed.empty() ? "" : ", ") + v;
-      return Status::InvalidInput("-D " + d + ": " + name + " must be one of " + allowed + " (task.toml [params])");
+      return Status::InvalidInput("-D " + d + ": " + name + " must be one of " + allowed + " (the declared params)");
     }
     params[name] = value;
   }
@@ -112,7 +116,7 @@ void PrintTable(const Evaluation& e, const std::string& stored) {
       std::cout << fmt::format("{:<40} {:>5} {:>8} {:>7} {:>10}\n", r.name.substr(0, 40), r.registers, r.shared_bytes,
                                r.stack_bytes, fmt::format("{}/{}", r.spill_stores, r.spill_loads));
   }
-  if (e.backend == Backend::kCuda) std::cout << "SASS       " << e.compile.sass_status << "\n";
+  if (e.backend == Backend::kCuda && !e.compile.sass_status.empty()) std::cout << "SASS       " << e.compile.sass_status << "\n";
   std::cout << fmt::format("\ntime       compile {:.2f} s{}  run {:.2f} s  total {:.2f} s\n", e.compile_s,
                            e.compile.cache_hit ? " (cache hit)" : "", e.run_s, e.total_s);
   for (const auto& t : e.timings)
@@ -133,7 +137,7 @@ Result<std::string> Record(Store& store, const Task& task, const Evaluation& e) 
   TaskRecord tr;
   tr.name = task.name;
   tr.dir = task.dir.string();
-  tr.definition_sha = toml.ok() ? Sha256Hex(*toml) : "";
+  tr.definition_sha = task.reference.kind == ReferenceKind::kPython ? ProblemSha(task) : toml.ok() ? Sha256Hex(*toml) : "";
   auto task_id = store.AddTask(tr);
   if (!task_id.ok()) return task_id.status();
   auto source = ReadFile(e.candidate);
@@ -177,13 +181,17 @@ Result<std::string> Record(Store& store, const Task& task, const Evaluation& e) 
 }
 
 int RunEval(const EvalArgs& a) {
-  auto task = LoadTask(a.task_dir);
+  auto task = LoadTaskArg(a.task_dir, a.source);
   if (!task.ok()) return Fail(task.status());
+  auto python = MakePythonTaskRunner(*task, a.source.python);
+  if (!python.ok()) return Fail(python.status());
   if (!a.backend.empty() && a.backend != BackendName(task->backend))
     return Fail(Status::InvalidInput("--backend " + a.backend + ": task " + task->name + " is a " +
                                      std::string(BackendName(task->backend)) + " task"));
   if (!std::filesystem::exists(a.candidate))
     return Fail(Status::NotFound(a.candidate + ": no such candidate file"));
+  // -D is checked against the candidate's own kpilot-params block when the task declares none.
+  if (Status s = AdoptCandidateParams(&task.value(), a.candidate); !s.ok()) return Fail(s);
   auto params = ParseDefines(*task, a.defines);
   if (!params.ok()) return Fail(params.status());
 
@@ -197,8 +205,9 @@ int RunEval(const EvalArgs& a) {
   opt.sandbox = !a.no_sandbox;
   opt.device = a.device;
   opt.timing.mode = *ParseTimingMode(a.timing);
+  opt.python_baseline = a.baseline;
   std::optional<GpuInfo> gpu;
-  if (task->backend == Backend::kCuda) {
+  if (NeedsGpu(*task)) {
     std::string why;
     auto gpus = SystemGpuProbe().List(&why);
     if (a.device < 0 || (!gpus.empty() && a.device >= static_cast<int>(gpus.size())))
@@ -216,6 +225,11 @@ int RunEval(const EvalArgs& a) {
   Store* store_ptr = workspace->store.get();
   auto toolchain = MakeSystemToolchain(workspace->cache_dir, IncludeDir());
 
+  bool native_candidate = std::filesystem::path(a.candidate).extension() == ".cu" ||
+                          std::filesystem::path(a.candidate).extension() == ".cpp";
+  if (a.compile_only && !native_candidate)
+    return Fail(Status::InvalidInput("--compile-only: " + a.candidate + " is not a native .cu/.cpp candidate; there is "
+                                     "nothing to compile"));
   if (a.compile_only) {
     if (!a.json) std::cerr << "kpilot: compiling " << a.candidate << " …\n";
     auto c = toolchain->Compile(a.candidate, *params, opt.compile);
@@ -239,9 +253,16 @@ int RunEval(const EvalArgs& a) {
   if (!a.json) std::cerr << "kpilot: evaluating " << a.candidate << " on " << task->name << " (compile, check "
                          << opt.seeds.size() << " seeds per workload, time) …\n";
   if (gpu) opt.calibration = LoadCalibration(store_ptr, *gpu);
-  Evaluator evaluator(*toolchain, SystemProcessRunner(), RunnerPath());
+  Evaluator evaluator(*toolchain, SystemProcessRunner(), RunnerPath(), python->get());
   auto e = evaluator.Evaluate(*task, a.candidate, opt);
   if (!e.ok()) return Fail(e.status());
+  // PyTorch tasks: the eager and torch.compile baselines, this run's cached and the other read back.
+  nlohmann::json torch_baselines;
+  if (task->reference.kind == ReferenceKind::kPython && e->verdict.passed() && !e->timings.empty()) {
+    auto b = TorchBaselines(store_ptr, *task, *e, opt.timing.mode);
+    if (b.ok()) torch_baselines = *b;
+    else std::cerr << "kpilot: warning: could not cache the baseline timings: " << b.status().message() << "\n";
+  }
   if (store_ptr && gpu && e->run.calibration_measured && e->run.calibration.valid()) {
     Status s = SaveCalibration(*store_ptr, *gpu, e->run.calibration, nlohmann::json::object());
     if (!s.ok()) std::cerr << "kpilot: warning: could not cache the GPU calibration: " << s.message() << "\n";
@@ -255,9 +276,18 @@ int RunEval(const EvalArgs& a) {
   if (a.json) {
     nlohmann::json j = ToJson(*e);
     if (!stored.empty()) j["stored"] = stored;
+    if (!torch_baselines.is_null()) {
+      j["baselines"] = torch_baselines;
+      for (const char* b : {"eager", "compile"})
+        j[std::string("speedup_vs_") + b] = torch_baselines[b].is_null() ? nlohmann::json() : torch_baselines[b]["speedup"];
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     PrintTable(*e, stored);
+    for (const char* b : {"eager", "compile"})
+      if (!torch_baselines.is_null() && !torch_baselines[b].is_null())
+        std::cout << fmt::format("vs {:<8} {:.3f}×{}\n", b, torch_baselines[b]["speedup"].get<double>(),
+                                 torch_baselines[b]["cached"].get<bool>() ? " (cached baseline time, unpaired)" : "");
   }
   return e->verdict.passed() ? kExitOk : kExitNotPassed;
 }
@@ -267,8 +297,19 @@ int RunEval(const EvalArgs& a) {
 void AddEvalCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<EvalArgs>();
   auto* cmd = app.add_subcommand("eval", "Compile, check and time one candidate against a task's reference");
-  cmd->add_option("task_dir", a->task_dir, "Task folder (holding task.toml)")->required();
-  cmd->add_option("candidate", a->candidate, "Candidate source (.cpp for host tasks, .cu for cuda tasks)")->required();
+  cmd->add_option("task", a->task_dir,
+                  "Task folder (holding task.toml), KernelBench problem .py or flashinfer-bench definition .json")
+      ->required();
+  cmd->add_option("candidate", a->candidate,
+                  "Candidate source: .cpp for host tasks, .cu for cuda tasks; for PyTorch tasks also a KernelBench "
+                  "ModelNew .py or a flashinfer Solution .json")
+      ->required();
+  AddTaskSourceOptions(cmd, &a->source);
+  cmd->add_option("--baseline", a->baseline,
+                  "PyTorch tasks: what speedups are measured against — eager (the reference) or compile (torch.compile "
+                  "of it); both are cached in the store per problem, GPU and torch version")
+      ->check(CLI::IsMember({"eager", "compile"}))
+      ->capture_default_str();
   cmd->add_option("--workload", a->workloads, "Only these workloads (repeatable)");
   cmd->add_option("--backend", a->backend, "Expected backend (host|cuda); must match the task")
       ->check(CLI::IsMember({"host", "cuda"}));

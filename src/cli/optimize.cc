@@ -1,4 +1,5 @@
-// kpilot optimize TASK_DIR: the closed loop, LLM-free by default.
+// kpilot optimize TASK: the closed loop, LLM-free by default. TASK is a task folder, a KernelBench
+// problem .py or a flashinfer definition .json (docs/pytorch.md).
 #include <unistd.h>
 
 #include <iostream>
@@ -41,6 +42,7 @@ struct OptimizeArgs {
   std::string llm_config;
   double max_cost = -1;   // < 0: the LLM config's max_cost_usd (llm:), none otherwise
   bool raw_metrics = false;
+  TaskSourceArgs source;  // --python, --workloads FILE.jsonl
   std::string feedback = "tools";     // ablations (docs/bench.md)
   std::string tools = "proactive";
   std::string memory = "on";
@@ -59,20 +61,35 @@ Result<double> ParseDuration(const std::string& s) {
   return Status::InvalidInput("--time " + s + ": unknown unit \"" + unit + "\" (use s, m or h)");
 }
 
-// The candidate a search starts from: --from, else the task's only (or first) candidate.
+// The candidate a search starts from: --from, else the first (sorted) native candidate in the
+// task's candidates/ — for a problem or definition file, <its folder>/candidates/<its stem>/, else
+// <its folder>/../candidates/<its stem>/ (a suite's layout, e.g. examples/kernelbench).
 Result<std::string> StartingCandidate(const Task& task, const std::string& from) {
   if (!from.empty()) {
     if (!std::filesystem::exists(from)) return Status::NotFound(from + ": no such candidate file");
     return from;
   }
   std::vector<std::string> found;
-  std::string ext = task.backend == Backend::kCuda ? ".cu" : ".cpp";
+  bool python = task.reference.kind == ReferenceKind::kPython;
+  std::string ext = task.backend == Backend::kCuda && !(python && !NeedsGpu(task)) ? ".cu" : ".cpp";
+  std::filesystem::path dir = task.dir / "candidates";
+  // A suite keeps candidates beside its level folders: <suite>/candidates/<stem>/ for <suite>/level1/<stem>.py.
+  std::vector<std::filesystem::path> dirs = {dir};
+  if (python) dirs = {dir / task.reference.path.stem(), task.dir.parent_path() / "candidates" / task.reference.path.stem()};
   std::error_code ec;
-  for (auto& e : std::filesystem::directory_iterator(task.dir / "candidates", ec))
-    if (e.path().extension() == ext) found.push_back(e.path().string());
+  for (const auto& d : dirs) {
+    for (auto& e : std::filesystem::directory_iterator(d, ec))
+      if (e.path().extension() == ext) found.push_back(e.path().string());
+    if (!found.empty()) {
+      dir = d;
+      break;
+    }
+  }
+  if (python && found.empty()) dir = dirs.front();
   std::sort(found.begin(), found.end());
   if (found.empty())
-    return Status::InvalidInput("task " + task.name + " has no candidates/*" + ext + " to start from — pass --from FILE");
+    return Status::InvalidInput("task " + task.name + " has no " + dir.string() + "/*" + ext +
+                                " to start from — pass --from FILE");
   return found.front();
 }
 
@@ -143,16 +160,21 @@ int RunOptimize(const OptimizeArgs& a) {
     if (!stored.ok()) return Fail(stored.status());
     o = *stored;
   } else {
-    if (a.task_dir.empty()) return Fail(Status::InvalidInput("kpilot optimize needs TASK_DIR (or --resume RUN_ID)"));
+    if (a.task_dir.empty()) return Fail(Status::InvalidInput("kpilot optimize needs TASK (or --resume RUN_ID)"));
     o.task_dir = std::filesystem::absolute(a.task_dir).string();
   }
-  auto loaded = LoadTask(o.task_dir);
+  auto loaded = LoadTaskArg(o.task_dir, a.source);
   if (!loaded.ok()) return Fail(loaded.status());
   task = *loaded;
   if (a.resume == 0) {
     auto from = StartingCandidate(task, a.from);
     if (!from.ok()) return Fail(from.status());
     o.from = std::filesystem::absolute(*from).string();
+  }
+  // A task without [params] (KernelBench problems, flashinfer definitions) tunes what the starting
+  // candidate declares in its kpilot-params block (docs/task-format.md).
+  if (Status s = AdoptCandidateParams(&task, o.from); !s.ok()) return Fail(s);
+  if (a.resume == 0) {
     o.generator = a.generator;
     auto policy = ParsePolicy(a.policy);
     if (!policy) return Fail(Status::InvalidInput("--policy " + a.policy + ": use mcts, greedy, beam or random"));
@@ -188,7 +210,7 @@ int RunOptimize(const OptimizeArgs& a) {
   // A replay's clock is simulated, and --time counts real seconds.
   if (!o.replay.empty() && o.time_limit_s > 0)
     return Fail(Status::InvalidInput("--time cannot limit a replay (its clock is simulated); use --budget"));
-  if (task.backend == Backend::kCuda && o.replay.empty()) {
+  if (NeedsGpu(task) && o.replay.empty()) {
     std::string why;
     auto gpus = SystemGpuProbe().List(&why);
     if (gpus.empty())
@@ -213,6 +235,7 @@ int RunOptimize(const OptimizeArgs& a) {
   if (!proposer.ok()) return Fail(proposer.status());
 
   std::unique_ptr<Toolchain> toolchain;
+  std::unique_ptr<PythonTaskRunner> python;  // PyTorch tasks: evaluations go through the torch worker
   std::unique_ptr<Executor> executor;
   if (!o.replay.empty()) {
     auto replay = ReplayExecutor::Open(o.replay, task, o.seed);
@@ -220,8 +243,11 @@ int RunOptimize(const OptimizeArgs& a) {
     executor = std::move(replay).value();
   } else {
     toolchain = MakeSystemToolchain((*store)->dir() / "cache", IncludeDir());
+    auto made = MakePythonTaskRunner(task, a.source.python);
+    if (!made.ok()) return Fail(made.status());
+    python = std::move(made).value();
     int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    executor = std::make_unique<LocalExecutor>(*toolchain, SystemProcessRunner(), RunnerPath(), threads);
+    executor = std::make_unique<LocalExecutor>(*toolchain, SystemProcessRunner(), RunnerPath(), threads, python.get());
   }
   // Skill cards offered to the generator (docs/skills.md) and their usage statistics.
   std::optional<SkillLibrary> skills;
@@ -288,8 +314,13 @@ int RunOptimize(const OptimizeArgs& a) {
 void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<OptimizeArgs>();
   auto* cmd = app.add_subcommand("optimize", "Search for a faster candidate (MCTS over kernel versions)");
-  cmd->add_option("task_dir", a->task_dir, "Task folder");
-  cmd->add_option("--from", a->from, "Starting candidate (default: the task's first candidates/ file)");
+  cmd->add_option("task", a->task_dir,
+                  "Task folder, KernelBench problem .py or flashinfer-bench definition .json (for a file, the default "
+                  "--from is the first .cu in <its folder>/candidates/<its stem>/)");
+  AddTaskSourceOptions(cmd, &a->source);
+  cmd->add_option("--from", a->from,
+                  "Starting candidate (default: the task's first candidates/ file). A task without [params] tunes the "
+                  "params the candidate declares in a /* kpilot-params */ block");
   cmd->add_option("--generator", a->generator,
                   "params | replay:DIR | llm:PROVIDER:MODEL[@BASE_URL] (PROVIDER openai, anthropic or openai-compatible, "
                   "e.g. llm:openai-compatible:qwen2.5-coder:7b@http://127.0.0.1:11434/v1) | command:CMDLINE (an agent CLI "

@@ -59,6 +59,10 @@ std::filesystem::path ExampleToolsDir() {
   return ShippedDir("KPILOT_EXAMPLE_TOOLS_DIR", "tools", std::filesystem::path("examples") / "tools", "l2_locality.toml");
 }
 
+std::filesystem::path PythonPackageDir() {
+  return ShippedDir("KPILOT_PYTHONPATH", "python", "python", std::filesystem::path("kpilot_torch") / "worker.py");
+}
+
 Result<Workspace> OpenWorkspace(const std::string& store_dir, bool no_store) {
   Workspace w;
   if (!no_store) {

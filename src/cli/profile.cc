@@ -33,6 +33,7 @@ namespace {
 
 struct ProfileArgs {
   std::string task_dir;
+  TaskSourceArgs source;  // --python, --workloads FILE.jsonl
   std::string candidate;
   std::string workload;
   std::string import_ncu;
@@ -77,7 +78,10 @@ const std::vector<std::string> kBaseMetrics = {
 Result<std::vector<std::unique_ptr<Tool>>> LoadTools(const ProfileArgs& a) {
   std::vector<std::unique_ptr<Tool>> tools = BuiltinTools();
   std::vector<std::filesystem::path> dirs;
-  if (!a.task_dir.empty()) dirs.push_back(a.task_dir);
+  // Rule files beside the task: its folder (for a problem or definition file, the file's folder).
+  if (!a.task_dir.empty())
+    dirs.push_back(std::filesystem::is_directory(a.task_dir) ? std::filesystem::path(a.task_dir)
+                                                               : std::filesystem::path(a.task_dir).parent_path());
   if (const char* home = std::getenv("HOME"); home && *home) dirs.push_back(std::filesystem::path(home) / ".config/kpilot/tools");
   for (const auto& d : a.tools_dirs) dirs.push_back(d);
   auto user = LoadRuleToolsFromDirs(dirs);
@@ -279,7 +283,9 @@ int ImportNcu(const ProfileArgs& a) {
 }
 
 int ProfileCandidate(const ProfileArgs& a) {
-  auto task = LoadTask(a.task_dir);
+  // A PyTorch-defined task is profiled like a native one: the runner calls the .cu alone on inputs
+  // drawn from the task's shapes (normal(0, 1); no reference is run in profile mode).
+  auto task = LoadTaskArg(a.task_dir, a.source);
   if (!task.ok()) return Fail(task.status());
   if (task->backend != Backend::kCuda)
     return Fail(Status::InvalidInput("kpilot profile works on cuda tasks; " + task->name + " is a host task"));
@@ -375,7 +381,9 @@ int ProfileCandidate(const ProfileArgs& a) {
     opt.workloads = {w->name};
     opt.compile = copt;
     opt.calibration = cal;
-    Evaluator evaluator(*toolchain, SystemProcessRunner(), RunnerPath());
+    auto python = MakePythonTaskRunner(*task, a.source.python);  // PyTorch tasks: timed by the torch worker
+    if (!python.ok()) return Fail(python.status());
+    Evaluator evaluator(*toolchain, SystemProcessRunner(), RunnerPath(), python->get());
     std::cerr << "kpilot: timing " << a.candidate << " on " << w->name << " …\n";
     auto e = evaluator.Evaluate(*task, a.candidate, opt);
     if (!e.ok()) return Fail(e.status());
@@ -506,7 +514,7 @@ int RunProfile(const ProfileArgs& a) {
   if (a.list_tools) return ListTools(a);
   if (!a.import_ncu.empty()) return ImportNcu(a);
   if (a.task_dir.empty() || a.candidate.empty())
-    return Fail(Status::InvalidInput("kpilot profile needs TASK_DIR CANDIDATE (or --import-ncu FILE, or --list-tools)"));
+    return Fail(Status::InvalidInput("kpilot profile needs TASK CANDIDATE (or --import-ncu FILE, or --list-tools)"));
   return ProfileCandidate(a);
 }
 
@@ -515,7 +523,8 @@ int RunProfile(const ProfileArgs& a) {
 void AddProfileCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<ProfileArgs>();
   auto* cmd = app.add_subcommand("profile", "Classify a candidate's bottleneck and say what to change (ncu, SASS, trace)");
-  cmd->add_option("task_dir", a->task_dir, "Task folder");
+  cmd->add_option("task", a->task_dir, "Task folder, KernelBench problem .py or flashinfer-bench definition .json");
+  AddTaskSourceOptions(cmd, &a->source);
   cmd->add_option("candidate", a->candidate, "Candidate source (.cu)");
   cmd->add_option("--workload", a->workload, "Workload to profile (default: the last, usually the largest)");
   cmd->add_flag("--static", a->static_only, "Only the static profile (ptxas, SASS, occupancy): no GPU needed");

@@ -1,5 +1,7 @@
-// kpilot sweep TASK_DIR CANDIDATE: evaluate a task's whole tunable space and store every
-// configuration with every timing sample (docs/sweep.md). Configurations compile in parallel; a
+// kpilot sweep TASK CANDIDATE: evaluate a task's whole tunable space and store every
+// configuration with every timing sample (docs/sweep.md). TASK may be PyTorch-defined
+// (docs/pytorch.md): its space is then the candidate's kpilot-params block, and each
+// configuration is checked and timed by the torch worker. Configurations compile in parallel; a
 // runner process checks and times a batch of them; the space file is rewritten after every batch,
 // so an interrupted sweep resumes where it stopped.
 #include <sys/resource.h>
@@ -57,6 +59,7 @@ struct SweepArgs {
   bool dry_run = false;
   bool compile_only = false;
   bool json = false;
+  TaskSourceArgs source;  // --python, --workloads FILE.jsonl
 };
 
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -150,6 +153,9 @@ class Sweep {
   Status Evaluate();             // every compiled, not yet evaluated object, in batches
   // Results for `objects` (paths), one runner process for all; nullopt = not run yet.
   Result<std::vector<std::optional<json>>> EvaluateBatch(const std::vector<std::string>& objects);
+  // PyTorch-defined tasks: one worker process per object.
+  Result<std::vector<std::optional<json>>> EvaluateWithWorker(const std::vector<std::string>& objects);
+  EvalOptions Options() const;
   RunRequest Request(const std::vector<std::string>& objects);
   void Record(const std::string& sha, const json& fields);
   std::string Progress();
@@ -165,6 +171,7 @@ class Sweep {
   std::optional<Workspace> workspace_;
   std::string reference_object_, baseline_object_;
   Calibration calibration_;
+  std::unique_ptr<PythonTaskRunner> python_;  // PyTorch-defined tasks: the torch worker
 
   // Shared with the compile threads; objects are named by the sha256 of their bytes, so
   // configurations that compile to the same binary are evaluated once.
@@ -183,10 +190,14 @@ class Sweep {
 };
 
 Status Sweep::Prepare() {
+  bool python = task_.reference.kind == ReferenceKind::kPython;
   if (task_.params.empty())
-    return Status::InvalidInput(task_.dir.string() + "/task.toml declares no [params]: a sweep needs a tunable space — "
-                                "add a [params] table (see docs/task-format.md)");
-  std::string want_ext = task_.backend == Backend::kCuda ? ".cu" : ".cpp";
+    return Status::InvalidInput(
+        (python ? "neither task " + task_.name + " nor " + a_.candidate + " declares params"
+                : task_.dir.string() + "/task.toml declares no [params]") +
+        ": a sweep needs a tunable space — add a [params] table to task.toml or a /* kpilot-params */ block to the "
+        "candidate (see docs/task-format.md)");
+  std::string want_ext = task_.backend == Backend::kCuda && NeedsGpu(task_) ? ".cu" : ".cpp";
   if (!std::filesystem::exists(a_.candidate)) return Status::NotFound(a_.candidate + ": no such candidate file");
   if (std::filesystem::path(a_.candidate).extension() != want_ext)
     return Status::InvalidInput(a_.candidate + ": task " + task_.name + " uses the " +
@@ -218,7 +229,7 @@ int Sweep::Run() {
     return kExitOk;
   }
 
-  if (task_.backend == Backend::kCuda) {
+  if (NeedsGpu(task_)) {
     std::string why;
     auto gpus = SystemGpuProbe().List(&why);
     if (a_.device < 0 || (!gpus.empty() && a_.device >= static_cast<int>(gpus.size())))
@@ -241,7 +252,11 @@ int Sweep::Run() {
   copts.want_sass = false;
   if (gpu_) calibration_ = LoadCalibration(workspace_->store.get(), *gpu_);
 
-  if (!a_.compile_only) {
+  if (!a_.compile_only && task_.reference.kind == ReferenceKind::kPython) {
+    auto python = MakePythonTaskRunner(task_, a_.source.python);
+    if (!python.ok()) return Fail(python.status());
+    python_ = std::move(python).value();
+  } else if (!a_.compile_only) {
     // The reference and baseline are the task's: a failure to compile them is the task's fault.
     auto compile = [&](const SourceRef& src) -> Result<std::string> {
       auto c = toolchain->Compile(src.path, {}, copts);
@@ -472,14 +487,32 @@ std::vector<std::thread> Sweep::StartCompiling(Toolchain& toolchain, const Compi
   return threads;
 }
 
-RunRequest Sweep::Request(const std::vector<std::string>& objects) {
+EvalOptions Sweep::Options() const {
   EvalOptions opt;
   opt.workloads = {workload_};
   opt.seeds = {opt.seeds.front()};
   opt.timing.max_seconds = a_.max_seconds;
   opt.device = a_.device;
   opt.calibration = calibration_;
-  RunRequest req = *BuildRunRequest(task_, opt);  // the workload was checked in Prepare
+  return opt;
+}
+
+Result<std::vector<std::optional<json>>> Sweep::EvaluateWithWorker(const std::vector<std::string>& objects) {
+  EvalOptions opt = Options();
+  opt.timeout_s = 60 + (a_.timeout_s > 0 ? a_.timeout_s : 5 + 3 * a_.max_seconds);
+  std::vector<std::optional<json>> out;
+  for (const auto& object : objects) {
+    auto run = python_->Run(task_, {"native", "", object}, {"reference", "", ""}, opt);
+    if (!run.ok()) return run.status();
+    if (run->status == "error") return Status::InvalidInput(run->message);  // the task's or the machine's fault
+    if (run->details.contains("gpu")) header_["gpu"] = run->details["gpu"];
+    out.push_back(EvaluatedFields(*run));
+  }
+  return out;
+}
+
+RunRequest Sweep::Request(const std::vector<std::string>& objects) {
+  RunRequest req = *BuildRunRequest(task_, Options());  // the workload was checked in Prepare
   req.reference_object = reference_object_;
   req.baseline_object = baseline_object_;
   req.candidate_object = reference_object_;  // loaded by the runner's setup; the sweep swaps its objects in
@@ -492,6 +525,7 @@ RunRequest Sweep::Request(const std::vector<std::string>& objects) {
 }
 
 Result<std::vector<std::optional<json>>> Sweep::EvaluateBatch(const std::vector<std::string>& objects) {
+  if (python_) return EvaluateWithWorker(objects);
   std::vector<std::optional<json>> out(objects.size());
   std::vector<size_t> alone;  // objects to retry in a process of their own
   auto run_one = [&](const std::vector<std::string>& batch) -> RunResult {
@@ -652,7 +686,7 @@ int Sweep::Report() {
 void AddSweepCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<SweepArgs>();
   auto* cmd = app.add_subcommand("sweep", "Evaluate every configuration of a task's [params] space into a space file");
-  cmd->add_option("task_dir", a->task_dir, "Task folder (holding task.toml)")->required();
+  cmd->add_option("task", a->task_dir, "Task folder (holding task.toml), KernelBench problem .py or flashinfer definition .json")->required();
   cmd->add_option("candidate", a->candidate, "Candidate source whose -D params span the space")->required();
   cmd->add_option("--workload", a->workload, "The workload to time (default: the task's first)");
   cmd->add_option("--jobs", a->jobs, "Compile threads (default: every core; one fewer while a cuda sweep evaluates)")
@@ -675,8 +709,13 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--dry-run", a->dry_run, "Only count the valid configurations");
   cmd->add_flag("--compile-only", a->compile_only, "Only compile every configuration (works without a GPU)");
   cmd->add_flag("--json", a->json, "Print the summary as JSON (progress lines are not printed)");
+  AddTaskSourceOptions(cmd, &a->source);
   cmd->callback([a, exit_code]() {
-    auto task = LoadTask(a->task_dir);
+    auto task = LoadTaskArg(a->task_dir, a->source);
+    if (task.ok() && std::filesystem::exists(a->candidate)) {
+      // A task without [params] sweeps the space the candidate declares (docs/task-format.md).
+      if (Status s = AdoptCandidateParams(&task.value(), a->candidate); !s.ok()) task = s;
+    }
     if (!task.ok()) {
       *exit_code = Fail(task.status());
       return;

@@ -6,8 +6,8 @@
 namespace kpilot {
 
 LocalExecutor::LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe,
-                             int compile_threads)
-    : toolchain_(toolchain), evaluator_(toolchain, processes, std::move(runner_exe)) {
+                             int compile_threads, PythonTaskRunner* python)
+    : toolchain_(toolchain), evaluator_(toolchain, processes, std::move(runner_exe), python) {
   for (int i = 0; i < std::max(1, compile_threads); ++i) compilers_.emplace_back([this] { CompileLoop(); });
   evaluator_thread_ = std::thread([this] { EvalLoop(); });
 }

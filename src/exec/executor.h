@@ -51,8 +51,9 @@ class Executor {
 class LocalExecutor : public Executor {
  public:
   // `compile_threads` ≥ 1. Toolchain and process runner are borrowed and must be thread-safe
-  // (the real ones are).
-  LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe, int compile_threads);
+  // (the real ones are); `python` (borrowed, may be null) evaluates tasks with a Python reference.
+  LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe, int compile_threads,
+                PythonTaskRunner* python = nullptr);
   ~LocalExecutor() override;  // finishes queued work, then joins
   std::future<EvalJobResult> Submit(EvalJob job) override;
   double BusySeconds() const override;

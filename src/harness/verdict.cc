@@ -34,6 +34,8 @@ Verdict VerdictFromRun(const RunResult& run) {
   else if (run.status == "timeout") v.kind = VerdictKind::kTimeout;
   else if (run.status == "suspicious") v.kind = VerdictKind::kSuspicious;
   else v.kind = VerdictKind::kRuntimeError;
+  if (v.summary.empty() && v.passed())
+    v.summary = "every check passed (" + std::to_string(run.checks.size()) + " output comparisons)";
 
   nlohmann::json ev = nlohmann::json::object();
   ev["phase"] = run.phase;

@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/subprocess.h"
 #include "harness/harness.h"
+#include "store/store.h"
 #include "task/task.h"
 
 namespace kpilot {
@@ -92,6 +93,19 @@ Result<Task> TaskFromDescribe(const nlohmann::json& reply, const std::filesystem
 // `workloads` is empty). Pure C++: no Python needed.
 Result<Task> LoadFlashInferDefinition(const std::filesystem::path& definition,
                                       const std::optional<std::filesystem::path>& workloads);
+
+// ---- Baselines ----------------------------------------------------------------------------------
+
+// sha256 of a PyTorch-defined task's problem or definition file ("" for native tasks).
+std::string ProblemSha(const Task& task);
+// The eager and torch.compile baselines of a PyTorch-defined task's evaluation `e`: caches the one
+// `e` measured (in `store`, which may be null, per problem, GPU — "cpu" on the cpu device —, torch
+// version, procedure and workload) and reads the other from the cache. Returns
+//   {"gpu", "torch", "timing", "eager": null | {"ms": {workload: ms}, "cached": bool, "speedup": x},
+//    "compile": likewise}
+// where this run's baseline has its paired geomean speedup and a cached one the geomean of its
+// cached times over the candidate's (unpaired; 0 unless every timed workload has one).
+Result<nlohmann::json> TorchBaselines(Store* store, const Task& task, const Evaluation& e, TimingMode timing);
 
 // ---- flashinfer-bench output -------------------------------------------------------------------
 

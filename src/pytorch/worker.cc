@@ -67,12 +67,17 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
   spec.max_output_bytes = 96u << 20;
   auto proc = processes.Run(spec);
   if (!proc.ok()) return proc.status().WithContext("starting " + worker.python.string());
-  if (auto reply = LastJsonLine(proc->out)) return *reply;
+  std::string python = worker.python.string();
+  const std::string no_torch = python + " has no torch — pass --python PATH to an interpreter with torch";
+  if (auto reply = LastJsonLine(proc->out)) {
+    // The worker itself says so when torch does not import.
+    if (reply->value("status", "") == "error" && Mentions(reply->value("message", ""), "torch is not importable"))
+      return Status::Unavailable(no_torch + " (" + reply->value("message", "") + ")");
+    return *reply;
+  }
 
   const std::string& err = proc->err;
-  std::string python = worker.python.string();
-  if (Mentions(err, "No module named 'torch'"))
-    return Status::Unavailable(python + " has no torch — pass --python PATH to an interpreter with torch");
+  if (Mentions(err, "No module named 'torch'")) return Status::Unavailable(no_torch);
   if (Mentions(err, "No module named 'kpilot_torch"))
     return Status::Unavailable(python + " cannot import kpilot_torch from " + worker.pythonpath.string() +
                                " — reinstall kpilot, or set KPILOT_PYTHONPATH to the folder holding kpilot_torch/");

@@ -113,6 +113,24 @@ CREATE TABLE skill_usage (
 CREATE INDEX skill_usage_by_name ON skill_usage(kind, name);
 PRAGMA user_version = 3;
 )sql"},
+    // Baseline timings of PyTorch-defined tasks (docs/pytorch.md): eager and torch.compile, per
+    // problem file (sha256), GPU, torch version, timing procedure and workload (torch_baselines.cc).
+    Migration{4, R"sql(
+CREATE TABLE torch_baselines (
+  problem_sha  TEXT NOT NULL,
+  gpu          TEXT NOT NULL,
+  torch        TEXT NOT NULL,
+  baseline     TEXT NOT NULL CHECK (baseline IN ('eager', 'compile')),
+  timing       TEXT NOT NULL,
+  workload     TEXT NOT NULL,
+  ms           REAL NOT NULL,
+  statistic    TEXT NOT NULL,
+  samples_json TEXT NOT NULL,
+  created_at   TEXT NOT NULL,
+  PRIMARY KEY (problem_sha, gpu, torch, baseline, timing, workload)
+);
+PRAGMA user_version = 4;
+)sql"},
 };
 
 constexpr bool VersionsAreConsecutive() {

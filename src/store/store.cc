@@ -14,6 +14,7 @@
 #include "core/sha256.h"
 #include "store/schema.h"
 #include "store/skill_usage.h"
+#include "store/torch_baselines.h"
 #include "store/sqlite.h"
 
 namespace kpilot {
@@ -156,6 +157,16 @@ class SqliteStore final : public Store {
   Status AddSkillUsage(const std::vector<SkillUsageRecord>& rows) override {
     std::lock_guard<std::mutex> lock(mu_);
     return InsertSkillUsage(db_.get(), db_path_, rows, NowIso8601());
+  }
+  Status PutBaselineTiming(const BaselineTimingRecord& r) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return UpsertBaselineTiming(db_.get(), db_path_, r, NowIso8601());
+  }
+  Result<std::vector<BaselineTimingRecord>> GetBaselineTimings(const std::string& problem_sha, const std::string& gpu,
+                                                               const std::string& torch,
+                                                               const std::string& timing) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return SelectBaselineTimings(db_.get(), db_path_, problem_sha, gpu, torch, timing);
   }
   Result<std::vector<SkillUsageRecord>> ListSkillUsage() override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -323,6 +334,7 @@ Result<int64_t> SqliteStore::CountRows(const std::string& table) {
       {"run_nodes", "SELECT COUNT(*) FROM run_nodes"},
       {"run_events", "SELECT COUNT(*) FROM run_events"},
       {"skill_usage", "SELECT COUNT(*) FROM skill_usage"},
+      {"torch_baselines", "SELECT COUNT(*) FROM torch_baselines"},
   };
   for (const Count& c : kCounts) {
     if (table != c.table) continue;
@@ -330,7 +342,8 @@ Result<int64_t> SqliteStore::CountRows(const std::string& table) {
     return QueryInt(db_.get(), db_path_, c.sql);
   }
   return Status::InvalidInput("CountRows: unknown table \"" + table +
-                              "\"; expected tasks, candidates, evaluations, kv, runs, run_nodes, run_events or skill_usage");
+                              "\"; expected tasks, candidates, evaluations, kv, runs, run_nodes, run_events, skill_usage or "
+                              "torch_baselines");
 }
 
 Status SqliteStore::PutValue(const std::string& key, const std::string& value) {
@@ -594,6 +607,15 @@ Status Store::AddSkillUsage(const std::vector<SkillUsageRecord>&) {
 
 Result<std::vector<SkillUsageRecord>> Store::ListSkillUsage() {
   return Status::Internal("this Store does not implement ListSkillUsage");
+}
+
+Status Store::PutBaselineTiming(const BaselineTimingRecord&) {
+  return Status::Internal("this Store does not implement PutBaselineTiming");
+}
+
+Result<std::vector<BaselineTimingRecord>> Store::GetBaselineTimings(const std::string&, const std::string&,
+                                                                    const std::string&, const std::string&) {
+  return Status::Internal("this Store does not implement GetBaselineTimings");
 }
 
 }  // namespace kpilot

@@ -102,6 +102,21 @@ struct SkillUsageRecord {
   std::string created_at;
 };
 
+// One cached baseline timing of a PyTorch-defined task (schema 4): the eager reference or its
+// torch.compile, timed on one GPU with one torch version by one procedure, for one workload.
+struct BaselineTimingRecord {
+  std::string problem_sha;   // sha256 of the problem or definition file
+  std::string gpu;           // the GPU's name as the worker reported it ("cpu" on the cpu device)
+  std::string torch;         // torch.__version__
+  std::string baseline;      // "eager" | "compile"
+  std::string timing;        // the procedure: default | kernelbench | flashinfer
+  std::string workload;
+  double ms = 0;             // the procedure's statistic of the samples, milliseconds
+  std::string statistic;     // "median" | "mean"
+  std::string samples_json;  // every sample, a JSON array of milliseconds
+  std::string created_at;
+};
+
 // Everything else a run decides, in order: proposals, selections, promotions, stops.
 struct RunEventRecord {
   int64_t run_id = 0;
@@ -156,7 +171,7 @@ class Store {
   virtual Result<std::vector<EvaluationRecord>> ListEvaluations(int64_t candidate_id) = 0;
   virtual Result<std::optional<EvaluationRecord>> GetEvaluation(int64_t id) = 0;
   // Row counts, for consistency checks: "tasks", "candidates", "evaluations", "kv", "runs",
-  // "run_nodes", "run_events", "skill_usage"; any other name →
+  // "run_nodes", "run_events", "skill_usage", "torch_baselines"; any other name →
   // InvalidInput.
   virtual Result<int64_t> CountRows(const std::string& table) = 0;
 
@@ -189,6 +204,17 @@ class Store {
   // created_at is filled in when empty. ListSkillUsage returns every row, oldest first.
   virtual Status AddSkillUsage(const std::vector<SkillUsageRecord>& rows);
   virtual Result<std::vector<SkillUsageRecord>> ListSkillUsage();
+
+  // Baseline timings of PyTorch-defined tasks (schema 4). Put upserts by (problem_sha, gpu, torch,
+  // baseline, timing, workload) — a later measurement replaces an earlier one; baseline must be
+  // "eager" or "compile", ms finite and > 0, and the key fields non-empty (InvalidInput
+  // otherwise). Get returns the rows of one problem on one GPU and torch version under one
+  // procedure, both baselines, ordered by baseline then workload.
+  virtual Status PutBaselineTiming(const BaselineTimingRecord& r);
+  virtual Result<std::vector<BaselineTimingRecord>> GetBaselineTimings(const std::string& problem_sha,
+                                                                      const std::string& gpu,
+                                                                      const std::string& torch,
+                                                                      const std::string& timing);
 };
 
 }  // namespace kpilot

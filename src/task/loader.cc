@@ -137,7 +137,11 @@ void ReadRooflineFormula(const toml::table& roofline, const char* key, Task* tas
   }
 }
 
-std::vector<TunableParam> ReadParams(const toml::node& n, Diagnostics& d) {
+}  // namespace
+
+namespace loader {
+
+std::vector<TunableParam> ReadParams(const toml::node& n, Diagnostics& d, std::string_view skip_key) {
   std::vector<TunableParam> params;
   const toml::table* t = ReadTable(n, "params", d);
   if (!t) return params;
@@ -152,6 +156,7 @@ std::vector<TunableParam> ReadParams(const toml::node& n, Diagnostics& d) {
   for (const auto& [key_ptr, value_ptr] : entries) {
     const toml::key& key = *key_ptr;
     const toml::node& value = *value_ptr;
+    if (!skip_key.empty() && key.str() == skip_key) continue;
     TunableParam p;
     p.name = std::string(key.str());
     p.line = static_cast<int>(key.source().begin.line);
@@ -242,6 +247,10 @@ std::vector<std::string> ReadConstraints(const toml::node& n,
   }
   return constraints;
 }
+
+}  // namespace loader
+
+namespace {
 
 // Fills `task` from the parsed document; problems go to `d`.
 void ReadTask(const toml::table& root, Task* task, Diagnostics& d) {

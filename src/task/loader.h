@@ -18,4 +18,27 @@ namespace kpilot {
 // and that every referenced source file exists. Flops and bytes are evaluated per workload.
 Result<Task> LoadTask(const std::filesystem::path& dir_or_file);
 
+// Tunable params a candidate declares itself (docs/task-format.md, "Candidate-declared params"),
+// for tasks that declare none (KernelBench problems, flashinfer definitions): a block comment
+//   /* kpilot-params
+//   BLOCK = [64, 128, 256]
+//   constraints = ["BLOCK * VEC <= 1024"]
+//   */
+// whose body is TOML with task.toml's [params] rules plus an optional `constraints` key.
+struct CandidateParams {
+  bool declared = false;                 // the source has a kpilot-params block
+  int line = 0;                          // where the block starts
+  std::vector<TunableParam> params;      // in declaration order; lines are the source's
+  std::vector<std::string> constraints;
+};
+// Pure: finds and checks the first kpilot-params block of `source_text`. No block → declared
+// false. Every problem is reported, one per line, as "FILE:LINE: params.NAME: problem — fix"
+// (InvalidInput), with `file_name` and the source's own line numbers.
+Result<CandidateParams> ParseCandidateParams(const std::string& source_text, const std::string& file_name);
+// The same for a file (NotFound when it cannot be read).
+Result<CandidateParams> ReadCandidateParams(const std::filesystem::path& source);
+// When `task` declares no params, gives it those `candidate` declares (if any); a task's own
+// params win. Errors are the candidate's block's.
+Status AdoptCandidateParams(Task* task, const std::filesystem::path& candidate);
+
 }  // namespace kpilot

@@ -105,6 +105,12 @@ struct WorkloadLines {
 };
 std::vector<Workload> ReadWorkloads(const toml::node& n, const std::vector<ScalarSpec>& scalars,
                                     std::vector<WorkloadLines>* lines, Diagnostics& d);
+// [params] (loader.cc): one TunableParam per key, in declaration order; a key equal to `skip_key`
+// is not a param (a candidate's kpilot-params block holds its constraints beside them).
+std::vector<TunableParam> ReadParams(const toml::node& n, Diagnostics& d, std::string_view skip_key = "");
+// constraints: muparser boolean expressions over the numeric params.
+std::vector<std::string> ReadConstraints(const toml::node& n, const std::vector<TunableParam>& params,
+                                         Diagnostics& d);
 // Every axis used by a tensor is bound by every workload, and every bound axis is used.
 void CheckAxes(const Task& task, const std::vector<WorkloadLines>& lines, Diagnostics& d);
 // The axes used by any tensor shape, sorted.

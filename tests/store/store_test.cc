@@ -487,3 +487,72 @@ TEST(StoreRuns, RoundTripAfterReopen) {
 
 }  // namespace
 }  // namespace kpilot
+
+namespace kpilot {
+namespace {
+
+BaselineTimingRecord EagerRow(const std::string& workload, double ms) {
+  BaselineTimingRecord r;
+  r.problem_sha = Sha256Hex("problem");
+  r.gpu = "NVIDIA H200";
+  r.torch = "2.11.0";
+  r.baseline = "eager";
+  r.timing = "default";
+  r.workload = workload;
+  r.ms = ms;
+  r.statistic = "median";
+  r.samples_json = "[1.0, 1.1]";
+  return r;
+}
+
+TEST_F(StoreTest, BaselineTimingsAreCachedPerProblemGpuTorchAndProcedure) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->PutBaselineTiming(EagerRow("default", 2.0)).ok());
+  BaselineTimingRecord compiled = EagerRow("default", 1.5);
+  compiled.baseline = "compile";
+  ASSERT_TRUE(store->PutBaselineTiming(compiled).ok());
+  // A later measurement replaces the earlier one.
+  ASSERT_TRUE(store->PutBaselineTiming(EagerRow("default", 1.8)).ok());
+  BaselineTimingRecord other_torch = EagerRow("default", 9.0);
+  other_torch.torch = "2.10.0";
+  ASSERT_TRUE(store->PutBaselineTiming(other_torch).ok());
+  EXPECT_EQ(*store->CountRows("torch_baselines"), 3);
+  store.reset();
+  store = OpenOrDie();
+  auto rows = store->GetBaselineTimings(Sha256Hex("problem"), "NVIDIA H200", "2.11.0", "default");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].baseline, "compile");
+  EXPECT_DOUBLE_EQ((*rows)[0].ms, 1.5);
+  EXPECT_EQ((*rows)[1].baseline, "eager");
+  EXPECT_DOUBLE_EQ((*rows)[1].ms, 1.8);
+  EXPECT_EQ((*rows)[1].samples_json, "[1.0, 1.1]");
+  EXPECT_FALSE((*rows)[1].created_at.empty());
+  EXPECT_TRUE(store->GetBaselineTimings(Sha256Hex("problem"), "NVIDIA H200", "2.11.0", "kernelbench")->empty());
+}
+
+TEST_F(StoreTest, BaselineTimingsRejectBadRows) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  BaselineTimingRecord r = EagerRow("default", 1.0);
+  r.baseline = "inductor";
+  EXPECT_EQ(store->PutBaselineTiming(r).code(), StatusCode::kInvalidInput);
+  r = EagerRow("default", std::nan(""));
+  EXPECT_EQ(store->PutBaselineTiming(r).code(), StatusCode::kInvalidInput);
+  r = EagerRow("", 1.0);
+  EXPECT_EQ(store->PutBaselineTiming(r).code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(*store->CountRows("torch_baselines"), 0);
+}
+
+TEST_F(StoreTest, ASchema3StoreGainsTheBaselineTable) {
+  OpenOrDie();
+  RawExec("DROP TABLE torch_baselines; PRAGMA user_version = 3;");
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->SchemaVersion(), 4);
+  EXPECT_TRUE(store->PutBaselineTiming(EagerRow("default", 1.0)).ok());
+}
+
+}  // namespace
+}  // namespace kpilot

@@ -1,0 +1,37 @@
+// TASK arguments that may be PyTorch-defined (docs/pytorch.md): loading them and the torch worker
+// that evaluates them.
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "pytorch/pytorch.h"
+
+namespace kpilot::cli {
+
+void AddTaskSourceOptions(CLI::App* cmd, TaskSourceArgs* a) {
+  cmd->add_option("--python", a->python,
+                  "PyTorch tasks: the interpreter with torch that runs kpilot's worker (default: python3 on PATH)");
+  cmd->add_option("--workloads", a->workloads_file,
+                  "flashinfer definitions: the workloads JSONL (default: the dataset layout, else <name>.jsonl beside it)");
+}
+
+Result<Task> LoadTaskArg(const std::string& path, const TaskSourceArgs& a) {
+  LoadTaskOptions opt;
+  opt.python = a.python;
+  opt.pythonpath = PythonPackageDir();
+  if (!a.workloads_file.empty()) opt.workloads = std::filesystem::absolute(a.workloads_file);
+  return LoadAnyTask(SystemProcessRunner(), path, opt);
+}
+
+Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task, const std::string& python) {
+  if (task.reference.kind != ReferenceKind::kPython) return std::unique_ptr<PythonTaskRunner>();
+  auto worker = FindPythonWorker(python, PythonPackageDir());
+  if (!worker.ok()) return worker.status();
+  return std::unique_ptr<PythonTaskRunner>(std::make_unique<WorkerTaskRunner>(SystemProcessRunner(), *worker));
+}
+
+bool NeedsGpu(const Task& task) {
+  if (task.backend != Backend::kCuda) return false;
+  return task.reference.kind != ReferenceKind::kPython || TorchDevice(EvalOptions{}) != "cpu";
+}
+
+}  // namespace kpilot::cli
