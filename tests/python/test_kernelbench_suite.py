@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -251,6 +252,22 @@ class KernelBenchSuiteTest(unittest.TestCase):
         rc, _, _, err = agent(SUITE / "candidates" / "1_ReLU" / "native.cu", SUITE / "level1" / "1_ReLU.py")
         self.assertEqual(rc, 1)
         self.assertIn("no hand-written improvement", err)
+
+    @unittest.skipIf(shutil.which("g++") is None, "no g++ for the CPU emulation of the CUDA candidates")
+    def test_native_candidates_pass_the_worker_on_the_cpu_emulator(self):
+        # tools/emu: the .cu rewritten for the CPU (a thread per CUDA thread), run by kpilot's worker
+        # against Model at small shapes with tails. A few by default; KPILOT_KB_EMULATE=all for every
+        # candidate of the suite (about 3 minutes on a 2-core machine).
+        c = SUITE / "candidates"
+        files = [] if os.environ.get("KPILOT_KB_EMULATE") == "all" else [
+            c / "1_ReLU" / "native.cu", c / "3_RowSoftmax" / "native.cu",
+            c / "2_MatmulScaleResidual" / "native.cu", c / "2_AttentionHead" / "better" / "fused_flash.cu"]
+        p = subprocess.run([sys.executable, str(SUITE / "tools" / "emu" / "emulate.py")] + [str(f) for f in files],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=800)
+        print(p.stdout)
+        self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr[-3000:])
+        self.assertNotIn("FAIL", p.stdout)
+        self.assertIn("ok", p.stdout)
 
 
 if __name__ == "__main__":
