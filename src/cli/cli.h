@@ -47,6 +47,7 @@ void AddSweepCommand(CLI::App& app, int* exit_code);
 // skills list | show | validate | stats | retrieve
 void AddSkillsCommand(CLI::App& app, int* exit_code);
 void AddLineageCommand(CLI::App& app, int* exit_code);
+void AddBenchCommand(CLI::App& app, int* exit_code);
 
 // Where a command keeps things: the store (unless --no-store) and the compile cache inside it, or
 // a scratch cache folder removed at exit.

@@ -13,6 +13,7 @@ const kpilot::cli::Command kCommands[] = {
     {"profile", kpilot::cli::AddProfileCommand},
     {"optimize", kpilot::cli::AddOptimizeCommand},
     {"sweep", kpilot::cli::AddSweepCommand},
+    {"bench", kpilot::cli::AddBenchCommand},
     {"lineage", kpilot::cli::AddLineageCommand},
     {"runs", kpilot::cli::AddRunsCommands},
     {"skills", kpilot::cli::AddSkillsCommand},

@@ -1,0 +1,479 @@
+// kpilot bench SUITE: every problem of a suite optimized (or evaluated with --eval-only), timed
+// against eager and torch.compile, recorded as it finishes, reported per level (docs/bench.md).
+#include <ctime>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "bench/bench.h"
+#include "cli/cli.h"
+#include "optimize/optimizer.h"
+#include "propose/llm_proposer.h"
+#include "pytorch/pytorch.h"
+#include "task/loader.h"
+
+namespace kpilot::cli {
+namespace {
+
+using nlohmann::json;
+
+struct BenchArgs {
+  std::string suite;
+  std::string levels;          // "1,2"
+  std::string problems;        // glob
+  std::string eval_only;       // CANDIDATES_DIR
+  std::string generator = "params";
+  int budget = 8;
+  std::string policy = "mcts";
+  std::string feedback = "tools", tools = "proactive", memory = "on", skills = "on";
+  std::string timing = "default";
+  double max_seconds = 2.0;    // timing cap per workload per evaluation
+  int drafts = 2;
+  uint64_t seed = 1;
+  std::string llm_config;
+  TaskSourceArgs source;       // --python
+  std::string store_dir = ".kpilot";
+  int64_t resume = 0;
+  std::string out;
+  bool json = false;
+  std::string markdown;
+};
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// The first native candidate of a task folder (candidates/*.cu for cuda, *.cpp for host).
+std::filesystem::path FirstCandidate(const Task& task) {
+  std::vector<std::filesystem::path> found;
+  std::string ext = task.backend == Backend::kCuda ? ".cu" : ".cpp";
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator(task.dir / "candidates", ec))
+    if (e.path().extension() == ext) found.push_back(e.path());
+  std::sort(found.begin(), found.end());
+  return found.empty() ? std::filesystem::path() : found.front();
+}
+
+std::string UtcNow() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// flashinfer: one Trace record per workload of the final evaluation of `solution`.
+json FlashInferTraces(const Task& task, const Evaluation& e, const std::string& solution) {
+  json out = json::array();
+  const char* failed = e.verdict.kind == VerdictKind::kCompileError ? "COMPILE_ERROR"
+                       : e.verdict.kind == VerdictKind::kTimeout    ? "TIMEOUT"
+                       : e.verdict.kind == VerdictKind::kIncorrect  ? "INCORRECT_NUMERICAL"
+                                                                    : "RUNTIME_ERROR";
+  for (const auto& w : task.workloads) {
+    TraceInput in;
+    in.definition = task.name;
+    in.workload = w.record.empty() ? json{{"uuid", w.name}} : json::parse(w.record, nullptr, false);
+    in.solution = solution;
+    bool bad = false;
+    for (const auto& c : e.run.checks)
+      if (c.workload == w.name) {
+        in.max_abs_error = std::max(in.max_abs_error, c.max_abs_error);
+        in.max_rel_error = std::max(in.max_rel_error, c.max_rel_error);
+        bad |= !c.ok;
+      }
+    const WorkloadTiming* t = nullptr;
+    for (const auto& x : e.timings)
+      if (x.workload == w.name) t = &x;
+    in.status = e.verdict.passed() && t && !bad ? "PASSED" : bad ? "INCORRECT_NUMERICAL" : failed;
+    if (in.status != "PASSED") in.log = e.verdict.summary;
+    if (t) {
+      in.latency_ms = t->candidate_reported_ms > 0 ? t->candidate_reported_ms : t->candidate.median;
+      in.reference_latency_ms = t->baseline_reported_ms > 0 ? t->baseline_reported_ms : t->baseline.median;
+    }
+    in.environment = {{"hardware", e.run.details.value("gpu", "")},
+                      {"libs", {{"torch", e.run.details.value("torch", "")}}}};
+    in.timestamp = UtcNow();
+    out.push_back(TraceRecord(in));
+  }
+  return out;
+}
+
+// Catches the optimizer's run id from its first event, so the bench can record it at once.
+class RunIdSink : public ProgressSink {
+ public:
+  explicit RunIdSink(std::function<void(int64_t)> started) : started_(std::move(started)) {}
+  void Event(const json& e) override {
+    if (!told_ && e.contains("run")) {
+      told_ = true;
+      started_(e["run"].get<int64_t>());
+    }
+  }
+
+ private:
+  std::function<void(int64_t)> started_;
+  bool told_ = false;
+};
+
+// The real side effects of a problem: load it, optimize (or evaluate) it on `device`, and read its
+// eager and torch.compile speedups.
+class LiveRunner : public ProblemRunner {
+ public:
+  LiveRunner(Store& store, const json& config) : store_(store), config_(config) {}
+
+  ProblemResult Run(const BenchProblem& p, int device, int64_t resume_run,
+                    const std::function<void(int64_t)>& started) override {
+    ProblemResult r;
+    Status s = RunOne(p, device, resume_run, started, &r);
+    if (!s.ok()) r.error = s.message();
+    return r;
+  }
+
+ private:
+  Status RunOne(const BenchProblem& p, int device, int64_t resume_run, const std::function<void(int64_t)>& started,
+                ProblemResult* r) {
+    TaskSourceArgs source;
+    source.python = config_.value("python", "");
+    auto loaded = LoadTaskArg(p.path.string(), source);
+    if (!loaded.ok()) return loaded.status();
+    Task task = *loaded;
+    auto options = OptimizeOptionsFromJson(config_.at("optimize"));
+    if (!options.ok()) return options.status();
+    OptimizeOptions o = *options;
+    o.task_dir = p.path.string();
+    o.device = std::max(device, 0);
+    std::string eval_only = config_.value("eval_only", "");
+    if (!eval_only.empty()) {
+      auto c = FindEvalCandidate(eval_only, p);
+      if (!c.ok()) return c.status();
+      o.from = c->string();
+    } else {
+      std::filesystem::path from = !p.native.empty() ? p.native : !p.model_new.empty() ? p.model_new : FirstCandidate(task);
+      if (from.empty())
+        return Status::InvalidInput("no starting candidate for " + p.id + " — add candidates/" + p.stem +
+                                    "/native.cu (or candidates/*.cu|.cpp in a task folder)");
+      o.from = from.string();
+    }
+    KPILOT_RETURN_IF_ERROR(AdoptCandidateParams(&task, o.from));
+    if (o.arch.empty() && NeedsGpu(task)) {
+      std::string why;
+      auto gpus = SystemGpuProbe().List(&why);
+      if (!gpus.empty()) o.arch = gpus[std::min<size_t>(o.device, gpus.size() - 1)].Arch();
+    }
+    auto toolchain = MakeSystemToolchain(store_.dir() / "cache", IncludeDir());
+    auto python = MakePythonTaskRunner(task, source.python);
+    if (!python.ok()) return python.status();
+    LocalExecutor executor(*toolchain, SystemProcessRunner(), RunnerPath(),
+                           std::max(1, static_cast<int>(std::thread::hardware_concurrency())), python->get());
+    Evaluation final;
+    ParamValues best_params;  // the best candidate's -D values (the compile baseline times it with them)
+    if (!eval_only.empty()) {
+      EvalJob job;
+      job.task = &task;
+      job.source = o.from;
+      job.options = EvalOptionsFor(o);
+      EvalJobResult done = executor.Submit(std::move(job)).get();
+      if (!done.status.ok()) return done.status;
+      final = done.evaluation;
+      r->evaluations = 1;
+      r->candidate = o.from;
+    } else {
+      KPILOT_RETURN_IF_ERROR(Optimize(task, o, executor, resume_run, started, r, &final, &best_params));
+    }
+    r->verdict = std::string(VerdictName(final.verdict.kind));
+    r->speedup_eager = final.verdict.passed() ? final.speedup_geomean : 0;
+    for (const auto& t : final.timings)
+      r->workloads.push_back({t.workload, final.verdict.passed(), final.verdict.passed() ? t.speedup.ratio : 0});
+    if (task.format == TaskFormat::kFlashInfer)
+      r->traces = FlashInferTraces(task, final, std::filesystem::path(r->candidate).stem().string());
+    // A torch.compile figure that cannot be had (torch < 2.0, an op inductor cannot compile) leaves
+    // the problem's eager result standing: it is counted as not fast against torch.compile.
+    if (final.verdict.passed() && task.reference.kind == ReferenceKind::kPython)
+      if (Status c = CompileBaseline(task, o, executor, final, best_params, r); !c.ok()) r->warnings.push_back(c.message());
+    r->gpu_s = executor.BusySeconds();
+    return Status::Ok();
+  }
+
+  // The evaluation options the optimizer would use for `o` (the eval-only path and the compile
+  // baseline time the best the same way).
+  static EvalOptions EvalOptionsFor(const OptimizeOptions& o) {
+    EvalOptions e;
+    e.workloads = o.workloads;
+    e.compile.cuda_arch = o.arch;
+    e.timeout_s = o.eval_timeout_s;
+    e.timing.max_seconds = o.timing_max_seconds;
+    e.timing.mode = o.timing;
+    e.device = o.device;
+    return e;
+  }
+
+  Status Optimize(const Task& task, const OptimizeOptions& o, Executor& executor, int64_t resume_run,
+                  const std::function<void(int64_t)>& started, ProblemResult* r, Evaluation* final,
+                  ParamValues* best_params) {
+    GeneratorSetup gen;
+    gen.llm_config = o.llm_config;
+    gen.raw_metrics = o.raw_metrics;
+    gen.max_cost_usd = o.generator.rfind("llm:", 0) == 0 ? o.max_cost_usd : -1;
+    gen.include_dir = IncludeDir();
+    gen.prompts_dir = PromptsDir();
+    gen.store = &store_;
+    auto proposer = MakeProposer(o.generator, task, gen);
+    if (!proposer.ok()) return proposer.status();
+    std::optional<SkillLibrary> skills;
+    std::unique_ptr<UsageLog> usage;
+    if (o.skills) {
+      std::lock_guard<std::mutex> lock(skills_mu_);  // the library loader reports on stderr
+      auto lib = LoadSkillLibrary(o.skill_dirs);
+      if (!lib.ok()) return lib.status().WithContext("loading skill cards (--skills off runs without them)");
+      skills = std::move(lib).value();
+      usage = StoreUsageLog(store_);
+    }
+    RunIdSink sink(started);
+    Optimizer optimizer(task, **proposer, executor, store_, sink);
+    optimizer.UseSkills(skills ? &*skills : nullptr, usage.get());
+    auto res = resume_run > 0 ? optimizer.Resume(resume_run) : optimizer.Run(o);
+    if (!res.ok() && resume_run > 0) {
+      // A run that cannot be continued (it had finished, or its record is damaged) starts over.
+      res = optimizer.Run(o);
+    }
+    if (!res.ok()) return res.status();
+    r->run_id = res->run_id;
+    r->evaluations = res->evaluations;
+    r->requests = res->spend.requests;
+    r->input_tokens = res->spend.input_tokens;
+    r->output_tokens = res->spend.output_tokens;
+    r->cost_usd = res->spend.cost_usd;
+    std::filesystem::path best = store_.dir() / "runs" / std::to_string(res->run_id) / "best";
+    KPILOT_RETURN_IF_ERROR(ExportRun(store_, res->run_id, best));
+    r->candidate = (best / res->best_source_name).string();
+    *final = res->final;
+    *best_params = res->best_params;
+    return Status::Ok();
+  }
+
+  // The best against torch.compile: from the baseline cache when this GPU, torch version and
+  // procedure timed it before, else timed now (and cached).
+  Status CompileBaseline(const Task& task, const OptimizeOptions& o, Executor& executor, const Evaluation& final,
+                         const ParamValues& params, ProblemResult* r) {
+    auto b = TorchBaselines(&store_, task, final, o.timing);
+    if (!b.ok()) return b.status();
+    if ((*b)["compile"].is_null()) {
+      EvalJob job;
+      job.task = &task;
+      job.source = r->candidate.empty() ? std::filesystem::path(o.from) : std::filesystem::path(r->candidate);
+      job.params = params;
+      job.options = EvalOptionsFor(o);
+      job.options.python_baseline = "compile";
+      EvalJobResult done = executor.Submit(std::move(job)).get();
+      if (!done.status.ok()) return done.status.WithContext("timing torch.compile");
+      if (!done.evaluation.verdict.passed())
+        return Status::Unavailable("no torch.compile figure: " + done.evaluation.verdict.summary);
+      b = TorchBaselines(&store_, task, done.evaluation, o.timing);
+      if (!b.ok()) return b.status();
+    }
+    if ((*b)["compile"].is_object()) {
+      r->compile_measured = true;
+      r->speedup_compile = (*b)["compile"].value("speedup", 0.0);
+    }
+    return Status::Ok();
+  }
+
+  Store& store_;
+  json config_;
+  std::mutex skills_mu_;
+};
+
+class PrintBenchProgress : public BenchProgress {
+ public:
+  explicit PrintBenchProgress(bool json) : json_(json) {}
+  void Started(const BenchProblem& p, int device) override {
+    if (json_) std::cerr << json{{"event", "problem_start"}, {"problem", p.id}, {"device", device}}.dump() << "\n";
+    else std::cerr << fmt::format("kpilot: {} started{}\n", p.id, device >= 0 ? fmt::format(" on GPU {}", device) : "");
+  }
+  void Finished(const ProblemResult& r, int done, int total) override {
+    if (json_) {
+      json j = ToJson(r);
+      j.erase("traces");
+      j["event"] = "problem";
+      j["done"] = done;
+      j["total"] = total;
+      std::cerr << j.dump() << "\n";
+      return;
+    }
+    std::string what = !r.error.empty() ? "error: " + r.error.substr(0, 200)
+                       : !r.correct()   ? r.verdict
+                                        : fmt::format("{:.3f}× eager{}", r.speedup_eager,
+                                                      r.compile_measured ? fmt::format(", {:.3f}× compile", r.speedup_compile) : "");
+    std::cerr << fmt::format("[{}/{}] {}: {} ({} evaluations, {:.0f} s)\n", done, total, r.id, what, r.evaluations, r.wall_s);
+    for (const auto& w : r.warnings) std::cerr << "        " << w.substr(0, 300) << "\n";
+  }
+
+ private:
+  bool json_;
+};
+
+// flashinfer suites: each definition's Trace records under OUT/traces/<op_type>/<name>.jsonl.
+Status WriteTraces(const std::filesystem::path& out, const std::vector<ProblemResult>& results) {
+  for (const auto& r : results) {
+    if (r.traces.empty()) continue;
+    std::string text;
+    for (const auto& t : r.traces) text += t.dump() + "\n";
+    KPILOT_RETURN_IF_ERROR(WriteFileAtomic(out / "traces" / (r.id + ".jsonl"), text));
+  }
+  return Status::Ok();
+}
+
+int RunBenchCommand(const BenchArgs& a) {
+  auto store = Store::Open(a.store_dir);
+  if (!store.ok()) return Fail(store.status());
+  json config;
+  int64_t id = a.resume;
+  if (a.resume > 0) {
+    auto state = LoadBench(**store, a.resume);
+    if (!state.ok()) return Fail(state.status());
+    config = state->config;
+  } else {
+    if (a.suite.empty()) return Fail(Status::InvalidInput("kpilot bench needs SUITE (or --resume BENCH_ID)"));
+    OptimizeOptions o;
+    o.generator = a.generator;
+    o.budget = a.budget;
+    auto policy = ParsePolicy(a.policy);
+    if (!policy) return Fail(Status::InvalidInput("--policy " + a.policy + ": use mcts, greedy, beam or random"));
+    o.search.policy = *policy;
+    auto timing = ParseTimingMode(a.timing);
+    if (!timing) return Fail(Status::InvalidInput("--timing " + a.timing + ": use default, kernelbench or flashinfer"));
+    o.timing = *timing;
+    o.timing_max_seconds = a.max_seconds;
+    o.drafts_per_expansion = a.drafts;
+    o.seed = a.seed;
+    if (!a.llm_config.empty()) o.llm_config = std::filesystem::absolute(a.llm_config).string();
+    if (a.skills == "on" || a.skills == "off") o.skills = a.skills == "on";
+    else return Fail(Status::InvalidInput("--skills " + a.skills + ": use on or off"));
+    Status ablations = ApplyAblationFlags(a.feedback, a.tools, a.memory, &o);
+    if (!ablations.ok()) return Fail(ablations);
+    if (o.generator.rfind("llm:", 0) == 0) {
+      auto llm = LoadGeneratorConfig(o.llm_config);
+      if (!llm.ok()) return Fail(llm.status());
+      o.max_cost_usd = llm->max_cost_usd;
+    }
+    config = {{"suite", std::filesystem::absolute(a.suite).string()},
+              {"levels", SplitList(a.levels)},
+              {"problems", a.problems},
+              {"eval_only", a.eval_only.empty() ? "" : std::filesystem::absolute(a.eval_only).string()},
+              {"python", a.source.python},
+              {"optimize", ToJson(o)}};
+  }
+  auto suite = DiscoverSuite(config.value("suite", ""));
+  if (!suite.ok()) return Fail(suite.status());
+  auto problems = SelectProblems(*suite, config.value("levels", std::vector<std::string>{}), config.value("problems", ""));
+  if (!problems.ok()) return Fail(problems.status());
+  if (problems->empty()) return Fail(Status::InvalidInput("--problems " + a.problems + ": no problem of " + suite->name + " matches"));
+
+  // Where problems run: one at a time on each visible GPU; a suite of host tasks (or PyTorch
+  // problems on the cpu torch device, for tests) runs one at a time without one.
+  std::string why;
+  std::vector<int> devices;
+  for (const auto& g : SystemGpuProbe().List(&why)) devices.push_back(g.index);
+  bool needs_gpu = false;
+  for (const auto& p : *problems) {
+    if (suite->format != SuiteFormat::kTaskFolders) {
+      Task probe;
+      probe.backend = Backend::kCuda;
+      probe.reference.kind = ReferenceKind::kPython;
+      needs_gpu |= NeedsGpu(probe);
+    } else {
+      auto t = LoadTask(p.path);
+      needs_gpu |= !t.ok() || t->backend == Backend::kCuda;
+    }
+  }
+  if (!needs_gpu) devices.clear();
+  if (needs_gpu && devices.empty())
+    return Fail(Status::Unavailable("suite " + suite->name + " needs a GPU (" + why +
+                                    "); run kpilot bench on a machine with an NVIDIA GPU"));
+
+  if (id == 0) {
+    auto created = CreateBench(**store, *suite, config);
+    if (!created.ok()) return Fail(created.status());
+    id = *created;
+  }
+  if (!a.json)
+    std::cerr << fmt::format("kpilot: bench {} — {} problems of {} ({}), {}, {} — resume with kpilot bench --resume {}\n", id,
+                             problems->size(), suite->name, SuiteFormatName(suite->format),
+                             config.value("eval_only", "").empty()
+                                 ? fmt::format("{} generator, budget {}", config["optimize"].value("generator", ""),
+                                               config["optimize"].value("budget", 0))
+                                 : "evaluating " + config.value("eval_only", ""),
+                             devices.empty() ? std::string("one at a time") : fmt::format("{} GPU(s)", devices.size()), id);
+  LiveRunner runner(**store, config);
+  PrintBenchProgress progress(a.json);
+  auto results = RunBench(**store, id, *problems, runner, devices, progress);
+  if (!results.ok()) return Fail(results.status());
+  BenchReport report = Summarize(suite->name, suite->format, *results, ContestScore);
+
+  std::filesystem::path out = !a.out.empty() ? std::filesystem::path(a.out) : (*store)->dir() / "bench" / std::to_string(id);
+  if (suite->format == SuiteFormat::kFlashInfer) {
+    Status s = WriteTraces(out, *results);
+    if (!s.ok()) return Fail(s);
+  }
+  json j = ToJson(report);
+  j["bench"] = id;
+  Status wrote = WriteFileAtomic(out / "report.json", j.dump(2) + "\n");
+  if (!wrote.ok()) return Fail(wrote);
+  if (!a.markdown.empty()) {
+    Status s = WriteFileAtomic(a.markdown, ReportMarkdown(report));
+    if (!s.ok()) return Fail(s);
+  }
+  if (a.json) std::cout << j.dump(2) << "\n";
+  else std::cout << ReportTable(report) << "written    " << (out / "report.json").string() << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddBenchCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand("bench", "Optimize (or evaluate) every problem of a suite; report fast_p and speedups per level");
+  cmd->add_option("suite", a->suite,
+                  "A KernelBench-layout folder (level1/ …), a flashinfer-bench dataset (definitions/ …) or a folder of "
+                  "task folders");
+  cmd->add_option("--levels", a->levels, "Only these levels, e.g. 1,2 (KernelBench), op types (flashinfer), subfolders");
+  cmd->add_option("--problems", a->problems, "Only problems whose name or LEVEL/NAME matches this glob, e.g. '1*_*'");
+  cmd->add_option("--eval-only", a->eval_only,
+                  "Evaluate the candidate given per problem in this folder (<stem>.cu|.py|.json or <stem>/) instead of optimizing");
+  cmd->add_option("--generator", a->generator, "As kpilot optimize: params | replay:DIR | llm:… | command:…")->capture_default_str();
+  cmd->add_option("--llm-config", a->llm_config, "TOML config of the llm:/command: generators");
+  cmd->add_option("--budget", a->budget, "Candidate evaluations per problem, the starting one included")->capture_default_str();
+  cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();
+  cmd->add_option("--feedback", a->feedback, "Ablation: none | raw | tools (docs/bench.md)")
+      ->check(CLI::IsMember({"none", "raw", "tools"}))
+      ->capture_default_str();
+  cmd->add_option("--tools", a->tools, "Ablation: proactive | on-request")
+      ->check(CLI::IsMember({"proactive", "on-request"}))
+      ->capture_default_str();
+  cmd->add_option("--memory", a->memory, "Ablation: on | off")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+  cmd->add_option("--skills", a->skills, "Ablation: on | off")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+  cmd->add_option("--timing", a->timing, "default | kernelbench | flashinfer (docs/pytorch.md)")
+      ->check(CLI::IsMember({"default", "kernelbench", "flashinfer"}))
+      ->capture_default_str();
+  cmd->add_option("--max-seconds", a->max_seconds, "Timing cap per workload per evaluation, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--drafts", a->drafts, "Drafts per expansion")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
+  cmd->add_option("--python", a->source.python, "Python interpreter with torch (default: python3 on PATH)");
+  cmd->add_option("--store", a->store_dir, "Store folder")->capture_default_str();
+  cmd->add_option("--resume", a->resume, "Continue bench BENCH_ID: finished problems are kept, an interrupted one resumes");
+  cmd->add_option("--out", a->out, "Report folder (default: STORE/bench/ID): report.json, flashinfer traces/");
+  cmd->add_flag("--json", a->json, "The report as JSON on stdout, progress as JSON lines on stderr");
+  cmd->add_option("--markdown", a->markdown, "Also write the report as Markdown to FILE");
+  cmd->callback([a, exit_code]() { *exit_code = RunBenchCommand(*a); });
+}
+
+}  // namespace kpilot::cli

@@ -1,0 +1,177 @@
+// kpilot bench end to end on the CPU: a suite of two host task folders in two levels (saxpy and
+// row_softmax from examples/host, with smaller workloads), the params generator, budget 3; then
+// --resume of the finished bench re-runs nothing; then --eval-only.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "../cli/run_kpilot.h"
+#include "core/fs.h"
+#include "test_paths.h"
+
+namespace kpilot {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Copies an example task into `to`, replacing `from_text` by `to_text` in its task.toml.
+void CopyTask(const std::string& name, const fs::path& to, const std::string& from_text = "",
+              const std::string& to_text = "") {
+  fs::path src = testing::SourceDir() / "examples" / "host" / name;
+  fs::create_directories(to);
+  fs::copy(src, to, fs::copy_options::recursive);
+  if (from_text.empty()) return;
+  auto toml = ReadFile(to / "task.toml");
+  ASSERT_TRUE(toml.ok());
+  std::string t = *toml;
+  size_t at = t.find(from_text);
+  ASSERT_NE(at, std::string::npos) << from_text;
+  t.replace(at, from_text.size(), to_text);
+  ASSERT_TRUE(WriteFileAtomic(to / "task.toml", t).ok());
+}
+
+// The last JSON object printed on stdout (the report).
+json Report(const ProcessResult& r) {
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
+  return j;
+}
+
+TEST(BenchCli, HostSuiteWithTheParamsGeneratorThenResumeThenEvalOnly) {
+  auto d = TempDir::Create("kpilot-bench-cli-");
+  ASSERT_TRUE(d.ok());
+  fs::path root = d->path();
+  CopyTask("saxpy", root / "suite" / "easy" / "saxpy", "n = 33554432", "n = 262144");
+  CopyTask("row_softmax", root / "suite" / "hard" / "row_softmax", "rows = 4096, cols = 1024", "rows = 256, cols = 1024");
+  fs::path store = root / "store";
+  auto r = testing::RunKpilot(root, {"bench", (root / "suite").string(), "--generator", "params", "--budget", "3", "--max-seconds", "0.3",
+                                     "--store", store.string(), "--json", "--markdown", (root / "report.md").string()},
+                              900);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json j = Report(r);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["format"], "tasks");
+  ASSERT_EQ(j["levels"].size(), 2u);
+  EXPECT_EQ(j["levels"][0]["level"], "easy");
+  EXPECT_EQ(j["levels"][1]["level"], "hard");
+  EXPECT_EQ(j["total"]["problems"], 2);
+  EXPECT_EQ(j["total"]["correct"], 2) << r.err;
+  EXPECT_DOUBLE_EQ(j["total"]["correctness"].get<double>(), 1.0);
+  EXPECT_EQ(j["total"]["eager"]["fast_p"]["0"], 1.0) << "fast_0 = correctness";
+  EXPECT_GT(j["total"]["eager"]["geomean_speedup"].get<double>(), 0);
+  EXPECT_EQ(j["total"]["compile"]["measured"], 0) << "host tasks have no torch.compile baseline";
+  for (const auto& p : j["problems"]) {
+    EXPECT_LE(p["evaluations"].get<int>(), 3) << p.dump();
+    EXPECT_GT(p["run"].get<int>(), 0);
+    EXPECT_TRUE(fs::exists(p["candidate"].get<std::string>())) << p.dump();
+  }
+  EXPECT_GT(j["total"]["cost"]["gpu_s"].get<double>(), 0) << "evaluation time is counted";
+  // Progress: one JSON line per finished problem on stderr.
+  int lines = 0;
+  size_t pos = 0;
+  while ((pos = r.err.find("\"event\":\"problem\"", pos)) != std::string::npos) {
+    ++lines;
+    ++pos;
+  }
+  EXPECT_EQ(lines, 2) << r.err;
+  auto md = ReadFile(root / "report.md");
+  ASSERT_TRUE(md.ok());
+  EXPECT_NE(md->find("## Against eager"), std::string::npos);
+  EXPECT_NE(md->find("| easy | 1 | 100% |"), std::string::npos) << *md;
+  int64_t bench = j["bench"].get<int64_t>();
+  EXPECT_TRUE(fs::exists(store / "bench" / std::to_string(bench) / "report.json"));
+
+  // The finished bench resumes to the same report without running anything.
+  auto again = testing::RunKpilot(root, {"bench", "--resume", std::to_string(bench), "--store", store.string(), "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  json k = Report(again);
+  EXPECT_EQ(k["problems"], j["problems"]);
+  EXPECT_EQ(again.err.find("\"event\":\"problem\""), std::string::npos) << "nothing re-run: " << again.err;
+
+  // --eval-only: the examples' own candidates, one evaluation each.
+  fs::path cands = root / "cands";
+  fs::create_directories(cands);
+  fs::copy_file(testing::SourceDir() / "examples/host/saxpy/candidates/omp_simd.cpp", cands / "saxpy.cpp");
+  fs::copy_file(testing::SourceDir() / "examples/host/row_softmax/candidates/omp_simd_exp.cpp", cands / "row_softmax.cpp");
+  auto eval = testing::RunKpilot(root, {"bench", (root / "suite").string(), "--eval-only", cands.string(), "--store",
+                                        store.string(), "--max-seconds", "0.3", "--json"});
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  json e = Report(eval);
+  EXPECT_EQ(e["total"]["correct"], 2) << eval.err;
+  for (const auto& p : e["problems"]) {
+    EXPECT_EQ(p["evaluations"], 1);
+    EXPECT_EQ(p["run"], 0) << "no optimizer run";
+  }
+}
+
+// A KernelBench-layout suite on the CPU torch device (the project's CPU-torch venv): the problem is
+// loaded through the torch worker and the given ModelNew evaluated against eager; a torch without
+// torch.compile leaves the eager figure standing with a warning.
+TEST(BenchCli, KernelBenchLayoutEvalOnlyOnTheCpuTorchDevice) {
+  fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
+  ASSERT_TRUE(fs::exists(python)) << python << " is missing: run scripts/setup-torch-venv.sh";
+  auto d = TempDir::Create("kpilot-bench-kb-");
+  ASSERT_TRUE(d.ok());
+  fs::path root = d->path(), fixtures = testing::SourceDir() / "tests" / "python" / "fixtures";
+  fs::create_directories(root / "suite" / "level1");
+  fs::create_directories(root / "cands");
+  fs::copy_file(fixtures / "linear_problem.py", root / "suite" / "level1" / "1_Linear.py");
+  fs::copy_file(fixtures / "linear_new_ok.py", root / "cands" / "1_Linear.py");
+  setenv("KPILOT_TORCH_DEVICE", "cpu", 1);
+  auto r = testing::RunKpilot(root, {"bench", (root / "suite").string(), "--eval-only", (root / "cands").string(),
+                                     "--python", python.string(), "--store", (root / "store").string(), "--json"},
+                              600);
+  unsetenv("KPILOT_TORCH_DEVICE");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = Report(r);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["format"], "kernelbench");
+  ASSERT_EQ(j["problems"].size(), 1u);
+  const json& p = j["problems"][0];
+  EXPECT_EQ(p["id"], "level1/1_Linear");
+  EXPECT_EQ(p["verdict"], "passed") << p.dump();
+  EXPECT_GT(p["speedup_eager"].get<double>(), 0);
+  EXPECT_EQ(j["levels"][0]["level"], "1");
+  if (!p["compile_measured"].get<bool>()) {
+    ASSERT_FALSE(p["warnings"].empty()) << "why there is no torch.compile figure";
+    EXPECT_NE(p["warnings"][0].get<std::string>().find("compile"), std::string::npos);
+    EXPECT_EQ(j["total"]["compile"]["fast_p"]["0"], 0.0);
+  }
+}
+
+// kpilot optimize takes the ablation switches and stores them with the run (a resume keeps them).
+TEST(BenchCli, OptimizeStoresTheAblationSwitches) {
+  auto d = TempDir::Create("kpilot-bench-ablation-");
+  ASSERT_TRUE(d.ok());
+  std::string store = (d->path() / "store").string();
+  std::string task = (testing::SourceDir() / "examples" / "host" / "sgemm").string();
+  auto bad = testing::RunKpilot(d->path(), {"optimize", task, "--feedback", "counters", "--store", store});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  auto r = testing::RunKpilot(d->path(), {"optimize", task, "--budget", "1", "--feedback", "none", "--tools", "on-request",
+                                          "--memory", "off", "--store", store, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json run = Report(r);
+  auto show = testing::RunKpilot(d->path(), {"show", std::to_string(run["run"].get<int>()), "--store", store, "--json"});
+  json options = Report(show)["options"];
+  EXPECT_EQ(options["feedback"], "none");
+  EXPECT_EQ(options["tools"], "on-request");
+  EXPECT_EQ(options["memory"], false);
+}
+
+TEST(BenchCli, UsageErrors) {
+  auto d = TempDir::Create("kpilot-bench-cli-");
+  ASSERT_TRUE(d.ok());
+  auto r = testing::RunKpilot(d->path(), {"bench", (d->path() / "nothing").string(), "--store", (d->path() / "s").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("not a folder"), std::string::npos) << r.err;
+  auto levels = testing::RunKpilot(d->path(), {"bench", (testing::SourceDir() / "examples" / "host").string(), "--levels",
+                                               "9", "--store", (d->path() / "s").string()});
+  EXPECT_EQ(levels.exit_code, 2);
+  EXPECT_NE(levels.err.find("has levels all"), std::string::npos) << levels.err;
+}
+
+}  // namespace
+}  // namespace kpilot
