@@ -230,7 +230,7 @@ class KernelBenchSuiteTest(unittest.TestCase):
                 p = subprocess.run(argv, cwd=ws, env=env, input="the instructions\n", stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
                 out = os.path.join(ws, "candidate.cu")
-                written = open(out).read() if os.path.exists(out) else None
+                written = Path(out).read_text() if os.path.exists(out) else None
                 return p.returncode, written, p.stdout, p.stderr
             finally:
                 shutil.rmtree(ws)
