@@ -11,7 +11,7 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPERT = "../../../examples/host/sgemm/candidates/register_tile_expert.cpp"
 REFERENCE = "../../../examples/host/sgemm/reference.cpp"
-HELD_OUT_FAST = "../../../examples/host/row_softmax/candidates/omp_simd_exp.cpp"
+HELD_OUT_FAST = "admit_row_softmax_simd.cpp"
 
 
 def lines(f):
@@ -122,7 +122,7 @@ with open(os.path.join(HERE, "script.json"), "w") as f:
 # in naive -> expert order: the first is faster than the held-out start (its reference) and is
 # admitted; the second is correct but slower and is rejected.
 admit = [
-    {"note": "15 admit cpu-vector-rows: rows as SIMD loops across cores (faster)",
+    {"note": "15 admit cpu-vector-rows: rows as SIMD loops with an inline exp, one thread (faster)",
      "text": "Summary: each row's passes as vector loops\n", "code_file": HELD_OUT_FAST},
     {"note": "16 admit cpu-register-tile: correct, three times the work (slower)",
      "text": "Summary: a register tile of rows\n", "code_file": "admit_row_softmax_slower.cpp"},
