@@ -70,6 +70,16 @@ std::string UtcNow() {
   return buf;
 }
 
+// The name a Trace gives the candidate: a Solution JSON's own `name`, else the file's stem.
+std::string SolutionName(const std::filesystem::path& candidate) {
+  if (candidate.extension() == ".json")
+    if (auto text = ReadFile(candidate); text.ok()) {
+      json j = json::parse(*text, nullptr, false);
+      if (j.is_object() && j.contains("name") && j["name"].is_string()) return j["name"].get<std::string>();
+    }
+  return candidate.stem().string();
+}
+
 // flashinfer: one Trace record per workload of the final evaluation of `solution`.
 json FlashInferTraces(const Task& task, const Evaluation& e, const std::string& solution) {
   json out = json::array();
@@ -191,8 +201,7 @@ class LiveRunner : public ProblemRunner {
     r->speedup_eager = final.verdict.passed() ? final.speedup_geomean : 0;
     for (const auto& t : final.timings)
       r->workloads.push_back({t.workload, final.verdict.passed(), final.verdict.passed() ? t.speedup.ratio : 0});
-    if (task.format == TaskFormat::kFlashInfer)
-      r->traces = FlashInferTraces(task, final, std::filesystem::path(r->candidate).stem().string());
+    if (task.format == TaskFormat::kFlashInfer) r->traces = FlashInferTraces(task, final, SolutionName(r->candidate));
     // A torch.compile figure that cannot be had (torch < 2.0, an op inductor cannot compile) leaves
     // the problem's eager result standing: it is counted as not fast against torch.compile.
     if (final.verdict.passed() && task.reference.kind == ReferenceKind::kPython)

@@ -142,6 +142,54 @@ TEST(BenchCli, KernelBenchLayoutEvalOnlyOnTheCpuTorchDevice) {
   }
 }
 
+// The team's flashinfer-bench dataset on the CPU torch device: a Solution evaluated per definition,
+// the contest score, and Trace JSONL that flashinfer-bench's own classes read (when installed).
+TEST(BenchCli, FlashInferDatasetTracesAndContestScore) {
+  fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
+  ASSERT_TRUE(fs::exists(python)) << python << " is missing: run scripts/setup-torch-venv.sh";
+  fs::path dataset = testing::SourceDir() / "examples" / "flashinfer";
+  auto d = TempDir::Create("kpilot-bench-fi-");
+  ASSERT_TRUE(d.ok());
+  fs::path root = d->path();
+  fs::create_directories(root / "cands");
+  fs::copy_file(dataset / "solutions/rmsnorm/rmsnorm_h512/rmsnorm_h512_torch.json", root / "cands" / "rmsnorm_h512.json");
+  setenv("KPILOT_TORCH_DEVICE", "cpu", 1);
+  auto r = testing::RunKpilot(root, {"bench", dataset.string(), "--problems", "rmsnorm_h512", "--eval-only",
+                                     (root / "cands").string(), "--python", python.string(), "--store",
+                                     (root / "store").string(), "--out", (root / "out").string(), "--json"},
+                              600);
+  unsetenv("KPILOT_TORCH_DEVICE");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = Report(r);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["format"], "flashinfer");
+  ASSERT_EQ(j["contest"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["contest"][0]["definition"], "rmsnorm/rmsnorm_h512");
+  int workloads = j["contest"][0]["workloads"].get<int>();
+  EXPECT_GT(workloads, 0);
+  EXPECT_EQ(j["contest"][0]["passed"], workloads);
+  EXPECT_GT(j["contest"][0]["score"].get<double>(), 0);
+  fs::path traces = root / "out" / "traces" / "rmsnorm" / "rmsnorm_h512.jsonl";
+  auto text = ReadFile(traces);
+  ASSERT_TRUE(text.ok()) << traces;
+  int lines = 0;
+  for (char c : *text) lines += c == '\n';
+  EXPECT_EQ(lines, workloads);
+  json first = json::parse(text->substr(0, text->find('\n')));
+  EXPECT_EQ(first["definition"], "rmsnorm_h512");
+  EXPECT_EQ(first["evaluation"]["status"], "PASSED");
+  EXPECT_FALSE(first["solution"].get<std::string>().empty());
+  auto importable = SystemProcessRunner().Run({{python.string(), "-c", "import flashinfer_bench.data"}});
+  if (!importable.ok() || !importable->Succeeded()) return;  // flashinfer-bench not installed: shape checked above
+  auto v = SystemProcessRunner().Run({{python.string(), "-c",
+                                       "import sys\nfrom flashinfer_bench.data import Trace\n"
+                                       "print(sum(Trace.model_validate_json(l).is_successful() for l in open(sys.argv[1])))\n",
+                                       traces.string()}});
+  ASSERT_TRUE(v.ok());
+  ASSERT_TRUE(v->Succeeded()) << v->err;
+  EXPECT_EQ(std::stoi(v->out), workloads);
+}
+
 // kpilot optimize takes the ablation switches and stores them with the run (a resume keeps them).
 TEST(BenchCli, OptimizeStoresTheAblationSwitches) {
   auto d = TempDir::Create("kpilot-bench-ablation-");
