@@ -9,6 +9,7 @@
 
 #include "../cli/run_kpilot.h"
 #include "core/fs.h"
+#include "device/device.h"
 #include "test_paths.h"
 
 namespace kpilot {
@@ -219,6 +220,20 @@ TEST(BenchCli, UsageErrors) {
                                                "9", "--store", (d->path() / "s").string()});
   EXPECT_EQ(levels.exit_code, 2);
   EXPECT_NE(levels.err.find("has levels all"), std::string::npos) << levels.err;
+}
+
+// Suites of GPU problems on a machine without a GPU stop before anything runs (exit 3), saying so.
+TEST(BenchCli, GpuSuitesNeedAGpu) {
+  std::string why;
+  if (!SystemGpuProbe().List(&why).empty()) GTEST_SKIP() << "this machine has a GPU";
+  auto d = TempDir::Create("kpilot-bench-cli-");
+  ASSERT_TRUE(d.ok());
+  for (const char* suite : {"cuda", "kernelbench"}) {
+    auto r = testing::RunKpilot(d->path(), {"bench", (testing::SourceDir() / "examples" / suite).string(), "--store",
+                                            (d->path() / "s").string()});
+    EXPECT_EQ(r.exit_code, 3) << suite << ": " << r.err;
+    EXPECT_NE(r.err.find("needs a GPU"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace
