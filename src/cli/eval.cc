@@ -116,7 +116,8 @@ void PrintTable(const Evaluation& e, const std::string& stored) {
       std::cout << fmt::format("{:<40} {:>5} {:>8} {:>7} {:>10}\n", r.name.substr(0, 40), r.registers, r.shared_bytes,
                                r.stack_bytes, fmt::format("{}/{}", r.spill_stores, r.spill_loads));
   }
-  if (e.backend == Backend::kCuda && !e.compile.sass_status.empty()) std::cout << "SASS       " << e.compile.sass_status << "\n";
+  if (e.backend == Backend::kCuda && !e.compile.sass_status.empty())
+    std::cout << "SASS       " << e.compile.sass_status << "\n";
   std::cout << fmt::format("\ntime       compile {:.2f} s{}  run {:.2f} s  total {:.2f} s\n", e.compile_s,
                            e.compile.cache_hit ? " (cache hit)" : "", e.run_s, e.total_s);
   for (const auto& t : e.timings)
@@ -323,7 +324,9 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--arch", a->arch, "CUDA target, e.g. sm_90a (default: the visible GPU's, else sm_90a)");
-  cmd->add_option("--timing", a->timing, "Timing procedure (cuda): default | kernelbench | flashinfer")
+  cmd->add_option("--timing", a->timing,
+                  "Timing procedure (cuda and PyTorch tasks): default | kernelbench | flashinfer (the last two also "
+                  "turn kpilot's exploit checks off for PyTorch tasks)")
       ->check(CLI::IsMember({"default", "kernelbench", "flashinfer"}))
       ->capture_default_str();
   cmd->add_flag("--energy", a->energy, "Measure joules per call with NVML (cuda; adds ≥ 2 s per workload)");
