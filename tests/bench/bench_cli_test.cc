@@ -108,6 +108,29 @@ TEST(BenchCli, HostSuiteWithTheParamsGeneratorThenResumeThenEvalOnly) {
   }
 }
 
+// A bench killed mid-problem (SIGKILL from the test's timeout) resumes: finished problems are kept,
+// the interrupted one continues its own optimizer run instead of starting another.
+TEST(BenchCli, AKilledBenchResumesWithoutStartingAProblemAgain) {
+  auto d = TempDir::Create("kpilot-bench-kill-");
+  ASSERT_TRUE(d.ok());
+  fs::path root = d->path();
+  CopyTask("row_softmax", root / "suite" / "row_softmax", "rows = 4096, cols = 1024", "rows = 256, cols = 1024");
+  CopyTask("saxpy", root / "suite" / "saxpy", "n = 33554432", "n = 262144");
+  std::string store = (root / "store").string();
+  // About 17 s uninterrupted on the 2-core CI machine: killed at 9 s, inside one of the problems.
+  (void)testing::RunKpilot(root, {"bench", (root / "suite").string(), "--budget", "3", "--max-seconds", "0.3",
+                                          "--store", store}, 9);
+  auto resumed = testing::RunKpilot(root, {"bench", "--resume", "1", "--store", store, "--json"}, 600);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  json j = Report(resumed);
+  EXPECT_EQ(j["total"]["correct"], 2) << resumed.err;
+  auto runs = testing::RunKpilot(root, {"runs", "--store", store, "--json"});
+  json list = Report(runs);
+  ASSERT_TRUE(list.is_array());
+  EXPECT_EQ(list.size(), 3u) << "the bench and one optimizer run per problem, none started twice: " << list.dump();
+  for (const auto& r : list) EXPECT_EQ(r["status"], "finished") << r.dump();
+}
+
 // A KernelBench-layout suite on the CPU torch device (the project's CPU-torch venv): the problem is
 // loaded through the torch worker and the given ModelNew evaluated against eager; a torch without
 // torch.compile leaves the eager figure standing with a warning.
