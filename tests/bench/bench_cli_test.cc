@@ -119,7 +119,7 @@ TEST(BenchCli, AKilledBenchResumesWithoutStartingAProblemAgain) {
   std::string store = (root / "store").string();
   // About 17 s uninterrupted on the 2-core CI machine: killed at 9 s, inside one of the problems.
   (void)testing::RunKpilot(root, {"bench", (root / "suite").string(), "--budget", "3", "--max-seconds", "0.3",
-                                          "--store", store}, 9);
+                           "--store", store}, 9);
   auto resumed = testing::RunKpilot(root, {"bench", "--resume", "1", "--store", store, "--json"}, 600);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   json j = Report(resumed);
