@@ -3,9 +3,14 @@
 // and in what the llm: prompt and the params generator do with it.
 #include <gtest/gtest.h>
 
+#include <deque>
+#include <mutex>
+
 #include "core/fs.h"
 #include "optimize/optimizer.h"
 #include "propose/code_tools.h"
+#include "propose/generator_test_util.h"
+#include "propose/llm_proposer.h"
 #include "propose/prompt.h"
 #include "task/loader.h"
 #include "test_paths.h"
@@ -303,6 +308,79 @@ TEST(AblationParams, OnRequestLeavesTheParamsGeneratorUnsteered) {
     EXPECT_TRUE(d.targeted_finding.empty()) << d.summary;
     EXPECT_NE(d.summary.find("tools on request"), std::string::npos) << d.summary;
   }
+}
+
+// The llm: generator under --tools on-request: the prompt holds no guidance; a get_profile call
+// returns it. Proactive: the same context's prompt carries it.
+class ToolCallingClient : public llm::ChatClient {
+ public:
+  Result<llm::ChatReply> Complete(const llm::ChatRequest& r) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    requests.push_back(r);
+    llm::ChatReply reply;
+    reply.stop_reason = "stop";
+    if (requests.size() == 1 && call_tool) {
+      reply.tool_calls = {{"c1", "get_profile", nlohmann::json::object()}};
+      reply.stop_reason = "tool_calls";
+    } else {
+      reply.text = "Summary: wider loads\n```cpp\n" + testing::kMinimalKernel + "```\n";
+    }
+    return reply;
+  }
+  std::string Describe() const override { return "fake"; }
+  llm::Usage Spent() const override { return {}; }
+  bool call_tool = true;
+  std::vector<llm::ChatRequest> requests;
+
+ private:
+  std::mutex mu_;
+};
+
+std::string AllText(const llm::ChatRequest& r) {
+  std::string s = r.system;
+  for (const auto& m : r.messages) s += "\n" + m.content;
+  return s;
+}
+
+TEST(AblationLlm, OnRequestGuidanceComesOnlyThroughGetProfile) {
+  auto t = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
+  ASSERT_TRUE(t.ok());
+  LlmProposerOptions options;
+  options.include_dir = testing::SourceDir() / "include";
+  options.prompts_dir = testing::SourceDir() / "prompts";
+  options.config.tool_calls_per_proposal = 2;
+  options.config.reasks = 0;
+  ProposalContext c = testing::ParentContext(*t, testing::kMinimalKernel);
+  const std::string guidance = c.findings.front().guidance;  // "use wider loads"
+  OptimizeOptions o;
+  ASSERT_TRUE(ApplyAblationFlags("tools", "on-request", "on", &o).ok());
+  ApplyAblations(o, &c);
+
+  auto client = std::make_shared<ToolCallingClient>();
+  auto p = MakeLlmProposer("llm:openai:fake", *t, client, options);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto drafts = (*p)->Propose(c).get();
+  ASSERT_TRUE(drafts.ok()) << drafts.status().ToString();
+  ASSERT_EQ(client->requests.size(), 2u);
+  const llm::ChatRequest& first = client->requests[0];
+  EXPECT_EQ(AllText(first).find("scalar-global-loads"), std::string::npos) << "no finding in the prompt";
+  EXPECT_EQ(AllText(first).find(guidance), std::string::npos) << "no guidance in the prompt";
+  EXPECT_NE(AllText(first).find("get_profile"), std::string::npos) << "the prompt says where the profile is";
+  bool answered = false;
+  for (const auto& m : client->requests[1].messages)
+    answered |= m.role == "tool" && m.content.find("scalar-global-loads") != std::string::npos &&
+                m.content.find(guidance) != std::string::npos;
+  EXPECT_TRUE(answered) << "get_profile served the held-back findings";
+
+  // Proactive: the guidance is in the first prompt.
+  ProposalContext pushed = testing::ParentContext(*t, testing::kMinimalKernel);
+  auto proactive = std::make_shared<ToolCallingClient>();
+  proactive->call_tool = false;
+  auto q = MakeLlmProposer("llm:openai:fake", *t, proactive, options);
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE((*q)->Propose(pushed).get().ok());
+  ASSERT_FALSE(proactive->requests.empty());
+  EXPECT_NE(AllText(proactive->requests[0]).find(guidance), std::string::npos);
 }
 
 }  // namespace
