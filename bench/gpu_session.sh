@@ -51,6 +51,44 @@ for step in $steps; do
                  --out /tmp/kp-$t.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -2
                gzip -c /tmp/kp-$t.json > "$OUT/${t}_space.json.gz"
              done ;;
+    torchtests) # Issue #8: the gpu-labelled tests of PyTorch-defined tasks (C++ CLI path and the Python worker).
+           timeout 400 .stage/bin/pytorch_gpu_test 2>&1 | tee "$OUT/pytorch_gpu_test.txt" | grep -vE '^\[ +(RUN|OK) +\]' | tail -25
+           (cd tests/python && timeout 300 python3 test_flashinfer_gpu.py -v FlashInferGpuTest.test_reference_as_candidate) \
+             2>&1 | tee "$OUT/flashinfer_gpu_reference.txt" | tail -6 ;;
+    kbsuite) # Issue #8: every problem of the team's KernelBench-style suite through `kpilot eval`: its native
+           # candidate (default procedure, exploit checks on) against eager, then the same with
+           # --timing kernelbench next to bench/kernelbench_procedure.py on the same object.
+           mkdir -p "$OUT/kbsuite"
+           for p in examples/kernelbench/level*/*.py; do
+             stem=$(basename "$p" .py)
+             for c in "$p" examples/kernelbench/candidates/$stem/native.cu; do  # reference-as-candidate, then native
+               tag=$stem.$(basename "$c" | sed 's/\..*//')
+               timeout 120 $K eval "$p" "$c" --store /tmp/kp-store --json > "$OUT/kbsuite/$tag.json" 2> "$OUT/kbsuite/$tag.err"
+               echo "$tag exit $? $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j['verdict']['kind'], round(j.get('speedup_geomean',0),3), j['speedup_geomean_ci'], j['verdict']['summary'][:100])" "$OUT/kbsuite/$tag.json" 2>&1 | tail -1)"
+             done
+           done 2>&1 | tee "$OUT/kbsuite.txt"
+           (cd "$OUT" && tar czf kbsuite.tar.gz kbsuite && rm -rf kbsuite) ;;
+    kbtiming) # --timing kernelbench vs an independent implementation of KernelBench's procedure, same native object.
+           for stem in 1_ReLU 3_RowSoftmax 4_LayerNorm 6_MatmulSquare; do
+             p=$(ls examples/kernelbench/level*/$stem.py); c=examples/kernelbench/candidates/$stem/native.cu
+             nvcc -O3 -std=c++17 -arch=sm_90a -shared -Xcompiler -fPIC -I include "$c" -o /tmp/kb_$stem.so
+             $K eval "$p" "$c" --timing kernelbench --store /tmp/kp-store --json > "$OUT/kbtiming_$stem.json" 2>/dev/null
+             python3 bench/kernelbench_procedure.py "$p" --native /tmp/kb_$stem.so > "$OUT/kbproc_$stem.json" 2>/dev/null
+             python3 -c "
+import json,sys
+k=json.load(open(sys.argv[1])); t=k['timings'][0]; d=json.load(open(sys.argv[2]))
+print('%-16s kpilot --timing kernelbench mean %.4f ms | independent procedure mean %.4f ms | ratio %.3f' % (sys.argv[3], t['candidate_reported_ms'], d['mean_ms'], t['candidate_reported_ms']/d['mean_ms']))" \
+               "$OUT/kbtiming_$stem.json" "$OUT/kbproc_$stem.json" $stem 2>&1 | tail -1
+           done 2>&1 | tee "$OUT/kbtiming.txt" ;;
+    kbcost) # Issue #8 figure: cost per candidate evaluation, load_inline ModelNew vs native .cu (fresh builds).
+           python3 bench/pytorch_cost.py --kpilot $K --out "$OUT/pytorch_cost.json" 2>&1 | tee "$OUT/pytorch_cost.txt" | tail -12 ;;
+    kbbench) # Issue #8: kpilot bench over the team's suite with the params generator, then the flashinfer dataset.
+           timeout ${KB_TIMEOUT:-420} $K bench examples/kernelbench --budget ${KB_BUDGET:-3} --store /tmp/kp-bench \
+             --out "$OUT/kbbench" --markdown "$OUT/kbbench.md" > "$OUT/kbbench.txt" 2> "$OUT/kbbench.log"; echo "exit $?"
+           tail -30 "$OUT/kbbench.txt"
+           timeout 200 $K bench examples/flashinfer --budget 2 --timing flashinfer --store /tmp/kp-bench \
+             --out "$OUT/fibench" --markdown "$OUT/fibench.md" > "$OUT/fibench.txt" 2> "$OUT/fibench.log"; echo "exit $?"
+           tail -20 "$OUT/fibench.txt" ;;
     cards) # Issue #7: every candidate of docs/skills.md's "What exercises each built-in card" table, the ones
            # written for cards no other example applied first (builtin_cards_test checks this list).
            for tc in sum_reduction:cuda_graph sgemm:l2_persisting_b transpose:persistent_tiles sgemm:split_k \
@@ -65,14 +103,8 @@ for step in $steps; do
              grep -iE "verdict|geomean|error" "$OUT/cards_${t}_${c}.txt" | head -4
            done 2>&1 | tee "$OUT/cards.txt" ;;
     lineage) timeout 420 bench/lineage_h200_check.sh $OUT/lineage 2>&1 | tail -40 ;;
-    applycards) # The cards the lineage step mined, offered on another task (layernorm).
-             timeout 100 $K optimize examples/cuda/layernorm --skills $OUT/lineage/cards --budget 4 --store /tmp/kp-apply \
-               --json > $OUT/apply.json 2> $OUT/apply.log; echo "exit $?"
-             python3 -c "
-import sqlite3, json
-for (p,) in sqlite3.connect('/tmp/kp-apply/kpilot.db').execute(\"select payload_json from run_events where kind='proposal'\"):
-    j = json.loads(p); print(j.get('summary', '')[:110], '| offered:', j.get('skills_offered'), '| applied:', j.get('skills_applied'))"
-             $K skills stats --store /tmp/kp-apply | head -30 ;;
+    applycards) # The cards the lineage step mined, applied to another task (layernorm) by the llm: generator.
+             timeout 330 bench/applycards_h200_check.sh $OUT/lineage/cards $OUT/applycards 2>&1 | tail -40 ;;
     transpose) timeout 120 python3 bench/optimize_figures.py --kpilot $K --budget 16 --out $OUT --tag _workload_big \
                  --extra "--workload 8192x8192" examples/cuda/transpose 2>&1 | tail -3 ;;
     softmax) timeout 400 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-40} --out $OUT --tag _workload_big \

@@ -14,9 +14,13 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 }
 
 // What the worker runs for a source file: a native object (.cu; .cpp on the cpu), a KernelBench
-// ModelNew (.py) or a flashinfer Solution (.json). `role` is "candidate" or "baseline".
+// ModelNew (.py) or a flashinfer Solution (.json); the task's own problem or definition file is
+// its reference (reference-as-candidate: a check of the harness, speedup ≈ 1). `role` is
+// "candidate" or "baseline".
 Result<std::string> SubjectKind(const Task& task, const std::filesystem::path& source, bool cpu,
                                 const std::string& role) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(source, task.reference.path, ec)) return std::string("reference");
   std::string ext = source.extension().string();
   std::string native_ext = cpu ? ".cpp" : ".cu";
   std::string other = task.format == TaskFormat::kFlashInfer ? ".json" : ".py";

@@ -250,15 +250,14 @@ Result<std::string> PrepareAgentWorkspace(const fs::path& dir, const Task& task,
     if (!r.ok()) return r.status();
     texts[i] = *r;
   }
-  auto toml = ReadFile(task.dir / "task.toml");
-  if (!toml.ok()) return toml.status();
+  const std::string toml = TaskTomlText(task);
   auto ref = ReadFile(task.reference.path);
   if (!ref.ok()) return ref.status();
   std::string parent_name = ctx.parent_source_name.empty() ? "parent" + CandidateExtension(task)
                                                             : fs::path(ctx.parent_source_name).filename().string();
   const std::vector<std::pair<fs::path, const std::string*>> files = {
       {dir / "INSTRUCTIONS.md", &texts[0]},       {dir / "GUIDANCE.md", &texts[1]},
-      {dir / "task" / "task.toml", &*toml},       {dir / "task" / task.reference.path.filename(), &*ref},
+      {dir / "task" / "task.toml", &toml},       {dir / "task" / task.reference.path.filename(), &*ref},
       {dir / "parent" / parent_name, &ctx.parent_source}, {dir / "include" / "kpilot" / "kernel.h", &*abi}};
   for (const auto& [path, text] : files) {
     Status s = WriteFileAtomic(path, *text);

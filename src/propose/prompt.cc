@@ -261,8 +261,7 @@ PromptVars BuildPromptVars(const Task& task, const ProposalContext& ctx, const P
   v["compile_command"] = task.backend == Backend::kCuda
                              ? "nvcc -O3 -lineinfo -std=c++17 -Xcompiler -fPIC -shared for the GPU's architecture"
                              : "g++ -O3 -march=native -fopenmp -std=c++17 -fPIC -shared";
-  auto toml = ReadFile(task.dir / "task.toml");
-  v["task_toml"] = toml.ok() ? Fence("toml", *toml) : "(task.toml could not be read)\n";
+  v["task_toml"] = Fence("toml", TaskTomlText(task));
   v["reference_name"] = task.reference.path.filename().string();
   auto ref = ReadFile(task.reference.path);
   v["reference_source"] = ref.ok() ? Fence(task.reference.kind == ReferenceKind::kPython ? "python" : CodeLanguage(task), *ref)

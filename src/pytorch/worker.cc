@@ -38,8 +38,10 @@ Result<PythonWorker> FindPythonWorker(const std::string& python_flag, const fs::
     return Status::NotFound(python_flag.empty()
                                 ? "python3 is not on PATH — pass --python PATH to an interpreter with torch"
                                 : "--python " + python_flag + ": no such executable — give the path of an interpreter with torch");
-  w.python = found;
   std::error_code ec;
+  // The worker runs in a fresh folder: a relative --python (e.g. .venv/bin/python) must not lose
+  // its meaning there, or the interpreter would start without its environment's packages.
+  w.python = found.find('/') != std::string::npos ? fs::absolute(found, ec).lexically_normal() : fs::path(found);
   if (!fs::is_regular_file(package_dir / "kpilot_torch" / "worker.py", ec))
     return Status::NotFound("kpilot's Python worker is not in " + package_dir.string() +
                             " (no kpilot_torch/worker.py) — reinstall kpilot, or set KPILOT_PYTHONPATH to the folder "

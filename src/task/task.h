@@ -126,6 +126,11 @@ struct Task {
   Tolerance ToleranceOf(const TensorSpec& output) const;
 };
 
+// The task as `task.toml` text: the file itself for a native task; for a KernelBench problem or a
+// flashinfer definition, a generated description of its native candidate ABI (tensors in ABI
+// order with dtypes and axis names, scalars, workloads, params), for prompts and agent workspaces.
+std::string TaskTomlText(const Task& task);
+
 // A choice of tunable parameter values, name → value.
 using ParamValues = std::map<std::string, std::string>;
 

@@ -158,6 +158,14 @@ TEST_F(EvalPytorch, RejectsCandidatesOfTheWrongKind) {
   EXPECT_TRUE(RunRequests().empty());
 }
 
+TEST_F(EvalPytorch, TheProblemFileAsTheCandidateIsTheReference) {
+  auto e = Eval(problem_);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  auto reqs = RunRequests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0]["candidate"]["kind"], "reference");
+}
+
 TEST_F(EvalPytorch, AnIncumbentBaselineIsSentAsItsKind) {
   EvalOptions opt;
   opt.baseline_source = Write("incumbent.py", "class ModelNew: pass\n");

@@ -236,12 +236,20 @@ TEST(BuiltinCards, EachParamsMoveIsWhatTheParamsGeneratorDoes) {
                                ->values;
       auto index = [&](const std::string& v) { return std::find(values.begin(), values.end(), v) - values.begin(); };
       for (const auto& [name, value] : d.params)
-        if (name != s.param) EXPECT_EQ(value, parent->at(name)) << "only " << s.param << " moves: " << d.summary;
+        if (name != s.param) {
+          EXPECT_EQ(value, parent->at(name)) << "only " << s.param << " moves: " << d.summary;
+        }
       const std::string& from = parent->at(s.param);
       const std::string& to = d.params.at(s.param);
-      if (mv.move == MoveDirection::kUp) EXPECT_GT(index(to), index(from)) << s.where << ": " << d.summary;
-      if (mv.move == MoveDirection::kDown) EXPECT_LT(index(to), index(from)) << s.where << ": " << d.summary;
-      if (mv.move == MoveDirection::kSet) EXPECT_EQ(to, *mv.value) << s.where << ": " << d.summary;
+      if (mv.move == MoveDirection::kUp) {
+        EXPECT_GT(index(to), index(from)) << s.where << ": " << d.summary;
+      }
+      if (mv.move == MoveDirection::kDown) {
+        EXPECT_LT(index(to), index(from)) << s.where << ": " << d.summary;
+      }
+      if (mv.move == MoveDirection::kSet) {
+        EXPECT_EQ(to, *mv.value) << s.where << ": " << d.summary;
+      }
       ++checked;
     }
   }
@@ -290,8 +298,9 @@ TEST(BuiltinCards, EachNamesAnExampleThatExistsAndAppliesIt) {
     ASSERT_TRUE(text.ok()) << row.path << " does not exist";
     EXPECT_NE(text->find(row.marker), std::string::npos) << row.path << " does not contain `" << row.marker << "`";
     // A candidate belongs to a task folder (examples/<kind>/<task>/candidates/…).
-    if (file.parent_path().filename() == "candidates")
+    if (file.parent_path().filename() == "candidates") {
       EXPECT_TRUE(fs::exists(file.parent_path().parent_path() / "task.toml")) << row.path;
+    }
     covered.insert(row.card);
   }
   for (const auto& c : Builtin().cards) EXPECT_TRUE(covered.count(c.id)) << c.id << " is exercised by nothing in the table";

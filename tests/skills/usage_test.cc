@@ -173,7 +173,9 @@ TEST_F(UsageStore, AStoreOfSchemaTwoGainsTheTable) {
   {  // take it back to schema 2, as a store written before skill usage existed
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open((Dir() / "kpilot.db").c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE skill_usage; PRAGMA user_version = 2;", nullptr, nullptr, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE skill_usage; DROP TABLE torch_baselines; PRAGMA user_version = 2;", nullptr,
+                           nullptr, nullptr),
+              SQLITE_OK);
     sqlite3_close(db);
   }
   auto store = Store::Open(Dir());
