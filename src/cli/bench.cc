@@ -184,7 +184,14 @@ class LiveRunner : public ProblemRunner {
                            std::max(1, static_cast<int>(std::thread::hardware_concurrency())), python->get());
     Evaluation final;
     ParamValues best_params;  // the best candidate's -D values (the compile baseline times it with them)
-    if (!eval_only.empty()) {
+    // The params generator has nothing to search in a start that declares no params (e.g. a
+    // definition's hand-written native kernel): the start is evaluated as it is, and said so.
+    const bool untunable = eval_only.empty() && o.generator == "params" && task.params.empty();
+    if (untunable)
+      r->warnings.push_back("the starting candidate " + std::filesystem::path(o.from).filename().string() +
+                            " declares no tunable params (no kpilot-params block): evaluated as it is — give it "
+                            "a params block, or --generator llm:…|command:… to search");
+    if (!eval_only.empty() || untunable) {
       EvalJob job;
       job.task = &task;
       job.source = o.from;

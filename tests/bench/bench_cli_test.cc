@@ -108,6 +108,32 @@ TEST(BenchCli, HostSuiteWithTheParamsGeneratorThenResumeThenEvalOnly) {
   }
 }
 
+// The params generator with a start that declares no params (a task without [params], like a
+// flashinfer definition's hand-written kernel): the start is evaluated once, with a warning saying
+// why, instead of the problem failing.
+TEST(BenchCli, AnUntunableStartIsEvaluatedAsItIs) {
+  auto d = TempDir::Create("kpilot-bench-cli-");
+  ASSERT_TRUE(d.ok());
+  fs::path root = d->path();
+  fs::path task = root / "suite" / "saxpy";
+  CopyTask("saxpy", task, "n = 33554432", "n = 262144");
+  auto toml = ReadFile(task / "task.toml");
+  ASSERT_TRUE(toml.ok());
+  std::string t = toml->substr(0, toml->find("[params]"));
+  t.replace(t.find("constraints = [\"CHUNK >= 64 * VEC\"]"), 35, "");
+  ASSERT_TRUE(WriteFileAtomic(task / "task.toml", t).ok());
+  auto r = testing::RunKpilot(root, {"bench", (root / "suite").string(), "--budget", "3", "--max-seconds", "0.3",
+                                     "--store", (root / "store").string(), "--json"},
+                              600);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json j = Report(r);
+  ASSERT_EQ(j["problems"].size(), 1u);
+  const json& p = j["problems"][0];
+  EXPECT_EQ(p["evaluations"], 1) << p.dump();
+  EXPECT_EQ(p["verdict"], "passed") << p.dump();
+  EXPECT_NE(p["warnings"].dump().find("declares no tunable params"), std::string::npos) << p.dump();
+}
+
 // A bench killed mid-problem (SIGKILL from the test's timeout) resumes: finished problems are kept,
 // the interrupted one continues its own optimizer run instead of starting another.
 TEST(BenchCli, AKilledBenchResumesWithoutStartingAProblemAgain) {
