@@ -307,6 +307,9 @@ std::vector<OfferedSkill> Optimizer::Loop::SkillsFor(const NodeData& n) {
     rc.roofline_class = n.bottleneck;
   }
   rc.task_text = o_.task_.name + ". " + o_.task_.description;
+  // What the parent's code already has: cards that require a feature need it present, cards
+  // whose provides are all present become tune-only.
+  rc.features = DetectFeatures(n.source);
   rc.language = o_.task_.backend == Backend::kCuda ? "cuda" : "cpp";
   rc.platform = o_.task_.backend == Backend::kCuda ? opts_.arch : "";
   RetrieveOptions ro;

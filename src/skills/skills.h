@@ -311,6 +311,13 @@ struct Retrieval {
 // score, then BM25 of intent + description + cases against the task text, finding ids and
 // guidance, then smoothed hit rate, then id. Deterministic. Borrows `library`.
 Retrieval Retrieve(const SkillLibrary& library, const RetrievalContext& context, const RetrieveOptions& options = {});
+
+// The features a kernel's source visibly has (comments ignored), in the cards' vocabulary:
+// smem-tile (a 2-D __shared__ array), warp-reduce, block-reduce, vector-global-128, tensor-core-mma,
+// wgmma, tma, async-copy-pipeline, launch-bounds, fast-math, cuda-graph, l2-persistence,
+// grid-stride, readonly-loads, unrolled-loops, coalesced-global (threads striding by the block).
+// Markers, not analysis: a feature it cannot see is absent, so a card requiring it is not offered.
+std::set<std::string> DetectFeatures(std::string_view source);
 nlohmann::json ToJson(const RetrievedCard& r);
 
 // BM25 (k1 = 1.2, b = 0.75) of each document against the query, over lower-cased alphanumeric
