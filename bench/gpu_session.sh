@@ -68,38 +68,29 @@ for step in $steps; do
              done
            done 2>&1 | tee "$OUT/kbsuite.txt"
            (cd "$OUT" && tar czf kbsuite.tar.gz kbsuite && rm -rf kbsuite) ;;
-    kbtiming) # --timing kernelbench vs an independent implementation of KernelBench's procedure, same native object.
-           for stem in 1_ReLU 3_RowSoftmax 4_LayerNorm 6_MatmulSquare; do
-             p=$(ls examples/kernelbench/level*/$stem.py); c=examples/kernelbench/candidates/$stem/native.cu
-             nvcc -O3 -std=c++17 -arch=sm_90a -shared -Xcompiler -fPIC -I include "$c" -o /tmp/kb_$stem.so
-             $K eval "$p" "$c" --timing kernelbench --store /tmp/kp-store --json > "$OUT/kbtiming_$stem.json" 2>/dev/null
-             python3 bench/kernelbench_procedure.py "$p" --native /tmp/kb_$stem.so > "$OUT/kbproc_$stem.json" 2>/dev/null
-             python3 -c "
-import json,sys
-k=json.load(open(sys.argv[1])); t=k['timings'][0]; d=json.load(open(sys.argv[2]))
-print('%-16s kpilot --timing kernelbench mean %.4f ms | independent procedure mean %.4f ms | ratio %.3f' % (sys.argv[3], t['candidate_reported_ms'], d['mean_ms'], t['candidate_reported_ms']/d['mean_ms']))" \
-               "$OUT/kbtiming_$stem.json" "$OUT/kbproc_$stem.json" $stem 2>&1 | tail -1
-           done 2>&1 | tee "$OUT/kbtiming.txt" ;;
-    kbtiming3) # The same comparison, three alternating rounds per problem: both report a mean of 100 trials,
-           # which one slow trial moves by several percent, so the medians of the rounds are compared.
+    kbtiming) # --timing kernelbench vs an independent implementation of KernelBench's procedure on the same
+           # native object, KB_ROUNDS alternating rounds per problem (default 3). Both report a mean of 100
+           # trials, which one slow trial moves by several percent, so the rounds' medians are compared.
+           rounds=$(seq ${KB_ROUNDS:-3})
            for stem in ${KB_STEMS:-1_ReLU 4_LayerNorm 6_MatmulSquare}; do
              p=$(ls examples/kernelbench/level*/$stem.py); c=examples/kernelbench/candidates/$stem/native.cu
              nvcc -O3 -std=c++17 -arch=sm_90a -shared -Xcompiler -fPIC -I include "$c" -o /tmp/kb_$stem.so
-             for r in 1 2 3; do
+             for r in $rounds; do
                $K eval "$p" "$c" --timing kernelbench --no-store --json > "$OUT/kbt3_${stem}_k$r.json" 2>/dev/null
                python3 bench/kernelbench_procedure.py "$p" --native /tmp/kb_$stem.so > "$OUT/kbt3_${stem}_p$r.json" 2>/dev/null
              done
              python3 -c "
 import json,sys,statistics as st
-o,stem=sys.argv[1],sys.argv[2]
-k=[json.load(open('%s/kbt3_%s_k%d.json'%(o,stem,r)))['timings'][0]['candidate_reported_ms'] for r in (1,2,3)]
-p=[json.load(open('%s/kbt3_%s_p%d.json'%(o,stem,r)))['mean_ms'] for r in (1,2,3)]
-print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (stem, ['%.4f'%x for x in k], ['%.4f'%x for x in p], st.median(k)/st.median(p)))" "$OUT" $stem
-           done 2>&1 | tee "$OUT/kbtiming3.txt"; (cd "$OUT" && tar czf kbt3.tar.gz kbt3_* && rm -f kbt3_*) ;;
+o,stem,rounds=sys.argv[1],sys.argv[2],[int(r) for r in sys.argv[3:]]
+k=[json.load(open('%s/kbt3_%s_k%d.json'%(o,stem,r)))['timings'][0]['candidate_reported_ms'] for r in rounds]
+p=[json.load(open('%s/kbt3_%s_p%d.json'%(o,stem,r)))['mean_ms'] for r in rounds]
+print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (stem, ['%.4f'%x for x in k], ['%.4f'%x for x in p], st.median(k)/st.median(p)))" "$OUT" $stem $rounds
+           done 2>&1 | tee "$OUT/kbtiming.txt"; (cd "$OUT" && tar czf kbt3.tar.gz kbt3_* && rm -f kbt3_*) ;;
     kbcost) # Issue #8 figure: cost per candidate evaluation, load_inline ModelNew vs native .cu (fresh builds).
            python3 bench/pytorch_cost.py --kpilot $K --out "$OUT/pytorch_cost.json" 2>&1 | tee "$OUT/pytorch_cost.txt" | tail -12 ;;
     kbbench) # Issue #8: kpilot bench over the team's suite with the params generator, then the flashinfer dataset.
-           timeout ${KB_TIMEOUT:-420} $K bench examples/kernelbench --budget ${KB_BUDGET:-3} --store /tmp/kp-bench \
+           timeout ${KB_TIMEOUT:-420} $K bench examples/kernelbench --levels ${KB_LEVELS:-1,2,3} --problems "${KB_PROBLEMS:-*}" \
+             --budget ${KB_BUDGET:-3} --store /tmp/kp-bench \
              --out "$OUT/kbbench" --markdown "$OUT/kbbench.md" > "$OUT/kbbench.txt" 2> "$OUT/kbbench.log"; echo "exit $?"
            tail -30 "$OUT/kbbench.txt"
            timeout 200 $K bench examples/flashinfer --budget 2 --timing flashinfer --store /tmp/kp-bench \
