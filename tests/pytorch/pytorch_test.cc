@@ -8,6 +8,7 @@
 #include "core/fs.h"
 #include "pytorch/pytorch.h"
 #include "test_paths.h"
+#include "scoped_env.h"
 
 namespace kpilot {
 namespace {
@@ -29,22 +30,7 @@ json GoodDescribe() {
     "flops": 0, "bytes": 2097152})");
 }
 
-// Sets an environment variable for one test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 TEST(TaskFromDescribe, BuildsTheTaskInAbiOrder) {
   auto task = TaskFromDescribe(GoodDescribe(), "/problems/level1/19_ReLU.py");

@@ -5,6 +5,7 @@
 
 #include "core/fs.h"
 #include "skills_test_util.h"
+#include "scoped_env.h"
 
 namespace kpilot {
 namespace {
@@ -107,23 +108,7 @@ TEST_F(SkillLibraryTest, OneCardFolderIsACard) {
   EXPECT_EQ(cards->front().id, "tiny-tiles");
 }
 
-// Sets an environment variable for one test and restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 TEST(SkillDirs, BuiltinThenUserThenCommandLine) {
   {
