@@ -93,8 +93,9 @@ def _record(candidate_ms, baseline_ms, method, statistic, host_ms, loop_s, **ext
 
 
 def time_default(clock, cand_calls, base_calls, cfg):
-    """kpilot's method: warmup, then candidate/baseline pairs interleaved (ABAB) over rotating input
-    sets until both medians' 95% CIs are within target_rel_ci (after min_reps pairs), or max_reps
+    """kpilot's method: warmup, then candidate/baseline pairs interleaved over rotating input sets,
+    the side that goes first alternating (ABBA: whatever the host did between pairs, a colder
+    CPU issuing the first launch, falls on both sides alike), until both medians' 95% CIs are within target_rel_ci (after min_reps pairs), or max_reps
     pairs, or max_seconds."""
     warmup = int(cfg.get("warmup", 3))
     min_reps = int(cfg.get("min_reps", 10))
@@ -109,8 +110,12 @@ def time_default(clock, cand_calls, base_calls, cfg):
     stop = "max_reps"
     i = 0
     while i < max_reps:
-        cand.append(clock.once(cand_calls[i % len(cand_calls)], host))
-        base.append(clock.once(base_calls[i % len(base_calls)]))
+        if i % 2 == 0:
+            cand.append(clock.once(cand_calls[i % len(cand_calls)], host))
+            base.append(clock.once(base_calls[i % len(base_calls)]))
+        else:
+            base.append(clock.once(base_calls[i % len(base_calls)]))
+            cand.append(clock.once(cand_calls[i % len(cand_calls)], host))
         i += 1
         if i >= min_reps:
             if median_rel_ci(cand) <= target and median_rel_ci(base) <= target:
@@ -119,7 +124,7 @@ def time_default(clock, cand_calls, base_calls, cfg):
             if time.perf_counter() - t0 >= max_seconds:
                 stop = "max_seconds"
                 break
-    return _record(cand, base, clock.method() + "; candidate and baseline interleaved, %d input sets" %
+    return _record(cand, base, clock.method() + "; candidate and baseline interleaved (ABBA), %d input sets" %
                    len(cand_calls), "median", host, time.perf_counter() - t0, stop=stop,
                    candidate_rel_ci=_finite(median_rel_ci(cand)), baseline_rel_ci=_finite(median_rel_ci(base)))
 

@@ -11,6 +11,7 @@ The worker owns the procedures â€” correctness trials, exploit checks, timing â€
 format only through problem.Problem (kernelbench.py, flashinfer.py).
 """
 
+import fcntl
 import json
 import os
 import signal
@@ -173,6 +174,34 @@ def seeds_for_sets(request, n):
     return seeds[:n]
 
 
+class Deadline:
+    """The run's timeout_s: SIGALRM interrupts Python code; a watchdog thread replies for a call
+    stuck in native code, WATCHDOG_GRACE_S later. `pause` stops both while the worker waits for
+    the GPU lock, as kpilot-runner's limit starts after that wait."""
+
+    def __init__(self, timeout_s, on_stuck):
+        self.remaining = timeout_s
+        self.on_stuck = on_stuck
+        self.timer = None
+        self.since = 0.0
+
+    def start(self):
+        self.since = time.perf_counter()
+        signal.setitimer(signal.ITIMER_REAL, self.remaining)
+        self.timer = threading.Timer(self.remaining + WATCHDOG_GRACE_S, self.on_stuck)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def pause(self):
+        self.stop()
+        self.remaining = max(0.001, self.remaining - (time.perf_counter() - self.since))
+
+    def stop(self):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if self.timer is not None:
+            self.timer.cancel()
+
+
 def run(request, channel):
     started = time.perf_counter()
     res = new_result()
@@ -194,13 +223,11 @@ def run(request, channel):
         channel.emit(_sanitize(res), True)
         os._exit(0)
 
-    timer = threading.Timer(timeout_s + WATCHDOG_GRACE_S, watchdog)
-    timer.daemon = True
-    timer.start()
+    deadline = Deadline(timeout_s, watchdog)
     old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    deadline.start()
     try:
-        Run(torch, request, res).execute()
+        Run(torch, request, res, deadline).execute()
         res["status"] = "passed"
         res["phase"] = "done"
     except RunTimeout:
@@ -220,11 +247,30 @@ def run(request, channel):
         else:
             res["message"] = "kpilot's worker failed in phase %s: %s" % (res["phase"], traceback.format_exc()[-2000:])
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        deadline.stop()
         signal.signal(signal.SIGALRM, old)
-        timer.cancel()
     res["wall_s"] = time.perf_counter() - started
     return res
+
+
+def hold_gpu_lock(lock_dir, index):
+    """Takes the per-GPU timing lock kpilot-runner takes (an flock on
+    LOCK_DIR/kpilot-gpu-INDEX.lock), so two kpilot processes never check or time on one GPU at
+    once. Held until the process ends, however it ends. Returns (seconds waited, warning or "")."""
+    path = os.path.join(lock_dir, "kpilot-gpu-%d.lock" % index)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        return 0.0, "could not open the GPU lock file %s (%s); another kpilot may time on this GPU at the same time" % (
+            path, e.strerror)
+    t0 = time.perf_counter()
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            break
+        except InterruptedError:
+            continue
+    return time.perf_counter() - t0, ""
 
 
 def _tail(limit=10):
@@ -234,8 +280,9 @@ def _tail(limit=10):
 class Run:
     """One `run` request: load, correctness trials with exploit checks, timing."""
 
-    def __init__(self, torch, request, res):
+    def __init__(self, torch, request, res, deadline=None):
         self.torch = torch
+        self.deadline = deadline
         self.request = request
         self.res = res
         self.details = res["details"]
@@ -326,6 +373,18 @@ class Run:
             raise Verdict("runtime_error", str(e))
         self.details["candidate_setup_s"] = time.perf_counter() - t0
         self.reference = self.problem.reference(self.device)
+        if self.device.type == "cuda":
+            # After the candidate's build (load_inline compiles of parallel runs overlap), before
+            # any check or timing; the wait does not count against timeout_s.
+            if self.deadline:
+                self.deadline.pause()
+            index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+            waited, warning = hold_gpu_lock(self.request.get("lock_dir") or "/tmp", index)
+            if self.deadline:
+                self.deadline.start()
+            self.details["gpu_lock_wait_s"] = waited
+            if warning:
+                self.res["warnings"].append(warning)
         self.protected = [(n, t.clone()) for n, t in getattr(self.candidate, "guarded_tensors", lambda: [])()]
 
         self.res["phase"] = "correctness"

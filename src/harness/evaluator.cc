@@ -44,6 +44,11 @@ std::string TorchDevice(const EvalOptions& opt) {
   return "cuda:" + std::to_string(opt.device);
 }
 
+std::string GpuLockDir() {
+  const char* dir = std::getenv("KPILOT_LOCK_DIR");
+  return dir && *dir ? dir : "/tmp";
+}
+
 Verdict CompileErrorVerdict(const CompileOutput& c) {
   Verdict v;
   v.kind = VerdictKind::kCompileError;
@@ -83,7 +88,7 @@ Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
   req.libraries = task.libraries;
   req.compute_precision = task.compute_precision;
   req.calibration = opt.calibration;
-  if (const char* dir = std::getenv("KPILOT_LOCK_DIR"); dir && *dir) req.lock_dir = dir;
+  req.lock_dir = GpuLockDir();
   return req;
 }
 

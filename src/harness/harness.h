@@ -103,6 +103,10 @@ struct EvalOptions {
 // without a GPU set "cpu"), else "cuda:<options.device>".
 std::string TorchDevice(const EvalOptions& options);
 
+// Where the per-GPU timing locks live (kpilot-gpu-N.lock, taken by kpilot-runner and by the torch
+// worker): $KPILOT_LOCK_DIR, else /tmp.
+std::string GpuLockDir();
+
 // ---- PyTorch-defined tasks -----------------------------------------------------------------------
 
 // What the torch worker runs as a candidate or a baseline (docs/pytorch.md, "run").

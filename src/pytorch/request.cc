@@ -46,6 +46,7 @@ Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject&
       {"tolerance", nullptr},  // the format's rule
       {"exploit_checks", kpilot_procedure},
       {"device", TorchDevice(opt)},
+      {"lock_dir", GpuLockDir()},
       {"timeout_s", opt.timeout_s}};
 }
 

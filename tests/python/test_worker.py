@@ -406,6 +406,55 @@ class TimingTest(ProtocolTest):
         self.assertEqual([c["seed"] for c in r["checks"]], [7, 8, 9, 10, 11])
 
 
+class GpuLockTest(unittest.TestCase):
+    """The per-GPU timing lock and the pausable deadline (worker.hold_gpu_lock, worker.Deadline);
+    a worker waiting on a held lock on the GPU is test_worker_gpu's."""
+
+    def test_waits_for_the_holder_and_reports_the_wait(self):
+        import fcntl
+        import threading
+        from kpilot_torch import worker as w
+        with tempfile.TemporaryDirectory() as tmp:
+            fd = os.open(os.path.join(tmp, "kpilot-gpu-3.lock"), os.O_RDWR | os.O_CREAT)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            threading.Timer(0.4, lambda: os.close(fd)).start()
+            # The lock is per open file description: another open() in this process contends.
+            waited, warning = w.hold_gpu_lock(tmp, 3)
+            self.assertGreaterEqual(waited, 0.3)
+            self.assertEqual(warning, "")
+            waited, _ = w.hold_gpu_lock(tmp, 4)  # another GPU's lock is free
+            self.assertLess(waited, 0.2)
+
+    def test_unopenable_lock_dir_warns(self):
+        from kpilot_torch import worker as w
+        waited, warning = w.hold_gpu_lock("/nonexistent/kpilot-locks", 0)
+        self.assertEqual(waited, 0.0)
+        self.assertIn("/nonexistent/kpilot-locks/kpilot-gpu-0.lock", warning)
+        self.assertIn("another kpilot may time", warning)
+
+    def test_deadline_pause_keeps_the_remaining_time(self):
+        import signal
+        import time
+        from kpilot_torch import worker as w
+        fired = []
+        old = signal.signal(signal.SIGALRM, lambda *a: fired.append("alarm"))
+        try:
+            d = w.Deadline(0.5, lambda: fired.append("watchdog"))
+            d.start()
+            time.sleep(0.2)
+            d.pause()
+            self.assertAlmostEqual(d.remaining, 0.3, delta=0.08)
+            time.sleep(0.6)  # paused: neither the alarm nor the watchdog fires
+            self.assertEqual(fired, [])
+            d.start()
+            time.sleep(0.5)
+            self.assertEqual(fired, ["alarm"])
+            d.stop()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+
+
 class ProfiledSpansTest(unittest.TestCase):
     def test_one_span_per_iteration(self):
         from kpilot_torch import timing

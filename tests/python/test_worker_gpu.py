@@ -86,6 +86,19 @@ class CudaRunTest(unittest.TestCase):
         self.assertEqual(len(side), 1)
         self.assertFalse(side[0]["found"])
 
+    def test_waits_for_the_gpu_lock_outside_its_timeout(self):
+        # Another kpilot holds cuda:0's timing lock for 12 s; the run (timeout 4 s) waits longer than
+        # its timeout (12 s less the worker's start and torch's import), then passes.
+        import fcntl
+        import threading
+        with tempfile.TemporaryDirectory() as locks:
+            fd = os.open(os.path.join(locks, "kpilot-gpu-0.lock"), os.O_RDWR | os.O_CREAT)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            threading.Timer(12.0, lambda: os.close(fd)).start()
+            r = self.run_gpu("gpu_relu_problem.py", model_new("relu_new_ok.py"), lock_dir=locks, timeout_s=4)
+        self.assertEqual(r["status"], "passed", r["message"])
+        self.assertGreater(r["details"]["gpu_lock_wait_s"], 4.0)
+
     def test_flush_buffer_is_twice_l2(self):
         clock = timing.Clock("cuda:0")
         self.assertGreaterEqual(clock.flush_buffer.numel() * 4, 2 * timing.l2_bytes(torch.device("cuda:0")))

@@ -112,6 +112,7 @@ Task KernelBenchTask() {
 
 TEST(BuildWorkerRequest, KernelBenchWithKpilotsProcedure) {
   ScopedEnv no_device("KPILOT_TORCH_DEVICE", "");
+  ScopedEnv locks("KPILOT_LOCK_DIR", "/run/kpilot-locks");
   EvalOptions opt;
   opt.device = 2;
   opt.seeds = {7, 8};
@@ -134,6 +135,7 @@ TEST(BuildWorkerRequest, KernelBenchWithKpilotsProcedure) {
   EXPECT_TRUE(r["tolerance"].is_null());
   EXPECT_EQ(r["exploit_checks"], true);
   EXPECT_EQ(r["device"], "cuda:2");
+  EXPECT_EQ(r["lock_dir"], "/run/kpilot-locks");  // the runner's lock, so the two exclude each other
   EXPECT_EQ(r["timeout_s"], 45);
   EXPECT_EQ(r["time"], true);
 }
