@@ -2,7 +2,9 @@
 // against eager and torch.compile, recorded as it finishes, reported per level (docs/bench.md).
 #include <ctime>
 #include <iostream>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -346,6 +348,74 @@ Status WriteTraces(const std::filesystem::path& out, const std::vector<ProblemRe
   return Status::Ok();
 }
 
+// Where a bench's report goes: OUT/report.json (+ traces/ for flashinfer suites) and, when given,
+// a Markdown copy.
+struct ReportSink {
+  std::string suite;
+  SuiteFormat format;
+  int64_t id;
+  std::filesystem::path out;
+  std::string markdown;
+};
+
+struct WrittenReport {
+  BenchReport report;
+  json content;                     // report.json
+  std::filesystem::path path;       // report.json
+};
+
+// Writes the report of `results`; `partial` = {done, total} marks one written while the bench
+// still runs.
+Result<WrittenReport> WriteReport(const ReportSink& sink, const std::vector<ProblemResult>& results,
+                                  std::optional<std::pair<int, int>> partial) {
+  BenchReport report = Summarize(sink.suite, sink.format, results, ContestScore);
+  if (sink.format == SuiteFormat::kFlashInfer) KPILOT_RETURN_IF_ERROR(WriteTraces(sink.out, results));
+  json j = ToJson(report);
+  j["bench"] = sink.id;
+  if (partial) j["partial"] = {{"done", partial->first}, {"total", partial->second}};
+  std::filesystem::path path = sink.out / "report.json";
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(path, j.dump(2) + "\n"));
+  if (!sink.markdown.empty()) {
+    std::string md = ReportMarkdown(report);
+    if (partial)
+      md = fmt::format("> Partial: {} of {} problems finished; the bench is still running or was interrupted "
+                       "(kpilot bench --resume {}).\n\n",
+                       partial->first, partial->second, sink.id) +
+           md;
+    KPILOT_RETURN_IF_ERROR(WriteFileAtomic(sink.markdown, md));
+  }
+  return WrittenReport{std::move(report), std::move(j), path};
+}
+
+// Prints progress and rewrites the report after every finished problem, so a bench that is
+// killed (a time limit, a lost machine) leaves the figures of what it finished, marked partial.
+// RunBench calls Finished under its lock.
+class ReportAsYouGo : public BenchProgress {
+ public:
+  ReportAsYouGo(ReportSink sink, const std::vector<BenchProblem>& problems, const std::vector<ProblemResult>& prior,
+                bool json)
+      : sink_(std::move(sink)), problems_(problems), print_(json) {
+    for (const auto& r : prior) results_[r.id] = r;
+  }
+  void Started(const BenchProblem& p, int device) override { print_.Started(p, device); }
+  void Finished(const ProblemResult& r, int done, int total) override {
+    print_.Finished(r, done, total);
+    results_[r.id] = r;
+    if (done >= total) return;  // the final report follows
+    std::vector<ProblemResult> so_far;
+    for (const auto& p : problems_)
+      if (results_.count(p.id)) so_far.push_back(results_.at(p.id));
+    auto wrote = WriteReport(sink_, so_far, std::make_pair(done, total));
+    if (!wrote.ok()) std::cerr << "kpilot: warning: could not write the partial report: " << wrote.status().message() << "\n";
+  }
+
+ private:
+  ReportSink sink_;
+  const std::vector<BenchProblem>& problems_;
+  PrintBenchProgress print_;
+  std::map<std::string, ProblemResult> results_;
+};
+
 int RunBenchCommand(const BenchArgs& a) {
   auto store = Store::Open(a.store_dir);
   if (!store.ok()) return Fail(store.status());
@@ -428,26 +498,16 @@ int RunBenchCommand(const BenchArgs& a) {
                                  : "evaluating " + config.value("eval_only", ""),
                              devices.empty() ? std::string("one at a time") : fmt::format("{} GPU(s)", devices.size()), id);
   LiveRunner runner(**store, config);
-  PrintBenchProgress progress(a.json);
+  std::filesystem::path out = !a.out.empty() ? std::filesystem::path(a.out) : (*store)->dir() / "bench" / std::to_string(id);
+  auto prior = LoadBench(**store, id);
+  if (!prior.ok()) return Fail(prior.status());
+  ReportAsYouGo progress(ReportSink{suite->name, suite->format, id, out, a.markdown}, *problems, prior->finished, a.json);
   auto results = RunBench(**store, id, *problems, runner, devices, progress);
   if (!results.ok()) return Fail(results.status());
-  BenchReport report = Summarize(suite->name, suite->format, *results, ContestScore);
-
-  std::filesystem::path out = !a.out.empty() ? std::filesystem::path(a.out) : (*store)->dir() / "bench" / std::to_string(id);
-  if (suite->format == SuiteFormat::kFlashInfer) {
-    Status s = WriteTraces(out, *results);
-    if (!s.ok()) return Fail(s);
-  }
-  json j = ToJson(report);
-  j["bench"] = id;
-  Status wrote = WriteFileAtomic(out / "report.json", j.dump(2) + "\n");
-  if (!wrote.ok()) return Fail(wrote);
-  if (!a.markdown.empty()) {
-    Status s = WriteFileAtomic(a.markdown, ReportMarkdown(report));
-    if (!s.ok()) return Fail(s);
-  }
-  if (a.json) std::cout << j.dump(2) << "\n";
-  else std::cout << ReportTable(report) << "written    " << (out / "report.json").string() << "\n";
+  auto report = WriteReport(ReportSink{suite->name, suite->format, id, out, a.markdown}, *results, std::nullopt);
+  if (!report.ok()) return Fail(report.status());
+  if (a.json) std::cout << report->content.dump(2) << "\n";
+  else std::cout << ReportTable(report->report) << "written    " << report->path.string() << "\n";
   return kExitOk;
 }
 

@@ -82,6 +82,7 @@ TEST(BenchCli, HostSuiteWithTheParamsGeneratorThenResumeThenEvalOnly) {
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->find("## Against eager"), std::string::npos);
   EXPECT_NE(md->find("| easy | 1 | 100% |"), std::string::npos) << *md;
+  EXPECT_FALSE(j.contains("partial")) << "the final report is whole";
   int64_t bench = j["bench"].get<int64_t>();
   EXPECT_TRUE(fs::exists(store / "bench" / std::to_string(bench) / "report.json"));
 
@@ -155,6 +156,37 @@ TEST(BenchCli, AKilledBenchResumesWithoutStartingAProblemAgain) {
   ASSERT_TRUE(list.is_array());
   EXPECT_EQ(list.size(), 3u) << "the bench and one optimizer run per problem, none started twice: " << list.dump();
   for (const auto& r : list) EXPECT_EQ(r["status"], "finished") << r.dump();
+}
+
+// The report is rewritten after every finished problem, marked partial: a bench killed in its
+// second problem (a candidate that never returns) leaves the first one's figures behind.
+TEST(BenchCli, AKilledBenchLeavesAPartialReport) {
+  auto d = TempDir::Create("kpilot-bench-partial-");
+  ASSERT_TRUE(d.ok());
+  fs::path root = d->path();
+  CopyTask("saxpy", root / "suite" / "a_saxpy", "n = 33554432", "n = 262144");
+  CopyTask("saxpy", root / "suite" / "b_saxpy", "n = 33554432", "n = 262144");
+  fs::path cands = root / "cands";
+  fs::create_directories(cands);
+  fs::copy_file(testing::SourceDir() / "examples/host/saxpy/candidates/omp_simd.cpp", cands / "a_saxpy.cpp");
+  fs::copy_file(testing::SourceDir() / "examples/host/saxpy/broken/hang.cpp", cands / "b_saxpy.cpp");
+  // a_saxpy takes a few seconds; b_saxpy hangs until its 120 s limit: killed at 30 s, inside it.
+  (void)testing::RunKpilot(root, {"bench", (root / "suite").string(), "--eval-only", cands.string(), "--max-seconds", "0.3",
+                                  "--store", (root / "store").string(), "--out", (root / "out").string(), "--markdown",
+                                  (root / "report.md").string()},
+                           30);
+  auto text = ReadFile(root / "out" / "report.json");
+  ASSERT_TRUE(text.ok()) << "no report after the first problem finished";
+  json j = json::parse(*text, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << *text;
+  EXPECT_EQ(j["partial"], json::parse(R"({"done": 1, "total": 2})"));
+  ASSERT_EQ(j["problems"].size(), 1u);
+  EXPECT_EQ(j["problems"][0]["id"], "all/a_saxpy");
+  EXPECT_EQ(j["total"]["correct"], 1);
+  auto md = ReadFile(root / "report.md");
+  ASSERT_TRUE(md.ok());
+  EXPECT_EQ(md->rfind("> Partial: 1 of 2 problems finished", 0), 0u) << *md;
+  EXPECT_NE(md->find("kpilot bench --resume 1"), std::string::npos) << *md;
 }
 
 // A KernelBench-layout suite on the CPU torch device (the project's CPU-torch venv): the problem is
