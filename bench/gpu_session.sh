@@ -55,11 +55,14 @@ for step in $steps; do
            timeout 400 .stage/bin/pytorch_gpu_test 2>&1 | tee "$OUT/pytorch_gpu_test.txt" | grep -vE '^\[ +(RUN|OK) +\]' | tail -25
            (cd tests/python && timeout 300 python3 test_flashinfer_gpu.py -v FlashInferGpuTest.test_reference_as_candidate) \
              2>&1 | tee "$OUT/flashinfer_gpu_reference.txt" | tail -6 ;;
+    workergpu) # The torch worker's own GPU tests (ctest python_worker_gpu), with the system python3;
+           # WORKER_TESTS names some (e.g. CudaRunTest.test_waits_for_the_gpu_lock_outside_its_timeout).
+           (cd tests/python && timeout 300 python3 test_worker_gpu.py -v ${WORKER_TESTS:-}) 2>&1 | tee "$OUT/python_worker_gpu.txt" | tail -8 ;;
     kbsuite) # Issue #8: every problem of the team's KernelBench-style suite through `kpilot eval`: its native
            # candidate (default procedure, exploit checks on) against eager, then the same with
            # --timing kernelbench next to bench/kernelbench_procedure.py on the same object.
            mkdir -p "$OUT/kbsuite"
-           for p in examples/kernelbench/level*/*.py; do
+           for p in examples/kernelbench/${KB_GLOB:-level*/*}.py; do
              stem=$(basename "$p" .py)
              for c in "$p" examples/kernelbench/candidates/$stem/native.cu; do  # reference-as-candidate, then native
                tag=$stem.$(basename "$c" | sed 's/\..*//')
@@ -68,6 +71,19 @@ for step in $steps; do
              done
            done 2>&1 | tee "$OUT/kbsuite.txt"
            (cd "$OUT" && tar czf kbsuite.tar.gz kbsuite && rm -rf kbsuite) ;;
+    kbmodelnew) # Issue #8: the suite's ModelNew (load_inline) candidates through `kpilot eval`, KB_MODELNEW stems
+           # (default all). Each spends ~47 s building its extension on the CPU, so they run side by side.
+           mkdir -p "$OUT/kbmodelnew"
+           stems=${KB_MODELNEW:-$(ls examples/kernelbench/candidates/*/model_new.py | xargs -n1 dirname | xargs -n1 basename)}
+           for stem in $stems; do
+             p=$(ls examples/kernelbench/level*/$stem.py)
+             timeout 300 $K eval "$p" examples/kernelbench/candidates/$stem/model_new.py --store /tmp/kp-store-$stem --json \
+               > "$OUT/kbmodelnew/$stem.json" 2> "$OUT/kbmodelnew/$stem.err" &
+           done; wait
+           for stem in $stems; do
+             echo "$stem $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j['verdict']['kind'], round(j.get('speedup_geomean',0),3), j['speedup_geomean_ci'], j['verdict']['summary'][:100])" "$OUT/kbmodelnew/$stem.json" 2>&1 | tail -1)"
+           done 2>&1 | tee "$OUT/kbmodelnew.txt"
+           (cd "$OUT" && tar czf kbmodelnew.tar.gz kbmodelnew && rm -rf kbmodelnew) ;;
     kbtiming) # --timing kernelbench vs an independent implementation of KernelBench's procedure on the same
            # native object, KB_ROUNDS alternating rounds per problem (default 3). Both report a mean of 100
            # trials, which one slow trial moves by several percent, so the rounds' medians are compared.
@@ -92,7 +108,8 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
            timeout ${KB_TIMEOUT:-420} $K bench examples/kernelbench --levels ${KB_LEVELS:-1,2,3} --problems "${KB_PROBLEMS:-*}" \
              --budget ${KB_BUDGET:-3} --store /tmp/kp-bench \
              --out "$OUT/kbbench" --markdown "$OUT/kbbench.md" > "$OUT/kbbench.txt" 2> "$OUT/kbbench.log"; echo "exit $?"
-           tail -30 "$OUT/kbbench.txt"
+           tail -30 "$OUT/kbbench.txt"; [[ -s "$OUT/kbbench.txt" ]] || cat "$OUT/kbbench.md"  # partial when killed
+           [[ ${KB_FLASHINFER:-1} == 0 ]] && continue
            timeout 200 $K bench examples/flashinfer --budget 2 --timing flashinfer --store /tmp/kp-bench \
              --out "$OUT/fibench" --markdown "$OUT/fibench.md" > "$OUT/fibench.txt" 2> "$OUT/fibench.log"; echo "exit $?"
            tail -20 "$OUT/fibench.txt" ;;
