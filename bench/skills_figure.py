@@ -8,8 +8,10 @@ of each space's exhaustive best, and the fraction of it reached after 8 evaluati
 Each (space, seed) runs `kpilot optimize TASK --replay SPACE --workload W` twice: with the
 built-in cards (the default: the params generator takes its finding-steered moves from the
 matched cards) and with `--skills off` (no finding-steered move; exploration only). Findings in a
-replay come from the stored compile resources and the roofline class (no counters are replayed),
-as in a live run's per-node analysis. Uses bench/search_efficiency.py's replay and curve code.
+replay come from the stored ptxas resources and the roofline class, the latter from the H200's
+calibration (--calibration, default bench/spaces/real/h200_calibration.json; these spaces predate
+sweeps recording it). No SASS and no counters are replayed, so findings from the instruction mix
+or from ncu (scalar loads, warp stalls) never fire here, though they do in a live run. Uses bench/search_efficiency.py's replay and curve code.
 """
 import argparse
 import gzip
@@ -39,6 +41,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kpilot", default=os.path.join(here, "..", "build", "bin", "kpilot"))
     ap.add_argument("--spaces", default=os.path.join(here, "spaces", "real"))
+    ap.add_argument("--calibration", default=os.path.join(here, "spaces", "real", "h200_calibration.json"),
+                    help="kpilot calibrate --json output for the replays' roofline class ('' = none)")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--max-budget", type=int, default=80)
     ap.add_argument("--jobs", type=int, default=2)
@@ -59,6 +63,8 @@ def main():
             best = max(speedup.values())
             budget = min(distinct_evaluations(space), a.max_budget)
             extra = ["--workload", space["workload"]]
+            if a.calibration:
+                extra += ["--calibration", os.path.abspath(a.calibration)]
             row = {"space": name, "task": space["task"], "configs": len(space["configs"]), "best": best, "budget": budget}
             for label, more in (("skills", []), ("off", ["--skills", "off"])):
                 jobs = [(os.path.abspath(a.kpilot), os.path.abspath(task), path, "mcts", s, budget, extra + more)

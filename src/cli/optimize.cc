@@ -38,6 +38,7 @@ struct OptimizeArgs {
   int64_t resume = 0;
   std::string out_dir;
   std::string replay;
+  std::string calibration;
   bool json = false;
   std::string llm_config;
   double max_cost = -1;   // < 0: the LLM config's max_cost_usd (llm:), none otherwise
@@ -192,6 +193,12 @@ int RunOptimize(const OptimizeArgs& a) {
     o.workloads = a.workloads;
     o.arch = a.arch;
     if (!a.replay.empty()) o.replay = std::filesystem::absolute(a.replay).string();
+    if (!a.calibration.empty()) {
+      if (a.replay.empty())
+        return Fail(Status::InvalidInput("--calibration " + a.calibration +
+                                         " only goes with --replay (a live run measures the GPU it runs on)"));
+      o.replay_calibration = std::filesystem::absolute(a.calibration).string();
+    }
     if (!a.llm_config.empty()) o.llm_config = std::filesystem::absolute(a.llm_config).string();
     o.raw_metrics = a.raw_metrics;
     Status ablations = ApplyAblationFlags(a.feedback, a.tools, a.memory, &o);
@@ -240,6 +247,12 @@ int RunOptimize(const OptimizeArgs& a) {
   if (!o.replay.empty()) {
     auto replay = ReplayExecutor::Open(o.replay, task, o.seed);
     if (!replay.ok()) return Fail(replay.status());
+    if (!o.replay_calibration.empty()) {
+      auto calibration = ReadCalibrationFile(o.replay_calibration);
+      if (!calibration.ok()) return Fail(calibration.status().WithContext("--calibration"));
+      std::string warning = (*replay)->SetCalibration(*calibration);
+      if (!warning.empty()) std::cerr << "kpilot: warning: " << warning << "\n";
+    }
     executor = std::move(replay).value();
   } else {
     toolchain = MakeSystemToolchain((*store)->dir() / "cache", IncludeDir());
@@ -372,6 +385,9 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--resume", a->resume, "Continue an interrupted run");
   cmd->add_option("--out", a->out_dir, "Where to write the best candidate (default: STORE/runs/ID/best)");
   cmd->add_option("--replay", a->replay, "Serve evaluations from a kpilot sweep space file instead of running them");
+  cmd->add_option("--calibration", a->calibration,
+                  "With --replay: the GPU's ceilings (kpilot calibrate --json output) for the roofline class, "
+                  "when the space file records none");
   cmd->add_flag("--json", a->json, "JSON result on stdout, progress as JSON lines on stderr");
   cmd->callback([a, exit_code]() { *exit_code = RunOptimize(*a); });
 }

@@ -341,6 +341,8 @@ Status Sweep::OpenSpaceFile() {
                        {"batch", a_.batch}};
   if (task_.backend == Backend::kHost) header_["gpu"] = HostDescription();
   else if (!header_.contains("gpu") && gpu_) header_["gpu"] = {{"name", gpu_->name}, {"driver", gpu_->driver_version}};
+  // The GPU's ceilings, so replays classify nodes against the roofline as live runs do.
+  if (task_.backend == Backend::kCuda && calibration_.valid()) header_["calibration"] = ToJson(calibration_);
   size_t resumed = 0;
   std::set<std::string> enumerated;
   for (auto& c : configs_) {
@@ -535,6 +537,7 @@ Result<std::vector<std::optional<json>>> Sweep::EvaluateBatch(const std::vector<
       if (workspace_->store) (void)SaveCalibration(*workspace_->store, *gpu_, calibration_, json::object());
     }
     if (task_.backend == Backend::kCuda && run.details.contains("gpu")) header_["gpu"] = run.details["gpu"];
+    if (task_.backend == Backend::kCuda && calibration_.valid()) header_["calibration"] = ToJson(calibration_);
     return run;
   };
   RunResult run = run_one(objects);

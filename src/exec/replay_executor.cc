@@ -74,6 +74,12 @@ Result<Space> LoadSpace(const std::filesystem::path& file) {
     s.task = j.at("task").get<std::string>();
     s.workload = j.value("workload", "");
     s.baseline = j.value("baseline", "reference");
+    if (j.contains("gpu") && j["gpu"].is_object()) s.gpu = j["gpu"].value("name", "");
+    if (j.contains("calibration")) {
+      s.calibration = CalibrationFromJson(j["calibration"]);
+      if (!s.calibration.valid())
+        return bad("calibration: needs positive dram_bytes_per_s and fp32_flops_per_s (or leave the key out)");
+    }
     in_configs = true;
     for (; i < j["configs"].size(); ++i) {
       const json& c = j["configs"][i];
@@ -144,6 +150,25 @@ PairedRatio ReplayGate(const SpaceConfig& challenger, const SpaceConfig& incumbe
   return r;
 }
 
+Result<Calibration> ReadCalibrationFile(const std::filesystem::path& file) {
+  auto text = ReadFile(file);
+  if (!text.ok()) return text.status();
+  json j = json::parse(*text, nullptr, false);
+  if (!j.is_object())
+    return Status::InvalidInput(file.string() + ": not a JSON object; give the output of kpilot calibrate --json");
+  for (const char* field : {"dram_bytes_per_s", "fp32_flops_per_s"})
+    if (!j.contains(field) || !j[field].is_number() || j[field].get<double>() <= 0)
+      return Status::InvalidInput(file.string() + ": " + field +
+                                  " must be a positive number (bytes or FLOP per second); kpilot calibrate --json prints it");
+  return CalibrationFromJson(j);
+}
+
+std::string ReplayExecutor::SetCalibration(const Calibration& c) {
+  space_.calibration = c;
+  if (space_.gpu.empty() || c.gpu.empty() || c.gpu.rfind(space_.gpu, 0) == 0) return "";
+  return "the calibration is of " + c.gpu + ", and " + space_.file.filename().string() + " was swept on " + space_.gpu;
+}
+
 ReplayExecutor::ReplayExecutor(Space space, uint64_t seed) : space_(std::move(space)), seed_(seed) {
   for (size_t i = 0; i < space_.configs.size(); ++i) index_.emplace(space_.configs[i].params, i);
 }
@@ -189,6 +214,7 @@ Evaluation ReplayExecutor::Base(const EvalJob& job, const SpaceConfig& c) const 
   if (!e.compile.ok) e.compile.first_error = c.message;
   e.run.status = c.status;
   e.run.message = c.message;
+  e.run.calibration = space_.calibration;
   return e;
 }
 

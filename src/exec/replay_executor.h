@@ -8,8 +8,10 @@
 // CI are those `kpilot eval` would have printed for those samples. A job with a baseline
 // override (the optimizer's promotion gate, challenger against incumbent) is answered from the
 // two configs' stored samples; see ReplayGate. The stored ptxas report is passed on, so the
-// optimizer's static findings steer the params generator as they would live; there is no SASS and
-// no calibration, so the roofline class stays unknown. Nothing runs; a simulated clock advances by
+// optimizer's static findings steer the params generator as they would live, and so is the GPU's
+// calibration (the space's own, recorded by kpilot sweep, or one given with SetCalibration), so
+// the optimizer classifies every node against the roofline as a live run does; without one the
+// class stays unknown. There is no SASS and no counters. Nothing runs; a simulated clock advances by
 // the stored compile time plus every stored sample, so busy share reads as it would have.
 #pragma once
 
@@ -43,11 +45,17 @@ struct Space {
   std::string task;
   std::string workload;
   std::string baseline;               // what speedups are over ("reference", a baseline name)
+  std::string gpu;                    // the header's GPU name ("" when not recorded)
+  Calibration calibration;            // the sweep's GPU ceilings (invalid when not recorded)
   std::vector<SpaceConfig> configs;
 };
 
 // Reads a space file. InvalidInput naming the file (and the config index) when it is not one.
 Result<Space> LoadSpace(const std::filesystem::path& file);
+
+// Reads a calibration file: `kpilot calibrate --json` output, or any JSON object with positive
+// dram_bytes_per_s and fp32_flops_per_s. InvalidInput naming the file and the field otherwise.
+Result<Calibration> ReadCalibrationFile(const std::filesystem::path& file);
 
 // The paired speedup of `challenger` over `incumbent` from samples taken in separate runs (see
 // the .cc for the statistic); deterministic for a seed.
@@ -67,6 +75,9 @@ class ReplayExecutor : public Executor {
   double ElapsedSeconds() const override;
 
   const Space& space() const { return space_; }
+  // Replaces the space's calibration (for spaces swept before sweeps recorded one). Returns a
+  // warning when the calibration names a GPU other than the space's, else "".
+  std::string SetCalibration(const Calibration& c);
 
  private:
   Result<EvalJobResult> Serve(EvalJob& job);

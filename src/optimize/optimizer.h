@@ -74,6 +74,7 @@ struct OptimizeOptions {
   double timing_max_seconds = 2.0;      // per workload per evaluation
   TimingMode timing = TimingMode::kDefault;  // the timing procedure (docs/pytorch.md: default | kernelbench | flashinfer)
   std::string replay;                   // a space file (kpilot sweep) served instead of running ("" = run)
+  std::string replay_calibration;       // with replay: a calibration file replacing the space's ("" = the space's)
 };
 
 // Adaptive pipeline depth (OptimizeOptions::pipeline_depth = 0): the depth after a batch during

@@ -82,7 +82,8 @@ json ToJson(const OptimizeOptions& o) {
           {"arch", o.arch},
           {"eval_timeout_s", o.eval_timeout_s},
           {"timing_max_seconds", o.timing_max_seconds},
-          {"replay", o.replay}};
+          {"replay", o.replay},
+          {"replay_calibration", o.replay_calibration}};
 }
 
 Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
@@ -133,6 +134,7 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.eval_timeout_s = j.at("eval_timeout_s").get<double>();
     o.timing_max_seconds = j.at("timing_max_seconds").get<double>();
     o.replay = j.value("replay", "");
+    o.replay_calibration = j.value("replay_calibration", "");
     return o;
   } catch (const std::exception& e) {
     return Status::InvalidInput(std::string("stored run options are malformed: ") + e.what());

@@ -54,18 +54,6 @@ double NumFrom(const json& j) {
   return j.get<double>();
 }
 
-json CalibrationJson(const Calibration& c) {
-  return {{"gpu", c.gpu}, {"dram_bytes_per_s", c.dram_bytes_per_s}, {"fp32_flops_per_s", c.fp32_flops_per_s}};
-}
-
-Calibration CalibrationFrom(const json& j) {
-  Calibration c;
-  c.gpu = j.value("gpu", "");
-  c.dram_bytes_per_s = j.value("dram_bytes_per_s", 0.0);
-  c.fp32_flops_per_s = j.value("fp32_flops_per_s", 0.0);
-  return c;
-}
-
 }  // namespace
 
 json JsonNumber(double v) {
@@ -113,7 +101,7 @@ json ToJson(const RunRequest& r) {
           {"energy", r.energy},
           {"libraries", r.libraries},
           {"compute_precision", r.compute_precision ? json(DTypeName(*r.compute_precision)) : json(nullptr)},
-          {"calibration", CalibrationJson(r.calibration)},
+          {"calibration", ToJson(r.calibration)},
           {"lock_dir", r.lock_dir},
           {"profile_only", r.profile_only},
           {"counters_max_ranges", r.counters_max_ranges},
@@ -173,7 +161,7 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
     r.libraries = j.value("libraries", true);
     if (j.contains("compute_precision") && !j.at("compute_precision").is_null())
       r.compute_precision = DTypeFromName(j.at("compute_precision").get<std::string>());
-    if (j.contains("calibration")) r.calibration = CalibrationFrom(j.at("calibration"));
+    if (j.contains("calibration")) r.calibration = CalibrationFromJson(j.at("calibration"));
     r.lock_dir = j.value("lock_dir", "/tmp");
     r.profile_only = j.value("profile_only", false);
     r.counters_max_ranges = j.value("counters_max_ranges", 0);
@@ -234,7 +222,7 @@ json ToJson(const RunResult& r) {
           {"exit_signal", r.exit_signal},
           {"wall_s", r.wall_s},
           {"warnings", r.warnings},
-          {"calibration", CalibrationJson(r.calibration)},
+          {"calibration", ToJson(r.calibration)},
           {"calibration_measured", r.calibration_measured},
           {"details", r.details}};
 }
@@ -292,13 +280,25 @@ Result<RunResult> RunResultFromJson(const json& j) {
     r.exit_signal = j.value("exit_signal", 0);
     r.wall_s = j.value("wall_s", 0.0);
     if (j.contains("warnings")) r.warnings = j.at("warnings").get<std::vector<std::string>>();
-    if (j.contains("calibration")) r.calibration = CalibrationFrom(j.at("calibration"));
+    if (j.contains("calibration")) r.calibration = CalibrationFromJson(j.at("calibration"));
     r.calibration_measured = j.value("calibration_measured", false);
     if (j.contains("details")) r.details = j.at("details");
     return r;
   } catch (const std::exception& e) {
     return Status::Internal(std::string("runner result is malformed: ") + e.what());
   }
+}
+
+json ToJson(const Calibration& c) {
+  return {{"gpu", c.gpu}, {"dram_bytes_per_s", c.dram_bytes_per_s}, {"fp32_flops_per_s", c.fp32_flops_per_s}};
+}
+
+Calibration CalibrationFromJson(const json& j) {
+  Calibration c;
+  c.gpu = j.value("gpu", "");
+  c.dram_bytes_per_s = j.value("dram_bytes_per_s", 0.0);
+  c.fp32_flops_per_s = j.value("fp32_flops_per_s", 0.0);
+  return c;
 }
 
 }  // namespace kpilot

@@ -104,6 +104,11 @@ struct RunRequest {
   bool calibrate_only = false;
 };
 
+// {"gpu", "dram_bytes_per_s", "fp32_flops_per_s"}: the runner's result field, a space file's
+// header and the keys `kpilot calibrate --json` prints. Missing fields read as 0 (invalid).
+nlohmann::json ToJson(const Calibration& c);
+Calibration CalibrationFromJson(const nlohmann::json& j);
+
 nlohmann::json ToJson(const RunRequest& r);
 Result<RunRequest> RunRequestFromJson(const nlohmann::json& j);
 

@@ -221,6 +221,55 @@ TEST_F(Replay, MalformedFilesAreRefusedNamingTheConfig) {
   EXPECT_FALSE(LoadSpace(file_).ok());
 }
 
+TEST_F(Replay, TheCalibrationIsServedWithEveryEvaluation) {
+  auto text = ReadFile(file_);
+  ASSERT_TRUE(text.ok());
+  json j = json::parse(*text);
+  j["gpu"] = {{"name", "NVIDIA H200"}, {"driver", "13.0"}};
+  j["calibration"] = {{"gpu", "NVIDIA H200 / driver 13.0 / 132 SMs"}, {"dram_bytes_per_s", 4.2e12}, {"fp32_flops_per_s", 6.4e13}};
+  ASSERT_TRUE(WriteFileAtomic(file_, j.dump()).ok());
+  auto exec = ReplayExecutor::Open(file_, task_, 1);
+  ASSERT_TRUE(exec.ok()) << exec.status().ToString();
+  EvalJobResult r = (*exec)->Submit(Job("2")).get();
+  EXPECT_DOUBLE_EQ(r.evaluation.run.calibration.dram_bytes_per_s, 4.2e12);
+  EXPECT_DOUBLE_EQ(r.evaluation.run.calibration.fp32_flops_per_s, 6.4e13);
+  EXPECT_DOUBLE_EQ((*exec)->Submit(Job("5")).get().evaluation.run.calibration.dram_bytes_per_s, 4.2e12);
+
+  // A calibration given later replaces it; one of another GPU is taken with a warning.
+  Calibration other{"NVIDIA A100-SXM4-80GB / driver 12.4", 1.9e12, 1.9e13};
+  std::string warning = (*exec)->SetCalibration(other);
+  EXPECT_NE(warning.find("A100"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("NVIDIA H200"), std::string::npos) << warning;
+  EXPECT_DOUBLE_EQ((*exec)->Submit(Job("2")).get().evaluation.run.calibration.dram_bytes_per_s, 1.9e12);
+  EXPECT_EQ((*exec)->SetCalibration({"NVIDIA H200 / driver 13.0", 4e12, 6e13}), "");
+
+  // A recorded calibration must be usable.
+  j["calibration"] = {{"gpu", "x"}, {"dram_bytes_per_s", 0}};
+  ASSERT_TRUE(WriteFileAtomic(file_, j.dump()).ok());
+  auto bad = LoadSpace(file_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("calibration"), std::string::npos) << bad.status().message();
+}
+
+TEST_F(Replay, CalibrationFilesAreReadOrRefusedNamingTheField) {
+  fs::path f = dir_->path() / "cal.json";
+  ASSERT_TRUE(WriteFileAtomic(f, R"({"gpu": "NVIDIA H200 / driver 13.0 / 132 SMs", "dram_bytes_per_s": 4.23e12,
+                                     "fp32_flops_per_s": 6.37e13, "l2_bytes": 62914560})")
+                  .ok());
+  auto c = ReadCalibrationFile(f);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->valid());
+  EXPECT_EQ(c->gpu, "NVIDIA H200 / driver 13.0 / 132 SMs");
+  ASSERT_TRUE(WriteFileAtomic(f, R"({"dram_bytes_per_s": 4.23e12, "fp32_flops_per_s": "fast"})").ok());
+  auto bad = ReadCalibrationFile(f);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("fp32_flops_per_s"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find(f.string()), std::string::npos) << bad.status().message();
+  ASSERT_TRUE(WriteFileAtomic(f, "[]").ok());
+  EXPECT_NE(ReadCalibrationFile(f).status().message().find("kpilot calibrate --json"), std::string::npos);
+  EXPECT_FALSE(ReadCalibrationFile(dir_->path() / "missing.json").ok());
+}
+
 TEST_F(Replay, TheClockAdvancesByStoredTimes) {
   auto exec = ReplayExecutor::Open(file_, task_, 1);
   ASSERT_TRUE(exec.ok());
@@ -344,6 +393,44 @@ TEST_F(ReplayCli, OptimizeReplayFindsTheOptimumWithinBudget) {
   auto first = order("s1");
   EXPECT_EQ(first.size(), 12u);
   EXPECT_EQ(first, order("s2"));
+}
+
+// A cuda example replayed from its space measured on the H200: with the GPU's calibration every
+// passed node is classified against the roofline (row softmax: memory-bound) as in a live run;
+// without one the class stays unknown. --calibration needs --replay.
+TEST_F(ReplayCli, ACalibrationClassifiesReplayedNodesAgainstTheRoofline) {
+  fs::path space = dir_->path() / "row_softmax_space.json";
+  ProcessSpec gunzip;
+  gunzip.argv = {"/bin/sh", "-c",
+                 "gzip -dc '" + (testing::SourceDir() / "bench/spaces/real/row_softmax_space.json.gz").string() + "' > '" +
+                     space.string() + "'"};
+  auto unpacked = SystemProcessRunner().Run(gunzip);
+  ASSERT_TRUE(unpacked.ok() && unpacked->exit_code == 0);
+  fs::path task = testing::SourceDir() / "examples/cuda/row_softmax";
+  auto classes = [&](std::vector<std::string> extra, const std::string& store) {
+    std::vector<std::string> args = {"optimize", task.string(), "--replay", space.string(), "--workload", "8192x4096",
+                                     "--budget", "4", "--seed", "1", "--json", "--store", (dir_->path() / store).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ProcessResult r = Kpilot(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::set<std::string> seen;
+    std::istringstream in(r.err);
+    for (std::string line; std::getline(in, line);) {
+      json e = json::parse(line, nullptr, false);
+      if (e.is_object() && e.value("event", "") == "evaluated" && e.contains("bottleneck"))
+        seen.insert(e["bottleneck"].get<std::string>());
+    }
+    return seen;
+  };
+  std::set<std::string> with = classes(
+      {"--calibration", (testing::SourceDir() / "bench/spaces/real/h200_calibration.json").string()}, "with");
+  EXPECT_EQ(with, (std::set<std::string>{"memory-bound"}));
+  EXPECT_EQ(classes({}, "without"), (std::set<std::string>{"unknown"}));
+
+  ProcessResult live = Kpilot({"optimize", task.string(), "--calibration", "cal.json", "--store",
+                               (dir_->path() / "live").string()});
+  EXPECT_EQ(live.exit_code, 2) << live.err;
+  EXPECT_NE(live.err.find("only goes with --replay"), std::string::npos) << live.err;
 }
 
 TEST_F(ReplayCli, OptimizeReplayRefusesAnotherTasksSpaceAndATimeLimit) {
