@@ -13,6 +13,7 @@
 #include "core/stats.h"
 #include "profile/profiler.h"
 #include "profile/static_profile.h"
+#include "propose/param_space.h"
 #include "task/formula.h"
 
 namespace kpilot {
@@ -491,13 +492,22 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
   root.source_name = std::filesystem::path(opts_.from).filename().string();
   root.summary = "starting candidate " + root.source_name;
   // With tunable params the search starts from the first declared value of each (the task's
-  // naive end of every range), so that every node's params are explicit and comparable.
+  // naive end of every range), so that every node's params are explicit and comparable; when
+  // those break a constraint, from the first valid combination in declaration order (last param
+  // fastest); with none valid, from the source's own defaults.
   if (!o_.task_.params.empty()) {
     for (const auto& p : o_.task_.params)
       if (!p.values.empty()) root.params[p.name] = p.values.front();
     auto holds = ConstraintsHold(o_.task_.constraints, root.params);
-    if (!holds.ok() || !*holds) root.params.clear();
-    else root.summary += " with the first value of every param";
+    if (holds.ok() && *holds) {
+      root.summary += " with the first value of every param";
+    } else {
+      ParamSpace space(o_.task_);
+      auto first = space.Enumerate(1, [](const ParamValues&) { return true; });
+      root.params = first.empty() ? ParamValues{} : first.front();
+      root.summary += first.empty() ? " with its own defaults (no combination of params meets the constraints)"
+                                    : " with the first combination of params that meets the constraints";
+    }
   }
   auto seq = o_.store_.AddRunEvent(run_id_, "proposal",
                                    json{{"parent", -1}, {"summary", root.summary}, {"params", root.params}}.dump());

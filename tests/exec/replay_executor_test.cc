@@ -395,6 +395,31 @@ TEST_F(ReplayCli, OptimizeReplayFindsTheOptimumWithinBudget) {
   EXPECT_EQ(first, order("s2"));
 }
 
+// When the first value of every param breaks a constraint, the search starts from the first
+// combination that meets them (declaration order, last param fastest), not from the source's
+// own defaults, which no space holds.
+TEST_F(ReplayCli, AStartBreakingAConstraintMovesToTheFirstValidCombination) {
+  auto toml = ReadFile(task_ / "task.toml");
+  ASSERT_TRUE(toml.ok());
+  std::string t = *toml;
+  t.insert(t.find("[[inputs]]"), "constraints = [\"A >= 3\"]\n");
+  ASSERT_TRUE(WriteFileAtomic(task_ / "task.toml", t).ok());
+  ProcessResult r = Kpilot({"optimize", task_.string(), "--replay", space_.string(), "--budget", "3", "--json",
+                            "--store", (dir_->path() / "store").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.err);
+  for (std::string line; std::getline(in, line);) {
+    json e = json::parse(line, nullptr, false);
+    if (!e.is_object() || e.value("event", "") != "evaluated") continue;
+    EXPECT_EQ(e.value("params", ""), "A=3 B=6") << line;
+    EXPECT_NE(e.value("summary", "").find("the first combination of params that meets the constraints"),
+              std::string::npos)
+        << line;
+    return;
+  }
+  FAIL() << "no evaluated event: " << r.err;
+}
+
 // A cuda example replayed from its space measured on the H200: with the GPU's calibration every
 // passed node is classified against the roofline (row softmax: memory-bound) as in a live run;
 // without one the class stays unknown. --calibration needs --replay.
