@@ -28,6 +28,7 @@
 #include "core/subprocess.h"
 #include "device/device.h"
 #include "harness/harness.h"
+#include "profile/static_profile.h"
 #include "propose/params_proposer.h"
 #include "task/loader.h"
 
@@ -249,7 +250,7 @@ int Sweep::Run() {
   auto toolchain = MakeSystemToolchain(workspace_->cache_dir, IncludeDir());
   CompileOptions copts;
   copts.cuda_arch = !a_.arch.empty() ? a_.arch : gpu_ ? gpu_->Arch() : "";
-  copts.want_sass = false;
+  copts.want_sass = task_.backend == Backend::kCuda;  // the instruction mix each config's entry stores
   if (gpu_) calibration_ = LoadCalibration(workspace_->store.get(), *gpu_);
 
   if (!a_.compile_only && task_.reference.kind == ReferenceKind::kPython) {
@@ -424,10 +425,13 @@ void Sweep::CompileOne(Toolchain& toolchain, const CompileOptions& copts, size_t
   }
   c.entry["compile_s"] = seconds;
   json resources = json::array();
-  for (const auto& r : compiled->resources)
-    resources.push_back({{"kernel", r.name}, {"registers", r.registers}, {"shared_bytes", r.shared_bytes},
-                         {"stack_bytes", r.stack_bytes}, {"spill_store_bytes", r.spill_stores},
-                         {"spill_load_bytes", r.spill_loads}});
+  for (const auto& p : StaticProfiles(*compiled)) {
+    const KernelResources& r = p.resources;
+    json entry = {{"kernel", r.name}, {"registers", r.registers}, {"shared_bytes", r.shared_bytes},
+                  {"stack_bytes", r.stack_bytes}, {"spill_store_bytes", r.spill_stores}, {"spill_load_bytes", r.spill_loads}};
+    if (p.have_sass) entry["mix"] = ToJson(p.mix);  // replays' static findings (docs/sweep.md)
+    resources.push_back(std::move(entry));
+  }
   if (!resources.empty()) c.entry["resources"] = resources;
   if (!compiled->ok || sha.empty()) {
     ++compile_errors_;

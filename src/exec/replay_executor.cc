@@ -104,6 +104,7 @@ Result<Space> LoadSpace(const std::filesystem::path& file) {
         k.stack_bytes = r.value("stack_bytes", int64_t{0});
         k.spill_stores = r.value("spill_store_bytes", int64_t{0});
         k.spill_loads = r.value("spill_load_bytes", int64_t{0});
+        if (r.contains("mix") && r["mix"].is_object()) sc.mixes.push_back({{"kernel", k.name}, {"mix", r["mix"]}});
         sc.resources.push_back(std::move(k));
       }
       if (*kind == VerdictKind::kPassed && PairRatios(sc).empty())
@@ -215,6 +216,7 @@ Evaluation ReplayExecutor::Base(const EvalJob& job, const SpaceConfig& c) const 
   e.run.status = c.status;
   e.run.message = c.message;
   e.run.calibration = space_.calibration;
+  if (!c.mixes.empty()) e.run.details["static_mix"] = c.mixes;
   return e;
 }
 

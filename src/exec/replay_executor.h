@@ -7,11 +7,12 @@
 // stored samples through the harness's own statistics (SummarizeTimings), so the speedup and its
 // CI are those `kpilot eval` would have printed for those samples. A job with a baseline
 // override (the optimizer's promotion gate, challenger against incumbent) is answered from the
-// two configs' stored samples; see ReplayGate. The stored ptxas report is passed on, so the
-// optimizer's static findings steer the params generator as they would live, and so is the GPU's
+// two configs' stored samples; see ReplayGate. The stored ptxas report and SASS instruction mix
+// (run.details.static_mix) are passed on, so the optimizer's static findings steer the params
+// generator as they would live, and so is the GPU's
 // calibration (the space's own, recorded by kpilot sweep, or one given with SetCalibration), so
 // the optimizer classifies every node against the roofline as a live run does; without one the
-// class stays unknown. There is no SASS and no counters. Nothing runs; a simulated clock advances by
+// class stays unknown. There are no counters. Nothing runs; a simulated clock advances by
 // the stored compile time plus every stored sample, so busy share reads as it would have.
 #pragma once
 
@@ -38,6 +39,7 @@ struct SpaceConfig {
   std::vector<double> candidate_ms;   // every sample
   std::vector<double> baseline_ms;    // pair i taken next to candidate_ms[i]
   std::vector<KernelResources> resources;  // the ptxas report (cuda), for the optimizer's static findings
+  nlohmann::json mixes = nlohmann::json::array();  // [{"kernel", "mix"}]: each kernel's SASS instruction mix, when stored
 };
 
 struct Space {

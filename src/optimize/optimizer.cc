@@ -231,7 +231,10 @@ void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
   n->bottleneck = std::string(BottleneckName(ctx.roofline.result));
   n->achieved_fraction = ctx.roofline.achieved_fraction;
   auto limits = SmLimitsFor(e.compile.resources.front().arch.empty() ? "sm_90a" : e.compile.resources.front().arch);
-  for (const auto& sp : StaticProfiles(e.compile)) {
+  auto profiles = StaticProfiles(e.compile);
+  if (e.run.details.is_object() && e.run.details.contains("static_mix"))
+    AdoptStoredMixes(e.run.details["static_mix"], &profiles);  // a replay's stored SASS mix
+  for (const auto& sp : profiles) {
     ProfileContext k = ctx;
     k.kernel = sp.resources.name;
     k.static_profile = sp;

@@ -98,4 +98,9 @@ struct Finding {
 
 nlohmann::json ToJson(const Finding& f);
 
+// The instruction mix as `kpilot profile --json` prints it under "static.mix" ("ldg32", "hmma",
+// …), and back (missing keys read 0).
+nlohmann::json ToJson(const InstructionMix& m);
+InstructionMix InstructionMixFromJson(const nlohmann::json& j);
+
 }  // namespace kpilot

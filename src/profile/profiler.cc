@@ -61,15 +61,7 @@ nlohmann::json ToJson(const KernelReport& r, bool raw_metrics) {
     j["static"] = {{"registers", s.resources.registers}, {"shared_bytes", s.resources.shared_bytes},
                    {"spill_store_bytes", s.resources.spill_stores}, {"spill_load_bytes", s.resources.spill_loads},
                    {"sass", s.have_sass},
-                   {"mix", {{"total", s.mix.total}, {"ldg32", s.mix.global_loads_32}, {"ldg64", s.mix.global_loads_64},
-                            {"ldg128", s.mix.global_loads_128}, {"stg32", s.mix.global_stores_32},
-                            {"stg64", s.mix.global_stores_64}, {"stg128", s.mix.global_stores_128},
-                            {"lds", s.mix.shared_loads}, {"sts", s.mix.shared_stores}, {"ldl", s.mix.local_loads},
-                            {"stl", s.mix.local_stores}, {"async_copies", s.mix.async_copies}, {"hmma", s.mix.hmma},
-                            {"hgmma", s.mix.hgmma}, {"imma", s.mix.imma}, {"ffma", s.mix.ffma}, {"fmul", s.mix.fmul},
-                            {"fadd", s.mix.fadd}, {"fp64", s.mix.fp64}, {"mufu", s.mix.mufu},
-                            {"int_div_sequences", s.mix.int_div_sequences}, {"barriers", s.mix.barriers},
-                            {"atomics", s.mix.atomics}, {"branches", s.mix.branches}, {"shuffles", s.mix.shuffles}}}};
+                   {"mix", ToJson(s.mix)}};
   }
   if (r.context.occupancy) {
     const auto& o = *r.context.occupancy;

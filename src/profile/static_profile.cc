@@ -278,6 +278,62 @@ Occupancy ComputeOccupancy(const SmLimits& sm, int block_threads, int registers,
   return occ;
 }
 
+nlohmann::json ToJson(const InstructionMix& m) {
+  return {{"total", m.total}, {"ldg32", m.global_loads_32}, {"ldg64", m.global_loads_64},
+          {"ldg128", m.global_loads_128}, {"stg32", m.global_stores_32}, {"stg64", m.global_stores_64},
+          {"stg128", m.global_stores_128}, {"lds", m.shared_loads}, {"sts", m.shared_stores},
+          {"ldl", m.local_loads}, {"stl", m.local_stores}, {"async_copies", m.async_copies}, {"hmma", m.hmma},
+          {"hgmma", m.hgmma}, {"imma", m.imma}, {"ffma", m.ffma}, {"fmul", m.fmul}, {"fadd", m.fadd},
+          {"fp64", m.fp64}, {"mufu", m.mufu}, {"int_div_sequences", m.int_div_sequences}, {"barriers", m.barriers},
+          {"atomics", m.atomics}, {"branches", m.branches}, {"shuffles", m.shuffles}};
+}
+
+InstructionMix InstructionMixFromJson(const nlohmann::json& j) {
+  InstructionMix m;
+  auto get = [&](const char* key, int* field) {
+    if (j.is_object() && j.contains(key) && j[key].is_number_integer()) *field = j[key].get<int>();
+  };
+  get("total", &m.total);
+  get("ldg32", &m.global_loads_32);
+  get("ldg64", &m.global_loads_64);
+  get("ldg128", &m.global_loads_128);
+  get("stg32", &m.global_stores_32);
+  get("stg64", &m.global_stores_64);
+  get("stg128", &m.global_stores_128);
+  get("lds", &m.shared_loads);
+  get("sts", &m.shared_stores);
+  get("ldl", &m.local_loads);
+  get("stl", &m.local_stores);
+  get("async_copies", &m.async_copies);
+  get("hmma", &m.hmma);
+  get("hgmma", &m.hgmma);
+  get("imma", &m.imma);
+  get("ffma", &m.ffma);
+  get("fmul", &m.fmul);
+  get("fadd", &m.fadd);
+  get("fp64", &m.fp64);
+  get("mufu", &m.mufu);
+  get("int_div_sequences", &m.int_div_sequences);
+  get("barriers", &m.barriers);
+  get("atomics", &m.atomics);
+  get("branches", &m.branches);
+  get("shuffles", &m.shuffles);
+  return m;
+}
+
+void AdoptStoredMixes(const nlohmann::json& stored, std::vector<KernelStaticProfile>* profiles) {
+  if (!stored.is_array()) return;
+  for (KernelStaticProfile& p : *profiles) {
+    if (p.have_sass) continue;
+    for (const auto& s : stored)
+      if (s.is_object() && s.value("kernel", "") == p.resources.name && s.contains("mix")) {
+        p.mix = InstructionMixFromJson(s["mix"]);
+        p.have_sass = true;
+        break;
+      }
+  }
+}
+
 std::vector<KernelStaticProfile> StaticProfiles(const CompileOutput& compile) {
   const std::vector<SassFunction> functions = ParseSass(compile.sass);
   std::vector<KernelStaticProfile> profiles;

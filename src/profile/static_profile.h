@@ -23,4 +23,8 @@ Occupancy ComputeOccupancy(const SmLimits& sm, int block_threads, int registers,
 // function of the same (mangled) name.
 std::vector<KernelStaticProfile> StaticProfiles(const CompileOutput& compile);
 
+// Replays (a sweep's space has no SASS): kernels without one take the instruction mix the sweep
+// stored, `stored` = [{"kernel": name, "mix": {...}}] matched by resources.name. Others untouched.
+void AdoptStoredMixes(const nlohmann::json& stored, std::vector<KernelStaticProfile>* profiles);
+
 }  // namespace kpilot

@@ -219,6 +219,9 @@ TEST_F(Sweep, CudaSpaceNeedsAGpuButCompilesWithCompileOnly) {
     EXPECT_EQ(e["status"], "not_run") << e.dump();  // compiled, not evaluated
     EXPECT_TRUE(e.contains("object_sha")) << e.dump();
     EXPECT_GT(e["resources"][0]["registers"].get<int>(), 0) << e.dump();
+    // The SASS instruction mix, so replays get the static findings live runs get.
+    EXPECT_GT(e["resources"][0]["mix"].value("ffma", 0), 0) << e.dump();
+    EXPECT_GT(e["resources"][0]["mix"].value("total", 0), 0) << e.dump();
   }
 }
 

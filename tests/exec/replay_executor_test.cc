@@ -67,7 +67,7 @@ class Replay : public WithTempDir {
                    {[] {
                       json j = Passed("1", 10.0, 10.0, 0.01, 20, "sha-1");
                       j["resources"] = {{{"kernel", "tiled"}, {"registers", 96}, {"shared_bytes", 8192},
-                                         {"spill_store_bytes", 16}}};
+                                         {"spill_store_bytes", 16}, {"mix", {{"total", 120}, {"ldg32", 8}}}}};
                       return j;
                     }(),
                     Passed("2", 5.0, 10.0, 0.01, 20, "sha-2"),     // 2x, clearly faster than 1
@@ -125,6 +125,10 @@ TEST_F(Replay, StatusesMapToVerdictsAndPassedTimingsUseTheHarnessStatistics) {
   ASSERT_EQ(with_resources.evaluation.compile.resources.size(), 1u) << "the ptxas report, for static findings";
   EXPECT_EQ(with_resources.evaluation.compile.resources[0].registers, 96);
   EXPECT_EQ(with_resources.evaluation.compile.resources[0].spill_stores, 16);
+  EXPECT_EQ(with_resources.evaluation.run.details["static_mix"],
+            json::parse(R"([{"kernel": "tiled", "mix": {"total": 120, "ldg32": 8}}])"))
+      << "the SASS mix, for the optimizer's static findings";
+  EXPECT_FALSE(r.evaluation.run.details.contains("static_mix")) << "none stored for V=2";
   EXPECT_EQ((*exec)->Submit(Job("6")).get().object_sha, "") << "a compile error has no object";
   EXPECT_NE((*exec)->Submit(Job("8")).get().evaluation.verdict.summary.find("not run"), std::string::npos);
 }

@@ -397,5 +397,34 @@ TEST(StaticProfiles, MatchesTheTargetAndToleratesMissingSass) {
   }
 }
 
+// Replays store each kernel's mix as JSON (a sweep's space file); it reads back field for field,
+// and a kernel without SASS adopts the mix stored under its name.
+TEST(StaticProfiles, AStoredMixRoundTripsAndFillsKernelsWithoutSass) {
+  CompileOutput out;
+  out.resources = ParsePtxasReport(Fixture("profile/ptxas_mix_kernels_sm90a.txt"));
+  out.sass = Fixture("profile/sass_mix_kernels_sm90a.txt");
+  auto live = StaticProfiles(out);
+  ASSERT_GE(live.size(), 2u);
+  nlohmann::json stored = nlohmann::json::array();
+  for (const auto& p : live) {
+    nlohmann::json m = ToJson(p.mix);
+    EXPECT_EQ(ToJson(InstructionMixFromJson(m)), m) << p.resources.name;
+    stored.push_back({{"kernel", p.resources.name}, {"mix", m}});
+  }
+  stored.erase(stored.begin());  // the first kernel's mix was not stored
+
+  out.sass.clear();
+  auto replayed = StaticProfiles(out);
+  AdoptStoredMixes(stored, &replayed);
+  ASSERT_EQ(replayed.size(), live.size());
+  EXPECT_FALSE(replayed[0].have_sass) << "nothing stored for it";
+  for (size_t i = 1; i < live.size(); ++i) {
+    EXPECT_TRUE(replayed[i].have_sass) << live[i].resources.name;
+    EXPECT_EQ(ToJson(replayed[i].mix), ToJson(live[i].mix)) << live[i].resources.name;
+  }
+  EXPECT_EQ(InstructionMixFromJson(nlohmann::json{{"ldg128", 4}}).global_loads_128, 4);
+  EXPECT_EQ(InstructionMixFromJson(nlohmann::json::array()).total, 0);
+}
+
 }  // namespace
 }  // namespace kpilot
