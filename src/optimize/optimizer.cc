@@ -316,6 +316,9 @@ std::vector<OfferedSkill> Optimizer::Loop::SkillsFor(const NodeData& n) {
   rc.features = DetectFeatures(n.source);
   rc.language = o_.task_.backend == Backend::kCuda ? "cuda" : "cpp";
   rc.platform = o_.task_.backend == Backend::kCuda ? opts_.arch : "";
+  for (const auto& t : o_.task_.inputs) rc.dtypes.insert(std::string(DTypeName(t.dtype)));
+  for (const auto& t : o_.task_.outputs) rc.dtypes.insert(std::string(DTypeName(t.dtype)));
+  if (o_.task_.compute_precision) rc.dtypes.insert(std::string(DTypeName(*o_.task_.compute_precision)));
   RetrieveOptions ro;
   ro.limit = kSkillsOffered;
   ro.usage = &card_usage_;

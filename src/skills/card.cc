@@ -283,7 +283,7 @@ void CardReader::ReadScope(const YAML::Node& n, SkillCard* card) {
             "write `cases: […]`, `languages: [cuda]`, `platforms: [sm_80, sm_90a]`");
     return;
   }
-  auto keys = Keys(n, "scope", {"cases", "languages", "platforms"}, {}, line);
+  auto keys = Keys(n, "scope", {"cases", "languages", "platforms"}, {"dtypes"}, line);
   if (keys.count("cases")) {
     if (auto v = TextList(keys["cases"], "scope.cases", line, false)) card->scope_cases = *v;
   }
@@ -297,6 +297,12 @@ void CardReader::ReadScope(const YAML::Node& n, SkillCard* card) {
     if (auto v = TextList(keys["platforms"], "scope.platforms", line, false)) {
       card->scope_platforms = *v;
       CheckKnown(keys["platforms"], *v, "scope.platforms", SkillPlatforms(), "platform", "skills/README.md");
+    }
+  }
+  if (keys.count("dtypes")) {
+    if (auto v = TextList(keys["dtypes"], "scope.dtypes", line, false)) {
+      card->scope_dtypes = *v;
+      CheckKnown(keys["dtypes"], *v, "scope.dtypes", SkillDTypes(), "element type", "docs/task-format.md");
     }
   }
 }

@@ -64,6 +64,10 @@ std::string Excluded(const SkillCard& card, const RetrievalContext& ctx) {
     return "platform " + ctx.platform + " not in scope [" + Join(card.scope_platforms) + "]";
   if (!ctx.language.empty() && !Contains(card.scope_languages, ctx.language))
     return "language " + ctx.language + " not in scope [" + Join(card.scope_languages) + "]";
+  if (!ctx.dtypes.empty() && !card.scope_dtypes.empty() &&
+      std::none_of(card.scope_dtypes.begin(), card.scope_dtypes.end(), [&](const std::string& t) { return ctx.dtypes.count(t); }))
+    return "element types " + Join(std::vector<std::string>(ctx.dtypes.begin(), ctx.dtypes.end())) + " not in scope [" +
+           Join(card.scope_dtypes) + "]";
   std::vector<std::string> missing, clashing;
   for (const auto& f : card.requires_features)
     if (!ctx.features.count(f)) missing.push_back(f);

@@ -80,6 +80,7 @@ struct SkillCard {
   std::vector<std::string> scope_cases;
   std::vector<std::string> scope_languages;   // "cuda", "cpp"
   std::vector<std::string> scope_platforms;   // "sm_80", "sm_90a", …
+  std::vector<std::string> scope_dtypes;      // element types it needs one of ("f16", "bf16", …); empty = any
   std::vector<std::string> requires_features;
   std::vector<std::string> provides;
   std::vector<std::string> conflicts;
@@ -111,6 +112,8 @@ const std::vector<std::string>& RooflineClasses();
 const std::vector<std::string>& SkillPlatforms();
 // "cuda", "cpp".
 const std::vector<std::string>& SkillLanguages();
+// The task.toml element types (src/task/dtype.h's spellings): "f64", "f32", "f16", "bf16", …
+const std::vector<std::string>& SkillDTypes();
 // The param roles of docs/propose.md: "vector", "block", "grid", …
 const std::vector<std::string>& ParamRoles();
 
@@ -268,6 +271,7 @@ struct RetrievalContext {
   std::set<std::string> features;        // features the current code has
   std::string platform;                  // "sm_90a"; "" matches every card
   std::string language;                  // "cuda"; "" matches every card
+  std::set<std::string> dtypes;          // the task's element types ("f32", …); empty matches every card
 };
 
 struct RetrieveOptions {

@@ -60,6 +60,12 @@ const std::vector<std::string>& SkillPlatforms() {
   return kPlatforms;
 }
 
+const std::vector<std::string>& SkillDTypes() {
+  static const std::vector<std::string> kDTypes = {"f64", "f32",      "f16", "bf16", "fp8-e4m3", "fp8-e5m2",
+                                                   "i64", "i32",      "i16", "i8",   "u8",       "bool"};
+  return kDTypes;
+}
+
 const std::vector<std::string>& SkillLanguages() {
   static const std::vector<std::string> kLanguages = {"cuda", "cpp"};
   return kLanguages;

@@ -220,6 +220,17 @@ TEST(SkillCard, DescriptionLimitDuplicateKeysAndUnknownFields) {
   EXPECT_TRUE(saw) << FormatProblems(p);
 }
 
+TEST(SkillCard, ScopeElementTypesAreTaskSpellings) {
+  std::string platforms = "  platforms: [sm_80, sm_90a]\n";
+  ASSERT_NE(GoodText().find(platforms), std::string::npos);
+  auto p = Problems(Replace(GoodText(), platforms, platforms + "  dtypes: [bf16, half]\n"));
+  ASSERT_EQ(p.size(), 1u) << FormatProblems(p);
+  EXPECT_EQ(p[0].field, "scope.dtypes");
+  EXPECT_NE(p[0].message.find("`half`"), std::string::npos) << FormatProblems(p);
+  EXPECT_TRUE(Problems(Replace(GoodText(), platforms, platforms + "  dtypes: [f16, bf16, fp8-e4m3]\n")).empty());
+  EXPECT_EQ(SkillDTypes().size(), 12u);
+}
+
 TEST(SkillCard, MoveWhenMustNameAFindingOrClassAndOneCondition) {
   auto p = Problems(Replace(GoodText(), "when: low-cache-hit-rate", "when: low-cache-hitrate"));
   ASSERT_EQ(p.size(), 1u) << FormatProblems(p);

@@ -46,6 +46,34 @@ std::string ExclusionOf(const Retrieval& r, const std::string& id) {
   return "";
 }
 
+// A card whose scope names element types is offered only to tasks with one of them: a
+// tensor-core card never to an f32 GEMM (whose tile moves it would otherwise steer).
+TEST(Retrieve, FiltersByElementType) {
+  SkillCard mma = Card("tensor-cores");
+  mma.scope_dtypes = {"f16", "bf16"};
+  SkillCard plain = Card("plain");
+  SkillLibrary lib = Library({mma, plain});
+  RetrievalContext ctx;
+  ctx.dtypes = {"f32"};
+  Retrieval r = Retrieve(lib, ctx);
+  EXPECT_EQ(Ids(r), std::vector<std::string>{"plain"});
+  EXPECT_EQ(ExclusionOf(r, "tensor-cores"), "element types f32 not in scope [f16, bf16]");
+  ctx.dtypes = {"bf16", "f32"};  // bf16 inputs, f32 output
+  EXPECT_EQ(Retrieve(lib, ctx).cards.size(), 2u);
+  ctx.dtypes = {};  // unknown: not filtered
+  EXPECT_EQ(Retrieve(lib, ctx).cards.size(), 2u);
+
+  // The built-in tensor-core cards say so; an unknown element type is a validation error.
+  auto builtin = LoadLibrary({{testing::SourceDir() / "skills", SkillOrigin::kBuiltin}}, testing::TreeValidation());
+  ASSERT_TRUE(builtin.ok()) << builtin.status().ToString();
+  for (const char* id : {"mma-sync-tensor-cores", "wgmma-cute"}) {
+    const SkillCard* c = builtin->Find(id);
+    ASSERT_NE(c, nullptr) << id;
+    EXPECT_FALSE(std::count(c->scope_dtypes.begin(), c->scope_dtypes.end(), "f32")) << id;
+    EXPECT_TRUE(std::count(c->scope_dtypes.begin(), c->scope_dtypes.end(), "bf16")) << id;
+  }
+}
+
 TEST(Retrieve, FiltersByScopeRequiresAndConflicts) {
   SkillCard hopper = Card("hopper-only");
   hopper.scope_platforms = {"sm_90a"};
