@@ -501,10 +501,11 @@ int RunBenchCommand(const BenchArgs& a) {
   std::filesystem::path out = !a.out.empty() ? std::filesystem::path(a.out) : (*store)->dir() / "bench" / std::to_string(id);
   auto prior = LoadBench(**store, id);
   if (!prior.ok()) return Fail(prior.status());
-  ReportAsYouGo progress(ReportSink{suite->name, suite->format, id, out, a.markdown}, *problems, prior->finished, a.json);
+  const ReportSink sink{suite->name, suite->format, id, out, a.markdown};
+  ReportAsYouGo progress(sink, *problems, prior->finished, a.json);
   auto results = RunBench(**store, id, *problems, runner, devices, progress);
   if (!results.ok()) return Fail(results.status());
-  auto report = WriteReport(ReportSink{suite->name, suite->format, id, out, a.markdown}, *results, std::nullopt);
+  auto report = WriteReport(sink, *results, std::nullopt);
   if (!report.ok()) return Fail(report.status());
   if (a.json) std::cout << report->content.dump(2) << "\n";
   else std::cout << ReportTable(report->report) << "written    " << report->path.string() << "\n";

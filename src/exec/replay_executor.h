@@ -9,11 +9,11 @@
 // override (the optimizer's promotion gate, challenger against incumbent) is answered from the
 // two configs' stored samples; see ReplayGate. The stored ptxas report and SASS instruction mix
 // (run.details.static_mix) are passed on, so the optimizer's static findings steer the params
-// generator as they would live, and so is the GPU's
-// calibration (the space's own, recorded by kpilot sweep, or one given with SetCalibration), so
-// the optimizer classifies every node against the roofline as a live run does; without one the
-// class stays unknown. There are no counters. Nothing runs; a simulated clock advances by
-// the stored compile time plus every stored sample, so busy share reads as it would have.
+// generator as they would live. So is the GPU's calibration (the space's own, recorded by kpilot
+// sweep, or one given with SetCalibration), so the optimizer classifies every node against the
+// roofline as a live run does; without one the class stays unknown. There are no counters.
+// Nothing runs; a simulated clock advances by the stored compile time plus every stored sample,
+// so busy share reads as it would have.
 #pragma once
 
 #include <cstdint>
