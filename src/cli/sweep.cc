@@ -538,10 +538,10 @@ Result<std::vector<std::optional<json>>> Sweep::EvaluateBatch(const std::vector<
     RunResult run = RunRunner(Request(batch));
     if (run.calibration_measured && run.calibration.valid() && gpu_) {
       calibration_ = run.calibration;
+      header_["calibration"] = ToJson(calibration_);  // Prepare wrote the store's, when it had one
       if (workspace_->store) (void)SaveCalibration(*workspace_->store, *gpu_, calibration_, json::object());
     }
     if (task_.backend == Backend::kCuda && run.details.contains("gpu")) header_["gpu"] = run.details["gpu"];
-    if (task_.backend == Backend::kCuda && calibration_.valid()) header_["calibration"] = ToJson(calibration_);
     return run;
   };
   RunResult run = run_one(objects);

@@ -1,8 +1,10 @@
 // The closed vocabularies of the card format (skills/README.md): features, roofline classes,
-// platforms, languages and param roles.
+// platforms, languages, element types and param roles.
 #include "skills/skills.h"
 
 #include <algorithm>
+
+#include "task/dtype.h"
 
 namespace kpilot {
 
@@ -61,8 +63,12 @@ const std::vector<std::string>& SkillPlatforms() {
 }
 
 const std::vector<std::string>& SkillDTypes() {
-  static const std::vector<std::string> kDTypes = {"f64", "f32",      "f16", "bf16", "fp8-e4m3", "fp8-e5m2",
-                                                   "i64", "i32",      "i16", "i8",   "u8",       "bool"};
+  static const std::vector<std::string> kDTypes = [] {
+    std::vector<std::string> names;  // the DType values are 0 … kBool without gaps (kpilot_dtype)
+    for (int t = static_cast<int>(DType::kF64); t <= static_cast<int>(DType::kBool); ++t)
+      names.emplace_back(DTypeName(static_cast<DType>(t)));
+    return names;
+  }();
   return kDTypes;
 }
 
