@@ -41,7 +41,9 @@ for kind, p in db.execute("select kind, payload_json from run_events where kind 
           "| speedup:", j.get("speedup"))
 try:
     r = json.load(open(sys.argv[2]))
-    print("best speedup over the naive reference: %s (stop: %s)" % (r.get("best_speedup"), r.get("stop_reason")))
+    final = r.get("final") or {}
+    print("best: node %s, %s× the naive reference (final re-evaluation, %s; stop: %s)"
+          % (r.get("best_node"), final.get("speedup_geomean"), (final.get("verdict") or {}).get("kind"), r.get("stop_reason")))
 except Exception as e:
     print("no JSON result:", e)
 PY
