@@ -8,10 +8,11 @@ of each space's exhaustive best, and the fraction of it reached after 8 evaluati
 Each (space, seed) runs `kpilot optimize TASK --replay SPACE --workload W` twice: with the
 built-in cards (the default: the params generator takes its finding-steered moves from the
 matched cards) and with `--skills off` (no finding-steered move; exploration only). Findings in a
-replay come from the stored ptxas resources and the roofline class, the latter from the H200's
-calibration (--calibration, default bench/spaces/real/h200_calibration.json; these spaces predate
-sweeps recording it). No SASS and no counters are replayed, so findings from the instruction mix
-or from ncu (scalar loads, warp stalls) never fire here, though they do in a live run. Uses bench/search_efficiency.py's replay and curve code.
+replay come from the stored ptxas resources, the stored SASS instruction mixes (scalar loads, fp64,
+integer division) and the roofline class, the latter from the H200's calibration (--calibration,
+default bench/spaces/real/h200_calibration.json; these spaces predate sweeps recording it). No
+counters are replayed, so findings from ncu (warp stalls, cache hit rates) never fire here, though
+they do in a live run. Uses bench/search_efficiency.py's replay and curve code.
 """
 import argparse
 import gzip

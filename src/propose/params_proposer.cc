@@ -38,8 +38,9 @@ const std::vector<RoleRow>& RoleTable() {
        {"CHUNK", "ROWS_PER", "COLS_PER", "ITEMS", "PER_THREAD", "PER_BLOCK", "ELEMS", "WORK"}},
       {ParamRole::kStages, {"STAGE", "PIPELINE"}},
       {ParamRole::kUnroll, {"UNROLL"}},
+      {ParamRole::kRegisterTile, {"REG_TILE", "REGTILE", "THREAD_TILE", "TM", "TN"}},
       {ParamRole::kTileK, {"TILE_K", "TILEK", "K_TILE", "BLOCK_K", "BK"}},
-      {ParamRole::kTile, {"TILE", "BLOCK_M", "BLOCK_N", "BM", "BN", "TM", "TN"}},
+      {ParamRole::kTile, {"TILE", "BLOCK_M", "BLOCK_N", "BM", "BN"}},
       {ParamRole::kVector, {"VEC", "WIDTH", "PACK"}},
       {ParamRole::kBlock, {"BLOCK", "THREADS", "WARPS"}},
   };
@@ -71,6 +72,9 @@ struct Move {
   ParamRole role;
   int dir;          // +1: later in the declared order ("up"), −1: earlier
   const char* why;  // the expected effect, completing "…; <why>"
+  // The role moved instead when the space has no param of `role` (a kernel without a register
+  // tile keeps its accumulators per block tile, so the block tile stands in for it).
+  ParamRole fallback = ParamRole::kOther;
 };
 
 struct Rule {
@@ -82,6 +86,8 @@ struct Rule {
 };
 
 constexpr const char* kSmallerTilesRegs = "smaller tiles keep fewer accumulators live";
+// Registers per thread follow the register tile (TM x TN accumulators), not the block tile.
+const Move kFewerAccumulators = {ParamRole::kRegisterTile, -1, kSmallerTilesRegs, ParamRole::kTile};
 constexpr const char* kLessUnroll = "less unrolling keeps fewer values live";
 
 const std::vector<Rule>& RuleTable() {
@@ -93,15 +99,15 @@ const std::vector<Rule>& RuleTable() {
        {{R::kVector, +1, "wider per-thread vectors use more of each fetched sector"}}},
       // Spills: a launch-bounds minimum caps registers, so it moves down here (up would spill more).
       {"register-spill", nullptr, nullptr,
-       {{R::kTile, -1, kSmallerTilesRegs},
+       {kFewerAccumulators,
         {R::kUnroll, -1, kLessUnroll},
         {R::kMinBlocks, -1, "a lower launch-bounds minimum leaves ptxas more registers than spills"}}},
       {"high-register", nullptr, nullptr,
-       {{R::kTile, -1, kSmallerTilesRegs},
+       {kFewerAccumulators,
         {R::kMinBlocks, +1, "a higher launch-bounds minimum caps registers so more blocks fit"},
         {R::kUnroll, -1, kLessUnroll}}},
       {"occupancy", "register", nullptr,
-       {{R::kTile, -1, kSmallerTilesRegs},
+       {kFewerAccumulators,
         {R::kMinBlocks, +1, "a higher launch-bounds minimum caps registers so more blocks fit"},
         {R::kUnroll, -1, kLessUnroll}}},
       {"occupancy", "shared", nullptr,
@@ -130,7 +136,8 @@ const std::vector<Rule>& RuleTable() {
       {"warp-stall", nullptr, "lg_throttle",
        {{R::kVector, +1, "wider loads need fewer load instructions"}}},
       {"warp-stall", nullptr, "mio_throttle",
-       {{R::kVector, +1, "wider accesses need fewer shared-memory instructions"}}},
+       {{R::kVector, +1, "wider accesses need fewer shared-memory instructions"},
+        {R::kRegisterTile, +1, "a larger register tile reads each shared-memory value for more FMAs"}}},
       {"warp-stall", nullptr, "wait",
        {{R::kUnroll, +1, "more unrolling interleaves independent instructions"}}},
       {"warp-stall", nullptr, "no_instruction",
@@ -153,8 +160,8 @@ const std::vector<Rule>& RuleTable() {
   return kRules;
 }
 
-const Move kComputeBoundMove = {ParamRole::kTile, +1,
-                                "larger tiles do more arithmetic per loaded element"};
+const Move kComputeBoundMove = {ParamRole::kRegisterTile, +1,
+                                "larger tiles do more arithmetic per loaded element", ParamRole::kTile};
 
 const std::vector<std::string_view>& KnownStalls() {
   static const std::vector<std::string_view> kStalls = {
@@ -352,14 +359,19 @@ class Planner {
     }
   }
 
-  // Steps the nth param of the move's role to the nearest value in the move's direction that is
-  // valid and untried, adding a draft. False when the role has no nth param.
+  // Steps the nth param of the move's role (its fallback's when the space has none of the role)
+  // to the nearest value in the move's direction that is valid and untried, adding a draft. False
+  // when the role has no nth param.
   bool StepNth(const Move& move, size_t nth, const Finding* f) {
     const auto& ps = space_.params();
+    auto has = [&](ParamRole r) {
+      return std::any_of(ps.begin(), ps.end(), [&](const auto& p) { return ClassifyParam(p.name) == r; });
+    };
+    ParamRole role = move.fallback != ParamRole::kOther && !has(move.role) ? move.fallback : move.role;
     size_t seen = 0;
     size_t i = 0;
     for (; i < ps.size(); ++i) {
-      if (ClassifyParam(ps[i].name) == move.role && seen++ == nth) break;
+      if (ClassifyParam(ps[i].name) == role && seen++ == nth) break;
     }
     if (i == ps.size()) return false;
     int at = space_.IndexOf(i, parent_);
@@ -529,6 +541,7 @@ std::string_view ParamRoleName(ParamRole role) {
     case ParamRole::kStages: return "stages";
     case ParamRole::kUnroll: return "unroll";
     case ParamRole::kVector: return "vector";
+    case ParamRole::kRegisterTile: return "register-tile";
     case ParamRole::kTileK: return "tile-k";
     case ParamRole::kTile: return "tile";
     case ParamRole::kBlock: return "block";

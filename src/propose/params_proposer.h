@@ -44,8 +44,9 @@ enum class ParamRole {
   kStages,        // software pipeline depth: STAGES
   kUnroll,        // UNROLL
   kVector,        // vector width: VEC, VECTOR, WIDTH, PACK
+  kRegisterTile,  // per-thread register tile (accumulators): TM, TN, REG_TILE, THREAD_TILE
   kTileK,         // reduction-dimension tile: TILE_K, BK, BLOCK_K
-  kTile,          // output tiles: TILE, TILE_M, BM, BN, TM, TN, BLOCK_M
+  kTile,          // block (shared-memory) output tiles: TILE, TILE_M, BM, BN, BLOCK_M
   kBlock,         // threads per block: BLOCK, BLOCK_SIZE, THREADS, WARPS, BLOCK_ROWS
   kOther,         // nothing matched: moved only by exploration
 };

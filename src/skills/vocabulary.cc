@@ -79,7 +79,7 @@ const std::vector<std::string>& SkillLanguages() {
 
 const std::vector<std::string>& ParamRoles() {
   static const std::vector<std::string> kRoles = {"vector", "block", "grid", "work-per-block", "stages",
-                                                  "unroll", "tile-k", "tile", "min-blocks"};
+                                                  "unroll", "register-tile", "tile-k", "tile", "min-blocks"};
   return kRoles;
 }
 

@@ -99,7 +99,10 @@ TEST(ClassifyParam, NamesMapToRoles) {
   EXPECT_EQ(ClassifyParam("TILE"), ParamRole::kTile);
   EXPECT_EQ(ClassifyParam("TILE_M"), ParamRole::kTile);
   EXPECT_EQ(ClassifyParam("bn"), ParamRole::kTile);
-  EXPECT_EQ(ClassifyParam("TN"), ParamRole::kTile);
+  EXPECT_EQ(ClassifyParam("TN"), ParamRole::kRegisterTile);
+  EXPECT_EQ(ClassifyParam("tm"), ParamRole::kRegisterTile);
+  EXPECT_EQ(ClassifyParam("REG_TILE"), ParamRole::kRegisterTile);
+  EXPECT_EQ(ClassifyParam("THREAD_TILE_M"), ParamRole::kRegisterTile);
   EXPECT_EQ(ClassifyParam("STAGES"), ParamRole::kStages);
   EXPECT_EQ(ClassifyParam("UNROLL"), ParamRole::kUnroll);
   EXPECT_EQ(ClassifyParam("ALPHA"), ParamRole::kOther);
@@ -133,9 +136,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         MappingCase{"scalar_loads", MakeFinding("scalar-global-loads", {{"scalar_load_share", 1.0}}), "VEC", "4"},
         MappingCase{"uncoalesced", MakeFinding("uncoalesced-global-access"), "VEC", "4"},
-        MappingCase{"spills", MakeFinding("register-spills"), "BM", "64"},
-        MappingCase{"high_regs", MakeFinding("high-register-count"), "BM", "64"},
-        MappingCase{"occ_registers", MakeFinding("occupancy-limiter", {{"limiter", "registers"}}), "BM", "64"},
+        MappingCase{"spills", MakeFinding("register-spills"), "TM", "4"},
+        MappingCase{"high_regs", MakeFinding("high-register-count"), "TM", "4"},
+        MappingCase{"occ_registers", MakeFinding("occupancy-limiter", {{"limiter", "registers"}}), "TM", "4"},
+        MappingCase{"stall_mio", MakeFinding("dominant-warp-stall", {{"dominant_reason", "mio_throttle"}}), "VEC", "4"},
         MappingCase{"occ_shared", MakeFinding("occupancy-limiter", {{"limiter", "shared_memory"}}), "STAGES", "2"},
         MappingCase{"stall_long_scoreboard",
                     MakeFinding("dominant-warp-stall", {{"dominant_reason", "long_scoreboard"}, {"dominant_share", 0.6}}),
@@ -151,19 +155,20 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.name; });
 
 TEST(ParamsProposer, RegisterFindingsListEveryMoveInOrder) {
-  // Spills: tiles down, unroll down, launch-bounds minimum down (a higher one would spill more);
-  // then the second tile param. k = 7 with an odd seed: (7 + 1) / 2 = 4 finding slots.
+  // Spills: the register tile down, unroll down, launch-bounds minimum down (a higher one would
+  // spill more); no role has a second param, so the other slots explore. k = 7 with an odd seed:
+  // (7 + 1) / 2 = 4 finding slots. The block tile BM is not a register move.
   auto spills = Propose(GemmLikeTask(), MakeContext(kGemmParent, {MakeFinding("register-spills")}, 7));
   ASSERT_EQ(spills.size(), 7u);
-  EXPECT_EQ(spills[0].params.at("BM"), "64");
+  EXPECT_EQ(spills[0].params.at("TM"), "4");
   EXPECT_EQ(spills[1].params.at("UNROLL"), "1");
   EXPECT_EQ(spills[2].params.at("MIN_BLOCKS"), "1");
-  EXPECT_EQ(spills[3].params.at("TM"), "4");
-  for (size_t i = 4; i < spills.size(); ++i) EXPECT_EQ(spills[i].targeted_finding, "");  // exploration
-  // High register count: tiles down, launch-bounds minimum up, unroll down.
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(spills[i].targeted_finding, "register-spills");
+  for (size_t i = 3; i < spills.size(); ++i) EXPECT_EQ(spills[i].targeted_finding, "");  // exploration
+  // High register count: the register tile down, launch-bounds minimum up, unroll down.
   auto regs = Propose(GemmLikeTask(), MakeContext(kGemmParent, {MakeFinding("high-register-count")}, 6));
   ASSERT_EQ(regs.size(), 6u);
-  EXPECT_EQ(regs[0].params.at("BM"), "64");
+  EXPECT_EQ(regs[0].params.at("TM"), "4");
   EXPECT_EQ(regs[1].params.at("MIN_BLOCKS"), "3");
   EXPECT_EQ(regs[2].params.at("UNROLL"), "1");
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(regs[i].targeted_finding, "high-register-count");
@@ -204,13 +209,31 @@ TEST(ParamsProposer, DramNearPeakSaysParamsCannotFixItAndExplores) {
   EXPECT_NE(drafts[0].summary.find("DRAM at 93% of peak"), std::string::npos) << drafts[0].summary;
 }
 
-TEST(ParamsProposer, ComputeBoundWithoutFindingsGrowsTiles) {
-  ProposalContext ctx = MakeContext(kGemmParent, {});
+TEST(ParamsProposer, ComputeBoundWithoutFindingsGrowsTheRegisterTile) {
+  ParamValues parent = kGemmParent;
+  parent["TM"] = "4";
+  ProposalContext ctx = MakeContext(parent, {});
   ctx.bottleneck = "compute-bound";
   auto drafts = Propose(GemmLikeTask(), ctx);
   ASSERT_EQ(drafts.size(), 1u);
-  EXPECT_EQ(Changed(GemmLikeTask(), kGemmParent, drafts[0]), "BM");
-  EXPECT_EQ(drafts[0].params.at("BM"), "256");
+  EXPECT_EQ(Changed(GemmLikeTask(), parent, drafts[0]), "TM");
+  EXPECT_EQ(drafts[0].params.at("TM"), "8");
+}
+
+// Without a register-tile param the block tile holds the accumulators, so the register moves
+// fall back to it.
+TEST(ParamsProposer, RegisterMovesFallBackToTheBlockTileWithoutARegisterTile) {
+  Task task = MakeTask({{"BM", {"64", "128", "256"}}, {"BK", {"16", "32"}}, {"UNROLL", {"1", "2"}}});
+  ParamValues parent = {{"BM", "128"}, {"BK", "16"}, {"UNROLL", "2"}};
+  ProposalContext ctx = MakeContext(parent, {});
+  ctx.bottleneck = "compute-bound";
+  auto grow = Propose(task, ctx);
+  ASSERT_EQ(grow.size(), 1u);
+  EXPECT_EQ(grow[0].params.at("BM"), "256") << grow[0].summary;
+  auto shrink = Propose(task, MakeContext(parent, {MakeFinding("high-register-count")}));
+  ASSERT_EQ(shrink.size(), 1u);
+  EXPECT_EQ(shrink[0].params.at("BM"), "64") << shrink[0].summary;
+  EXPECT_EQ(shrink[0].targeted_finding, "high-register-count");
 }
 
 TEST(ParamsProposer, FindingsAreFollowedInRankOrder) {
