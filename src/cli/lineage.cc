@@ -68,7 +68,8 @@ class StderrProgress : public lineage::LineageProgress {
     else if (kind == "rejected") line = fmt::format("  attempt {} rejected at {}: {}", e.value("attempt", 0), e.value("stage", ""), e.value("reason", ""));
     else if (kind == "accepted") line = fmt::format("  step {} accepted: {} is worth {:.3f}× [{:.3f}, {:.3f}]; round trip {}", e.value("step", 0),
                                                    e.value("feature", ""), e.value("effect", 0.0), e["ci"][0].get<double>(),
-                                                   e["ci"][1].get<double>(), e["round_trip"].dump());
+                                                   e["ci"][1].get<double>(), e["round_trip"].dump()) +
+                                       (e["ci"][1].get<double>() < 1 ? " — slower with it here; its card says so under risks" : "");
     else if (kind == "stop") line = fmt::format("stop: {} — {}", e.value("reason", ""), e.value("detail", ""));
     else if (kind == "admit") line = fmt::format("admission: applying card {} to {} …", e.value("card", ""), e.value("task", ""));
     else if (kind == "admission") line = fmt::format("  card {} {}: {}", e.value("card", ""),

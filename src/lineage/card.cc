@@ -88,7 +88,14 @@ SkillCard CardFromStep(const Step& s, const Provenance& pv, const std::string& i
       {"ci", {s.effect_ci.lo, s.effect_ci.hi}},
       {"round_trip", s.round_trip}};
   f["effect"] = {{"expected", d.expected_effect}, {"measured", ojson::array({measured})}};
-  f["risks"] = Array(d.risks);
+  // A mechanism that made the expert slower where it was mined is still a card (the walk
+  // accepted it), but whoever applies it should read that first.
+  std::vector<std::string> risks = d.risks;
+  if (s.effect_ci.hi < 1)
+    risks.insert(risks.begin(), fmt::format("Slower where it was mined: the expert of {} on {} ran at {:.3f}× [{:.3f}, {:.3f}] "
+                                            "with it against without it (paired); measure before keeping it.",
+                                            pv.task, pv.device, s.effect, s.effect_ci.lo, s.effect_ci.hi));
+  f["risks"] = Array(risks);
   f["scope"] = {{"cases", Array(d.cases.empty() ? std::vector<std::string>{pv.task} : d.cases)},
                 {"languages", {pv.language}},
                 {"platforms", {pv.platform}}};

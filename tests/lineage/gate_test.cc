@@ -233,6 +233,25 @@ TEST(LineageCards, ReversedIntoNaiveToExpertOrderWithConsistentFeatures) {
   EXPECT_NE(cards[1].body.find("__shared__ float tile[32];"), std::string::npos);
 }
 
+TEST(LineageCards, AMechanismThatWasSlowerWhereItWasMinedSaysSoFirstUnderRisks) {
+  Step s = MakeStep(1, "register-tile", {"smem-tile", "register-tile"}, {"smem-tile"}, kBefore, kAfter);
+  s.proposal.card.risks = {"Spills at large tiles."};
+  auto faster = CardsFromSteps({s}, Prov());
+  ASSERT_EQ(faster.size(), 1u);
+  EXPECT_EQ(faster[0].front["risks"], nlohmann::ordered_json({"Spills at large tiles."}));
+  s.effect = 0.883;
+  s.effect_ci = {0.869, 0.890};
+  auto slower = CardsFromSteps({s}, Prov());
+  ASSERT_EQ(slower[0].front["risks"].size(), 2u);
+  const std::string first = slower[0].front["risks"][0];
+  EXPECT_NE(first.find("Slower where it was mined"), std::string::npos) << first;
+  EXPECT_NE(first.find("0.883× [0.869, 0.890]"), std::string::npos) << first;
+  EXPECT_NE(first.find("sgemm on NVIDIA H200 (sm_90a)"), std::string::npos) << first;
+  EXPECT_EQ(slower[0].front["risks"][1], "Spills at large tiles.");
+  s.effect_ci = {0.95, 1.01};  // slower on average, but the CI reaches 1: no claim
+  EXPECT_EQ(CardsFromSteps({s}, Prov())[0].front["risks"].size(), 1u);
+}
+
 TEST(LineageCards, DuplicateIdsGetASuffix) {
   std::vector<Step> steps = {MakeStep(1, "register-tile", {"register-tile", "unrolled-loops"}, {"unrolled-loops"}, kBefore, kAfter),
                              MakeStep(2, "unrolled-loops", {"unrolled-loops"}, {}, kAfter, "x\n")};
