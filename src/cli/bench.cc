@@ -433,6 +433,7 @@ int RunBenchCommand(const BenchArgs& a) {
     auto policy = ParsePolicy(a.policy);
     if (!policy) return Fail(Status::InvalidInput("--policy " + a.policy + ": use mcts, greedy, beam or random"));
     o.search.policy = *policy;
+    FitSearchToGenerator(&o);
     auto timing = ParseTimingMode(a.timing);
     if (!timing) return Fail(Status::InvalidInput("--timing " + a.timing + ": use default, kernelbench or flashinfer"));
     o.timing = *timing;

@@ -180,6 +180,7 @@ int RunOptimize(const OptimizeArgs& a) {
     auto policy = ParsePolicy(a.policy);
     if (!policy) return Fail(Status::InvalidInput("--policy " + a.policy + ": use mcts, greedy, beam or random"));
     o.search.policy = *policy;
+    FitSearchToGenerator(&o);
     o.budget = a.budget;
     auto t = ParseDuration(a.time);
     if (!t.ok()) return Fail(t.status());

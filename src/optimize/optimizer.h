@@ -98,6 +98,9 @@ void ApplyAblations(const OptimizeOptions& o, ProposalContext* ctx);
 Status ApplyAblationFlags(const std::string& feedback, const std::string& tools, const std::string& memory,
                           OptimizeOptions* o);
 Result<OptimizeOptions> OptimizeOptionsFromJson(const nlohmann::json& j);
+// The tree's constants suited to o->generator, for a new run (a resumed one keeps its stored
+// ones): the params generator gets kGlobalDraftsExploration, every other the SearchConfig default.
+void FitSearchToGenerator(OptimizeOptions* o);
 
 // Live progress, one event at a time (the CLI prints them; tests collect them).
 class ProgressSink {

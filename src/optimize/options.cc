@@ -45,6 +45,10 @@ Status ApplyAblationFlags(const std::string& feedback, const std::string& tools,
   return Status::Ok();
 }
 
+void FitSearchToGenerator(OptimizeOptions* o) {
+  o->search.exploration = o->generator == "params" ? kGlobalDraftsExploration : SearchConfig{}.exploration;
+}
+
 json ToJson(const OptimizeOptions& o) {
   return {{"task_dir", o.task_dir},
           {"from", o.from},

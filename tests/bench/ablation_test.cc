@@ -143,6 +143,22 @@ TEST(Ablations, FlagsAreCheckedAndStoredWithTheRun) {
   EXPECT_TRUE(defaults->memory);
 }
 
+TEST(SearchForGenerator, TheParamsGeneratorSpreadsItsParentsWiderAndResumeKeepsTheStoredConstant) {
+  OptimizeOptions o;
+  o.task_dir = "t";
+  FitSearchToGenerator(&o);  // the default generator: params
+  EXPECT_DOUBLE_EQ(o.search.exploration, kGlobalDraftsExploration);
+  auto stored = OptimizeOptionsFromJson(ToJson(o));
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_DOUBLE_EQ(stored->search.exploration, kGlobalDraftsExploration);
+  for (const char* g : {"llm:openai:gpt-5", "command:./agent.sh", "replay:runs/1"}) {
+    o.generator = g;
+    FitSearchToGenerator(&o);
+    EXPECT_DOUBLE_EQ(o.search.exploration, SearchConfig{}.exploration) << g;
+  }
+  EXPECT_GT(kGlobalDraftsExploration, SearchConfig{}.exploration);
+}
+
 // ---- Through the loop ----------------------------------------------------------------------------
 
 // Every evaluation passes, a little faster each time, and (cuda) reports a kernel with 255
