@@ -86,6 +86,10 @@ def main():
                 sampler[0].terminate()
                 sampler[0].wait()
                 sampler[1].close()
+        # The run's progress events (one JSON line each: proposals, evaluations, promotions), so a
+        # figure shows which drafts got there.
+        with open(os.path.join(a.out, f"events_{name}{a.tag}.jsonl"), "w") as f:
+            f.writelines(line + "\n" for line in p.stderr.splitlines() if line.startswith("{"))
         row = {"task": name, "in_flight": a.in_flight or "default", "extra": a.extra, "wall_s": round(wall, 2), "exit": p.returncode}
         try:
             j = json.loads(p.stdout)
