@@ -48,7 +48,7 @@ enum class ParamRole {
   kTileK,         // reduction-dimension tile: TILE_K, BK, BLOCK_K
   kTile,          // block (shared-memory) output tiles: TILE, TILE_M, BM, BN, BLOCK_M
   kBlock,         // threads per block: BLOCK, BLOCK_SIZE, THREADS, WARPS, BLOCK_ROWS
-  kOther,         // nothing matched: moved only by exploration
+  kOther,         // nothing matched: moved only by exploration (stays last: tests iterate up to it)
 };
 std::string_view ParamRoleName(ParamRole role);  // "min-blocks", "grid", …, "other"
 

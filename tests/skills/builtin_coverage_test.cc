@@ -7,6 +7,7 @@
 // marker (issue #7: every card is exercised by at least one test or example).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 
 #include "core/fs.h"
@@ -66,6 +67,18 @@ TEST(BuiltinCards, AllValidateAndThereAreAtLeast25) {
   EXPECT_TRUE(problems.empty()) << FormatProblems(problems);
   EXPECT_GE(cards->size(), 25u);
   EXPECT_EQ(cards->size(), Builtin().cards.size());
+}
+
+// skills/ cannot link propose/, so the card validator keeps its own list of param role names
+// (ParamRoles); it must name exactly the roles ClassifyParam gives.
+TEST(BuiltinCards, TheValidatorsParamRolesAreTheParamsGeneratorsRoles) {
+  std::vector<std::string> generator;
+  for (int r = 0; r < static_cast<int>(ParamRole::kOther); ++r)
+    generator.emplace_back(ParamRoleName(static_cast<ParamRole>(r)));
+  std::vector<std::string> validator = ParamRoles();
+  std::sort(generator.begin(), generator.end());
+  std::sort(validator.begin(), validator.end());
+  EXPECT_EQ(validator, generator);
 }
 
 TEST(BuiltinCards, EachIsInTheTop3ForItsOwnTriggers) {
