@@ -260,6 +260,51 @@ class Explorer {
   double best_y_ = 0;           // the best passed log speedup (EI's incumbent)
 };
 
+// The design's candidates from the value grid (ExploreConfig::design_from_grid): a uniformly
+// random grid point, moved to the nearest valid untried config. Inactive (the caller samples
+// valid configs instead) when off or when the grid has more than kEnumerateCap points.
+class GridProjection {
+ public:
+  GridProjection(ParamSpace& space, const ExploreConfig& config) : space_(space) {
+    if (!config.design_from_grid) return;
+    size_t points = 1;
+    for (const auto& p : space.params()) {
+      if (p.values.empty()) return;
+      points *= p.values.size();
+      if (points > kEnumerateCap) return;
+    }
+    valid_ = space.Enumerate(kEnumerateCap, [](const ParamValues&) { return true; });
+    for (const auto& cfg : valid_) {
+      std::vector<int> at;
+      for (size_t i = 0; i < space.params().size(); ++i) at.push_back(space.IndexOf(i, cfg));
+      positions_.push_back(std::move(at));
+    }
+  }
+
+  bool active() const { return !valid_.empty(); }
+
+  std::optional<ParamValues> Draw(const std::set<ParamValues>& taken, std::mt19937_64& rng) const {
+    const auto& ps = space_.params();
+    std::vector<int> target;
+    for (const auto& p : ps) target.push_back(static_cast<int>(Below(rng, p.values.size())));
+    long best_distance = -1;
+    size_t best = 0;
+    for (size_t j = 0; j < valid_.size(); ++j) {
+      long distance = 0;
+      for (size_t i = 0; i < ps.size(); ++i) distance += std::abs(positions_[j][i] - target[i]);
+      if ((best_distance < 0 || distance < best_distance) && !taken.count(valid_[j]))
+        best_distance = distance, best = j;
+    }
+    if (best_distance < 0) return std::nullopt;
+    return valid_[best];
+  }
+
+ private:
+  ParamSpace& space_;
+  std::vector<ParamValues> valid_;            // every valid config, in enumeration order
+  std::vector<std::vector<int>> positions_;   // their value positions
+};
+
 // The space-filling start (ExploreConfig::initial_design): each pick is, of design_candidates
 // random untried configs, the one whose values the taken configs use least.
 std::vector<ExploreDraft> DesignPicks(ParamSpace& space, size_t k, std::mt19937_64& rng, std::set<ParamValues>& taken,
@@ -279,11 +324,13 @@ std::vector<ExploreDraft> DesignPicks(ParamSpace& space, size_t k, std::mt19937_
   };
   for (const auto& cfg : taken) use(cfg);
   std::vector<ExploreDraft> out;
+  std::optional<GridProjection> grid;  // built at the first pick: enumerating costs
   while (out.size() < k && taken.size() < config.initial_design) {
+    if (!grid) grid.emplace(space, config);
     std::optional<ParamValues> best;
     long best_score = 0;
     for (size_t n = 0; n < std::max<size_t>(1, config.design_candidates); ++n) {
-      auto cfg = RandomUntried(space, taken, rng);
+      auto cfg = grid->active() ? grid->Draw(taken, rng) : RandomUntried(space, taken, rng);
       if (!cfg) break;
       const long s = score(*cfg);
       if (!best || s < best_score) best = std::move(cfg), best_score = s;

@@ -538,6 +538,48 @@ TEST(ParamsProposer, TheFirstConfigsFillTheSpace) {
   }
 }
 
+// The design's candidates are grid points moved to the nearest valid config
+// (ExploreConfig::design_from_grid). With A·B ≤ 16 over {1, 2, 4, 8, 16}², 10 of the 25 grid
+// points are invalid, and each moves onto the boundary A·B = 16 (5 of the 15 valid configs).
+// So over 60 seeds the first design pick lands on that boundary more often than when the
+// candidates are uniformly random valid configs; every pick is valid and untried either way.
+TEST(ParamsProposer, TheDesignMovesGridPointsToTheNearestValidConfig) {
+  Task task = MakeTask({{"A", {"1", "2", "4", "8", "16"}}, {"B", {"1", "2", "4", "8", "16"}}}, {"A * B <= 16"});
+  const ParamValues parent = {{"A", "1"}, {"B", "1"}};
+  auto on_boundary = [&](bool from_grid) {
+    ExploreConfig config;
+    config.design_from_grid = from_grid;
+    config.design_candidates = 1;  // the candidate itself, not the balance among several
+    int count = 0;
+    for (uint64_t seed = 0; seed < 60; ++seed) {
+      ParamSpace ps(task);
+      std::mt19937_64 rng(seed);
+      std::set<ParamValues> taken = {parent};
+      auto drafts = ExploreByModel(ps, parent, {{parent, true, 1.0}}, 1, rng, taken, config);
+      EXPECT_EQ(drafts.size(), 1u);
+      if (drafts.empty()) continue;
+      const ParamValues& p = drafts[0].params;
+      EXPECT_NE(p, parent);
+      const int product = std::stoi(p.at("A")) * std::stoi(p.at("B"));
+      EXPECT_LE(product, 16) << RenderParams(p);
+      count += product == 16;
+    }
+    return count;
+  };
+  const int from_grid = on_boundary(true), uniform = on_boundary(false);
+  EXPECT_GT(from_grid, uniform + 10) << "grid " << from_grid << ", uniform " << uniform;
+
+  // Everything taken but one config: the grid still finds it, wherever the grid point is.
+  ParamSpace ps(task);
+  std::mt19937_64 rng(3);
+  std::set<ParamValues> taken;
+  for (const auto& cfg : EnumerateSpace(task, 100))
+    if (cfg != ParamValues{{"A", "16"}, {"B", "1"}}) taken.insert(cfg);
+  auto drafts = ExploreByModel(ps, parent, {{parent, true, 1.0}}, 1, rng, taken, ExploreConfig{});
+  ASSERT_EQ(drafts.size(), 1u);
+  EXPECT_EQ(drafts[0].params, (ParamValues{{"A", "16"}, {"B", "1"}}));
+}
+
 // Crossover drafts take every value from the parent or from the best config seen so far.
 TEST(ParamsProposer, CrossoverMixesTheParentWithTheBest) {
   Task task = LoadExample("cuda/sgemm");
