@@ -86,31 +86,33 @@ class Explorer {
     return ExpectedImprovement(p, best_y_);
   }
 
-  // Fits the model to every evaluated config whose values are all declared. Failures take the
-  // worst passed result: low enough to steer away, without a −2.3 cliff that would bend the
-  // whole fit around it.
+  // Fits the model to every evaluated config whose values are all declared and that passed;
+  // failures join only with impute_failures, as the worst passed result (low enough to steer
+  // away, without a −2.3 cliff that would bend the whole fit around it).
   void Learn(const std::vector<EvaluatedParams>& evaluated) {
     std::vector<std::vector<double>> xs;
     std::vector<double> ys;
-    std::vector<char> passed;
-    double worst = 0;
-    bool any = false;
+    std::vector<std::vector<double>> failed;
     for (const auto& e : evaluated) {
       std::vector<double> x = space_.Coordinates(e.params);
       if (x.empty() && !space_.params().empty()) continue;
-      const bool ok = e.passed && e.speedup > 0;
-      const double y = ok ? std::log(e.speedup) : 0.0;
-      if (ok) {
-        worst = any ? std::min(worst, y) : y;
-        any = true;
-        scored_.push_back({e.params, x, y});
+      if (!e.passed || e.speedup <= 0) {
+        failed.push_back(std::move(x));
+        continue;
       }
+      const double y = std::log(e.speedup);
+      scored_.push_back({e.params, x, y});
       xs.push_back(std::move(x));
       ys.push_back(y);
-      passed.push_back(ok);
     }
-    for (size_t i = 0; i < ys.size(); ++i)
-      if (!passed[i]) ys[i] = worst;
+    if (config_.impute_failures) {
+      // With nothing passed the failures are all there is: 0, the parent's log speedup.
+      const double worst = ys.empty() ? 0.0 : *std::min_element(ys.begin(), ys.end());
+      for (auto& x : failed) {
+        xs.push_back(std::move(x));
+        ys.push_back(worst);
+      }
+    }
     std::stable_sort(scored_.begin(), scored_.end(), [](const Scored& a, const Scored& b) { return a.y > b.y; });
     // With nothing passed yet EI has no incumbent: any predicted gain over the parent's 0 counts.
     best_y_ = scored_.empty() ? 0.0 : scored_.front().y;

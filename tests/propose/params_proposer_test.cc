@@ -450,7 +450,7 @@ TEST(ParamsProposer, TheModelSteersTowardWhatTheHistoryFavours) {
   }
 }
 
-// A small space ranked whole (the option, not the default): with a history rising along every
+// A small space ranked whole (the default), with a local slot (an option): with a history rising along every
 // param and no 4 anywhere, the first draft is a whole-space pick past everything seen (a sum of
 // at least 14, four params from the parent: no step or pair move reaches it, and crossover with
 // the best seen gives no 4), and the second stays in the parent's neighbourhood.
@@ -489,6 +489,41 @@ TEST(ParamsProposer, ASmallSpaceIsRankedWholeAndOneDraftStaysNearTheParent) {
     EXPECT_NE(drafts[0].summary.find("expected gain"), std::string::npos) << drafts[0].summary;
     EXPECT_EQ(drafts[1].summary.find("model pick"), std::string::npos) << drafts[1].summary;
   }
+}
+
+// Failed configs stay out of the model's fit (ExploreConfig::impute_failures off). The history
+// rises along A up to its best at A = 7, B = 2, and every config past it (A = 9) failed, as a
+// resource limit would make them. Left out, the failures do not hide the untried A = 8 beside the
+// best, and expected improvement drafts it; fitted as the worst result they pull the model down
+// there and the draft goes elsewhere.
+TEST(ParamsProposer, FailuresBesideTheBestDoNotPullTheModelDown) {
+  Task task = MakeTask({{"A", {"1", "2", "3", "4", "5", "6", "7", "8", "9"}}, {"B", {"1", "2", "3"}}});
+  auto space = EnumerateSpace(task, 1000);
+  ASSERT_EQ(space.size(), 27u);
+  std::vector<EvaluatedParams> evaluated;
+  for (const auto& p : space) {
+    const int a = std::stoi(p.at("A")), b = std::stoi(p.at("B"));
+    if (a == 9) evaluated.push_back({p, false, 0.0});
+    if ((a % 2 == 1 && a < 9) || (a == 7 && b == 2))
+      evaluated.push_back({p, true, std::exp(0.25 * a + (b == 2 ? 0.1 : 0.0))});
+  }
+  const ParamValues parent = {{"A", "1"}, {"B", "1"}};
+  auto first = [&](const ExploreConfig& config) {
+    ParamSpace ps(task);
+    std::mt19937_64 rng(7);
+    std::set<ParamValues> taken = {parent};
+    for (const auto& e : evaluated) taken.insert(e.params);
+    auto drafts = ExploreByModel(ps, parent, evaluated, 1, rng, taken, config, &space);
+    return drafts.empty() ? ParamValues{} : drafts[0].params;
+  };
+  ExploreConfig left_out;
+  ExploreConfig imputed;
+  imputed.impute_failures = true;
+  const ParamValues beside = {{"A", "8"}, {"B", "2"}};
+  EXPECT_EQ(first(left_out), beside);
+  const ParamValues elsewhere = first(imputed);
+  ASSERT_FALSE(elsewhere.empty());
+  EXPECT_NE(elsewhere, beside) << RenderParams(elsewhere);
 }
 
 // The first configs of a run come from a space-filling design: with the parent at one corner of
