@@ -38,6 +38,18 @@ What it does:
      exhaustive best: the same table and JSON rows as search_efficiency.py. "reach 95% within
      10%" comes from the runs whose budget is 10% of the space; the median evaluations to 95%
      from the largest-budget runs.
+
+Two behaviours of Kernel Tuner 1.5.0 that shape its rows (found in session 9; docs/search.md,
+"Kernel Tuner's leads explained"):
+  - bayes_opt fits a failed config as an observation: its cost function returns
+    sys.float_info.max for a failure, its validity check looks for 1e20, and the overflowing value
+    turns every prediction into NaN. From the first failure on, the argmax of its acquisition is
+    the first unvisited config in Kernel Tuner's own enumeration order, so on a space with
+    failures bayes_opt is its initial sample followed by that ordered walk. A note says so when
+    the space has failed configs;
+  - diff_evo evaluates its Latin-hypercube population in the order of a Python set of
+    search-space indices, that is mostly low indices first; Kernel Tuner's enumeration starts at
+    the largest value of every param, so its first evaluations lean toward large values.
 """
 import argparse
 import io
@@ -216,6 +228,11 @@ def main():
              f"brute force over it visited all {n} configs and reached {brute:.3f} of the exhaustive best (below 1 "
              f"with raw times when the fastest median is not the highest speedup over the paired baseline)."]
 
+    failed = n - counts.get("passed", 0)
+    if failed and "bayes_opt" in a.strategies.split(","):
+        notes.append(f"{failed} of the {n} configs failed. Kernel Tuner's bayes_opt fits a failure as an observation "
+                     f"of sys.float_info.max, after which its model predicts NaN and it walks the search space in "
+                     f"Kernel Tuner's enumeration order: its row here is not Bayesian optimization.")
     max_fevals = max(1, round(a.max_fraction * n))
     budget_list = se.budgets(n, a.max_fraction)
     strategies = [s for s in a.strategies.split(",") if s]
