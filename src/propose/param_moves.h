@@ -1,6 +1,6 @@
 // Model-ranked exploration for the params proposer: many candidate moves from the parent are
-// generated, and a surrogate model fitted to every evaluated config of the run picks which to
-// draft. One-parameter steps alone climb one hill a step at a time; these moves reach further.
+// generated, and a surrogate model fitted to the run's passed configs picks which to draft.
+// One-parameter steps alone climb one hill a step at a time; these moves reach further.
 //
 // Candidate moves from the parent (each kept only when valid and untried):
 //   step / jump:   one param to any other declared value (±1 position is a step, more a jump);
@@ -9,17 +9,18 @@
 //                  (uniform masks, as a genetic algorithm's crossover);
 //   differential:  parent + F·(elite − random evaluated config) in value-index space, each
 //                  param taking the mutant's value with probability CR (differential evolution);
-//   restart:       uniformly random valid configs anywhere in the space.
+//   restart:       uniformly random valid configs anywhere in the space;
+//   model pick:    with rank_whole_space (the default) and a space of at most 20000 valid
+//                  configs, every untried config, in place of the restarts.
 // Before any of that, the first few configs of a run come from a space-filling design
 // (ExploreConfig::initial_design): a model fitted to one or two points ranks by distance alone
 // and sends the first drafts to the corners of the space. The design's candidates are grid
 // points moved to their nearest valid config (ExploreConfig::design_from_grid).
 // Ranking: expected improvement over the best passed result, from a model fitted to the passed
-// configs only (see ExploreConfig::impute_failures). When the space enumerates to at most 20000
-// valid configs, every untried one joins the pool as well (ExploreConfig::rank_whole_space), so
-// the model ranks the whole space. After each pick the model takes the pick's predicted value as
-// if measured ("kriging believer"), so one batch's drafts spread out. Everything is deterministic
-// for the engine's seed; docs/search.md has the evidence behind every constant.
+// configs only (see ExploreConfig::impute_failures). After each pick the model takes the pick's
+// predicted value as if measured ("kriging believer"), so one batch's drafts spread out.
+// Everything is deterministic for the engine's seed; docs/search.md has the evidence behind every
+// constant.
 #pragma once
 
 #include <cstddef>
