@@ -450,10 +450,10 @@ TEST(ParamsProposer, TheModelSteersTowardWhatTheHistoryFavours) {
   }
 }
 
-// A small space ranked whole (the default), with a local slot (an option): with a history rising along every
-// param and no 4 anywhere, the first draft is a whole-space pick past everything seen (a sum of
-// at least 14, four params from the parent: no step or pair move reaches it, and crossover with
-// the best seen gives no 4), and the second stays in the parent's neighbourhood.
+// A small space ranked whole (the default), with a local slot (an option): with a history rising
+// along every param and no 4 anywhere, the first draft is a whole-space pick past everything seen
+// (a sum of at least 14, four params from the parent: no step or pair move reaches it, and
+// crossover with the best seen gives no 4), and the second stays in the parent's neighbourhood.
 TEST(ParamsProposer, ASmallSpaceIsRankedWholeAndOneDraftStaysNearTheParent) {
   Task task = MakeTask({{"A", {"1", "2", "3", "4"}}, {"B", {"1", "2", "3", "4"}},
                         {"C", {"1", "2", "3", "4"}}, {"D", {"1", "2", "3", "4"}}});
@@ -504,7 +504,7 @@ TEST(ParamsProposer, FailuresBesideTheBestDoNotPullTheModelDown) {
   for (const auto& p : space) {
     const int a = std::stoi(p.at("A")), b = std::stoi(p.at("B"));
     if (a == 9) evaluated.push_back({p, false, 0.0});
-    if ((a % 2 == 1 && a < 9) || (a == 7 && b == 2))
+    if (a % 2 == 1 && a < 9)
       evaluated.push_back({p, true, std::exp(0.25 * a + (b == 2 ? 0.1 : 0.0))});
   }
   const ParamValues parent = {{"A", "1"}, {"B", "1"}};
