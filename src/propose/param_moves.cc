@@ -97,7 +97,7 @@ class Explorer {
       std::vector<double> x = space_.Coordinates(e.params);
       if (x.empty() && !space_.params().empty()) continue;
       if (!e.passed || e.speedup <= 0) {
-        failed.push_back(std::move(x));
+        if (config_.impute_failures) failed.push_back(std::move(x));
         continue;
       }
       const double y = std::log(e.speedup);
@@ -264,10 +264,12 @@ class Explorer {
 
 // The design's candidates from the value grid (ExploreConfig::design_from_grid): a uniformly
 // random grid point, moved to the nearest valid untried config. Inactive (the caller samples
-// valid configs instead) when off or when the grid has more than kEnumerateCap points.
+// valid configs instead) when off or when the grid has more than kEnumerateCap points. The valid
+// configs are `whole_space` when the caller has enumerated it already, else enumerated here.
 class GridProjection {
  public:
-  GridProjection(ParamSpace& space, const ExploreConfig& config) : space_(space) {
+  GridProjection(ParamSpace& space, const ExploreConfig& config, const std::vector<ParamValues>* whole_space)
+      : space_(space) {
     if (!config.design_from_grid) return;
     size_t points = 1;
     for (const auto& p : space.params()) {
@@ -275,15 +277,19 @@ class GridProjection {
       points *= p.values.size();
       if (points > kEnumerateCap) return;
     }
-    valid_ = space.Enumerate(kEnumerateCap, [](const ParamValues&) { return true; });
-    for (const auto& cfg : valid_) {
+    if (!whole_space) {
+      owned_ = space.Enumerate(kEnumerateCap, [](const ParamValues&) { return true; });
+      whole_space = &owned_;
+    }
+    valid_ = whole_space;
+    for (const auto& cfg : *valid_) {
       std::vector<int> at;
       for (size_t i = 0; i < space.params().size(); ++i) at.push_back(space.IndexOf(i, cfg));
       positions_.push_back(std::move(at));
     }
   }
 
-  bool active() const { return !valid_.empty(); }
+  bool active() const { return valid_ && !valid_->empty(); }
 
   std::optional<ParamValues> Draw(const std::set<ParamValues>& taken, std::mt19937_64& rng) const {
     const auto& ps = space_.params();
@@ -291,26 +297,27 @@ class GridProjection {
     for (const auto& p : ps) target.push_back(static_cast<int>(Below(rng, p.values.size())));
     long best_distance = -1;
     size_t best = 0;
-    for (size_t j = 0; j < valid_.size(); ++j) {
+    for (size_t j = 0; j < valid_->size(); ++j) {
       long distance = 0;
       for (size_t i = 0; i < ps.size(); ++i) distance += std::abs(positions_[j][i] - target[i]);
-      if ((best_distance < 0 || distance < best_distance) && !taken.count(valid_[j]))
+      if ((best_distance < 0 || distance < best_distance) && !taken.count((*valid_)[j]))
         best_distance = distance, best = j;
     }
     if (best_distance < 0) return std::nullopt;
-    return valid_[best];
+    return (*valid_)[best];
   }
 
  private:
   ParamSpace& space_;
-  std::vector<ParamValues> valid_;            // every valid config, in enumeration order
-  std::vector<std::vector<int>> positions_;   // their value positions
+  std::vector<ParamValues> owned_;                    // the enumeration, when not handed one
+  const std::vector<ParamValues>* valid_ = nullptr;   // every valid config, in enumeration order
+  std::vector<std::vector<int>> positions_;           // their value positions
 };
 
 // The space-filling start (ExploreConfig::initial_design): each pick is, of design_candidates
 // random untried configs, the one whose values the taken configs use least.
 std::vector<ExploreDraft> DesignPicks(ParamSpace& space, size_t k, std::mt19937_64& rng, std::set<ParamValues>& taken,
-                                      const ExploreConfig& config) {
+                                      const ExploreConfig& config, const std::vector<ParamValues>* whole_space) {
   const auto& ps = space.params();
   std::vector<std::vector<int>> uses(ps.size());
   for (size_t i = 0; i < ps.size(); ++i) uses[i].assign(ps[i].values.size(), 0);
@@ -328,7 +335,7 @@ std::vector<ExploreDraft> DesignPicks(ParamSpace& space, size_t k, std::mt19937_
   std::vector<ExploreDraft> out;
   std::optional<GridProjection> grid;  // built at the first pick: enumerating costs
   while (out.size() < k && taken.size() < config.initial_design) {
-    if (!grid) grid.emplace(space, config);
+    if (!grid) grid.emplace(space, config, whole_space);
     std::optional<ParamValues> best;
     long best_score = 0;
     for (size_t n = 0; n < std::max<size_t>(1, config.design_candidates); ++n) {
@@ -357,7 +364,7 @@ std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& p
   if (space.params().empty() || k == 0) return {};
   for (const auto& p : space.params())
     if (p.values.empty()) return {};
-  std::vector<ExploreDraft> out = DesignPicks(space, k, rng, taken, config);
+  std::vector<ExploreDraft> out = DesignPicks(space, k, rng, taken, config, whole_space);
   if (out.size() < k) {
     auto more = Explorer(space, parent, evaluated, rng, taken, config, whole_space).Pick(k - out.size());
     for (auto& d : more) {

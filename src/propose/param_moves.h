@@ -104,10 +104,11 @@ struct ExploreDraft {
 
 // Up to k drafts around `parent` (complete), valid, not in `taken` and distinct; each is added
 // to `taken`. `evaluated` holds the run's evaluated configs, complete (WithDefaults); failed
-// ones count as the worst passed result. `whole_space`, when given, lists every valid config
-// (the space is small enough to enumerate): the untried ones all join the pool (at most
-// config.max_scored of them, a seeded sample, when more are left), replacing the random
-// restarts, so the model ranks the whole space — Bayesian optimization proper. Fewer than k
+// ones stay out of the model unless config.impute_failures. `whole_space`, when given, lists
+// every valid config in enumeration order (the space is small enough to enumerate): the untried
+// ones all join the pool (at most config.max_scored of them, a seeded sample, when more are
+// left), replacing the random restarts, so the model ranks the whole space — Bayesian
+// optimization proper — and the design draws on it instead of enumerating again. Fewer than k
 // (maybe none) when nothing untried is found: the caller falls back to RandomUntried.
 std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& parent,
                                          const std::vector<EvaluatedParams>& evaluated, size_t k,
