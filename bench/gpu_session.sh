@@ -51,6 +51,13 @@ for step in $steps; do
                  --out /tmp/kp-$t.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -2
                gzip -c /tmp/kp-$t.json > "$OUT/${t}_space.json.gz"
              done ;;
+    tuningspaces) # Session 10: two more real spaces to tune the search on (bench/spaces/tuning), of kernels
+             # unlike the GEMM of figure b. --stop-after leaves a resumable file if the time runs out.
+             for t in conv2d gauss_sum; do
+               timeout 290 $K sweep bench/spaces/tuning/$t bench/spaces/tuning/$t/candidates/tiled.cu \
+                 --out /tmp/kp-$t.json --store /tmp/kp-store --max-seconds 0.25 --stop-after ${STOP_AFTER:-240} 2>&1 | tail -3
+               gzip -c /tmp/kp-$t.json > "$OUT/${t}_space.json.gz"
+             done ;;
     torchtests) # Issue #8: the gpu-labelled tests of PyTorch-defined tasks (C++ CLI path and the Python worker).
            timeout 400 .stage/bin/pytorch_gpu_test 2>&1 | tee "$OUT/pytorch_gpu_test.txt" | grep -vE '^\[ +(RUN|OK) +\]' | tail -25
            (cd tests/python && timeout 300 python3 test_flashinfer_gpu.py -v FlashInferGpuTest.test_reference_as_candidate) \
