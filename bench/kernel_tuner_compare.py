@@ -92,8 +92,10 @@ def param_order(space):
     return list(space["configs"][0]["params"].keys())
 
 
-def to_cache(space, keys, raw_time=False):
-    """The space as a Kernel Tuner cache (a dict ready for json.dump)."""
+def to_cache(space, keys, raw_time=False, descending=False):
+    """The space as a Kernel Tuner cache (a dict ready for json.dump). Each param's values are
+    listed in ascending order, as tasks declare them, or in descending order (a control for the
+    strategies whose early evaluations follow Kernel Tuner's enumeration order)."""
     passed = sorted(float(c["baseline_median_ms"]) for c in space["configs"] if c["status"] == "passed")
     scale = passed[len(passed) // 2]
     values = {k: [] for k in keys}
@@ -103,7 +105,7 @@ def to_cache(space, keys, raw_time=False):
             if v not in values[k]:
                 values[k].append(v)
     for k in keys:
-        values[k].sort(key=lambda v: (isinstance(v, str), v))
+        values[k].sort(key=lambda v: (isinstance(v, str), v), reverse=descending)
     cache = {}
     for c in space["configs"]:
         p = {k: typed(c["params"][k]) for k in keys}
@@ -212,19 +214,23 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--time", choices=["normalized", "raw"], default="normalized",
                     help="the cache's \"time\": baseline-normalized (kpilot's objective) or the raw medians")
+    ap.add_argument("--value-order", choices=["ascending", "descending"], default="ascending",
+                    help="each param's values in the cache (default ascending, as declared); descending "
+                         "reverses Kernel Tuner's enumeration, a control for order-following strategies")
     a = ap.parse_args()
 
     space, speedup, counts = se.load_space(a.space)
     n = len(space["configs"])
     best = max(speedup.values())
     keys = param_order(space)
-    cache = to_cache(space, keys, raw_time=a.time == "raw")
+    cache = to_cache(space, keys, raw_time=a.time == "raw", descending=a.value_order == "descending")
     os.makedirs(a.out, exist_ok=True)
     cache_file = os.path.abspath(os.path.join(a.out, "cache.json"))
     with open(cache_file, "w") as f:
         json.dump(cache, f)
     brute = verify(cache_file, cache, speedup, best)
-    notes = [f"Kernel Tuner cache written to {cache_file} (\"time\": {a.time}) and read back by Kernel Tuner; "
+    notes = [f"Kernel Tuner cache written to {cache_file} (\"time\": {a.time}; values {a.value_order}) and read "
+             f"back by Kernel Tuner; "
              f"brute force over it visited all {n} configs and reached {brute:.3f} of the exhaustive best (below 1 "
              f"with raw times when the fastest median is not the highest speedup over the paired baseline)."]
 
