@@ -31,6 +31,15 @@ for step in $steps; do
                  2>&1 | tee "$OUT/stability.txt" ;;
     ncu) python3 bench/ncu_agreement.py $SM $SM/candidates/block_online.cu 8192x4096 '^SoftmaxRows$' --kpilot $K \
            2>&1 | tee "$OUT/ncu.txt" ;;
+    footprints) # A live optimize with the params generator's compile footprints on and off (docs/search.md).
+            for fp in on off; do
+              timeout 250 $K optimize examples/cuda/sgemm --budget ${BUDGET:-16} --footprints $fp --json \
+                --store /tmp/kp-fp-$fp > "$OUT/footprints_$fp.json" 2> "$OUT/footprints_$fp.events"
+              echo "footprints $fp: exit $?, drafts compiled first: $(grep -c 'compiled first' "$OUT/footprints_$fp.events")," \
+                   "objects compiled: $(ls /tmp/kp-fp-$fp/cache | wc -l)"
+              python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print({k: j.get(k) for k in ('evaluations','busy_share','best_params')}, j['final']['speedup_geomean'])" \
+                "$OUT/footprints_$fp.json"
+            done 2>&1 | tee "$OUT/footprints.txt" ;;
     gputests) timeout 300 .stage/bin/cli_gpu_test 2>&1 | tee "$OUT/cli_gpu_test.txt" | tail -40
               [[ -x .stage/bin/sweep_gpu_test ]] && timeout 300 .stage/bin/sweep_gpu_test 2>&1 | tail -20 ;;
     sweep) timeout 500 $K sweep bench/spaces/sgemm_space bench/spaces/sgemm_space/candidates/tiled.cu \

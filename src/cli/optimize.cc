@@ -47,6 +47,7 @@ struct OptimizeArgs {
   std::string feedback = "tools";     // ablations (docs/bench.md)
   std::string tools = "proactive";
   std::string memory = "on";
+  std::string footprints = "on";
 };
 
 // "30m", "90s", "2h", "45" (seconds) → seconds.
@@ -204,6 +205,7 @@ int RunOptimize(const OptimizeArgs& a) {
     o.raw_metrics = a.raw_metrics;
     Status ablations = ApplyAblationFlags(a.feedback, a.tools, a.memory, &o);
     if (!ablations.ok()) return Fail(ablations);
+    o.footprints = a.footprints == "on";
     for (const auto& v : a.skills) {
       if (v == "on" || v == "off") o.skills = v == "on";
       else if (std::filesystem::is_directory(v)) o.skill_dirs.push_back(std::filesystem::absolute(v).string());
@@ -359,6 +361,11 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"proactive", "on-request"}))
       ->capture_default_str();
   cmd->add_option("--memory", a->memory, "Ablation: on | off — the search-memory summary given to the generator")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--footprints", a->footprints,
+                  "Ablation: on | off — the params generator compiles its best-ranked configs first and ranks them "
+                  "again with their registers, spills and shared memory (cuda; docs/search.md)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();

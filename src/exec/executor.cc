@@ -59,11 +59,13 @@ void LocalExecutor::CompileLoop() {
     auto t0 = std::chrono::steady_clock::now();
     auto compiled = toolchain_.Compile(p->job.source, p->job.params, p->job.options.compile);
     p->result.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    bool admitted = true;
+    bool admitted = !p->job.compile_only;
     if (compiled.ok() && compiled->ok) {
+      p->result.compiled = true;
+      p->result.resources = compiled->resources;
       auto bytes = ReadFile(compiled->object);
       if (bytes.ok()) p->result.object_sha = Sha256Hex(*bytes);
-      if (p->job.admit) admitted = p->job.admit(p->result.object_sha);
+      if (admitted && p->job.admit) admitted = p->job.admit(p->result.object_sha);
     }
     std::lock_guard<std::mutex> lock(mu_);
     --compiling_;

@@ -28,6 +28,9 @@ struct EvalJob {
   // Called on the compile thread once the object exists and before evaluation; returning false
   // skips the evaluation (e.g. its binary was evaluated already). May be empty.
   std::function<bool(const std::string& object_sha)> admit;
+  // Compile only: the result carries the compile report and is `skipped`; nothing is evaluated
+  // and `admit` is not asked. The compile cache then serves the evaluation, if one follows.
+  bool compile_only = false;
 };
 
 struct EvalJobResult {
@@ -36,6 +39,8 @@ struct EvalJobResult {
   bool skipped = false;                // `admit` said no
   std::string object_sha;              // sha256 of the compiled object ("" when it did not compile)
   double compile_s = 0;
+  bool compiled = false;               // the source compiled at these params
+  std::vector<KernelResources> resources;  // its ptxas report (cuda; empty otherwise)
   double eval_start_s = 0, eval_end_s = 0;  // on the executor's clock (seconds since it started)
 };
 

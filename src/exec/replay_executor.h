@@ -12,6 +12,8 @@
 // generator as they would live. So is the GPU's calibration (the space's own, recorded by kpilot
 // sweep, or one given with SetCalibration), so the optimizer classifies every node against the
 // roofline as a live run does; without one the class stays unknown. There are no counters.
+// A compile-only job (the params generator's footprints) gets the stored ptxas report and leaves
+// the clock alone.
 // Nothing runs; a simulated clock advances by the stored compile time plus every stored sample,
 // so busy share reads as it would have.
 #pragma once

@@ -1,8 +1,10 @@
 #include "optimize/optimizer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -74,6 +76,57 @@ ParamValues ParamsFromJson(const std::string& text) {
   return p;
 }
 
+// The params generator's compile footprints (proposer.h): the parent's source compiled at each
+// config through the executor, compile only, with the options its evaluation would use, so an
+// evaluation that follows is a cache hit. The compiles run on the executor's compile threads,
+// beside the evaluations in flight.
+class ExecutorFootprints : public FootprintProbe {
+ public:
+  using Materializer = std::function<Result<std::filesystem::path>(const std::string&, const std::string&)>;
+  ExecutorFootprints(Executor& executor, const Task& task, EvalOptions options, Materializer materialize)
+      : executor_(executor), task_(task), options_(std::move(options)), materialize_(std::move(materialize)) {}
+
+  std::vector<std::optional<Footprint>> Probe(const std::string& source, const std::string& source_name,
+                                              const std::vector<ParamValues>& configs) override {
+    std::vector<std::optional<Footprint>> out(configs.size());
+    auto path = materialize_(source, source_name);
+    if (!path.ok()) return out;
+    std::vector<std::future<EvalJobResult>> jobs;
+    for (const auto& params : configs) {
+      EvalJob job;
+      job.task = &task_;
+      job.source = *path;
+      job.params = params;
+      job.options = options_;
+      job.compile_only = true;
+      jobs.push_back(executor_.Submit(std::move(job)));
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      EvalJobResult r = jobs[i].get();
+      if (!r.status.ok()) continue;
+      if (!r.compiled) {
+        out[i] = Footprint{.compiles = false};
+        continue;
+      }
+      if (r.resources.empty()) continue;  // no ptxas report
+      Footprint f;
+      for (const auto& k : r.resources) {
+        f.registers = std::max(f.registers, k.registers);
+        f.spill_bytes += k.spill_stores + k.spill_loads;
+        f.shared_bytes = std::max(f.shared_bytes, k.shared_bytes);
+      }
+      out[i] = f;
+    }
+    return out;
+  }
+
+ private:
+  Executor& executor_;
+  const Task& task_;
+  EvalOptions options_;
+  Materializer materialize_;
+};
+
 }  // namespace
 
 // What the loop keeps per node beyond the tree's numbers.
@@ -101,6 +154,11 @@ class Optimizer::Loop {
       if (auto stats = ReadUsageStats(*o_.usage_); stats.ok())
         for (auto& u : *stats)
           if (u.kind == "card") card_usage_[u.name] = u;
+    // Only cuda compiles report registers, spills and shared memory.
+    if (opts_.footprints && o_.task_.backend == Backend::kCuda)
+      footprints_ = std::make_unique<ExecutorFootprints>(
+          o_.executor_, o_.task_, BaseEvalOptions(),
+          [this](const std::string& source, const std::string& name) { return Materialize(source, name); });
   }
 
   Result<OptimizeResult> Start();
@@ -159,6 +217,7 @@ class Optimizer::Loop {
   std::map<std::string, std::string> card_text_;  // SKILL.md text by card id, read once per run
   // Expansions kept in flight: opts_.pipeline_depth, or (0: adaptive) grown by NextPipelineDepth.
   int depth_ = opts_.pipeline_depth > 0 ? opts_.pipeline_depth : kMinAutoPipelineDepth;
+  std::unique_ptr<ExecutorFootprints> footprints_;  // null: none (--footprints off, not cuda)
 };
 
 Status Optimizer::Loop::Event(const std::string& kind, json payload) {
@@ -393,6 +452,7 @@ ProposalContext Optimizer::Loop::ContextFor(int64_t node) {
   auto& offered = offered_[node];
   for (const auto& sk : c.skills)
     if (std::find(offered.begin(), offered.end(), sk.id) == offered.end()) offered.push_back(sk.id);
+  c.footprints = footprints_.get();
   ApplyAblations(opts_, &c);
   return c;
 }

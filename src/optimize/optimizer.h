@@ -67,6 +67,9 @@ struct OptimizeOptions {
   FeedbackMode feedback = FeedbackMode::kTools;  // --feedback none|raw|tools
   ToolsMode tools = ToolsMode::kProactive;       // --tools proactive|on-request
   bool memory = true;                            // --memory off: no search-memory summary for the generator
+  // Compile footprints for the params generator's model (proposer.h, FootprintProbe): cuda tasks
+  // only; false (`--footprints off`) for ablations. Runs stored before it existed had none.
+  bool footprints = true;
   int device = 0;                                // CUDA device index evaluations run on (kpilot bench spreads problems)
   std::vector<std::string> workloads;   // empty = all
   std::string arch;                     // cuda target

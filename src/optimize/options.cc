@@ -80,6 +80,7 @@ json ToJson(const OptimizeOptions& o) {
           {"feedback", FeedbackModeName(o.feedback)},
           {"tools", ToolsModeName(o.tools)},
           {"memory", o.memory},
+          {"footprints", o.footprints},
           {"device", o.device},
           {"timing", std::string(TimingModeName(o.timing))},
           {"workloads", o.workloads},
@@ -129,6 +130,7 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.feedback = *feedback;
     o.tools = *tools;
     o.memory = j.value("memory", true);
+    o.footprints = j.value("footprints", false);
     o.device = j.value("device", 0);
     auto timing = ParseTimingMode(j.value("timing", "default"));
     if (!timing) return Status::InvalidInput("stored run options: unknown timing procedure");

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <string>
 
 namespace kpilot {
 namespace {
@@ -46,10 +48,12 @@ class Explorer {
  public:
   Explorer(ParamSpace& space, const ParamValues& parent, const std::vector<EvaluatedParams>& evaluated,
            std::mt19937_64& rng, const std::set<ParamValues>& taken, const ExploreConfig& config,
-           const std::vector<ParamValues>* whole_space)
+           const std::vector<ParamValues>* whole_space, const FeatureSource* features)
       : space_(space), parent_(parent), rng_(rng), config_(config), whole_space_(whole_space),
-        pool_(space, taken), model_(config.surrogate) {
+        features_(config.footprint_top_k > 0 ? features : nullptr), pool_(space, taken),
+        model_(config.surrogate), footprint_model_(config.surrogate) {
     Learn(evaluated);
+    LearnFootprints();
   }
 
   std::vector<ExploreDraft> Pick(size_t k) {
@@ -72,15 +76,109 @@ class Explorer {
         }
       }
       if (best < 0) break;
+      if (features_ && !local) {
+        if (auto chosen = PickByFootprint(c, xs, used)) {
+          const size_t i = *chosen;
+          used[i] = 1;
+          const std::vector<double> fx = WithFootprint(xs[i], *footprints_.at(i));
+          const Surrogate::Prediction pred = footprint_model_.Predict(fx);
+          model_.Add(xs[i], pred.mean);
+          footprint_model_.Add(fx, pred.mean);
+          out.push_back({c[i].cfg, Summary(c[i], pred) + "; compiled first: " + Describe(*footprints_.at(i))});
+          continue;
+        }
+        if (used[best]) continue;  // it does not compile: rank again
+      }
       used[best] = 1;
       const Surrogate::Prediction pred = model_.Predict(xs[best]);
       model_.Add(xs[best], pred.mean);
+      if (features_) {
+        // Believed in the footprint model too, where its footprint is known.
+        if (auto f = Footprints({c[best].cfg}).front(); f && !f->empty())
+          footprint_model_.Add(WithFootprint(xs[best], *f), pred.mean);
+      }
       out.push_back({c[best].cfg, Summary(c[best], pred)});
     }
     return out;
   }
 
  private:
+  // ExploreConfig::footprint_top_k: the footprint_top_k unused candidates the params-only model
+  // ranks highest are compiled (their footprints fetched), and the one with the highest score
+  // under the footprint model is chosen. Candidates that do not compile are marked used (the
+  // model does not draft them). nullopt when none of them has a footprint.
+  std::optional<size_t> PickByFootprint(const std::vector<Candidate>& c, const std::vector<std::vector<double>>& xs,
+                                        std::vector<char>& used) {
+    std::vector<std::pair<double, size_t>> ranked;
+    for (size_t i = 0; i < c.size(); ++i)
+      if (!used[i]) ranked.push_back({Score(model_.Predict(xs[i])), i});
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (ranked.size() > config_.footprint_top_k) ranked.resize(config_.footprint_top_k);
+    std::vector<size_t> ask;
+    for (const auto& [score, i] : ranked)
+      if (!footprints_.count(i)) ask.push_back(i);
+    if (!ask.empty()) {
+      std::vector<ParamValues> cfgs;
+      for (size_t i : ask) cfgs.push_back(c[i].cfg);
+      auto got = (*features_)(cfgs);
+      for (size_t n = 0; n < ask.size(); ++n) footprints_[ask[n]] = n < got.size() ? got[n] : std::nullopt;
+    }
+    std::optional<size_t> best;
+    double best_score = 0;
+    for (const auto& [score, i] : ranked) {
+      const auto& f = footprints_.at(i);
+      if (!f) continue;  // unknown
+      if (f->empty()) {
+        used[i] = 1;  // does not compile
+        continue;
+      }
+      const double s = Score(footprint_model_.Predict(WithFootprint(xs[i], *f)));
+      if (!best || s > best_score) best = i, best_score = s;
+    }
+    return best;
+  }
+
+  static std::vector<double> WithFootprint(std::vector<double> x, const std::vector<double>& f) {
+    x.insert(x.end(), f.begin(), f.end());
+    return x;
+  }
+
+  // The features' inverse, for summaries: "128 registers, no spills, 16.3 KiB shared".
+  static std::string Describe(const std::vector<double>& f) {
+    if (f.size() < 3) return "footprint known";
+    char out[128];
+    const double spill = std::exp2(f[1] * 12) - 1, shared = std::exp2(f[2] * 17) - 1;
+    std::snprintf(out, sizeof out, "%.0f registers, %s, %.1f KiB shared", f[0] * 256,
+                  spill < 0.5 ? "no spills" : (std::to_string(std::lround(spill)) + " spill bytes").c_str(),
+                  shared / 1024);
+    return out;
+  }
+
+  std::vector<std::optional<std::vector<double>>> Footprints(const std::vector<ParamValues>& cfgs) const {
+    return (*features_)(cfgs);
+  }
+
+  // Fits the footprint model to the passed configs whose footprint is known; with fewer than two
+  // of them the footprints stay unused this call.
+  void LearnFootprints() {
+    if (!features_) return;
+    std::vector<ParamValues> cfgs;
+    for (const auto& s : scored_) cfgs.push_back(s.cfg);
+    auto got = cfgs.empty() ? std::vector<std::optional<std::vector<double>>>{} : Footprints(cfgs);
+    std::vector<std::vector<double>> xs;
+    std::vector<double> ys;
+    for (size_t n = 0; n < scored_.size() && n < got.size(); ++n) {
+      if (!got[n] || got[n]->empty()) continue;
+      xs.push_back(WithFootprint(scored_[n].x, *got[n]));
+      ys.push_back(scored_[n].y);
+    }
+    if (xs.size() < 2) {
+      features_ = nullptr;
+      return;
+    }
+    footprint_model_.Fit(std::move(xs), std::move(ys));
+  }
+
   double Score(const Surrogate::Prediction& p) const {
     if (config_.acquisition == Acquisition::kUpperBound) return p.mean + config_.kappa * p.sd;
     return ExpectedImprovement(p, best_y_);
@@ -256,8 +354,11 @@ class Explorer {
   std::mt19937_64& rng_;
   const ExploreConfig& config_;
   const std::vector<ParamValues>* whole_space_;  // every valid config, or null
+  const FeatureSource* features_;  // compile footprints, or null (not used this call)
   Pool pool_;
   Surrogate model_;
+  Surrogate footprint_model_;      // coordinates + footprint features
+  std::map<size_t, std::optional<std::vector<double>>> footprints_;  // by pool index, as fetched
   std::vector<Scored> scored_;  // passed configs, best first
   double best_y_ = 0;           // the best passed log speedup (EI's incumbent)
 };
@@ -360,19 +461,25 @@ std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& p
                                          const std::vector<EvaluatedParams>& evaluated, size_t k,
                                          std::mt19937_64& rng, std::set<ParamValues>& taken,
                                          const ExploreConfig& config,
-                                         const std::vector<ParamValues>* whole_space) {
+                                         const std::vector<ParamValues>* whole_space,
+                                         const FeatureSource* features) {
   if (space.params().empty() || k == 0) return {};
   for (const auto& p : space.params())
     if (p.values.empty()) return {};
   std::vector<ExploreDraft> out = DesignPicks(space, k, rng, taken, config, whole_space);
   if (out.size() < k) {
-    auto more = Explorer(space, parent, evaluated, rng, taken, config, whole_space).Pick(k - out.size());
+    auto more = Explorer(space, parent, evaluated, rng, taken, config, whole_space, features).Pick(k - out.size());
     for (auto& d : more) {
       taken.insert(d.params);
       out.push_back(std::move(d));
     }
   }
   return out;
+}
+
+std::vector<double> FootprintFeatures(const Footprint& f) {
+  return {f.registers / 256.0, std::log2(1.0 + static_cast<double>(f.spill_bytes)) / 12.0,
+          std::log2(1.0 + static_cast<double>(f.shared_bytes)) / 17.0};
 }
 
 std::optional<ParamValues> RandomUntried(ParamSpace& space, const std::set<ParamValues>& taken,

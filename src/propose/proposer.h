@@ -10,6 +10,7 @@
 #include <future>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,30 @@ struct EvaluatedParams {
   ParamValues params;
   bool passed = false;
   double speedup = 0;              // what the search tree was given (passed only)
+};
+
+// What compiling a config says before it is timed: the ptxas report of its kernels (cuda).
+struct Footprint {
+  bool compiles = true;         // false: the config does not compile (the numbers are unset)
+  int registers = 0;            // per thread, the most any kernel uses
+  int64_t spill_bytes = 0;      // spill stores and loads, summed over kernels
+  int64_t shared_bytes = 0;     // static shared memory, the most any kernel uses
+};
+
+// The params generator's seam to the compiler (docs/search.md, "Compile footprints"): it
+// compiles configs of the parent's source that the model ranks high, and the model, which also
+// sees each evaluated config's footprint, re-ranks them before any is timed. A register tile that
+// spills, or launch bounds that cap the registers, show in the footprint where the params alone
+// say nothing. Implementations: compiling through the toolchain (src/exec/footprints.h, whose
+// cache the later evaluation hits) and a space file's stored reports (replays).
+class FootprintProbe {
+ public:
+  virtual ~FootprintProbe() = default;
+  // One entry per config, in order: its footprint (`compiles` false when it does not compile),
+  // or nullopt when the probe cannot tell (no ptxas report: a host task, a space file without
+  // one).
+  virtual std::vector<std::optional<Footprint>> Probe(const std::string& source, const std::string& source_name,
+                                                      const std::vector<ParamValues>& configs) = 0;
 };
 
 // A params move of an offered skill card whose `when` held for the parent's findings or class.
@@ -94,6 +119,9 @@ struct ProposalContext {
   // show them and the params generator makes no finding-steered move; the llm: generator's
   // get_profile tool still serves them when called.
   bool profile_on_request = false;
+  // Compile footprints for the params generator's model (borrowed; null: the model sees params
+  // only).
+  FootprintProbe* footprints = nullptr;
 };
 
 // What a generator has spent so far (language models; the others spend nothing).

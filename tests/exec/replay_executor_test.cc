@@ -152,6 +152,37 @@ TEST_F(Replay, AStoredShaSeenBeforeIsSkippedAsADuplicate) {
   EXPECT_EQ(compile_error_admits, 0) << "as the local executor: no object, no admission check";
 }
 
+// Compile-only jobs (the params generator's footprints): the stored ptxas report, nothing
+// evaluated, the clock untouched; a config that failed to compile in the sweep did not compile.
+TEST_F(Replay, ACompileOnlyJobGetsTheStoredReportAndRunsNothing) {
+  auto exec = ReplayExecutor::Open(file_, task_, 1);
+  ASSERT_TRUE(exec.ok());
+  EvalJob j = Job("1");
+  j.compile_only = true;
+  int admits = 0;
+  j.admit = [&](const std::string&) { return ++admits, true; };
+  EvalJobResult r = (*exec)->Submit(std::move(j)).get();
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_TRUE(r.skipped);
+  EXPECT_TRUE(r.compiled);
+  ASSERT_EQ(r.resources.size(), 1u);
+  EXPECT_EQ(r.resources[0].registers, 96);
+  EXPECT_EQ(r.resources[0].shared_bytes, 8192);
+  EXPECT_EQ(r.resources[0].spill_stores, 16);
+  EXPECT_EQ(admits, 0);
+  EXPECT_EQ((*exec)->ElapsedSeconds(), 0);
+  EXPECT_EQ((*exec)->BusySeconds(), 0);
+  EvalJob broken = Job("6");
+  broken.compile_only = true;
+  EvalJobResult b = (*exec)->Submit(std::move(broken)).get();
+  EXPECT_TRUE(b.status.ok());
+  EXPECT_FALSE(b.compiled);
+  EXPECT_TRUE(b.resources.empty());
+  // The evaluation that follows is charged its compile as before.
+  (*exec)->Submit(Job("1")).get();
+  EXPECT_GT((*exec)->ElapsedSeconds(), 2.0);
+}
+
 TEST_F(Replay, ThePromotionGateIsServedFromBothConfigsSamples) {
   auto exec = ReplayExecutor::Open(file_, task_, 7);
   ASSERT_TRUE(exec.ok());
@@ -517,6 +548,36 @@ TEST_F(ReplayCli, TheSearchReachesTheBestOfAMeasuredH200SpaceWithinFivePercent) 
     EXPECT_GE(reached, 0.95 * best) << "seed " << seed;
     EXPECT_GE(j["final"]["speedup_geomean"].get<double>(), 0.95 * best) << "seed " << seed << ": the incumbent";
   }
+}
+
+// Compile footprints in a replay: the space stores each config's ptxas report, so the params
+// generator compiles (here: looks up) its best-ranked configs and some drafts say what their
+// footprint was; with --footprints off none does. The run's options record the switch.
+TEST_F(ReplayCli, TheParamsGeneratorRanksWithCompileFootprintsUnlessTurnedOff) {
+  fs::path space = RealSpace("row_softmax");
+  ASSERT_FALSE(space.empty());
+  fs::path task = testing::SourceDir() / "examples/cuda/row_softmax";
+  auto compiled_first = [&](std::vector<std::string> extra, const std::string& store) {
+    std::vector<std::string> args = {"optimize", task.string(), "--replay", space.string(), "--workload", "8192x4096",
+                                     "--budget", "14", "--seed", "2", "--json", "--store", (dir_->path() / store).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ProcessResult r = Kpilot(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    int n = 0;
+    std::istringstream in(r.err);
+    for (std::string line; std::getline(in, line);) {
+      json e = json::parse(line, nullptr, false);
+      if (e.is_object() && e.value("event", "") == "evaluated" &&
+          e.value("summary", "").find("compiled first: ") != std::string::npos)
+        ++n;
+    }
+    return n;
+  };
+  EXPECT_GT(compiled_first({}, "on"), 0);
+  EXPECT_EQ(compiled_first({"--footprints", "off"}, "off"), 0);
+  ProcessResult shown = Kpilot({"show", "1", "--json", "--store", (dir_->path() / "off").string()});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("\"footprints\": false"), std::string::npos) << shown.out.substr(0, 2000);
 }
 
 TEST_F(ReplayCli, OptimizeReplayRefusesAnotherTasksSpaceAndATimeLimit) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -524,6 +525,80 @@ TEST(ParamsProposer, FailuresBesideTheBestDoNotPullTheModelDown) {
   const ParamValues elsewhere = first(imputed);
   ASSERT_FALSE(elsewhere.empty());
   EXPECT_NE(elsewhere, beside) << RenderParams(elsewhere);
+}
+
+// Compile footprints (ExploreConfig::footprint_top_k): speedup grows with A, B = 1 is a little
+// faster than B = 2, and every B = 3 config evaluated spilled and was slow. At A ≥ 8, B = 1 spills
+// too (a register tile that no longer fits), which the params cannot show: the params-only model
+// drafts A ≥ 8 with B = 1; the footprint model, which sees the spill, drafts one that does not
+// spill. With the footprints unknown the drafts are the params-only ones; a favourite that does
+// not compile is never drafted.
+TEST(ParamsProposer, TheFootprintSteersAwayFromASpillTheParamsFavour) {
+  Task task = MakeTask({{"A", {"1", "2", "3", "4", "5", "6", "7", "8", "9"}}, {"B", {"1", "2", "3"}}});
+  auto space = EnumerateSpace(task, 1000);
+  auto spills = [](const ParamValues& p) {
+    return p.at("B") == "3" || (std::stoi(p.at("A")) >= 8 && p.at("B") == "1");
+  };
+  std::vector<EvaluatedParams> evaluated;
+  for (const auto& p : space) {
+    const int a = std::stoi(p.at("A"));
+    if (a % 2 == 0 || a > 7) continue;
+    evaluated.push_back({p, true, spills(p) ? 0.3 : std::exp(0.25 * a + (p.at("B") == "1" ? 0.1 : 0.0))});
+  }
+  const ParamValues parent = {{"A", "1"}, {"B", "1"}};
+  int calls = 0;
+  FeatureSource known = [&](const std::vector<ParamValues>& cfgs) {
+    ++calls;
+    std::vector<std::optional<std::vector<double>>> out;
+    for (const auto& c : cfgs) {
+      Footprint f;  // a spill comes with every register taken
+      f.registers = spills(c) ? 255 : 64;
+      f.shared_bytes = spills(c) ? 49152 : 8192;
+      f.spill_bytes = spills(c) ? 2048 : 0;
+      out.push_back(FootprintFeatures(f));
+    }
+    return out;
+  };
+  FeatureSource unknown = [](const std::vector<ParamValues>& cfgs) {
+    return std::vector<std::optional<std::vector<double>>>(cfgs.size());
+  };
+  auto first = [&](const FeatureSource* features, const ExploreConfig& config = {}) {
+    ParamSpace ps(task);
+    std::mt19937_64 rng(7);
+    std::set<ParamValues> taken = {parent};
+    for (const auto& e : evaluated) taken.insert(e.params);
+    auto drafts = ExploreByModel(ps, parent, evaluated, 1, rng, taken, config, &space, features);
+    return drafts.empty() ? ExploreDraft{} : drafts[0];
+  };
+  const ExploreDraft plain = first(nullptr);
+  ASSERT_FALSE(plain.params.empty());
+  EXPECT_TRUE(spills(plain.params)) << RenderParams(plain.params);
+
+  const ExploreDraft steered = first(&known);
+  ASSERT_FALSE(steered.params.empty());
+  EXPECT_FALSE(spills(steered.params)) << RenderParams(steered.params);
+  EXPECT_NE(steered.summary.find("compiled first: 64 registers, no spills, 8.0 KiB shared"), std::string::npos)
+      << steered.summary;
+  EXPECT_GE(calls, 2);  // the evaluated configs' footprints, then the candidates'
+
+  // Off (top_k 0) or unknown: the params-only draft.
+  ExploreConfig off;
+  off.footprint_top_k = 0;
+  EXPECT_EQ(first(&known, off).params, plain.params);
+  EXPECT_EQ(first(&unknown).params, plain.params);
+
+  // The favourite does not compile: it is not drafted, though the params favour it.
+  FeatureSource broken = [&](const std::vector<ParamValues>& cfgs) {
+    auto out = known(cfgs);
+    for (size_t i = 0; i < cfgs.size(); ++i)
+      if (cfgs[i] == plain.params) out[i] = std::vector<double>{};
+    return out;
+  };
+  ExploreConfig all;
+  all.footprint_top_k = 1;  // only the favourite is compiled per round
+  const ExploreDraft instead = first(&broken, all);
+  ASSERT_FALSE(instead.params.empty());
+  EXPECT_NE(instead.params, plain.params);
 }
 
 // The first configs of a run come from a space-filling design: with the parent at one corner of

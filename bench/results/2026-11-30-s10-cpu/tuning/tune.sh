@@ -1,5 +1,6 @@
 #!/bin/bash
-# usage: tune.sh TAG SEEDS [SPACES...]  (env passes through)  — all at 10% of the space, mcts
+# usage: [EXTRA="--optimize-arg=..."] tune.sh TAG SEEDS [SPACES...]  (env passes through)  — all at 10% of the space, mcts
+# EXTRA (added in session 11) passes kpilot optimize flags, e.g. --footprints off.
 # Inputs, made once:
 #   for s in 1 2 3 4 5 6; do python3 bench/spaces/synthetic/make_space.py --seed $s --out /tmp/synth/s$s.json; done
 #   zcat bench/spaces/real/gemm_bf16_space.json.gz > /tmp/gemm_bf16.json   (row_softmax likewise)
@@ -12,10 +13,10 @@ cal="--optimize-arg=--calibration --optimize-arg=bench/spaces/real/h200_calibrat
 for s in $spaces; do
   out=/tmp/tune/$tag/$s
   case $s in
-    s?) python3 bench/search_efficiency.py /tmp/synth/$s.json --policies mcts --seeds $seeds --max-fraction 0.1 --jobs 2 --out $out ;;
-    gemm_bf16) python3 bench/search_efficiency.py /tmp/gemm_bf16.json --task examples/cuda/gemm_bf16 --policies mcts --seeds $seeds --max-fraction 0.1 --jobs 2 --out $out --optimize-arg=--workload --optimize-arg=4096 $cal ;;
-    row_softmax) python3 bench/search_efficiency.py /tmp/row_softmax.json --task examples/cuda/row_softmax --policies mcts --seeds $seeds --max-fraction 0.1 --jobs 2 --out $out --optimize-arg=--workload --optimize-arg=8192x4096 $cal ;;
-    *) python3 bench/search_efficiency.py /tmp/new/$s.json --task bench/spaces/tuning/$s --policies mcts --seeds $seeds --max-fraction 0.1 --jobs 2 --out $out $cal ;;
+    s?) python3 bench/search_efficiency.py /tmp/synth/$s.json --policies mcts --seeds $seeds --max-fraction 0.1 --jobs 2 --out $out $EXTRA ;;
+    gemm_bf16) python3 bench/search_efficiency.py /tmp/gemm_bf16.json --task examples/cuda/gemm_bf16 --policies mcts --seeds $seeds --max-fraction 0.1 --jobs 2 --out $out $EXTRA --optimize-arg=--workload --optimize-arg=4096 $cal ;;
+    row_softmax) python3 bench/search_efficiency.py /tmp/row_softmax.json --task examples/cuda/row_softmax --policies mcts --seeds $seeds --max-fraction 0.1 --jobs 2 --out $out $EXTRA --optimize-arg=--workload --optimize-arg=8192x4096 $cal ;;
+    *) python3 bench/search_efficiency.py /tmp/new/$s.json --task bench/spaces/tuning/$s --policies mcts --seeds $seeds --max-fraction 0.1 --jobs 2 --out $out $EXTRA $cal ;;
   esac > /dev/null 2>&1
   echo "$s: $(grep -E '^\| kpilot mcts \|' $out/results.md | sed 's/|/ /g' | awk '{print $6, $7, $8, $9, $10, $11, $12, $13, $14, $15}')"
 done
