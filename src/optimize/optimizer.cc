@@ -79,7 +79,8 @@ ParamValues ParamsFromJson(const std::string& text) {
 // The params generator's compile footprints (proposer.h): the parent's source compiled at each
 // config through the executor, compile only, with the options its evaluation would use, so an
 // evaluation that follows is a cache hit. The compiles run on the executor's compile threads,
-// beside the evaluations in flight.
+// beside the evaluations in flight. Each (source, config) is asked once per run: the generator
+// asks again for every evaluated config at every expansion.
 class ExecutorFootprints : public FootprintProbe {
  public:
   using Materializer = std::function<Result<std::filesystem::path>(const std::string&, const std::string&)>;
@@ -91,8 +92,16 @@ class ExecutorFootprints : public FootprintProbe {
     std::vector<std::optional<Footprint>> out(configs.size());
     auto path = materialize_(source, source_name);
     if (!path.ok()) return out;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<size_t> asked;  // indices of configs not known yet
     std::vector<std::future<EvalJobResult>> jobs;
-    for (const auto& params : configs) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (auto it = known_.find({*path, configs[i]}); it != known_.end()) {
+        out[i] = it->second;
+        continue;
+      }
+      asked.push_back(i);
+      const ParamValues& params = configs[i];
       EvalJob job;
       job.task = &task_;
       job.source = *path;
@@ -101,21 +110,21 @@ class ExecutorFootprints : public FootprintProbe {
       job.compile_only = true;
       jobs.push_back(executor_.Submit(std::move(job)));
     }
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      EvalJobResult r = jobs[i].get();
-      if (!r.status.ok()) continue;
+    for (size_t n = 0; n < jobs.size(); ++n) {
+      EvalJobResult r = jobs[n].get();
+      if (!r.status.ok()) continue;  // not remembered: a later ask tries again
+      std::optional<Footprint>& f = out[asked[n]];
       if (!r.compiled) {
-        out[i] = Footprint{.compiles = false};
-        continue;
+        f = Footprint{.compiles = false};
+      } else if (!r.resources.empty()) {  // else no ptxas report: unknown
+        f = Footprint{};
+        for (const auto& k : r.resources) {
+          f->registers = std::max(f->registers, k.registers);
+          f->spill_bytes += k.spill_stores + k.spill_loads;
+          f->shared_bytes = std::max(f->shared_bytes, k.shared_bytes);
+        }
       }
-      if (r.resources.empty()) continue;  // no ptxas report
-      Footprint f;
-      for (const auto& k : r.resources) {
-        f.registers = std::max(f.registers, k.registers);
-        f.spill_bytes += k.spill_stores + k.spill_loads;
-        f.shared_bytes = std::max(f.shared_bytes, k.shared_bytes);
-      }
-      out[i] = f;
+      known_[{*path, configs[asked[n]]}] = f;
     }
     return out;
   }
@@ -125,6 +134,8 @@ class ExecutorFootprints : public FootprintProbe {
   const Task& task_;
   EvalOptions options_;
   Materializer materialize_;
+  std::mutex mu_;
+  std::map<std::pair<std::filesystem::path, ParamValues>, std::optional<Footprint>> known_;
 };
 
 }  // namespace

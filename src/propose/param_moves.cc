@@ -48,9 +48,9 @@ class Explorer {
  public:
   Explorer(ParamSpace& space, const ParamValues& parent, const std::vector<EvaluatedParams>& evaluated,
            std::mt19937_64& rng, const std::set<ParamValues>& taken, const ExploreConfig& config,
-           const std::vector<ParamValues>* whole_space, const FeatureSource* features)
+           const std::vector<ParamValues>* whole_space, const FootprintSource* footprints)
       : space_(space), parent_(parent), rng_(rng), config_(config), whole_space_(whole_space),
-        features_(config.footprint_top_k > 0 ? features : nullptr), pool_(space, taken),
+        source_(config.footprint_top_k > 0 ? footprints : nullptr), pool_(space, taken),
         model_(config.surrogate), footprint_model_(config.surrogate) {
     Learn(evaluated);
     LearnFootprints();
@@ -76,7 +76,7 @@ class Explorer {
         }
       }
       if (best < 0) break;
-      if (features_ && !local) {
+      if (source_ && !local) {
         if (auto chosen = PickByFootprint(c, xs, used)) {
           const size_t i = *chosen;
           used[i] = 1;
@@ -92,9 +92,9 @@ class Explorer {
       used[best] = 1;
       const Surrogate::Prediction pred = model_.Predict(xs[best]);
       model_.Add(xs[best], pred.mean);
-      if (features_) {
+      if (source_) {
         // Believed in the footprint model too, where its footprint is known.
-        if (auto f = Footprints({c[best].cfg}).front(); f && !f->empty())
+        if (auto f = (*source_)({c[best].cfg}).front(); f && f->compiles)
           footprint_model_.Add(WithFootprint(xs[best], *f), pred.mean);
       }
       out.push_back({c[best].cfg, Summary(c[best], pred)});
@@ -120,7 +120,7 @@ class Explorer {
     if (!ask.empty()) {
       std::vector<ParamValues> cfgs;
       for (size_t i : ask) cfgs.push_back(c[i].cfg);
-      auto got = (*features_)(cfgs);
+      auto got = (*source_)(cfgs);
       for (size_t n = 0; n < ask.size(); ++n) footprints_[ask[n]] = n < got.size() ? got[n] : std::nullopt;
     }
     std::optional<size_t> best;
@@ -128,8 +128,8 @@ class Explorer {
     for (const auto& [score, i] : ranked) {
       const auto& f = footprints_.at(i);
       if (!f) continue;  // unknown
-      if (f->empty()) {
-        used[i] = 1;  // does not compile
+      if (!f->compiles) {
+        used[i] = 1;
         continue;
       }
       const double s = Score(footprint_model_.Predict(WithFootprint(xs[i], *f)));
@@ -138,42 +138,37 @@ class Explorer {
     return best;
   }
 
-  static std::vector<double> WithFootprint(std::vector<double> x, const std::vector<double>& f) {
-    x.insert(x.end(), f.begin(), f.end());
+  static std::vector<double> WithFootprint(std::vector<double> x, const Footprint& f) {
+    const std::vector<double> features = FootprintFeatures(f);
+    x.insert(x.end(), features.begin(), features.end());
     return x;
   }
 
-  // The features' inverse, for summaries: "128 registers, no spills, 16.3 KiB shared".
-  static std::string Describe(const std::vector<double>& f) {
-    if (f.size() < 3) return "footprint known";
+  // For summaries: "128 registers, no spills, 16.3 KiB shared".
+  static std::string Describe(const Footprint& f) {
     char out[128];
-    const double spill = std::exp2(f[1] * 12) - 1, shared = std::exp2(f[2] * 17) - 1;
-    std::snprintf(out, sizeof out, "%.0f registers, %s, %.1f KiB shared", f[0] * 256,
-                  spill < 0.5 ? "no spills" : (std::to_string(std::lround(spill)) + " spill bytes").c_str(),
-                  shared / 1024);
+    std::snprintf(out, sizeof out, "%d registers, %s, %.1f KiB shared", f.registers,
+                  f.spill_bytes == 0 ? "no spills" : (std::to_string(f.spill_bytes) + " spill bytes").c_str(),
+                  static_cast<double>(f.shared_bytes) / 1024);
     return out;
-  }
-
-  std::vector<std::optional<std::vector<double>>> Footprints(const std::vector<ParamValues>& cfgs) const {
-    return (*features_)(cfgs);
   }
 
   // Fits the footprint model to the passed configs whose footprint is known; with fewer than two
   // of them the footprints stay unused this call.
   void LearnFootprints() {
-    if (!features_) return;
+    if (!source_) return;
     std::vector<ParamValues> cfgs;
     for (const auto& s : scored_) cfgs.push_back(s.cfg);
-    auto got = cfgs.empty() ? std::vector<std::optional<std::vector<double>>>{} : Footprints(cfgs);
+    auto got = cfgs.empty() ? std::vector<std::optional<Footprint>>{} : (*source_)(cfgs);
     std::vector<std::vector<double>> xs;
     std::vector<double> ys;
     for (size_t n = 0; n < scored_.size() && n < got.size(); ++n) {
-      if (!got[n] || got[n]->empty()) continue;
+      if (!got[n] || !got[n]->compiles) continue;
       xs.push_back(WithFootprint(scored_[n].x, *got[n]));
       ys.push_back(scored_[n].y);
     }
     if (xs.size() < 2) {
-      features_ = nullptr;
+      source_ = nullptr;
       return;
     }
     footprint_model_.Fit(std::move(xs), std::move(ys));
@@ -354,11 +349,11 @@ class Explorer {
   std::mt19937_64& rng_;
   const ExploreConfig& config_;
   const std::vector<ParamValues>* whole_space_;  // every valid config, or null
-  const FeatureSource* features_;  // compile footprints, or null (not used this call)
+  const FootprintSource* source_;  // compile footprints, or null (not used this call)
   Pool pool_;
   Surrogate model_;
   Surrogate footprint_model_;      // coordinates + footprint features
-  std::map<size_t, std::optional<std::vector<double>>> footprints_;  // by pool index, as fetched
+  std::map<size_t, std::optional<Footprint>> footprints_;  // by pool index, as fetched
   std::vector<Scored> scored_;  // passed configs, best first
   double best_y_ = 0;           // the best passed log speedup (EI's incumbent)
 };
@@ -462,13 +457,13 @@ std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& p
                                          std::mt19937_64& rng, std::set<ParamValues>& taken,
                                          const ExploreConfig& config,
                                          const std::vector<ParamValues>* whole_space,
-                                         const FeatureSource* features) {
+                                         const FootprintSource* footprints) {
   if (space.params().empty() || k == 0) return {};
   for (const auto& p : space.params())
     if (p.values.empty()) return {};
   std::vector<ExploreDraft> out = DesignPicks(space, k, rng, taken, config, whole_space);
   if (out.size() < k) {
-    auto more = Explorer(space, parent, evaluated, rng, taken, config, whole_space, features).Pick(k - out.size());
+    auto more = Explorer(space, parent, evaluated, rng, taken, config, whole_space, footprints).Pick(k - out.size());
     for (auto& d : more) {
       taken.insert(d.params);
       out.push_back(std::move(d));

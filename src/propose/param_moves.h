@@ -19,7 +19,7 @@
 // Ranking: expected improvement over the best passed result, from a model fitted to the passed
 // configs only (see ExploreConfig::impute_failures). After each pick the model takes the pick's
 // predicted value as if measured ("kriging believer"), so one batch's drafts spread out.
-// Compile footprints (ExploreConfig::footprint_top_k, given a FeatureSource): each pick's
+// Compile footprints (ExploreConfig::footprint_top_k, given a FootprintSource): each pick's
 // best-ranked candidates are compiled first, and a second model that also sees registers, spills
 // and shared memory chooses among them.
 // Everything is deterministic for the engine's seed; docs/search.md has the evidence behind every
@@ -96,7 +96,7 @@ struct ExploreConfig {
   // false better on every synthetic space with failures (mean at 10% of the space 0.928 → 0.953
   // alone, 0.973 with expected improvement over the whole space; docs/search.md).
   bool impute_failures = false;
-  // Compile footprints (used only when ExploreByModel is given a FeatureSource): each pick ranks
+  // Compile footprints (used only when ExploreByModel is given a FootprintSource): each pick ranks
   // the pool with the params-only model, compiles its best `footprint_top_k` candidates, and
   // picks among those by expected improvement under a second model whose inputs are the params'
   // coordinates plus the footprint (FootprintFeatures) of each config, fitted to the passed
@@ -113,10 +113,9 @@ struct ExploreConfig {
 // registers / 256, log2(1 + spill bytes) / 12, log2(1 + shared bytes) / 17.
 std::vector<double> FootprintFeatures(const Footprint& f);
 
-// Footprint features of configs, one entry per config in order: nullopt when unknown, an empty
-// vector when the config does not compile; the others all have the same length.
-using FeatureSource =
-    std::function<std::vector<std::optional<std::vector<double>>>(const std::vector<ParamValues>& configs)>;
+// Compile footprints of configs (FootprintProbe::Probe for the parent's source): one entry per
+// config, in order; nullopt when unknown.
+using FootprintSource = std::function<std::vector<std::optional<Footprint>>(const std::vector<ParamValues>& configs)>;
 
 // One exploration draft: complete params and a one-line summary of the move and the model's
 // expectation ("BM 32→64, TN 2→4: pair move; model expects 5.1× ±22%").
@@ -131,7 +130,7 @@ struct ExploreDraft {
 // every valid config in enumeration order (the space is small enough to enumerate): the untried
 // ones all join the pool (at most config.max_scored of them, a seeded sample, when more are
 // left), replacing the random restarts, so the model ranks the whole space — Bayesian
-// optimization proper — and the design draws on it instead of enumerating again. `features`, when
+// optimization proper — and the design draws on it instead of enumerating again. `footprints`, when
 // given, supplies compile footprints (ExploreConfig::footprint_top_k). Fewer than k
 // (maybe none) when nothing untried is found: the caller falls back to RandomUntried.
 std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& parent,
@@ -139,7 +138,7 @@ std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& p
                                          std::mt19937_64& rng, std::set<ParamValues>& taken,
                                          const ExploreConfig& config = {},
                                          const std::vector<ParamValues>* whole_space = nullptr,
-                                         const FeatureSource* features = nullptr);
+                                         const FootprintSource* footprints = nullptr);
 
 // A uniformly random valid configuration not in `taken`: rejection sampling over the product,
 // then, when those are rare, a draw from the enumerated ones; nullopt when none is left.

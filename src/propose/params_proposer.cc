@@ -458,17 +458,13 @@ class Planner {
     std::vector<EvaluatedParams> evaluated = ctx_.evaluated;
     for (auto& e : evaluated) e.params = WithDefaults(task_, e.params);
     // Compile footprints of the parent's source, when the run has a probe (param_moves.h).
-    std::optional<FeatureSource> features;
-    if (ctx_.footprints) {
-      features = [this](const std::vector<ParamValues>& cfgs) {
-        std::vector<std::optional<std::vector<double>>> out;
-        for (auto& f : ctx_.footprints->Probe(ctx_.parent_source, ctx_.parent_source_name, cfgs))
-          out.push_back(!f ? std::nullopt : std::optional(f->compiles ? FootprintFeatures(*f) : std::vector<double>{}));
-        return out;
+    std::optional<FootprintSource> footprints;
+    if (ctx_.footprints)
+      footprints = [this](const std::vector<ParamValues>& cfgs) {
+        return ctx_.footprints->Probe(ctx_.parent_source, ctx_.parent_source_name, cfgs);
       };
-    }
     for (auto& d : ExploreByModel(space_, parent_, evaluated, k - drafts_.size(), rng_, taken_, explore_config_,
-                                  whole_space_, features ? &*features : nullptr))
+                                  whole_space_, footprints ? &*footprints : nullptr))
       Add(std::move(d.params), d.summary + "; " + reason, "");
     while (drafts_.size() < k) {
       auto cfg = RandomUntried(space_, taken_, rng_);

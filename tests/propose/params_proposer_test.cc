@@ -547,27 +547,27 @@ TEST(ParamsProposer, TheFootprintSteersAwayFromASpillTheParamsFavour) {
   }
   const ParamValues parent = {{"A", "1"}, {"B", "1"}};
   int calls = 0;
-  FeatureSource known = [&](const std::vector<ParamValues>& cfgs) {
+  FootprintSource known = [&](const std::vector<ParamValues>& cfgs) {
     ++calls;
-    std::vector<std::optional<std::vector<double>>> out;
+    std::vector<std::optional<Footprint>> out;
     for (const auto& c : cfgs) {
       Footprint f;  // a spill comes with every register taken
       f.registers = spills(c) ? 255 : 64;
       f.shared_bytes = spills(c) ? 49152 : 8192;
       f.spill_bytes = spills(c) ? 2048 : 0;
-      out.push_back(FootprintFeatures(f));
+      out.push_back(f);
     }
     return out;
   };
-  FeatureSource unknown = [](const std::vector<ParamValues>& cfgs) {
-    return std::vector<std::optional<std::vector<double>>>(cfgs.size());
+  FootprintSource unknown = [](const std::vector<ParamValues>& cfgs) {
+    return std::vector<std::optional<Footprint>>(cfgs.size());
   };
-  auto first = [&](const FeatureSource* features, const ExploreConfig& config = {}) {
+  auto first = [&](const FootprintSource* footprints, const ExploreConfig& config = {}) {
     ParamSpace ps(task);
     std::mt19937_64 rng(7);
     std::set<ParamValues> taken = {parent};
     for (const auto& e : evaluated) taken.insert(e.params);
-    auto drafts = ExploreByModel(ps, parent, evaluated, 1, rng, taken, config, &space, features);
+    auto drafts = ExploreByModel(ps, parent, evaluated, 1, rng, taken, config, &space, footprints);
     return drafts.empty() ? ExploreDraft{} : drafts[0];
   };
   const ExploreDraft plain = first(nullptr);
@@ -588,10 +588,10 @@ TEST(ParamsProposer, TheFootprintSteersAwayFromASpillTheParamsFavour) {
   EXPECT_EQ(first(&unknown).params, plain.params);
 
   // The favourite does not compile: it is not drafted, though the params favour it.
-  FeatureSource broken = [&](const std::vector<ParamValues>& cfgs) {
+  FootprintSource broken = [&](const std::vector<ParamValues>& cfgs) {
     auto out = known(cfgs);
     for (size_t i = 0; i < cfgs.size(); ++i)
-      if (cfgs[i] == plain.params) out[i] = std::vector<double>{};
+      if (cfgs[i] == plain.params) out[i] = Footprint{.compiles = false};
     return out;
   };
   ExploreConfig all;
