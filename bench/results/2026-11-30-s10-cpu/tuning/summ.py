@@ -8,7 +8,7 @@ for s in sp:
     for t in tags:
         p=f'/tmp/tune/{t}/{s}/results.json'
         if not os.path.exists(p): row+='%28s'%'-'; continue
-        d=json.load(open(p)); r=[x for x in d['rows'] if x['name']=='kpilot mcts'][0]
+        d=json.load(open(p)); r=[x for x in d['rows'] if x['name'].startswith('kpilot ')][0]
         a=r['at']; ks=list(a)
         v=[a[k]['mean'] for k in ks]; reach=r['evals_to_95']['within_10pct_share']
         agg[t].append(v+[reach])
