@@ -225,15 +225,14 @@ Result<EvalJobResult> ReplayExecutor::Serve(EvalJob& job) {
   if (!found.ok()) return found.status();
   const SpaceConfig& c = **found;
   EvalJobResult r;
+  r.compiled = c.status != "compile_error";
   if (job.compile_only) {
     // The stored report; the simulated clock is left alone (a probe's compiles run beside the
     // evaluations, and the evaluation's own compile is still charged in full).
-    r.compiled = c.status != "compile_error";
     if (r.compiled) r.object_sha = c.object_sha, r.resources = c.resources;
     r.skipped = true;
     return r;
   }
-  r.compiled = c.status != "compile_error";
   r.resources = c.resources;
   {
     // The toolchain caches objects: only a config's first compile costs its stored time.

@@ -93,8 +93,10 @@ class Explorer {
       const Surrogate::Prediction pred = model_.Predict(xs[best]);
       model_.Add(xs[best], pred.mean);
       if (source_) {
-        // Believed in the footprint model too, where its footprint is known.
-        if (auto f = (*source_)({c[best].cfg}).front(); f && f->compiles)
+        // Believed in the footprint model too, where its footprint is known (fetched already,
+        // or asked now).
+        const auto cached = footprints_.find(static_cast<size_t>(best));
+        if (auto f = cached != footprints_.end() ? cached->second : (*source_)({c[best].cfg}).front(); f && f->compiles)
           footprint_model_.Add(WithFootprint(xs[best], *f), pred.mean);
       }
       out.push_back({c[best].cfg, Summary(c[best], pred)});

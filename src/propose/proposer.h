@@ -57,8 +57,9 @@ struct Footprint {
 // compiles configs of the parent's source that the model ranks high, and the model, which also
 // sees each evaluated config's footprint, re-ranks them before any is timed. A register tile that
 // spills, or launch bounds that cap the registers, show in the footprint where the params alone
-// say nothing. Implementations: compiling through the toolchain (src/exec/footprints.h, whose
-// cache the later evaluation hits) and a space file's stored reports (replays).
+// say nothing. The optimizer implements it with compile-only executor jobs (src/optimize/
+// optimizer.cc): live, the local executor compiles and the later evaluation hits its cache; in a
+// replay, the replay executor serves the space file's stored reports.
 class FootprintProbe {
  public:
   virtual ~FootprintProbe() = default;
