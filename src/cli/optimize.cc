@@ -48,6 +48,7 @@ struct OptimizeArgs {
   std::string tools = "proactive";
   std::string memory = "on";
   std::string footprints = "on";
+  std::string counters = "on";
 };
 
 // "30m", "90s", "2h", "45" (seconds) → seconds.
@@ -140,6 +141,16 @@ class PrintProgress : public ProgressSink {
       std::cerr << fmt::format("        the GPU was busy {:.0f}% of the last batch: {} expansions in flight now\n",
                                100 * e.value("busy_s", 0.0) / std::max(1e-9, e.value("elapsed_s", 1.0)),
                                e.value("depth", 0));
+    } else if (kind == "counters" && e.contains("error")) {
+      std::cerr << fmt::format("        no counter profile of node {}: {}\n", e.value("node", 0),
+                               e.value("error", "").substr(0, 300));
+    } else if (kind == "counters") {
+      std::string top;
+      for (const auto& f : e.value("findings", nlohmann::json::array()))
+        if (top.size() < 120) top += (top.empty() ? "" : ", ") + f.value("id", "");
+      std::cerr << fmt::format("        profiled node {} with counters ({}, {:.1f} s): {}{}\n", e.value("node", 0),
+                               e.value("profiler", ""), e.value("wall_s", 0.0), e.value("bottleneck", ""),
+                               top.empty() ? ", no findings" : "; " + top);
     } else if (kind == "resume") {
       std::cerr << "resuming with " << e.value("nodes", 0) << " recorded nodes\n";
     }
@@ -206,6 +217,7 @@ int RunOptimize(const OptimizeArgs& a) {
     Status ablations = ApplyAblationFlags(a.feedback, a.tools, a.memory, &o);
     if (!ablations.ok()) return Fail(ablations);
     o.footprints = a.footprints == "on";
+    o.counters = a.counters == "on";
     for (const auto& v : a.skills) {
       if (v == "on" || v == "off") o.skills = v == "on";
       else if (std::filesystem::is_directory(v)) o.skill_dirs.push_back(std::filesystem::absolute(v).string());
@@ -294,7 +306,8 @@ int RunOptimize(const OptimizeArgs& a) {
                         {"evaluations", res->evaluations}, {"promotion_checks", res->promotion_checks},
                         {"duplicates", res->duplicates}, {"best_node", res->best_node},
                         {"best_params", res->best_params}, {"exported_to", out_dir},
-                        {"busy_share", res->busy_share},  {"pipeline_depth", res->pipeline_depth},  {"final", ToJson(f)},
+                        {"busy_share", res->busy_share},  {"pipeline_depth", res->pipeline_depth},
+                        {"counter_profiles", res->counter_profiles}, {"counters_s", res->counters_s}, {"final", ToJson(f)},
                         {"generator", {{"name", o.generator}, {"requests", res->spend.requests},
                                        {"input_tokens", res->spend.input_tokens}, {"output_tokens", res->spend.output_tokens},
                                        {"cost_usd", res->spend.cost_usd}, {"priced", res->spend.priced},
@@ -316,6 +329,9 @@ int RunOptimize(const OptimizeArgs& a) {
                              f.speedup_geomean_ci.lo, f.speedup_geomean_ci.hi);
     std::cout << fmt::format("pipeline   evaluation queue busy {:.0f}% of the run ({} expansions in flight at the end)\n",
                              100 * res->busy_share, res->pipeline_depth);
+    if (res->counter_profiles > 0)
+      std::cout << fmt::format("counters   {} new bests profiled with counters ({:.1f} s of GPU time)\n",
+                               res->counter_profiles, res->counters_s);
     if (res->spend.requests > 0)
       std::cout << fmt::format("generator  {} requests, {} input + {} output tokens, US${:.4f}{}\n", res->spend.requests,
                                res->spend.input_tokens, res->spend.output_tokens, res->spend.cost_usd,
@@ -366,6 +382,11 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--footprints", a->footprints,
                   "Ablation: on | off — the params generator compiles its best-ranked configs first and ranks them "
                   "again with their registers, spills and shared memory (cuda; docs/search.md)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--counters", a->counters,
+                  "on | off — profile each new best's kernels with the counters its class's tools need (CUPTI, "
+                  "else ncu) and steer its next drafts by those findings (live cuda runs; docs/search.md)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();

@@ -7,7 +7,8 @@ namespace kpilot {
 
 LocalExecutor::LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe,
                              int compile_threads, PythonTaskRunner* python)
-    : toolchain_(toolchain), evaluator_(toolchain, processes, std::move(runner_exe), python) {
+    : toolchain_(toolchain), processes_(processes), runner_exe_(runner_exe),
+      evaluator_(toolchain, processes, std::move(runner_exe), python) {
   for (int i = 0; i < std::max(1, compile_threads); ++i) compilers_.emplace_back([this] { CompileLoop(); });
   evaluator_thread_ = std::thread([this] { EvalLoop(); });
 }
@@ -76,7 +77,8 @@ void LocalExecutor::CompileLoop() {
       p->promise.set_value(std::move(p->result));
       continue;
     }
-    eval_queue_.push_back(std::move(p));
+    if (p->job.counter_tools) eval_queue_.push_front(std::move(p));
+    else eval_queue_.push_back(std::move(p));
   }
 }
 
@@ -98,6 +100,23 @@ void LocalExecutor::EvalLoop() {
       o.params = p->job.params;
       return o;
     }());
+    if (e.ok() && p->job.counter_tools) {
+      const Task& task = *p->job.task;
+      const Workload* w = p->job.options.workloads.size() == 1 ? task.FindWorkload(p->job.options.workloads.front())
+                                                               : &task.workloads.back();
+      if (!e->verdict.passed()) {
+        p->result.counters_status = Status::Unavailable("the candidate did not pass this time: " + e->verdict.summary);
+      } else if (!w) {
+        p->result.counters_status = Status::InvalidInput("no workload to profile");
+      } else {
+        const double t0 = ElapsedSeconds();
+        auto got = ProfileWithCounters(processes_, runner_exe_, task, *w, p->job.options, *e, *p->job.counter_tools,
+                                       p->job.counters);
+        p->result.counters_s = ElapsedSeconds() - t0;
+        if (got.ok()) p->result.counters = std::move(got).value();
+        else p->result.counters_status = got.status();
+      }
+    }
     p->result.eval_end_s = ElapsedSeconds();
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "harness/harness.h"
+#include "profile/collect.h"
 
 namespace kpilot {
 
@@ -31,6 +32,13 @@ struct EvalJob {
   // Compile only: the result carries the compile report and is `skipped`; nothing is evaluated
   // and `admit` is not asked. The compile cache then serves the evaluation, if one follows.
   bool compile_only = false;
+  // Counters too: after a passing evaluation, while the job still holds the GPU, the counters the
+  // tools of the candidate's class need are collected (CUPTI, else ncu: each needs the GPU to
+  // itself) and the tools run, on the job's one workload (the task's last when it names none).
+  // Such a job goes ahead of the evaluations waiting in the queue: a proposal may wait for it.
+  // Null: none. Borrowed; must outlive the job.
+  const std::vector<std::unique_ptr<Tool>>* counter_tools = nullptr;
+  CounterProfileOptions counters;
 };
 
 struct EvalJobResult {
@@ -42,13 +50,18 @@ struct EvalJobResult {
   bool compiled = false;               // the source compiled at these params
   std::vector<KernelResources> resources;  // its ptxas report (cuda; empty otherwise)
   double eval_start_s = 0, eval_end_s = 0;  // on the executor's clock (seconds since it started)
+  // With counter_tools: the profile of a passing evaluation, or why there is none.
+  std::optional<CounterProfile> counters;
+  Status counters_status = Status::Ok();
+  double counters_s = 0;               // wall seconds the counter collection held the GPU
 };
 
 class Executor {
  public:
   virtual ~Executor() = default;
   virtual std::future<EvalJobResult> Submit(EvalJob job) = 0;
-  // Seconds the evaluation queue was busy / seconds since the executor started.
+  // Seconds the evaluation queue was busy (counter profiles included) / seconds since the
+  // executor started.
   virtual double BusySeconds() const = 0;
   virtual double ElapsedSeconds() const = 0;
 };
@@ -74,6 +87,8 @@ class LocalExecutor : public Executor {
   void EvalLoop();
 
   Toolchain& toolchain_;
+  ProcessRunner& processes_;
+  const std::filesystem::path runner_exe_;
   Evaluator evaluator_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;

@@ -288,6 +288,7 @@ Result<EvalJobResult> ReplayExecutor::Serve(EvalJob& job) {
     e.run.timings.push_back(std::move(t));
     SummarizeTimings(e.run, &e);
   }
+  if (job.counter_tools) r.counters_status = Status::Unavailable("a replay's space stores no counters");
   e.compile_s = r.compile_s;
   e.run_s = e.verdict.passed() ? run_s : 0;
   e.total_s = e.compile_s + e.run_s;

@@ -13,6 +13,8 @@
 #include "core/fs.h"
 #include "core/sha256.h"
 #include "core/stats.h"
+#include "core/subprocess.h"
+#include "profile/collect.h"
 #include "profile/profiler.h"
 #include "profile/static_profile.h"
 #include "propose/param_space.h"
@@ -172,6 +174,11 @@ class Optimizer::Loop {
           [this](const std::string& source, const std::string& name) { return Materialize(source, name); });
   }
 
+  ~Loop() {
+    for (auto& [node, f] : counters_pending_)
+      if (f.valid()) f.wait();  // the jobs borrow the task and tools_
+  }
+
   Result<OptimizeResult> Start();
   Result<OptimizeResult> Continue(const std::vector<RunNodeRecord>& nodes, const std::vector<RunEventRecord>& events);
 
@@ -188,6 +195,14 @@ class Optimizer::Loop {
                     const Evaluation* e, const std::string& object_sha);
   void Analyze(const Evaluation& e, NodeData* n) const;
   Status MaybePromote(int64_t node);
+  // Counter profiles of new bests (opts_.counters): RequestCounters queues node's profile on the
+  // executor; CollectCounters applies those finished — waiting for `wait_for`'s, or for all — and
+  // records each as event `counters`; ApplyCounters puts a recorded profile's findings and class
+  // on the node (also on resume).
+  bool CountersWanted() const;
+  void RequestCounters(int64_t node);
+  Status CollectCounters(std::optional<int64_t> wait_for, bool wait_all = false);
+  void ApplyCounters(int64_t node, const json& payload);
   Status Event(const std::string& kind, json payload);
   ProposalContext ContextFor(int64_t node);
   // The skill cards retrieval offers for node `n` (none with --skills off or no library).
@@ -229,7 +244,114 @@ class Optimizer::Loop {
   // Expansions kept in flight: opts_.pipeline_depth, or (0: adaptive) grown by NextPipelineDepth.
   int depth_ = opts_.pipeline_depth > 0 ? opts_.pipeline_depth : kMinAutoPipelineDepth;
   std::unique_ptr<ExecutorFootprints> footprints_;  // null: none (--footprints off, not cuda)
+  std::map<int64_t, std::future<EvalJobResult>> counters_pending_;  // by node
+  std::set<int64_t> counters_done_;     // nodes whose counter profile was recorded (or failed)
+  std::string counters_off_;            // why counter profiles stopped for this run ("" = they did not)
+  const std::string ncu_ = FindOnPath("ncu");
+  int counter_profiles_ = 0;
+  double counters_s_ = 0;
 };
+
+namespace {
+
+std::vector<Finding> FindingsFromJson(const json& a) {
+  std::vector<Finding> out;
+  if (!a.is_array()) return out;
+  for (const auto& f : a) {
+    Finding fd;
+    fd.id = f.value("id", "");
+    fd.severity = f.value("severity", 0.0);
+    fd.guidance = f.value("guidance", "");
+    fd.evidence = f.value("evidence", json::object());
+    fd.skills = f.value("skills", std::vector<std::string>{});
+    out.push_back(fd);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool Optimizer::Loop::CountersWanted() const {
+  return opts_.counters && opts_.replay.empty() && o_.task_.backend == Backend::kCuda && counters_off_.empty();
+}
+
+void Optimizer::Loop::RequestCounters(int64_t node) {
+  if (!CountersWanted() || counters_done_.count(node) || counters_pending_.count(node)) return;
+  const NodeData& n = data_.at(node);
+  EvalJob job;
+  job.task = &o_.task_;
+  job.source = n.path;
+  job.params = n.params;
+  job.options = BaseEvalOptions();
+  // One workload, as `kpilot profile` does by default: the run's last (usually the largest).
+  job.options.workloads = {opts_.workloads.empty() ? o_.task_.workloads.back().name : opts_.workloads.back()};
+  job.counter_tools = &tools_;
+  job.counters.ncu_path = ncu_;
+  counters_pending_[node] = o_.executor_.Submit(std::move(job));
+}
+
+void Optimizer::Loop::ApplyCounters(int64_t node, const json& payload) {
+  auto it = data_.find(node);
+  if (it == data_.end() || payload.contains("error")) return;
+  NodeData& n = it->second;
+  n.findings = FindingsFromJson(payload.value("findings", json::array()));
+  if (!payload.value("bottleneck", "").empty()) n.bottleneck = payload.value("bottleneck", "");
+  json m = n.metrics.empty() ? json::object() : json::parse(n.metrics, nullptr, false);
+  if (!m.is_object()) m = json::object();
+  m["bottleneck"] = n.bottleneck;
+  json counters = json::object();
+  for (const auto& k : payload.value("kernels", json::array()))
+    if (k.contains("metrics")) counters[k.value("kernel", "")] = k["metrics"];
+  m["counters"] = counters;
+  n.metrics = m.dump();
+}
+
+Status Optimizer::Loop::CollectCounters(std::optional<int64_t> wait_for, bool wait_all) {
+  for (auto it = counters_pending_.begin(); it != counters_pending_.end();) {
+    const bool ready = it->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    if (!ready && !wait_all && wait_for != it->first) {
+      ++it;
+      continue;
+    }
+    const int64_t node = it->first;
+    EvalJobResult r = it->second.get();
+    it = counters_pending_.erase(it);
+    counters_done_.insert(node);
+    json payload = {{"node", node}};
+    Status why = !r.status.ok()            ? r.status
+                 : r.counters              ? Status::Ok()
+                 : !r.counters_status.ok() ? r.counters_status
+                                           : Status::Internal("the executor returned no counter profile");
+    if (!why.ok()) {
+      payload["error"] = why.message();
+      // A profiler that cannot run here (no CUPTI counters and no ncu, no permission) will not
+      // run for the next best either: the run goes on with static findings.
+      if (why.code() == StatusCode::kUnavailable) {
+        counters_off_ = why.message();
+        payload["counters_off"] = true;
+      }
+      KPILOT_RETURN_IF_ERROR(Event("counters", payload));
+      continue;
+    }
+    const CounterProfile& cp = *r.counters;
+    json findings = json::array(), kernels = json::array();
+    for (const auto& f : AllFindings(cp.reports)) findings.push_back(ToJson(f));
+    for (const auto& k : cp.reports) kernels.push_back(ToJson(k, true));
+    payload["profiler"] = cp.profiler;
+    payload["version"] = cp.version;
+    payload["wall_s"] = r.counters_s;
+    payload["bottleneck"] = cp.reports.empty() ? "" : std::string(BottleneckName(cp.reports.front().roofline.result));
+    payload["stage1"] = std::string(BottleneckName(cp.stage1));
+    payload["findings"] = findings;
+    payload["kernels"] = kernels;
+    if (!cp.fallback_note.empty()) payload["note"] = cp.fallback_note;
+    ApplyCounters(node, payload);
+    ++counter_profiles_;
+    counters_s_ += r.counters_s;
+    KPILOT_RETURN_IF_ERROR(Event("counters", payload));
+  }
+  return Status::Ok();
+}
 
 Status Optimizer::Loop::Event(const std::string& kind, json payload) {
   auto seq = o_.store_.AddRunEvent(run_id_, kind, payload.dump());
@@ -530,7 +652,9 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
   if (incumbent_ < 0) {
     incumbent_ = node;
     since_promotion_ = 0;
-    return Event("promote", {{"node", node}, {"speedup", c.speedup}, {"reason", "first passing candidate"}});
+    KPILOT_RETURN_IF_ERROR(Event("promote", {{"node", node}, {"speedup", c.speedup}, {"reason", "first passing candidate"}}));
+    RequestCounters(node);
+    return Status::Ok();
   }
   const NodeData& inc = data_.at(incumbent_);
   if (c.speedup <= inc.speedup) return Status::Ok();
@@ -557,7 +681,9 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
   if (!accept) return Event("reject", payload);
   incumbent_ = node;
   since_promotion_ = 0;
-  return Event("promote", payload);
+  KPILOT_RETURN_IF_ERROR(Event("promote", payload));
+  RequestCounters(node);
+  return Status::Ok();
 }
 
 Result<OptimizeResult> Optimizer::Loop::Start() {
@@ -637,15 +763,7 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
         EvidenceFromJson(j, &n.verdict_summary, &n.verdict_evidence, &n.metrics);
         tree_speedup = j.value("tree_speedup", 0.0);
         if (j.contains("object_sha")) seen_binaries_.insert(j["object_sha"].get<std::string>());
-        for (const auto& f : j.value("findings", json::array())) {
-          Finding fd;
-          fd.id = f.value("id", "");
-          fd.severity = f.value("severity", 0.0);
-          fd.guidance = f.value("guidance", "");
-          fd.evidence = f.value("evidence", json::object());
-          fd.skills = f.value("skills", std::vector<std::string>{});
-          n.findings.push_back(fd);
-        }
+        n.findings = FindingsFromJson(j.value("findings", json::array()));
       }
     }
     auto path = Materialize(n.source, n.source_name);
@@ -672,6 +790,11 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
     if ((e.kind == "promote" || e.kind == "reject") && p.is_object()) decided.insert(p.value("node", -1));
     if (e.kind == "promote" && p.is_object()) incumbent_ = p.value("node", incumbent_);
     if (e.kind == "duplicate" && p.is_object()) evaluated_proposals.insert(p.value("proposal", -1));
+    if (e.kind == "counters" && p.is_object()) {
+      ApplyCounters(p.value("node", int64_t{-1}), p);
+      counters_done_.insert(p.value("node", int64_t{-1}));
+      if (p.value("counters_off", false)) counters_off_ = p.value("error", "");
+    }
     if (e.kind == "proposal" && p.is_object() && p.value("parent", -1) >= 0) pending.push_back({e.seq, p});
     if (e.kind == "generator_failure" && p.is_object())
       memory_.Record({-1, p.value("parent", -1), p.value("summary", ""), "", "no_candidate", 0, 0, p.value("reason", "")});
@@ -688,6 +811,8 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
   // A kill between a node's record and its promotion decision: decide now, in order.
   for (const auto& r : nodes)
     if (!decided.count(r.node)) KPILOT_RETURN_IF_ERROR(MaybePromote(r.node));
+  // A kill between a promotion and its counter profile: profile the incumbent again.
+  if (incumbent_ >= 0) RequestCounters(incumbent_);
   for (const auto& [seq, p] : pending) {
     if (evaluated_proposals.count(seq) || evaluations_ >= opts_.budget) continue;
     Draft d;
@@ -768,6 +893,12 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       if (!sel) {
         if (in_flight.empty()) stop = "exhausted";
         break;  // results in flight may open new nodes
+      }
+      // A node's drafts see its counter profile: wait for the selected node's, apply any other
+      // that finished.
+      if (Status st = CollectCounters(*sel); !st.ok()) {
+        drain();
+        return st;
       }
       auto drafts = o_.proposer_.Propose(ContextFor(*sel)).get();
       Status spent = RecordSpend();
@@ -891,6 +1022,9 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
           (data_.at(best).joules <= 0 || n.joules < data_.at(best).joules))
         best = id;
   }
+  KPILOT_RETURN_IF_ERROR(CollectCounters(std::nullopt, true));
+  res.counter_profiles = counter_profiles_;
+  res.counters_s = counters_s_;
   const NodeData& b = data_.at(best);
   res.best_node = best;
   res.best_params = b.params;

@@ -70,6 +70,12 @@ struct OptimizeOptions {
   // Compile footprints for the params generator's model (proposer.h, FootprintProbe): cuda tasks
   // only; false (`--footprints off`) for ablations. Runs stored before it existed had none.
   bool footprints = true;
+  // Counter profiles of new bests: each promoted node's kernels are profiled with the counters
+  // of its class's tools (CUPTI, else ncu) on the evaluation queue, and its findings replace the
+  // static ones before its next expansion (docs/search.md). Live cuda runs only (a replay's space
+  // stores no counters); false (`--counters off`) steers by static findings alone. Runs stored
+  // before it existed had none.
+  bool counters = true;
   int device = 0;                                // CUDA device index evaluations run on (kpilot bench spreads problems)
   std::vector<std::string> workloads;   // empty = all
   std::string arch;                     // cuda target
@@ -117,6 +123,8 @@ struct OptimizeResult {
   std::string stop_reason;
   int evaluations = 0;                  // candidate evaluations (promotion checks not counted)
   int promotion_checks = 0;
+  int counter_profiles = 0;             // new bests profiled with counters (OptimizeOptions::counters)
+  double counters_s = 0;                // seconds those profiles held the GPU
   int duplicates = 0;                   // drafts whose binary was evaluated already
   GeneratorSpend spend;                 // the generator's tokens and dollars over the whole run
   int64_t best_node = 0;

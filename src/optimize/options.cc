@@ -81,6 +81,7 @@ json ToJson(const OptimizeOptions& o) {
           {"tools", ToolsModeName(o.tools)},
           {"memory", o.memory},
           {"footprints", o.footprints},
+          {"counters", o.counters},
           {"device", o.device},
           {"timing", std::string(TimingModeName(o.timing))},
           {"workloads", o.workloads},
@@ -131,6 +132,7 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.tools = *tools;
     o.memory = j.value("memory", true);
     o.footprints = j.value("footprints", false);
+    o.counters = j.value("counters", false);
     o.device = j.value("device", 0);
     auto timing = ParseTimingMode(j.value("timing", "default"));
     if (!timing) return Status::InvalidInput("stored run options: unknown timing procedure");

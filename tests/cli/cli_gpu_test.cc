@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -66,6 +67,38 @@ TEST_F(CliGpu, CuptiCountersAgreeWithNcu) {
   EXPECT_EQ(n["roofline"].value("class", ""), k["roofline"].value("class", ""));
   double ncu_dram = n["metrics"].value("dram__throughput.avg.pct_of_peak_sustained_elapsed", -1.0);
   EXPECT_NEAR(dram, ncu_dram, 10.0) << "cupti " << dram << "% vs ncu " << ncu_dram << "%";
+}
+
+// kpilot optimize profiles each new best with counters on the evaluation queue, and the drafts
+// from it see those findings (docs/search.md, "Counter profiles of new bests").
+TEST_F(CliGpu, OptimizeProfilesEachNewBestWithCounters) {
+  const fs::path task = kSource / "examples/cuda/transpose";
+  auto r = Kpilot({"optimize", task.string(), "--from", (task / "candidates/smem_tiled.cu").string(), "--budget", "6",
+                   "--workload", "8192x8192", "--json", "--store", (dir_->path() / "store").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_GE(j.value("counter_profiles", 0), 1) << r.out;
+  EXPECT_GT(j.value("counters_s", 0.0), 0.0);
+  std::vector<nlohmann::json> profiles;
+  std::istringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);) {
+    auto e = nlohmann::json::parse(line, nullptr, false);
+    if (!e.is_discarded() && e.is_object() && e.value("event", "") == "counters") profiles.push_back(e);
+  }
+  ASSERT_FALSE(profiles.empty()) << r.err;
+  const auto& first = profiles.front();
+  EXPECT_EQ(first.value("node", -1), 0) << first.dump(1);  // the start is the first best
+  EXPECT_FALSE(first.contains("error")) << first.dump(1);
+  EXPECT_TRUE(first.value("profiler", "") == "cupti" || first.value("profiler", "") == "ncu") << first.dump(1);
+  ASSERT_FALSE(first["kernels"].empty());
+  const auto& k = first["kernels"][0];
+  double dram = k["metrics"].value("dram__throughput.avg.pct_of_peak_sustained_elapsed", -1.0);
+  EXPECT_GT(dram, 1.0) << k.dump(1);
+  EXPECT_LE(dram, 100.5);
+  std::cout << "counter profiles: " << profiles.size() << ", first: " << first.value("profiler", "") << " "
+            << first.value("wall_s", 0.0) << " s, " << first.value("bottleneck", "") << ", "
+            << first["findings"].size() << " findings; busy share " << j.value("busy_share", 0.0) << "\n";
 }
 
 TEST_F(CliGpu, CalibrateMeasuresCeilings) {

@@ -1,0 +1,84 @@
+// A kernel profile of one passing candidate, after it was timed: the side-effecting half of
+// profiling (the pure half is profiler.h). Stage 1 classes the candidate from its evaluation —
+// time, calibration, launch trace — and selects the tools for that class; stage 2 collects only
+// the counters those tools need, in-process through CUPTI's range profiler or under ncu (both need
+// the GPU to themselves), and runs the tools on every kernel.
+//
+// `kpilot profile` and the optimizer's profiling step (each new best's counters, through the
+// executor's GPU queue) share it.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/subprocess.h"
+#include "harness/harness.h"
+#include "profile/profiler.h"
+#include "profile/static_profile.h"
+#include "runner/cupti_trace.h"
+
+namespace kpilot {
+
+struct CounterProfileOptions {
+  std::string profiler = "auto";  // auto (CUPTI, else ncu) | cupti | ncu
+  std::string ncu_path;           // "" = no ncu on this machine
+  std::string ncu_set;            // ncu collects this section set (e.g. "full") instead of the tools' metrics
+  std::string replay = "user";    // how CUPTI repeats multi-pass metrics: user (call again) | kernel
+  bool all_tools = false;         // every tool, not only those for the stage-1 class
+  int sm_count = 0;               // the device's; 0 = from the evaluation's runner report
+};
+
+// What one counter profile gave.
+struct CounterProfile {
+  std::vector<KernelReport> reports;  // one per kernel of the candidate, findings ranked
+  Bottleneck stage1 = Bottleneck::kUnknown;  // the class the counters were chosen for
+  std::string profiler;               // "cupti" | "ncu"
+  std::string version;                // ncu version or CUPTI chip
+  std::string fallback_note;          // why ncu replaced CUPTI under "auto" ("" = it did not)
+  std::string raw;                    // ncu's CSV, or the counters as JSON
+  double wall_s = 0;                  // the profiler's own process
+  double time_ms = 0;                 // the candidate's median (stage 1's time)
+  nlohmann::json info = nlohmann::json::object();
+};
+
+// Facts every kernel's context shares: the task's (precision, GEMM shape), the workload's minimum
+// bytes, the device's limits and SM count.
+ProfileContext SharedProfileContext(const Task& task, const Workload& workload, const std::string& arch, int sm_count);
+
+// Stage 1's roofline input from a passing evaluation (time, calibration) and the facts of its
+// last traced call (kernels, memcpys, syncs, launch gaps) copied into `shared`; `trace` receives
+// that call's launch trace (empty when the evaluation traced none).
+RooflineInput StageOneInput(const Workload& workload, const Evaluation& e, ProfileContext* shared, LaunchTrace* trace);
+
+// ncu's launch__ metrics and theoretical occupancy from a launch trace, for the first launch of
+// each kernel (by mangled name): the CUPTI path reads these from the trace, not the counters.
+std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace, const SmLimits* limits, int sm_count);
+
+// One report per kernel of `statics`: its static profile, the launch shape from `launch`, the
+// `measured` counters (matched by kernel name) and the class they give, then the tools. With no
+// counters this is the static profile's report. `block` is the occupancy's block size when the
+// launch does not say.
+std::vector<KernelReport> AnalyzeKernels(const std::vector<KernelStaticProfile>& statics, const ProfileContext& shared,
+                                         const RooflineInput& base, const std::vector<KernelMetrics>& measured,
+                                         const std::map<std::string, MetricMap>& launch,
+                                         const std::vector<std::unique_ptr<Tool>>& tools, bool all_tools,
+                                         std::optional<Bottleneck> stage1, int block);
+
+// The kernel profile of `e`, a passing evaluation of `task` at `options` (its compile object is
+// profiled, on `workload`): Unavailable when no profiler can run (CUPTI failed and no ncu), the
+// runner's or ncu's failure otherwise.
+Result<CounterProfile> ProfileWithCounters(ProcessRunner& processes, const std::filesystem::path& runner_exe,
+                                           const Task& task, const Workload& workload, const EvalOptions& options,
+                                           const Evaluation& e, const std::vector<std::unique_ptr<Tool>>& tools,
+                                           const CounterProfileOptions& opt);
+
+// The findings of every report, highest severity first.
+std::vector<Finding> AllFindings(const std::vector<KernelReport>& reports);
+
+}  // namespace kpilot

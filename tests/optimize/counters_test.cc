@@ -1,0 +1,252 @@
+// Counter profiles of new bests in the optimize loop, with test doubles: an executor that
+// answers counter jobs with a scripted profile (or a scripted failure) and a proposer that records
+// what each expansion saw. The real collection (CUPTI / ncu through kpilot-runner) is checked on
+// the GPU by cli_gpu_test and optimize_gpu_test.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <map>
+
+#include "core/fs.h"
+#include "optimize/optimizer.h"
+#include "task/loader.h"
+#include "test_paths.h"
+
+namespace kpilot {
+namespace {
+
+class CountersExecutor : public Executor {
+ public:
+  // Speedup over the baseline by the draft's "V" param ("root" without one); every paired check
+  // promotes.
+  explicit CountersExecutor(std::map<std::string, double> speedups) : speedups_(std::move(speedups)) {}
+  std::future<EvalJobResult> Submit(EvalJob job) override {
+    EvalJobResult r;
+    std::string v = job.params.count("V") ? job.params.at("V") : "root";
+    r.object_sha = "sha-" + v;
+    if (job.admit && !job.admit(r.object_sha)) r.skipped = true;
+    Evaluation& e = r.evaluation;
+    e.verdict.kind = VerdictKind::kPassed;
+    const bool paired = job.options.baseline_source.has_value();
+    e.speedup_geomean = paired ? 1.2 : speedups_.at(v);
+    e.speedup_geomean_ci = paired ? Interval{1.1, 1.3} : Interval{e.speedup_geomean * 0.99, e.speedup_geomean * 1.01};
+    if (job.counter_tools) {
+      counter_jobs.push_back(v);
+      workloads.push_back(job.options.workloads);
+      if (!failure.ok()) {
+        r.counters_status = failure;
+      } else {
+        CounterProfile cp;
+        cp.profiler = "cupti";
+        KernelReport k;
+        k.kernel = "Kernel" + v;
+        k.roofline.result = Bottleneck::kMemory;
+        Finding f;
+        f.id = "uncoalesced-" + v;
+        f.severity = 0.9;
+        f.guidance = "make the loads of " + v + " coalesced";
+        k.findings.push_back(f);
+        k.context.metrics["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 42;
+        cp.reports.push_back(k);
+        r.counters = cp;
+        r.counters_s = 0.5;
+      }
+    }
+    // A counter profile is not ready until someone waits for it (a deferred future), as a real
+    // one still on the GPU would not be.
+    if (job.counter_tools) return std::async(std::launch::deferred, [r = std::move(r)]() mutable { return std::move(r); });
+    std::promise<EvalJobResult> p;
+    p.set_value(std::move(r));
+    return p.get_future();
+  }
+  double BusySeconds() const override { return 0; }
+  double ElapsedSeconds() const override { return 1; }
+
+  std::vector<std::string> counter_jobs;
+  std::vector<std::vector<std::string>> workloads;
+  Status failure = Status::Ok();
+
+ private:
+  std::map<std::string, double> speedups_;
+};
+
+// Drafts V=values in order, one per expansion; records each expansion's parent and its findings.
+class RecordingProposer : public Proposer {
+ public:
+  explicit RecordingProposer(std::vector<std::string> values, size_t fail_after = 1000)
+      : values_(std::move(values)), fail_after_(fail_after) {}
+  std::string name() const override { return "recording"; }
+  std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
+    std::promise<Result<std::vector<Draft>>> p;
+    std::vector<std::string> ids;
+    for (const auto& f : ctx.findings) ids.push_back(f.id);
+    seen.push_back({ctx.parent_node, ids, ctx.bottleneck, ctx.parent_metrics});
+    if (seen.size() > fail_after_) {
+      p.set_value(Status::Internal("the generator broke"));
+      return p.get_future();
+    }
+    std::vector<Draft> out;
+    if (next_ < values_.size()) {
+      Draft d;
+      d.source = ctx.parent_source;
+      d.source_name = ctx.parent_source_name;
+      d.params = {{"V", values_[next_++]}};
+      d.summary = "V=" + d.params["V"];
+      out.push_back(d);
+    }
+    p.set_value(std::move(out));
+    return p.get_future();
+  }
+  struct Seen {
+    int64_t parent;
+    std::vector<std::string> findings;
+    std::string bottleneck, metrics;
+  };
+  std::vector<Seen> seen;
+
+ private:
+  std::vector<std::string> values_;
+  size_t next_ = 0, fail_after_;
+};
+
+class Collect : public ProgressSink {
+ public:
+  void Event(const nlohmann::json& e) override { events.push_back(e); }
+  std::vector<nlohmann::json> Of(const std::string& kind) const {
+    std::vector<nlohmann::json> out;
+    for (const auto& e : events)
+      if (e.value("event", "") == kind) out.push_back(e);
+    return out;
+  }
+  std::vector<nlohmann::json> events;
+};
+
+struct Fixture {
+  TempDir dir;
+  std::unique_ptr<Store> store;
+  Task task;
+  OptimizeOptions options;
+};
+
+Fixture Make(const std::string& example, const std::string& from) {
+  auto dir = TempDir::Create("kpilot-counters-");
+  EXPECT_TRUE(dir.ok());
+  auto store = Store::Open(dir->path());
+  EXPECT_TRUE(store.ok());
+  auto task = LoadTask(testing::SourceDir() / "examples" / example);
+  EXPECT_TRUE(task.ok());
+  Fixture f{std::move(*dir), std::move(*store), std::move(*task), {}};
+  f.options.task_dir = f.task.dir.string();
+  f.options.from = (f.task.dir / "candidates" / from).string();
+  f.options.budget = 4;
+  f.options.search.policy = Policy::kGreedy;
+  f.options.footprints = false;
+  f.options.pipeline_depth = 1;  // one expansion at a time: the order below is exact
+  return f;
+}
+
+TEST(Counters, EachNewBestIsProfiledAndItsDraftsSeeTheFindings) {
+  Fixture f = Make("cuda/vector_add", "vector_grid_stride.cu");
+  CountersExecutor exec({{"root", 1.0}, {"a", 1.5}, {"b", 2.0}});
+  RecordingProposer proposer({"a", "b"});
+  Collect progress;
+  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  auto res = optimizer.Run(f.options);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  // The root (first passing), then a and b, each promoted once.
+  EXPECT_EQ(exec.counter_jobs, (std::vector<std::string>{"root", "a", "b"}));
+  EXPECT_EQ(res->counter_profiles, 3);
+  EXPECT_DOUBLE_EQ(res->counters_s, 1.5);
+  // One workload per profile: the task's last.
+  for (const auto& w : exec.workloads) EXPECT_EQ(w, (std::vector<std::string>{f.task.workloads.back().name}));
+  // Each expansion was proposed from the newest best, after its counters arrived.
+  ASSERT_GE(proposer.seen.size(), 2u);
+  EXPECT_EQ(proposer.seen[0].parent, 0);
+  EXPECT_EQ(proposer.seen[0].findings, (std::vector<std::string>{"uncoalesced-root"}));
+  EXPECT_EQ(proposer.seen[0].bottleneck, "memory-bound");
+  EXPECT_NE(proposer.seen[0].metrics.find("dram__throughput"), std::string::npos) << proposer.seen[0].metrics;
+  EXPECT_EQ(proposer.seen[1].parent, 1);
+  EXPECT_EQ(proposer.seen[1].findings, (std::vector<std::string>{"uncoalesced-a"}));
+  auto recorded = progress.Of("counters");
+  ASSERT_EQ(recorded.size(), 3u);
+  EXPECT_EQ(recorded[0].value("node", -1), 0);
+  EXPECT_EQ(recorded[0].value("profiler", ""), "cupti");
+  EXPECT_EQ(recorded[0]["findings"][0].value("id", ""), "uncoalesced-root");
+  EXPECT_EQ(recorded[0]["kernels"][0].value("kernel", ""), "Kernelroot");
+}
+
+// The counter jobs a two-node run with `f`'s options submits.
+std::vector<std::string> CounterJobsOf(Fixture& f) {
+  CountersExecutor exec({{"root", 1.0}, {"a", 1.5}});
+  RecordingProposer proposer({"a"});
+  Collect progress;
+  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  EXPECT_TRUE(optimizer.Run(f.options).ok());
+  EXPECT_EQ(progress.Of("counters").size(), exec.counter_jobs.size());
+  return exec.counter_jobs;
+}
+
+TEST(Counters, OffHostTasksAndReplaysAskForNone) {
+  Fixture on = Make("cuda/vector_add", "vector_grid_stride.cu");
+  EXPECT_EQ(CounterJobsOf(on), (std::vector<std::string>{"root", "a"}));
+  Fixture off = Make("cuda/vector_add", "vector_grid_stride.cu");
+  off.options.counters = false;
+  EXPECT_TRUE(CounterJobsOf(off).empty());
+  Fixture host = Make("host/saxpy", "omp_simd.cpp");
+  EXPECT_TRUE(CounterJobsOf(host).empty());
+  Fixture replay = Make("cuda/vector_add", "vector_grid_stride.cu");
+  replay.options.replay = "space.json";  // the executor double serves it; a space stores no counters
+  EXPECT_TRUE(CounterJobsOf(replay).empty());
+}
+
+TEST(Counters, AProfilerThatCannotRunHereIsAskedOnceAndTheRunGoesOn) {
+  Fixture f = Make("cuda/vector_add", "vector_grid_stride.cu");
+  CountersExecutor exec({{"root", 1.0}, {"a", 1.5}, {"b", 2.0}});
+  exec.failure = Status::Unavailable("CUPTI counters unavailable and no ncu on PATH");
+  RecordingProposer proposer({"a", "b"});
+  Collect progress;
+  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  auto res = optimizer.Run(f.options);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(exec.counter_jobs, (std::vector<std::string>{"root"}));
+  EXPECT_EQ(res->counter_profiles, 0);
+  EXPECT_EQ(res->best_params.at("V"), "b");
+  auto recorded = progress.Of("counters");
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_NE(recorded[0].value("error", "").find("no ncu"), std::string::npos);
+  EXPECT_TRUE(recorded[0].value("counters_off", false));
+  EXPECT_TRUE(proposer.seen[0].findings.empty());  // static findings only (none for a scripted eval)
+}
+
+TEST(Counters, AResumedRunKeepsRecordedProfilesAndProfilesNothingTwice) {
+  Fixture f = Make("cuda/vector_add", "vector_grid_stride.cu");
+  f.options.budget = 5;
+  int64_t run = 0;
+  {
+    CountersExecutor exec({{"root", 1.0}, {"a", 1.5}, {"b", 2.0}});
+    RecordingProposer proposer({"a", "b"}, /*fail_after=*/1);  // the second expansion fails the run
+    Collect progress;
+    Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+    auto res = optimizer.Run(f.options);
+    ASSERT_FALSE(res.ok());
+    EXPECT_EQ(exec.counter_jobs, (std::vector<std::string>{"root", "a"}));
+    auto runs = f.store->ListRuns();
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 1u);
+    run = runs->front().id;
+  }
+  CountersExecutor exec({{"root", 1.0}, {"a", 1.5}, {"b", 2.0}});
+  RecordingProposer proposer({"b"});
+  Collect progress;
+  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  auto res = optimizer.Resume(run);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  // Node 1 (a) is the incumbent; its recorded profile steers the first expansion after the resume.
+  ASSERT_FALSE(proposer.seen.empty());
+  EXPECT_EQ(proposer.seen[0].parent, 1);
+  EXPECT_EQ(proposer.seen[0].findings, (std::vector<std::string>{"uncoalesced-a"}));
+  EXPECT_EQ(exec.counter_jobs, (std::vector<std::string>{"b"}));
+}
+
+}  // namespace
+}  // namespace kpilot
