@@ -34,6 +34,15 @@ def main() -> int:
         print(f"  node {e.get('node')}: {e.get('profiler')} {e.get('wall_s', 0):.2f} s, "
               f"{e.get('stage1')} -> {e.get('bottleneck')}; findings: {ids or 'none'}")
     drafts = [e for e in events if e.get("event") == "evaluated"]
+    # Drafts steered by a finding that only a counter profile gave (absent from every node's
+    # static top finding): their summaries name it.
+    counter_ids = {f.get("id") for e in events if e.get("event") == "counters" for f in e.get("findings", [])}
+    static_ids = {d.get("finding") for d in drafts}
+    for d in drafts:
+        named = [i for i in counter_ids - static_ids if i and i in d.get("summary", "")]
+        if named:
+            print(f"  node {d.get('node')} <- {d.get('parent')}: {d.get('summary', '')[:160]}  "
+                  f"-> {d.get('speedup', 0):.3f}x")
     print(f"  evaluations {res.get('evaluations')}, counter profiles {res.get('counter_profiles')} "
           f"({res.get('counters_s', 0):.2f} s), busy share {res.get('busy_share', 0):.3f}, "
           f"final {res['final'].get('speedup_geomean', 0):.3f}x, best {res.get('best_params')}, "

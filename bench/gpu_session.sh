@@ -41,12 +41,13 @@ for step in $steps; do
                 "$OUT/footprints_$fp.json"
             done 2>&1 | tee "$OUT/footprints.txt" ;;
     counters) # Counter profiles of new bests (docs/search.md): the same live optimize with --counters on and off.
-            for t in ${CT_TASKS:-transpose sgemm}; do for c in on off; do
-              timeout 200 $K optimize examples/cuda/$t --budget ${BUDGET:-16} --counters $c --json \
+            for t in ${CT_TASKS:-transpose sgemm}; do for c in ${CT_MODES:-on off}; do
+              timeout ${CT_TIMEOUT:-200} $K optimize examples/cuda/$t --budget ${BUDGET:-16} --counters $c --json \
                 --store /tmp/kp-ct-$t-$c > "$OUT/counters_${t}_$c.json" 2> "$OUT/counters_${t}_$c.events"
               echo "$t --counters $c: exit $?"
               python3 bench/counters_summary.py "$OUT/counters_${t}_$c.json" "$OUT/counters_${t}_$c.events"
-            done; done 2>&1 | tee "$OUT/counters.txt" ;;
+            done; done 2>&1 | tee "$OUT/counters.txt"
+            (cd "$OUT" && tar czf counters_runs.tgz counters_*.json counters_*.events && rm -f counters_*.json counters_*.events) ;;
     gputests) timeout 300 .stage/bin/cli_gpu_test 2>&1 | tee "$OUT/cli_gpu_test.txt" | tail -40
               [[ -x .stage/bin/sweep_gpu_test ]] && timeout 300 .stage/bin/sweep_gpu_test 2>&1 | tail -20 ;;
     sweep) timeout 500 $K sweep bench/spaces/sgemm_space bench/spaces/sgemm_space/candidates/tiled.cu \

@@ -105,7 +105,8 @@ void LocalExecutor::EvalLoop() {
       const Workload* w = p->job.options.workloads.size() == 1 ? task.FindWorkload(p->job.options.workloads.front())
                                                                : &task.workloads.back();
       if (!e->verdict.passed()) {
-        p->result.counters_status = Status::Unavailable("the candidate did not pass this time: " + e->verdict.summary);
+        // Not Unavailable: the profiler is not at fault, and the next best is profiled as usual.
+        p->result.counters_status = Status::InvalidInput("the candidate did not pass this time: " + e->verdict.summary);
       } else if (!w) {
         p->result.counters_status = Status::InvalidInput("no workload to profile");
       } else {
