@@ -48,6 +48,18 @@ for step in $steps; do
               python3 bench/counters_summary.py "$OUT/counters_${t}_$c.json" "$OUT/counters_${t}_$c.events"
             done; done 2>&1 | tee "$OUT/counters.txt"
             (cd "$OUT" && tar czf counters_runs.tgz counters_*.json counters_*.events && rm -f counters_*.json counters_*.events) ;;
+    devices) # One evaluation queue per GPU: the same live optimize on one GPU and on all of them.
+            for d in 0 all; do
+              t0=$(date +%s.%N)
+              timeout ${DV_TIMEOUT:-240} $K optimize examples/cuda/${DV_TASK:-sgemm} --budget ${BUDGET:-32} --devices $d \
+                --json --store /tmp/kp-dv-$d > "$OUT/devices_$d.json" 2> "$OUT/devices_$d.events"
+              rc=$?; t1=$(date +%s.%N)
+              python3 -c "import json,sys,collections; j=json.load(open(sys.argv[1])); w=float(sys.argv[3].split()[1])-float(sys.argv[3].split()[0])
+ev=[json.loads(l) for l in open(sys.argv[2]) if l.startswith('{')]
+per=collections.Counter(e.get('device') for e in ev if e.get('event')=='evaluated')
+print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evaluations in {w:.1f} s ({60*j[\"evaluations\"]/w:.1f}/min), per GPU {dict(per)}, busy share {j[\"busy_share\"]:.3f}, depth {j[\"pipeline_depth\"]}, final {j[\"final\"][\"speedup_geomean\"]:.3f}x')" \
+                "$OUT/devices_$d.json" "$OUT/devices_$d.events" "$t0 $t1" $d $rc
+            done 2>&1 | tee "$OUT/devices.txt" ;;
     gputests) timeout 300 .stage/bin/cli_gpu_test 2>&1 | tee "$OUT/cli_gpu_test.txt" | tail -40
               [[ -x .stage/bin/sweep_gpu_test ]] && timeout 300 .stage/bin/sweep_gpu_test 2>&1 | tail -20 ;;
     sweep) timeout 500 $K sweep bench/spaces/sgemm_space bench/spaces/sgemm_space/candidates/tiled.cu \

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/cli.h"
 #include "core/fs.h"
@@ -49,6 +50,7 @@ struct OptimizeArgs {
   std::string memory = "on";
   std::string footprints = "on";
   std::string counters = "on";
+  std::string devices = "all";  // GPUs to evaluate on: all (of the first one's model) or indices
 };
 
 // "30m", "90s", "2h", "45" (seconds) → seconds.
@@ -238,7 +240,20 @@ int RunOptimize(const OptimizeArgs& a) {
     if (gpus.empty())
       return Fail(Status::Unavailable("task " + task.name + " needs a GPU (" + why + "); run kpilot optimize on a "
                                       "machine with an NVIDIA GPU"));
-    if (o.arch.empty()) o.arch = gpus.front().Arch();
+    // One exclusive evaluation queue per GPU the run uses (also on resume: the machine decides).
+    auto chosen = ChooseDevices(gpus, a.devices);
+    if (!chosen.ok()) return Fail(chosen.status());
+    if (task.reference.kind == ReferenceKind::kPython && chosen->size() > 1) {
+      // The torch worker is one process on one device.
+      std::cerr << "kpilot: a PyTorch-defined task evaluates through one torch worker: GPU " << chosen->front()
+                << " only\n";
+      chosen->resize(1);
+    }
+    o.devices = *chosen;
+    o.device = chosen->front();
+    if (o.arch.empty())
+      for (const auto& g : gpus)
+        if (g.index == o.device) o.arch = g.Arch();
   }
   bool llm = o.generator.rfind("llm:", 0) == 0;
   if (llm && a.resume == 0 && a.max_cost < 0) {
@@ -275,7 +290,8 @@ int RunOptimize(const OptimizeArgs& a) {
     if (!made.ok()) return Fail(made.status());
     python = std::move(made).value();
     int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    executor = std::make_unique<LocalExecutor>(*toolchain, SystemProcessRunner(), RunnerPath(), threads, python.get());
+    executor = std::make_unique<LocalExecutor>(*toolchain, SystemProcessRunner(), RunnerPath(), threads, python.get(),
+                                               o.devices);
   }
   // Skill cards offered to the generator (docs/skills.md) and their usage statistics.
   std::optional<SkillLibrary> skills;
@@ -293,7 +309,10 @@ int RunOptimize(const OptimizeArgs& a) {
     std::cerr << fmt::format("kpilot: optimizing {} from {} with the {} generator, {} policy, budget {} evaluations\n",
                              task.name, std::filesystem::path(o.from).filename().string(), o.generator,
                              PolicyName(o.search.policy), o.budget)
-              << (o.replay.empty() ? "" : "kpilot: replaying " + o.replay + " (nothing is compiled or run)\n");
+              << (o.replay.empty() ? "" : "kpilot: replaying " + o.replay + " (nothing is compiled or run)\n")
+              << (o.devices.size() > 1 ? fmt::format("kpilot: evaluating on GPUs {}, one queue each\n",
+                                                     fmt::join(o.devices, ","))
+                                       : "");
   auto res = a.resume > 0 ? optimizer.Resume(a.resume) : optimizer.Run(o);
   if (!res.ok()) return Fail(res.status());
 
@@ -307,7 +326,7 @@ int RunOptimize(const OptimizeArgs& a) {
                         {"duplicates", res->duplicates}, {"best_node", res->best_node},
                         {"best_params", res->best_params}, {"exported_to", out_dir},
                         {"busy_share", res->busy_share},  {"pipeline_depth", res->pipeline_depth},
-                        {"counter_profiles", res->counter_profiles}, {"counters_s", res->counters_s}, {"final", ToJson(f)},
+                        {"devices", o.devices}, {"counter_profiles", res->counter_profiles}, {"counters_s", res->counters_s}, {"final", ToJson(f)},
                         {"generator", {{"name", o.generator}, {"requests", res->spend.requests},
                                        {"input_tokens", res->spend.input_tokens}, {"output_tokens", res->spend.output_tokens},
                                        {"cost_usd", res->spend.cost_usd}, {"priced", res->spend.priced},
@@ -327,8 +346,9 @@ int RunOptimize(const OptimizeArgs& a) {
                                t.speedup.ci.hi);
     std::cout << fmt::format("speedup    {:.3f}× over {} (geomean, CI [{:.3f}, {:.3f}])\n", f.speedup_geomean, f.baseline,
                              f.speedup_geomean_ci.lo, f.speedup_geomean_ci.hi);
-    std::cout << fmt::format("pipeline   evaluation queue busy {:.0f}% of the run ({} expansions in flight at the end)\n",
-                             100 * res->busy_share, res->pipeline_depth);
+    std::cout << fmt::format("pipeline   evaluation queue{} busy {:.0f}% of the run ({} expansions in flight at the end)\n",
+                             res->devices > 1 ? fmt::format("s of {} GPUs", res->devices) : "", 100 * res->busy_share,
+                             res->pipeline_depth);
     if (res->counter_profiles > 0)
       std::cout << fmt::format("counters   {} new bests profiled with counters ({:.1f} s of GPU time)\n",
                                res->counter_profiles, res->counters_s);
@@ -388,6 +408,10 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "on | off — profile each new best's kernels with the counters its class's tools need (CUPTI, "
                   "else ncu) and steer its next drafts by those findings (live cuda runs; docs/search.md)")
       ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--devices", a->devices,
+                  "GPUs to evaluate on, one exclusive queue each: all (every GPU of the first one's model) or "
+                  "indices such as 0,1")
       ->capture_default_str();
   cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();
   cmd->add_option("--budget", a->budget, "Candidate evaluations, the starting one included")->capture_default_str();

@@ -2,6 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <set>
+#include <sstream>
+
 namespace kpilot {
 namespace {
 
@@ -97,6 +100,45 @@ std::string GpuInfo::Arch() const { return ArchForComputeCapability(cc_major, cc
 GpuProbe& SystemGpuProbe() {
   static DriverGpuProbe probe;
   return probe;
+}
+
+Result<std::vector<int>> ChooseDevices(const std::vector<GpuInfo>& visible, const std::string& spec) {
+  if (visible.empty()) return Status::Unavailable("no GPU is visible");
+  std::string listed;
+  for (const auto& g : visible) listed += (listed.empty() ? "" : ", ") + std::to_string(g.index) + " (" + g.name + ")";
+  std::vector<int> out;
+  if (spec.empty() || spec == "all") {
+    for (const auto& g : visible)
+      if (g.name == visible.front().name) out.push_back(g.index);
+    return out;
+  }
+  std::set<int> seen;
+  std::string model;
+  std::stringstream in(spec + (spec.back() == ',' ? "," : ""));  // "0," ends with an empty item too
+  for (std::string item; std::getline(in, item, ',');) {
+    size_t used = 0;
+    int index = -1;
+    try {
+      index = std::stoi(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || index < 0)
+      return Status::InvalidInput("--devices " + spec + ": expected all, or GPU indices such as 0,1 (visible: " +
+                                  listed + ")");
+    const GpuInfo* g = nullptr;
+    for (const auto& v : visible)
+      if (v.index == index) g = &v;
+    if (!g) return Status::InvalidInput("--devices " + spec + ": GPU " + item + " is not visible (visible: " + listed + ")");
+    if (!seen.insert(index).second) return Status::InvalidInput("--devices " + spec + ": GPU " + item + " is listed twice");
+    if (!model.empty() && g->name != model)
+      return Status::InvalidInput("--devices " + spec + ": " + model + " and " + g->name +
+                                  " in one run — speedups timed on different models do not compare; list GPUs of one model");
+    model = g->name;
+    out.push_back(index);
+  }
+  if (out.empty()) return Status::InvalidInput("--devices " + spec + ": no GPU listed (visible: " + listed + ")");
+  return out;
 }
 
 }  // namespace kpilot

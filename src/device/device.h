@@ -37,6 +37,12 @@ class GpuProbe {
 
 GpuProbe& SystemGpuProbe();
 
+// The GPUs one run evaluates on (`--devices`), from the visible ones: "all" is every GPU of the
+// first one's model (speedups from different models would not compare), "0,2" those indices.
+// InvalidInput naming the visible GPUs for an index that is not one of them, a repeated index,
+// two models, or a spec that is neither; Unavailable when none is visible. Pure.
+Result<std::vector<int>> ChooseDevices(const std::vector<GpuInfo>& visible, const std::string& spec);
+
 // "sm_90a" for compute capability 9.0 and 10.0/12.0 ("sm_100a", "sm_120a"), else "sm_XY".
 std::string ArchForComputeCapability(int major, int minor);
 

@@ -6,11 +6,12 @@
 namespace kpilot {
 
 LocalExecutor::LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe,
-                             int compile_threads, PythonTaskRunner* python)
+                             int compile_threads, PythonTaskRunner* python, std::vector<int> devices)
     : toolchain_(toolchain), processes_(processes), runner_exe_(runner_exe),
-      evaluator_(toolchain, processes, std::move(runner_exe), python) {
+      evaluator_(toolchain, processes, std::move(runner_exe), python), queues_(std::max<size_t>(1, devices.size())) {
   for (int i = 0; i < std::max(1, compile_threads); ++i) compilers_.emplace_back([this] { CompileLoop(); });
-  evaluator_thread_ = std::thread([this] { EvalLoop(); });
+  if (devices.empty()) devices = {-1};
+  for (int d : devices) evaluators_.emplace_back([this, d] { EvalLoop(d); });
 }
 
 LocalExecutor::~LocalExecutor() {
@@ -21,7 +22,7 @@ LocalExecutor::~LocalExecutor() {
   compile_cv_.notify_all();
   eval_cv_.notify_all();
   for (auto& t : compilers_) t.join();
-  evaluator_thread_.join();
+  for (auto& t : evaluators_) t.join();
 }
 
 std::future<EvalJobResult> LocalExecutor::Submit(EvalJob job) {
@@ -39,6 +40,8 @@ std::future<EvalJobResult> LocalExecutor::Submit(EvalJob job) {
 double LocalExecutor::ElapsedSeconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
+
+int LocalExecutor::Devices() const { return static_cast<int>(queues_); }
 
 double LocalExecutor::BusySeconds() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -82,7 +85,7 @@ void LocalExecutor::CompileLoop() {
   }
 }
 
-void LocalExecutor::EvalLoop() {
+void LocalExecutor::EvalLoop(int device) {
   for (;;) {
     std::unique_ptr<Pending> p;
     {
@@ -94,6 +97,8 @@ void LocalExecutor::EvalLoop() {
       p = std::move(eval_queue_.front());
       eval_queue_.pop_front();
     }
+    if (device >= 0) p->job.options.device = device;
+    p->result.device = device;
     p->result.eval_start_s = ElapsedSeconds();
     auto e = evaluator_.Evaluate(*p->job.task, p->job.source, [&] {
       EvalOptions o = p->job.options;

@@ -2,8 +2,8 @@
 // whether compiles run in parallel or where the GPU is.
 //
 // The local executor is a two-stage pipeline: a pool of compile threads (the CPU cores) feeding
-// one exclusive evaluation queue (for now one device; the host backend needs one too: timing
-// needs the machine to itself). It never runs two evaluations at once.
+// one exclusive evaluation queue per GPU (the host backend has one: timing needs the machine to
+// itself). It never runs two evaluations on one device at once.
 #pragma once
 
 #include <chrono>
@@ -50,6 +50,7 @@ struct EvalJobResult {
   bool compiled = false;               // the source compiled at these params
   std::vector<KernelResources> resources;  // its ptxas report (cuda; empty otherwise)
   double eval_start_s = 0, eval_end_s = 0;  // on the executor's clock (seconds since it started)
+  int device = -1;                     // the GPU its evaluation queue runs on (-1: the job's options.device)
   // With counter_tools: the profile of a passing evaluation, or why there is none.
   std::optional<CounterProfile> counters;
   Status counters_status = Status::Ok();
@@ -60,22 +61,28 @@ class Executor {
  public:
   virtual ~Executor() = default;
   virtual std::future<EvalJobResult> Submit(EvalJob job) = 0;
-  // Seconds the evaluation queue was busy (counter profiles included) / seconds since the
-  // executor started.
+  // Seconds the evaluation queues were busy, summed over them (counter profiles included) /
+  // seconds since the executor started.
   virtual double BusySeconds() const = 0;
   virtual double ElapsedSeconds() const = 0;
+  // Evaluation queues: BusySeconds can reach Devices() × ElapsedSeconds.
+  virtual int Devices() const { return 1; }
 };
 
 class LocalExecutor : public Executor {
  public:
   // `compile_threads` ≥ 1. Toolchain and process runner are borrowed and must be thread-safe
   // (the real ones are); `python` (borrowed, may be null) evaluates tasks with a Python reference.
+  // `devices`: the GPUs to evaluate on, one exclusive queue each; a job goes to the first queue
+  // that is free and runs with options.device set to its GPU (EvalJobResult::device). Empty: one
+  // queue, each job on its own options.device (`kpilot bench` pins a problem to a GPU this way).
   LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe, int compile_threads,
-                PythonTaskRunner* python = nullptr);
+                PythonTaskRunner* python = nullptr, std::vector<int> devices = {});
   ~LocalExecutor() override;  // finishes queued work, then joins
   std::future<EvalJobResult> Submit(EvalJob job) override;
   double BusySeconds() const override;
   double ElapsedSeconds() const override;
+  int Devices() const override;
 
  private:
   struct Pending {
@@ -84,7 +91,7 @@ class LocalExecutor : public Executor {
     EvalJobResult result;
   };
   void CompileLoop();
-  void EvalLoop();
+  void EvalLoop(int device);  // -1: the job's own options.device
 
   Toolchain& toolchain_;
   ProcessRunner& processes_;
@@ -98,7 +105,8 @@ class LocalExecutor : public Executor {
   int compiling_ = 0;
   double busy_s_ = 0;
   std::vector<std::thread> compilers_;
-  std::thread evaluator_thread_;
+  const size_t queues_;
+  std::vector<std::thread> evaluators_;
 };
 
 }  // namespace kpilot

@@ -26,10 +26,11 @@ namespace kpilot {
 // evaluates the current one's, so the evaluation queue does not wait on nvcc. Two keep the tree
 // at most one batch behind its results; the adaptive default (OptimizeOptions::pipeline_depth 0)
 // starts there and goes deeper only while the evaluation queue is measured idle.
-int NextPipelineDepth(int depth, double busy_s, double elapsed_s) {
-  depth = std::max(depth, kMinAutoPipelineDepth);
-  if (elapsed_s <= 0 || depth >= kMaxAutoPipelineDepth) return depth;
-  return busy_s < kAutoPipelineBusyGoal * elapsed_s ? depth + 1 : depth;
+int NextPipelineDepth(int depth, double busy_s, double elapsed_s, int devices) {
+  devices = std::max(1, devices);
+  depth = std::max(depth, MinPipelineDepth(devices));
+  if (elapsed_s <= 0 || depth >= MaxPipelineDepth(devices)) return depth;
+  return busy_s < kAutoPipelineBusyGoal * elapsed_s * devices ? depth + 1 : depth;
 }
 
 namespace {
@@ -242,7 +243,7 @@ class Optimizer::Loop {
   std::map<int64_t, std::vector<std::string>> offered_;
   std::map<std::string, std::string> card_text_;  // SKILL.md text by card id, read once per run
   // Expansions kept in flight: opts_.pipeline_depth, or (0: adaptive) grown by NextPipelineDepth.
-  int depth_ = opts_.pipeline_depth > 0 ? opts_.pipeline_depth : kMinAutoPipelineDepth;
+  int depth_ = opts_.pipeline_depth > 0 ? opts_.pipeline_depth : MinPipelineDepth(o_.executor_.Devices());
   std::unique_ptr<ExecutorFootprints> footprints_;  // null: none (--footprints off, not cuda)
   std::map<int64_t, std::future<EvalJobResult>> counters_pending_;  // by node
   std::set<int64_t> counters_done_;     // nodes whose counter profile was recorded (or failed)
@@ -641,6 +642,7 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
                                              {"skills_applied", d.skills_applied},
                                              {"finding", nd.findings.empty() ? "" : nd.findings.front().id},
                                              {"evaluations", evaluations_}, {"budget", opts_.budget},
+                                             {"device", r.device},
                                              {"best", incumbent_ >= 0 ? data_.at(incumbent_).speedup : 0.0}}));
   KPILOT_RETURN_IF_ERROR(MaybePromote(node));
   return true;
@@ -991,7 +993,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       const double busy = busy1 - busy0, elapsed = elapsed1 - elapsed0;
       busy0 = busy1;
       elapsed0 = elapsed1;
-      int next = NextPipelineDepth(depth_, busy, elapsed);
+      int next = NextPipelineDepth(depth_, busy, elapsed, o_.executor_.Devices());
       if (next != depth_) {
         depth_ = next;
         KPILOT_RETURN_IF_ERROR(Event("pipeline", {{"depth", depth_},
@@ -1011,7 +1013,10 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
   res.promotion_checks = promotion_checks_;
   res.duplicates = duplicates_;
   res.spend = TotalSpend();
-  res.busy_share = o_.executor_.ElapsedSeconds() > 0 ? o_.executor_.BusySeconds() / o_.executor_.ElapsedSeconds() : 0;
+  res.busy_share = o_.executor_.ElapsedSeconds() > 0 ? o_.executor_.BusySeconds() /
+                                                            (o_.executor_.ElapsedSeconds() * o_.executor_.Devices())
+                                                      : 0;
+  res.devices = o_.executor_.Devices();
   res.pipeline_depth = depth_;
   int64_t best = incumbent_ >= 0 ? incumbent_ : 0;
   if (opts_.objective == "energy" && incumbent_ >= 0) {

@@ -4,6 +4,8 @@
 // repeated.
 #pragma once
 
+#include <algorithm>
+
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -77,6 +79,7 @@ struct OptimizeOptions {
   // before it existed had none.
   bool counters = true;
   int device = 0;                                // CUDA device index evaluations run on (kpilot bench spreads problems)
+  std::vector<int> devices;                      // live cuda runs: the GPUs with an evaluation queue each (--devices)
   std::vector<std::string> workloads;   // empty = all
   std::string arch;                     // cuda target
   double eval_timeout_s = 120;
@@ -87,13 +90,17 @@ struct OptimizeOptions {
 };
 
 // Adaptive pipeline depth (OptimizeOptions::pipeline_depth = 0): the depth after a batch during
-// which the evaluation queue was busy `busy_s` of `elapsed_s` seconds (the executor's clock):
-// one more when it was busy less than kAutoPipelineBusyGoal of the time, never more than
-// kMaxAutoPipelineDepth, never less than `depth`.
+// which the evaluation queues were busy `busy_s` (summed) of `elapsed_s` seconds (the executor's
+// clock) on `devices` GPUs: one more when they were busy less than kAutoPipelineBusyGoal of the
+// time, never more than MaxPipelineDepth(devices), never less than `depth`. Each GPU beyond the
+// first adds one expansion in flight at the start and two to the cap, so every queue has a batch
+// to take while the next ones compile.
 inline constexpr int kMinAutoPipelineDepth = 2;
 inline constexpr int kMaxAutoPipelineDepth = 4;
 inline constexpr double kAutoPipelineBusyGoal = 0.8;
-int NextPipelineDepth(int depth, double busy_s, double elapsed_s);
+inline int MinPipelineDepth(int devices) { return kMinAutoPipelineDepth + std::max(0, devices - 1); }
+inline int MaxPipelineDepth(int devices) { return kMaxAutoPipelineDepth + 2 * std::max(0, devices - 1); }
+int NextPipelineDepth(int depth, double busy_s, double elapsed_s, int devices = 1);
 
 nlohmann::json ToJson(const OptimizeOptions& o);
 // Pure: the proposal context as the ablation switches let the generator see it (feedback, tools,
@@ -123,6 +130,7 @@ struct OptimizeResult {
   std::string stop_reason;
   int evaluations = 0;                  // candidate evaluations (promotion checks not counted)
   int promotion_checks = 0;
+  int devices = 1;                      // evaluation queues (GPUs) the run used
   int counter_profiles = 0;             // new bests profiled with counters (OptimizeOptions::counters)
   double counters_s = 0;                // seconds those profiles held the GPU
   int duplicates = 0;                   // drafts whose binary was evaluated already
@@ -132,7 +140,7 @@ struct OptimizeResult {
   std::string best_source;              // the best candidate's source text
   std::string best_source_name;
   Evaluation final;                     // the best, evaluated again against the task's baseline
-  double busy_share = 0;                // evaluation queue busy / wall time
+  double busy_share = 0;                // evaluation queues busy / (wall time × devices)
   int pipeline_depth = 0;               // expansions in flight at the end (adaptive: where it got to)
 };
 

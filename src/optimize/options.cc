@@ -82,6 +82,7 @@ json ToJson(const OptimizeOptions& o) {
           {"memory", o.memory},
           {"footprints", o.footprints},
           {"counters", o.counters},
+          {"devices", o.devices},
           {"device", o.device},
           {"timing", std::string(TimingModeName(o.timing))},
           {"workloads", o.workloads},
@@ -133,6 +134,7 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.memory = j.value("memory", true);
     o.footprints = j.value("footprints", false);
     o.counters = j.value("counters", false);
+    o.devices = j.value("devices", std::vector<int>{});
     o.device = j.value("device", 0);
     auto timing = ParseTimingMode(j.value("timing", "default"));
     if (!timing) return Status::InvalidInput("stored run options: unknown timing procedure");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -99,6 +100,32 @@ TEST_F(CliGpu, OptimizeProfilesEachNewBestWithCounters) {
   std::cout << "counter profiles: " << profiles.size() << ", first: " << first.value("profiler", "") << " "
             << first.value("wall_s", 0.0) << " s, " << first.value("bottleneck", "") << ", "
             << first["findings"].size() << " findings; busy share " << j.value("busy_share", 0.0) << "\n";
+}
+
+// One evaluation queue per GPU (--devices all): with two or more GPUs of one model, a run's
+// evaluations are spread over them; with one, every evaluation is on it.
+TEST_F(CliGpu, OptimizeEvaluatesOnEveryListedGpu) {
+  std::string why;
+  const auto gpus = SystemGpuProbe().List(&why);
+  size_t same_model = 0;
+  for (const auto& g : gpus) same_model += g.name == gpus.front().name;
+  const fs::path task = kSource / "examples/cuda/vector_add";
+  auto r = Kpilot({"optimize", task.string(), "--budget", "10", "--devices", "all", "--counters", "off", "--json",
+                   "--store", (dir_->path() / "store").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["devices"].size(), same_model) << r.out;
+  std::map<int, int> evaluations;
+  std::istringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);) {
+    auto e = nlohmann::json::parse(line, nullptr, false);
+    if (!e.is_discarded() && e.is_object() && e.value("event", "") == "evaluated") ++evaluations[e.value("device", -1)];
+  }
+  for (const auto& [device, n] : evaluations) std::cout << "GPU " << device << ": " << n << " evaluations\n";
+  EXPECT_EQ(evaluations.size(), std::min<size_t>(same_model, 10)) << r.err;
+  EXPECT_FALSE(evaluations.count(-1));
+  EXPECT_LE(j.value("busy_share", 0.0), 1.0);
 }
 
 TEST_F(CliGpu, CalibrateMeasuresCeilings) {

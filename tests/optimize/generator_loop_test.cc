@@ -194,6 +194,17 @@ TEST(PipelineDepth, GrowsByOneWhileTheQueueIsIdleAndStopsAtFour) {
   EXPECT_EQ(NextPipelineDepth(1, 1.0, 1.0), 2) << "kMinAutoPipelineDepth";
 }
 
+TEST(PipelineDepth, EachMoreGpuStartsOneDeeperAndMayGrowTwoMore) {
+  EXPECT_EQ(MinPipelineDepth(1), 2);
+  EXPECT_EQ(MaxPipelineDepth(1), 4);
+  EXPECT_EQ(MinPipelineDepth(2), 3);
+  EXPECT_EQ(MaxPipelineDepth(2), 6);
+  EXPECT_EQ(NextPipelineDepth(2, 2.0, 1.0, 2), 3) << "never below the two-GPU minimum";
+  EXPECT_EQ(NextPipelineDepth(3, 1.5, 1.0, 2), 4) << "busy 1.5 of 2 GPU-seconds is 75%, under the goal";
+  EXPECT_EQ(NextPipelineDepth(3, 1.7, 1.0, 2), 3) << "85% of both";
+  EXPECT_EQ(NextPipelineDepth(6, 0.1, 1.0, 2), 6) << "the two-GPU cap";
+}
+
 TEST_F(GeneratorLoopTest, AnIdleQueueDeepensTheAdaptivePipeline) {
   proposer_.cost = 0;
   o_.pipeline_depth = 0;  // adaptive
