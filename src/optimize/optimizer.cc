@@ -737,7 +737,7 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
                                              {"object_sha", r.object_sha}, {"verdict", data_[id].verdict},
                                              {"speedup", data_[id].speedup}, {"params", ParamsText(root.params, "(defaults)")},
                                              {"summary", root.summary}, {"evaluations", evaluations_},
-                                             {"budget", opts_.budget}}));
+                                             {"budget", opts_.budget}, {"device", r.device}}));
   KPILOT_RETURN_IF_ERROR(MaybePromote(id));
   return Iterate();
 }
