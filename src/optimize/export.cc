@@ -1,3 +1,5 @@
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
@@ -16,9 +18,11 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
   // The reported best: the last "final" event's node, else the last promoted one, else the root.
   int64_t best = (*run)->best_node >= 0 ? (*run)->best_node : 0;
   nlohmann::json final_eval;
+  std::map<int64_t, nlohmann::json> counters;  // counter profiles by node
   for (const auto& e : *events) {
     auto p = nlohmann::json::parse(e.payload_json, nullptr, false);
     if (!p.is_object()) continue;
+    if (e.kind == "counters" && !p.contains("error")) counters[p.value("node", int64_t{-1})] = p;
     if (e.kind == "promote") best = p.value("node", best);
     if (e.kind == "final") {
       best = p.value("node", best);
@@ -43,10 +47,23 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
   }
   KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / node->source_name, baked + *source));
   KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / "params.json", params.dump(2) + "\n"));
-  nlohmann::json evaluation = final_eval;
-  if (evaluation.is_null() && !node->result_blob.empty()) {
+  nlohmann::json recorded;  // the node's own record: its evaluation, class and static findings
+  if (!node->result_blob.empty()) {
     auto r = store.GetBlob(node->result_blob);
-    if (r.ok()) evaluation = nlohmann::json::parse(*r, nullptr, false);
+    if (r.ok()) recorded = nlohmann::json::parse(*r, nullptr, false);
+  }
+  nlohmann::json evaluation = final_eval.is_null() ? recorded : final_eval;
+  // The profile summary: the node's counter profile when it has one, else its static findings.
+  nlohmann::json profile = nlohmann::json::object();
+  const nlohmann::json* from = counters.count(best) ? &counters[best] : recorded.is_object() ? &recorded : nullptr;
+  if (from) {
+    profile["source"] = counters.count(best) ? "counters (" + from->value("profiler", "") + ")" : "static";
+    profile["class"] = from->value("bottleneck", "");
+    if (recorded.is_object()) profile["achieved_fraction"] = recorded.value("achieved_fraction", 0.0);
+    profile["findings"] = nlohmann::json::array();
+    for (const auto& f : from->value("findings", nlohmann::json::array()))
+      profile["findings"].push_back({{"id", f.value("id", "")}, {"severity", f.value("severity", 0.0)},
+                                     {"guidance", f.value("guidance", "")}});
   }
   nlohmann::json report = {
       {"run", run_id},
@@ -60,6 +77,7 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
       {"summary", node->summary},
       {"verdict", evaluation.is_object() ? evaluation["verdict"] : nlohmann::json(node->verdict)},
       {"speedup", evaluation.is_object() ? evaluation.value("speedup_geomean", node->speedup) : node->speedup},
+      {"profile", profile},
       {"speedup_ci", evaluation.is_object() ? evaluation.value("speedup_geomean_ci", nlohmann::json::array())
                                              : nlohmann::json::array()},
       // What it was verified on: the evaluation holds workloads, backend, GPU, driver and toolchain.

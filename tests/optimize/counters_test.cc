@@ -173,6 +173,15 @@ TEST(Counters, EachNewBestIsProfiledAndItsDraftsSeeTheFindings) {
   EXPECT_EQ(recorded[0].value("profiler", ""), "cupti");
   EXPECT_EQ(recorded[0]["findings"][0].value("id", ""), "uncoalesced-root");
   EXPECT_EQ(recorded[0]["kernels"][0].value("kernel", ""), "Kernelroot");
+  // The exported report's profile summary is the best's counter profile.
+  ASSERT_TRUE(ExportRun(*f.store, res->run_id, f.dir.path() / "out").ok());
+  auto report = ReadFile(f.dir.path() / "out" / "report.json");
+  ASSERT_TRUE(report.ok());
+  auto j = nlohmann::json::parse(*report);
+  EXPECT_EQ(j["profile"].value("source", ""), "counters (cupti)") << j["profile"].dump(1);
+  EXPECT_EQ(j["profile"].value("class", ""), "memory-bound");
+  ASSERT_EQ(j["profile"]["findings"].size(), 1u);
+  EXPECT_EQ(j["profile"]["findings"][0].value("id", ""), "uncoalesced-b");
 }
 
 // The counter jobs a two-node run with `f`'s options submits.
