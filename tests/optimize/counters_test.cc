@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/fs.h"
+#include "core/subprocess.h"
 #include "optimize/optimizer.h"
 #include "task/loader.h"
 #include "test_paths.h"
@@ -182,6 +183,15 @@ TEST(Counters, EachNewBestIsProfiledAndItsDraftsSeeTheFindings) {
   EXPECT_EQ(j["profile"].value("class", ""), "memory-bound");
   ASSERT_EQ(j["profile"]["findings"].size(), 1u);
   EXPECT_EQ(j["profile"]["findings"][0].value("id", ""), "uncoalesced-b");
+  // kpilot show gives each profile's gist in the history.
+  ProcessSpec show;
+  show.argv = {(testing::BinaryDir() / "bin" / "kpilot").string(), "show", std::to_string(res->run_id), "--store",
+               f.dir.path().string()};
+  auto shown = SystemProcessRunner().Run(show);
+  ASSERT_TRUE(shown.ok());
+  EXPECT_EQ(shown->exit_code, 0) << shown->err;
+  EXPECT_NE(shown->out.find("counters   node 0: cupti 0.50 s, memory-bound; uncoalesced-root"), std::string::npos)
+      << shown->out;
 }
 
 // The counter jobs a two-node run with `f`'s options submits.
