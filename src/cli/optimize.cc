@@ -140,8 +140,10 @@ class PrintProgress : public ProgressSink {
     } else if (kind == "close" && e.value("reason", "").rfind("the generator failed", 0) == 0) {
       std::cerr << fmt::format("        closed node {}: {}\n", e.value("node", 0), e.value("reason", ""));
     } else if (kind == "pipeline") {
-      std::cerr << fmt::format("        the GPU was busy {:.0f}% of the last batch: {} expansions in flight now\n",
-                               100 * e.value("busy_s", 0.0) / std::max(1e-9, e.value("elapsed_s", 1.0)),
+      const int gpus = std::max(1, e.value("devices", 1));
+      std::cerr << fmt::format("        the GPU{} busy {:.0f}% of the last batch: {} expansions in flight now\n",
+                               gpus > 1 ? fmt::format("s ({}) were", gpus) : " was",
+                               100 * e.value("busy_s", 0.0) / std::max(1e-9, e.value("elapsed_s", 1.0) * gpus),
                                e.value("depth", 0));
     } else if (kind == "counters" && e.contains("error")) {
       std::cerr << fmt::format("        no counter profile of node {}: {}\n", e.value("node", 0),

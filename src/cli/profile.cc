@@ -233,6 +233,7 @@ int ProfileCandidate(const ProfileArgs& a) {
     po.replay = a.replay;
     po.all_tools = a.all_tools;
     po.sm_count = gpu ? gpu->sm_count : 0;
+    po.block = a.block;
     std::cerr << "kpilot: counters for the tools of its class, "
               << (need_ncu ? "under ncu" : a.profiler == "cupti" ? "through CUPTI" : "through CUPTI (else ncu)") << " …\n";
     auto got = ProfileWithCounters(SystemProcessRunner(), RunnerPath(), *task, *w, opt, *e, *tools, po);

@@ -107,8 +107,8 @@ void LocalExecutor::EvalLoop(int device) {
     }());
     if (e.ok() && p->job.counter_tools) {
       const Task& task = *p->job.task;
-      const Workload* w = p->job.options.workloads.size() == 1 ? task.FindWorkload(p->job.options.workloads.front())
-                                                               : &task.workloads.back();
+      const Workload* w = p->job.options.workloads.empty() ? &task.workloads.back()
+                                                           : task.FindWorkload(p->job.options.workloads.back());
       if (!e->verdict.passed()) {
         // Not Unavailable: the profiler is not at fault, and the next best is profiled as usual.
         p->result.counters_status = Status::InvalidInput("the candidate did not pass this time: " + e->verdict.summary);

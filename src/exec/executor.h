@@ -34,7 +34,7 @@ struct EvalJob {
   bool compile_only = false;
   // Counters too: after a passing evaluation, while the job still holds the GPU, the counters the
   // tools of the candidate's class need are collected (CUPTI, else ncu: each needs the GPU to
-  // itself) and the tools run, on the job's one workload (the task's last when it names none).
+  // itself) and the tools run, on the job's last workload (the task's last when it names none).
   // Such a job goes ahead of the evaluations waiting in the queue: a proposal may wait for it.
   // Null: none. Borrowed; must outlive the job.
   const std::vector<std::unique_ptr<Tool>>* counter_tools = nullptr;

@@ -273,12 +273,17 @@ std::vector<Finding> FindingsFromJson(const json& a) {
 }  // namespace
 
 bool Optimizer::Loop::CountersWanted() const {
-  return opts_.counters && opts_.replay.empty() && o_.task_.backend == Backend::kCuda && counters_off_.empty();
+  // Under --feedback none the generator sees no findings or numbers: a profile would be GPU time
+  // spent for nothing.
+  return opts_.counters && opts_.replay.empty() && o_.task_.backend == Backend::kCuda && counters_off_.empty() &&
+         opts_.feedback != FeedbackMode::kNone;
 }
 
 void Optimizer::Loop::RequestCounters(int64_t node) {
   if (!CountersWanted() || counters_done_.count(node) || counters_pending_.count(node)) return;
   const NodeData& n = data_.at(node);
+  // Only a compiled kernel is profiled (a KernelBench ModelNew .py or a flashinfer solution is not).
+  if (n.path.extension() != ".cu") return;
   EvalJob job;
   job.task = &o_.task_;
   job.source = n.path;
@@ -286,6 +291,7 @@ void Optimizer::Loop::RequestCounters(int64_t node) {
   job.options = BaseEvalOptions();
   // One workload, as `kpilot profile` does by default: the run's last (usually the largest).
   job.options.workloads = {opts_.workloads.empty() ? o_.task_.workloads.back().name : opts_.workloads.back()};
+  job.options.energy = false;  // the profile needs the time and trace, not joules
   job.counter_tools = &tools_;
   job.counters.ncu_path = ncu_;
   counters_pending_[node] = o_.executor_.Submit(std::move(job));
@@ -300,10 +306,11 @@ void Optimizer::Loop::ApplyCounters(int64_t node, const json& payload) {
   json m = n.metrics.empty() ? json::object() : json::parse(n.metrics, nullptr, false);
   if (!m.is_object()) m = json::object();
   m["bottleneck"] = n.bottleneck;
+  // By kernel; `--feedback raw` keeps "counters" for the findings' evidence.
   json counters = json::object();
   for (const auto& k : payload.value("kernels", json::array()))
     if (k.contains("metrics")) counters[k.value("kernel", "")] = k["metrics"];
-  m["counters"] = counters;
+  m["kernel_counters"] = counters;
   n.metrics = m.dump();
 }
 
@@ -999,7 +1006,8 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
         KPILOT_RETURN_IF_ERROR(Event("pipeline", {{"depth", depth_},
                                                   {"busy_s", busy},
                                                   {"elapsed_s", elapsed},
-                                                  {"reason", "the evaluation queue was idle while drafts compiled"}}));
+                                                  {"devices", o_.executor_.Devices()},
+                                                  {"reason", "the evaluation queues were idle while drafts compiled"}}));
       }
     }
   }

@@ -75,8 +75,12 @@ Result<Collected> CollectWithCupti(ProcessRunner& processes, const std::filesyst
   const RunResult& result = run->result;
   if (result.status != "passed") return Status::Internal("the profile run ended " + result.status + ": " + result.message);
   const auto& d = result.details;
-  if (d.contains("counters_error")) return Status::Unavailable(d["counters_error"].get<std::string>());
-  if (!d.contains("counters") || d["counters"].empty()) return Status::Unavailable("CUPTI recorded no kernel launches");
+  // Unavailable only when CUPTI's profiler cannot be set up on this machine; a failure during this
+  // candidate's passes or decode (e.g. calls that launch different kernels each time) is its own.
+  if (d.contains("counters_error"))
+    return d.value("counters_setup_failed", false) ? Status::Unavailable(d["counters_error"].get<std::string>())
+                                                   : Status::Internal(d["counters_error"].get<std::string>());
+  if (!d.contains("counters") || d["counters"].empty()) return Status::Internal("CUPTI recorded no kernel launches");
   c.info = d.value("counters_info", nlohmann::json::object());
   if (d.contains("timeline_s")) c.info["runner_timeline_s"] = d["timeline_s"];
   c.info["runner_wall_s"] = result.wall_s;  // the runner's own clock, from its start to its report
@@ -304,7 +308,7 @@ Result<CounterProfile> ProfileWithCounters(ProcessRunner& processes, const std::
   // Launch shape from the eval's trace (ncu reports it itself; CUPTI's counters do not).
   auto launch = LaunchMetricsFromTrace(trace, shared.sm ? &*shared.sm : nullptr, shared.sm_count);
   out.reports = AnalyzeKernels(StaticProfiles(e.compile), shared, base, got->kernels, launch, tools, opt.all_tools,
-                               stage1.result, 256);
+                               stage1.result, opt.block);
   return out;
 }
 

@@ -32,6 +32,7 @@ struct CounterProfileOptions {
   std::string replay = "user";    // how CUPTI repeats multi-pass metrics: user (call again) | kernel
   bool all_tools = false;         // every tool, not only those for the stage-1 class
   int sm_count = 0;               // the device's; 0 = from the evaluation's runner report
+  int block = 256;                // occupancy's block size for a kernel the launch trace does not show
 };
 
 // What one counter profile gave.

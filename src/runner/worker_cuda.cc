@@ -521,6 +521,7 @@ void CudaWorker::ProfileCandidate() {
     Stamp("counters_setup");
     if (!session.ok()) {
       result_.details["counters_error"] = session.status().message();
+      result_.details["counters_setup_failed"] = true;  // the machine's CUPTI, not this candidate
     } else {
       counters = std::move(session).value();
       info.update({{"chip", counters->chip()}, {"passes", counters->passes()}, {"unsupported", counters->unsupported()}});

@@ -213,6 +213,9 @@ TEST(Counters, OffHostTasksAndReplaysAskForNone) {
   EXPECT_TRUE(CounterJobsOf(off).empty());
   Fixture host = Make("host/saxpy", "omp_simd.cpp");
   EXPECT_TRUE(CounterJobsOf(host).empty());
+  Fixture blind = Make("cuda/vector_add", "vector_grid_stride.cu");
+  blind.options.feedback = FeedbackMode::kNone;  // the generator would see none of it
+  EXPECT_TRUE(CounterJobsOf(blind).empty());
   Fixture replay = Make("cuda/vector_add", "vector_grid_stride.cu");
   replay.options.replay = "space.json";  // the executor double serves it; a space stores no counters
   EXPECT_TRUE(CounterJobsOf(replay).empty());
