@@ -349,9 +349,9 @@ int RunOptimize(const OptimizeArgs& a) {
                                t.speedup.ci.hi);
     std::cout << fmt::format("speedup    {:.3f}× over {} (geomean, CI [{:.3f}, {:.3f}])\n", f.speedup_geomean, f.baseline,
                              f.speedup_geomean_ci.lo, f.speedup_geomean_ci.hi);
-    std::cout << fmt::format("pipeline   evaluation queue{} busy {:.0f}% of the run ({} expansions in flight at the end)\n",
-                             res->devices > 1 ? fmt::format("s of {} GPUs", res->devices) : "", 100 * res->busy_share,
-                             res->pipeline_depth);
+    std::cout << fmt::format(
+        "pipeline   evaluation queue{} busy {:.0f}% of the run ({} expansions in flight at the end)\n",
+        res->devices > 1 ? fmt::format("s of {} GPUs", res->devices) : "", 100 * res->busy_share, res->pipeline_depth);
     if (res->counter_profiles > 0)
       std::cout << fmt::format("counters   {} new bests profiled with counters ({:.1f} s of GPU time)\n",
                                res->counter_profiles, res->counters_s);

@@ -234,8 +234,8 @@ int ProfileCandidate(const ProfileArgs& a) {
     po.all_tools = a.all_tools;
     po.sm_count = gpu ? gpu->sm_count : 0;
     po.block = a.block;
-    std::cerr << "kpilot: counters for the tools of its class, "
-              << (need_ncu ? "under ncu" : a.profiler == "cupti" ? "through CUPTI" : "through CUPTI (else ncu)") << " …\n";
+    const char* how = need_ncu ? "under ncu" : a.profiler == "cupti" ? "through CUPTI" : "through CUPTI (else ncu)";
+    std::cerr << "kpilot: counters for the tools of its class, " << how << " …\n";
     auto got = ProfileWithCounters(SystemProcessRunner(), RunnerPath(), *task, *w, opt, *e, *tools, po);
     if (!got.ok()) return Fail(got.status());
     step("counters");

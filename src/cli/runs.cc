@@ -90,10 +90,13 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
     if (e.kind == "counters" && p.is_object()) {
       // A counter profile's payload is long (every kernel's counters): its gist.
       std::string ids;
-      for (const auto& f : p.value("findings", nlohmann::json::array())) ids += (ids.empty() ? "" : ", ") + f.value("id", "");
-      line = p.contains("error") ? fmt::format("node {}: no profile: {}", p.value("node", -1), p.value("error", "").substr(0, 120))
-                                 : fmt::format("node {}: {} {:.2f} s, {}; {}", p.value("node", -1), p.value("profiler", ""),
-                                               p.value("wall_s", 0.0), p.value("bottleneck", ""), ids.empty() ? "no findings" : ids);
+      for (const auto& f : p.value("findings", nlohmann::json::array()))
+        ids += (ids.empty() ? "" : ", ") + f.value("id", "");
+      const int64_t node = p.value("node", int64_t{-1});
+      line = p.contains("error")
+                 ? fmt::format("node {}: no profile: {}", node, p.value("error", "").substr(0, 120))
+                 : fmt::format("node {}: {} {:.2f} s, {}; {}", node, p.value("profiler", ""), p.value("wall_s", 0.0),
+                               p.value("bottleneck", ""), ids.empty() ? "no findings" : ids);
     }
     std::cout << fmt::format("  {:>4} {:<10} {}\n", e.seq, e.kind, line);
   }

@@ -129,11 +129,13 @@ Result<std::vector<int>> ChooseDevices(const std::vector<GpuInfo>& visible, cons
     const GpuInfo* g = nullptr;
     for (const auto& v : visible)
       if (v.index == index) g = &v;
-    if (!g) return Status::InvalidInput("--devices " + spec + ": GPU " + item + " is not visible (visible: " + listed + ")");
-    if (!seen.insert(index).second) return Status::InvalidInput("--devices " + spec + ": GPU " + item + " is listed twice");
+    const std::string what = "--devices " + spec + ": ";
+    if (!g) return Status::InvalidInput(what + "GPU " + item + " is not visible (visible: " + listed + ")");
+    if (!seen.insert(index).second) return Status::InvalidInput(what + "GPU " + item + " is listed twice");
     if (!model.empty() && g->name != model)
-      return Status::InvalidInput("--devices " + spec + ": " + model + " and " + g->name +
-                                  " in one run — speedups timed on different models do not compare; list GPUs of one model");
+      return Status::InvalidInput(what + model + " and " + g->name +
+                                  " in one run — speedups timed on different models do not compare; "
+                                  "list GPUs of one model");
     model = g->name;
     out.push_back(index);
   }

@@ -661,7 +661,8 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
   if (incumbent_ < 0) {
     incumbent_ = node;
     since_promotion_ = 0;
-    KPILOT_RETURN_IF_ERROR(Event("promote", {{"node", node}, {"speedup", c.speedup}, {"reason", "first passing candidate"}}));
+    KPILOT_RETURN_IF_ERROR(
+        Event("promote", {{"node", node}, {"speedup", c.speedup}, {"reason", "first passing candidate"}}));
     RequestCounters(node);
     return Status::Ok();
   }

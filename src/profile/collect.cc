@@ -73,7 +73,8 @@ Result<Collected> CollectWithCupti(ProcessRunner& processes, const std::filesyst
   if (!run.ok()) return run.status().WithContext("running kpilot-runner for counters");
   c.wall_s = run->wall_s;
   const RunResult& result = run->result;
-  if (result.status != "passed") return Status::Internal("the profile run ended " + result.status + ": " + result.message);
+  if (result.status != "passed")
+    return Status::Internal("the profile run ended " + result.status + ": " + result.message);
   const auto& d = result.details;
   // Unavailable only when CUPTI's profiler cannot be set up on this machine; a failure during this
   // candidate's passes or decode (e.g. calls that launch different kernels each time) is its own.
@@ -265,7 +266,8 @@ Result<CounterProfile> ProfileWithCounters(ProcessRunner& processes, const std::
   out.time_ms = base.time_ms;
   RooflineVerdict stage1 = ClassifyRoofline(base);
   out.stage1 = stage1.result;
-  std::vector<const Tool*> selected = SelectTools(tools, stage1.result, opt.all_tools || stage1.result == Bottleneck::kUnknown);
+  std::vector<const Tool*> selected =
+      SelectTools(tools, stage1.result, opt.all_tools || stage1.result == Bottleneck::kUnknown);
   std::vector<std::string> metrics = MetricsNeeded(selected);
   metrics.insert(metrics.end(), kBaseMetrics.begin(), kBaseMetrics.end());
   std::sort(metrics.begin(), metrics.end());
