@@ -257,16 +257,8 @@ namespace {
 
 std::vector<Finding> FindingsFromJson(const json& a) {
   std::vector<Finding> out;
-  if (!a.is_array()) return out;
-  for (const auto& f : a) {
-    Finding fd;
-    fd.id = f.value("id", "");
-    fd.severity = f.value("severity", 0.0);
-    fd.guidance = f.value("guidance", "");
-    fd.evidence = f.value("evidence", json::object());
-    fd.skills = f.value("skills", std::vector<std::string>{});
-    out.push_back(fd);
-  }
+  if (a.is_array())
+    for (const auto& f : a) out.push_back(FindingFromJson(f));
   return out;
 }
 

@@ -34,6 +34,18 @@ std::optional<Bottleneck> ParseBottleneck(std::string_view name) {
   return std::nullopt;
 }
 
+Finding FindingFromJson(const nlohmann::json& j) {
+  Finding f;
+  if (!j.is_object()) return f;
+  f.id = j.value("id", "");
+  f.tool = j.value("tool", "");
+  f.severity = j.value("severity", 0.0);
+  f.evidence = j.value("evidence", nlohmann::json::object());
+  f.guidance = j.value("guidance", "");
+  f.skills = j.value("skills", std::vector<std::string>{});
+  return f;
+}
+
 nlohmann::json ToJson(const Finding& f) {
   return nlohmann::json{{"id", f.id},
                         {"tool", f.tool},

@@ -97,6 +97,8 @@ struct Finding {
 };
 
 nlohmann::json ToJson(const Finding& f);
+// The inverse of ToJson(Finding); missing fields stay empty (records written before a field existed).
+Finding FindingFromJson(const nlohmann::json& j);
 
 // The instruction mix as `kpilot profile --json` prints it under "static.mix" ("ldg32", "hmma",
 // …), and back (missing keys read 0).

@@ -143,5 +143,23 @@ TEST_F(Collect, OnlyAPassingCompiledCandidateIsProfiled) {
   EXPECT_TRUE(runner_.argvs.empty());
 }
 
+TEST(FindingJson, RoundTripsEveryField) {
+  Finding f;
+  f.id = "barrier-stall";
+  f.tool = "barrier-stall";
+  f.severity = 0.7;
+  f.evidence = {{"share", 0.48}};
+  f.guidance = "smaller blocks wait on fewer warps";
+  f.skills = {"thread-coarsening"};
+  Finding back = FindingFromJson(ToJson(f));
+  EXPECT_EQ(back.id, f.id);
+  EXPECT_EQ(back.tool, f.tool);
+  EXPECT_EQ(back.severity, f.severity);
+  EXPECT_EQ(back.evidence, f.evidence);
+  EXPECT_EQ(back.guidance, f.guidance);
+  EXPECT_EQ(back.skills, f.skills);
+  EXPECT_TRUE(FindingFromJson(nlohmann::json::array()).id.empty());
+}
+
 }  // namespace
 }  // namespace kpilot
