@@ -34,8 +34,9 @@ def main() -> int:
         print(f"  node {e.get('node')}: {e.get('profiler')} {e.get('wall_s', 0):.2f} s, "
               f"{e.get('stage1')} -> {e.get('bottleneck')}; findings: {ids or 'none'}")
     drafts = [e for e in events if e.get("event") == "evaluated"]
-    # Drafts steered by a finding that only a counter profile gave (absent from every node's
-    # static top finding): their summaries name it.
+    # Drafts whose summaries name a finding of a counter profile that was never an evaluated
+    # node's top (static) finding. A rough filter: a static finding that was never on top (e.g.
+    # scalar-global-loads) passes it too, so read the summaries.
     counter_ids = {f.get("id") for e in events if e.get("event") == "counters" for f in e.get("findings", [])}
     static_ids = {d.get("finding") for d in drafts}
     for d in drafts:
