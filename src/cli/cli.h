@@ -68,6 +68,11 @@ Status SaveCalibration(Store& store, const GpuInfo& gpu, const Calibration& c, c
 // Prints "kpilot: <message>" to stderr and returns the exit code for the status.
 int Fail(const Status& s);
 
+// One line for a `counters` event of a run (a counter profile, docs/search.md): "node 3: cupti
+// 0.81 s, memory-bound; barrier-stall, tail-effect", or "node 3: no profile: <why>". The live
+// progress and `kpilot show` print it.
+std::string CountersGist(const nlohmann::json& event);
+
 // The folder holding this executable.
 std::filesystem::path ExecutableDir();
 // kpilot-runner: $KPILOT_RUNNER, else beside this executable.

@@ -145,16 +145,8 @@ class PrintProgress : public ProgressSink {
                                gpus > 1 ? fmt::format("s ({}) were", gpus) : " was",
                                100 * e.value("busy_s", 0.0) / std::max(1e-9, e.value("elapsed_s", 1.0) * gpus),
                                e.value("depth", 0));
-    } else if (kind == "counters" && e.contains("error")) {
-      std::cerr << fmt::format("        no counter profile of node {}: {}\n", e.value("node", 0),
-                               e.value("error", "").substr(0, 300));
     } else if (kind == "counters") {
-      std::string top;
-      for (const auto& f : e.value("findings", nlohmann::json::array()))
-        if (top.size() < 120) top += (top.empty() ? "" : ", ") + f.value("id", "");
-      std::cerr << fmt::format("        profiled node {} with counters ({}, {:.1f} s): {}{}\n", e.value("node", 0),
-                               e.value("profiler", ""), e.value("wall_s", 0.0), e.value("bottleneck", ""),
-                               top.empty() ? ", no findings" : "; " + top);
+      std::cerr << "        counter profile, " << CountersGist(e) << "\n";
     } else if (kind == "resume") {
       std::cerr << "resuming with " << e.value("nodes", 0) << " recorded nodes\n";
     }

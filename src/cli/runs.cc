@@ -7,6 +7,17 @@
 #include "optimize/optimizer.h"
 
 namespace kpilot::cli {
+
+std::string CountersGist(const nlohmann::json& event) {
+  const int64_t node = event.value("node", int64_t{-1});
+  if (event.contains("error"))
+    return fmt::format("node {}: no profile: {}", node, event.value("error", "").substr(0, 120));
+  std::string ids;
+  for (const auto& f : event.value("findings", nlohmann::json::array()))
+    ids += (ids.empty() ? "" : ", ") + f.value("id", "");
+  return fmt::format("node {}: {} {:.2f} s, {}; {}", node, event.value("profiler", ""), event.value("wall_s", 0.0),
+                     event.value("bottleneck", ""), ids.empty() ? "no findings" : ids);
+}
 namespace {
 
 int ListRuns(const std::string& store_dir, bool json) {
@@ -87,17 +98,8 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
     if (e.kind == "proposal" || e.kind == "evaluated" || e.kind == "transcript" || e.kind == "spend") continue;
     std::string line = e.payload_json.substr(0, 160);
     auto p = nlohmann::json::parse(e.payload_json, nullptr, false);
-    if (e.kind == "counters" && p.is_object()) {
-      // A counter profile's payload is long (every kernel's counters): its gist.
-      std::string ids;
-      for (const auto& f : p.value("findings", nlohmann::json::array()))
-        ids += (ids.empty() ? "" : ", ") + f.value("id", "");
-      const int64_t node = p.value("node", int64_t{-1});
-      line = p.contains("error")
-                 ? fmt::format("node {}: no profile: {}", node, p.value("error", "").substr(0, 120))
-                 : fmt::format("node {}: {} {:.2f} s, {}; {}", node, p.value("profiler", ""), p.value("wall_s", 0.0),
-                               p.value("bottleneck", ""), ids.empty() ? "no findings" : ids);
-    }
+    // A counter profile's payload is long (every kernel's counters): its gist.
+    if (e.kind == "counters" && p.is_object()) line = CountersGist(p);
     std::cout << fmt::format("  {:>4} {:<10} {}\n", e.seq, e.kind, line);
   }
   return kExitOk;

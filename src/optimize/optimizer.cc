@@ -248,7 +248,7 @@ class Optimizer::Loop {
   std::map<int64_t, std::future<EvalJobResult>> counters_pending_;  // by node
   std::set<int64_t> counters_done_;     // nodes whose counter profile was recorded (or failed)
   std::string counters_off_;            // why counter profiles stopped for this run ("" = they did not)
-  const std::string ncu_ = FindOnPath("ncu");
+  std::optional<std::string> ncu_;      // ncu's path, looked up at the first profile ("" = none)
   int counter_profiles_ = 0;
   double counters_s_ = 0;
 };
@@ -285,7 +285,8 @@ void Optimizer::Loop::RequestCounters(int64_t node) {
   job.options.workloads = {opts_.workloads.empty() ? o_.task_.workloads.back().name : opts_.workloads.back()};
   job.options.energy = false;  // the profile needs the time and trace, not joules
   job.counter_tools = &tools_;
-  job.counters.ncu_path = ncu_;
+  if (!ncu_) ncu_ = FindOnPath("ncu");
+  job.counters.ncu_path = *ncu_;
   counters_pending_[node] = o_.executor_.Submit(std::move(job));
 }
 
