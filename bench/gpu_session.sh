@@ -48,6 +48,17 @@ for step in $steps; do
               python3 bench/counters_summary.py "$OUT/counters_${t}_$c.json" "$OUT/counters_${t}_$c.events"
             done; done 2>&1 | tee "$OUT/counters.txt"
             (cd "$OUT" && tar czf counters_runs.tgz counters_*.json counters_*.events && rm -f counters_*.json counters_*.events) ;;
+    multikernel) # CUPTI's range profiler on calls that launch more than one kernel, user and kernel replay.
+            for c in ${MK_CASES:-vector_add:reference.cu sum_reduction:reference.cu sum_reduction:candidates/grid_stride_shuffle.cu sum_reduction:candidates/cuda_graph.cu sgemm:candidates/split_k.cu}; do
+              t=${c%%:*}; f=${c#*:}
+              for r in ${MK_REPLAYS:-user kernel}; do
+                o="$OUT/mk_${t}_$(basename "$f" .cu)_$r"
+                timeout 120 $K profile examples/cuda/$t examples/cuda/$t/$f --profiler cupti --replay $r --no-store \
+                  --json ${MK_ARGS:-} > "$o.json" 2> "$o.err"
+                echo "$t $f --replay $r: exit $? $(python3 bench/multikernel_summary.py "$o.json" "$o.err")"
+              done
+            done 2>&1 | tee "$OUT/multikernel.txt"
+            (cd "$OUT" && tar czf multikernel.tgz mk_* && rm -f mk_*) ;;
     devices) # One evaluation queue per GPU: the same live optimize on one GPU and on all of them.
             for d in 0 all; do
               t0=$(date +%s.%N)

@@ -64,7 +64,8 @@ bool LaunchDerived(const std::string& metric) {
 // eval's launch trace of the same call (the same code, so the same launches in the same order).
 Result<Collected> CollectWithCupti(ProcessRunner& processes, const std::filesystem::path& runner_exe,
                                    RunRequest request, const std::vector<std::string>& metrics,
-                                   const LaunchTrace& trace) {
+                                   const LaunchTrace& trace, bool* failed_in_passes) {
+  *failed_in_passes = false;
   Collected c;
   c.profiler = "cupti";
   for (const auto& m : metrics)
@@ -78,9 +79,11 @@ Result<Collected> CollectWithCupti(ProcessRunner& processes, const std::filesyst
   const auto& d = result.details;
   // Unavailable only when CUPTI's profiler cannot be set up on this machine; a failure during this
   // candidate's passes or decode (e.g. calls that launch different kernels each time) is its own.
-  if (d.contains("counters_error"))
-    return d.value("counters_setup_failed", false) ? Status::Unavailable(d["counters_error"].get<std::string>())
-                                                   : Status::Internal(d["counters_error"].get<std::string>());
+  if (d.contains("counters_error")) {
+    if (d.value("counters_setup_failed", false)) return Status::Unavailable(d["counters_error"].get<std::string>());
+    *failed_in_passes = true;
+    return Status::Internal(d["counters_error"].get<std::string>());
+  }
   if (!d.contains("counters") || d["counters"].empty()) return Status::Internal("CUPTI recorded no kernel launches");
   c.info = d.value("counters_info", nlohmann::json::object());
   if (d.contains("timeline_s")) c.info["runner_timeline_s"] = d["timeline_s"];
@@ -164,6 +167,13 @@ ProfileContext SharedProfileContext(const Task& task, const Workload& workload, 
   return ctx;
 }
 
+double LaunchGapShare(double kernel_busy_ns, double span_ns, double call_ms) {
+  if (span_ns <= 0) return 0;
+  double share = 1.0 - kernel_busy_ns / span_ns;
+  if (call_ms > 0) share = std::min(share, 1.0 - kernel_busy_ns / (call_ms * 1e6));
+  return std::clamp(share, 0.0, 1.0);
+}
+
 RooflineInput StageOneInput(const Workload& workload, const Evaluation& e, ProfileContext* shared, LaunchTrace* trace) {
   RooflineInput in;
   in.flops = workload.flops;
@@ -188,7 +198,7 @@ RooflineInput StageOneInput(const Workload& workload, const Evaluation& e, Profi
       shared->kernels_per_call = std::max(s.kernels, traced.value("kernels_total", 0));
       shared->memcpys_per_call = s.memcpys;
       shared->syncs_per_call = s.syncs;
-      shared->launch_gap_share = s.span_ns > 0 ? 1.0 - s.kernel_busy_ns / s.span_ns : 0;
+      shared->launch_gap_share = LaunchGapShare(s.kernel_busy_ns, s.span_ns, in.time_ms);
       in.kernels_per_call = shared->kernels_per_call;
       in.launch_overhead_share = shared->launch_gap_share;
     }
@@ -293,7 +303,18 @@ Result<CounterProfile> ProfileWithCounters(ProcessRunner& processes, const std::
 
   Result<Collected> got = Status::Unavailable("not collected");
   if (!need_ncu && opt.profiler != "ncu") {
-    got = CollectWithCupti(processes, runner_exe, *request, metrics, trace);
+    bool in_passes = false;
+    got = CollectWithCupti(processes, runner_exe, *request, metrics, trace, &in_passes);
+    if (!got.ok() && in_passes && request->counters_replay == "user") {
+      // A call that launches a CUDA graph stops user replay at its first pass (CUPTI_ERROR_UNKNOWN
+      // from cuptiRangeProfilerStop, H200, CUDA 13.0); kernel replay, where CUPTI repeats each
+      // kernel itself, profiles it (docs/profile-tools.md).
+      std::string user_error = got.status().message();
+      request->counters_replay = "kernel";
+      got = CollectWithCupti(processes, runner_exe, *request, metrics, trace, &in_passes);
+      if (got.ok()) out.fallback_note = "CUPTI's user replay failed (" + user_error + "); kernel replay used";
+      else got = got.status().WithContext("user replay failed (" + user_error + "), then kernel replay");
+    }
     if (!got.ok() && opt.profiler == "auto" && !opt.ncu_path.empty())
       out.fallback_note = "CUPTI counters unavailable (" + got.status().message() + "); ncu used";
   }

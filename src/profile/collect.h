@@ -52,9 +52,21 @@ struct CounterProfile {
 // bytes, the device's limits and SM count.
 ProfileContext SharedProfileContext(const Task& task, const Workload& workload, const std::string& arch, int sm_count);
 
+// The share of a call during which no kernel runs, from the last traced check call's kernel busy
+// time and span and the timed call's median. Each of the two measures overstates the gaps in its
+// own way, so the smaller is taken:
+// - the traced span holds gaps the timed call does not: on the H200 sum_reduction's two-kernel
+//   candidate launched its second kernel 0.5–5 ms after the first in the check, while its timed
+//   call took 67 µs in all;
+// - the timed call is also longer than the traced kernels when they run slower under timing (its
+//   L2 is flushed before every call): vadd-one-block's single kernel took 0.74 ms traced and
+//   1.72 ms timed, with no gap at all.
+// Without a timed call (`call_ms` <= 0), the span's share. 0 when nothing was traced.
+double LaunchGapShare(double kernel_busy_ns, double span_ns, double call_ms);
+
 // Stage 1's roofline input from a passing evaluation (time, calibration) and the facts of its
-// last traced call (kernels, memcpys, syncs, launch gaps) copied into `shared`; `trace` receives
-// that call's launch trace (empty when the evaluation traced none).
+// last traced call (kernels, memcpys, syncs, LaunchGapShare) copied into `shared`; `trace`
+// receives that call's launch trace (empty when the evaluation traced none).
 RooflineInput StageOneInput(const Workload& workload, const Evaluation& e, ProfileContext* shared, LaunchTrace* trace);
 
 // ncu's launch__ metrics and theoretical occupancy from a launch trace, for the first launch of

@@ -27,7 +27,7 @@ struct ProfileContext {
   RooflineVerdict roofline;
   // From the launch trace of one call (A2's CUPTI trace), when present:
   int kernels_per_call = 0;
-  double launch_gap_share = 0;              // share of the call's span with no kernel running
+  double launch_gap_share = 0;              // share of the timed call with no kernel running (LaunchGapShare)
   int memcpys_per_call = 0;
   int syncs_per_call = 0;
   // Task facts:

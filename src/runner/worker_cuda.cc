@@ -508,9 +508,10 @@ void CudaWorker::ProfileCandidate() {
   auto seconds = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   std::unique_ptr<CuptiCounterSession> counters;
   nlohmann::json info = nlohmann::json::object();
+  size_t max_ranges = 0;
   if (!req_.counters.empty()) {
     auto t0 = Clock::now();
-    size_t max_ranges = req_.counters_max_ranges > 0
+    max_ranges = req_.counters_max_ranges > 0
                             ? std::min(kMaxCounterRanges, static_cast<size_t>(req_.counters_max_ranges))
                             : kMaxCounterRanges;
     CounterReplay replay = req_.counters_replay == "kernel" ? CounterReplay::kKernel : CounterReplay::kUser;
@@ -551,13 +552,16 @@ void CudaWorker::ProfileCandidate() {
     bool done = false;
     std::string error;
     while (!done && error.empty()) {
+      const std::string which = " (pass " + std::to_string(pass + 1) + " of " + std::to_string(counters->passes()) +
+                                " scheduled, " + std::to_string(calls.size()) + " call(s) of " +
+                                std::to_string(max_ranges) + " range(s) at most)";
       if (Status s = counters->Start(); !s.ok()) {
-        error = s.message();
+        error = s.message() + which;
         break;
       }
       if (!call_all()) return;
       auto end = counters->EndPass();
-      if (!end.ok()) error = end.status().message();
+      if (!end.ok()) error = end.status().message() + which;
       else done = *end;
       if (++pass >= max_passes && !done && error.empty())
         error = "CUPTI wanted more than " + std::to_string(max_passes) +

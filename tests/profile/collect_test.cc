@@ -4,6 +4,8 @@
 // which the candidate's. The real collection is checked on the GPU by cli_gpu_test.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "core/fs.h"
 #include "profile/collect.h"
 #include "runner/protocol.h"
@@ -13,25 +15,29 @@
 namespace kpilot {
 namespace {
 
-// Answers every kpilot-runner call with a passing result whose details the test sets, and keeps
-// each call's argv and request.
+// Answers every kpilot-runner call with a passing result whose details the test sets (per CUPTI
+// replay mode where `details_for_replay` has one), and keeps each call's argv and request.
 class ScriptedRunner : public ProcessRunner {
  public:
   nlohmann::json details = nlohmann::json::object();
+  std::map<std::string, nlohmann::json> details_for_replay;
   std::vector<std::vector<std::string>> argvs;
   std::vector<nlohmann::json> requests;
   Result<ProcessResult> Run(const ProcessSpec& spec) override {
     argvs.push_back(spec.argv);
+    nlohmann::json request;
     for (size_t i = 0; i + 1 < spec.argv.size(); ++i)
       if (spec.argv[i] == "--request") {
         auto text = ReadFile(spec.argv[i + 1]);
-        requests.push_back(text.ok() ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json());
+        request = text.ok() ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+        requests.push_back(request);
       }
     ProcessResult p;
     p.exit_code = 0;
     RunResult r;
     r.status = "passed";
-    r.details = details;
+    auto replay = details_for_replay.find(request.is_object() ? request.value("counters_replay", "") : "");
+    r.details = replay != details_for_replay.end() ? replay->second : details;
     p.out = ToJson(r).dump();
     return p;
   }
@@ -125,12 +131,56 @@ TEST_F(Collect, OnlyASetupFailureIsTheMachinesAndNcuIsTriedWhenThereIsOne) {
   auto fallback = Profile(Passed(task_), with_ncu);  // the double prints no CSV for ncu
   EXPECT_FALSE(fallback.ok());
   EXPECT_NE(fallback.status().message().find("ncu produced no profile"), std::string::npos) << fallback.status().ToString();
-  ASSERT_EQ(runner_.argvs.size(), 2u);
-  EXPECT_EQ(runner_.argvs[1].front(), "/opt/ncu");
+  ASSERT_EQ(runner_.argvs.size(), 3u);  // user replay, kernel replay, then ncu
+  EXPECT_EQ(runner_.argvs[2].front(), "/opt/ncu");
 
   CounterProfileOptions ncu_only;
   ncu_only.profiler = "ncu";
   EXPECT_EQ(Profile(Passed(task_), ncu_only).status().code(), StatusCode::kUnavailable) << "no ncu on PATH";
+}
+
+TEST_F(Collect, WhenUserReplayFailsInItsPassesKernelReplayIsTriedBeforeNcu) {
+  // What the runner reported on the H200 for sum_reduction's cuda_graph.cu (a CUDA graph launch).
+  const std::string stop = "cuptiRangeProfilerStop: CUPTI_ERROR_UNKNOWN (pass 1 of 14 scheduled)";
+  runner_.details_for_replay["user"] = {{"counters_error", stop}};
+  runner_.details_for_replay["kernel"] = {
+      {"counters", {{{"range", "0"}, {"metrics", {{"dram__throughput.avg.pct_of_peak_sustained_elapsed", 80.0}}}}}},
+      {"counters_info", {{"chip", "GH100"}, {"replay", "kernel"}}}};
+  CounterProfileOptions o;
+  o.ncu_path = "/opt/ncu";
+  auto got = Profile(Passed(task_), o);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->profiler, "cupti");
+  ASSERT_EQ(runner_.requests.size(), 2u) << "ncu was not needed";
+  EXPECT_EQ(runner_.requests[0].value("counters_replay", ""), "user");
+  EXPECT_EQ(runner_.requests[1].value("counters_replay", ""), "kernel");
+  EXPECT_NE(got->fallback_note.find("kernel replay used"), std::string::npos) << got->fallback_note;
+  EXPECT_NE(got->fallback_note.find(stop), std::string::npos) << got->fallback_note;
+  EXPECT_EQ(got->reports.front().context.Metric("dram__throughput.avg.pct_of_peak_sustained_elapsed").value_or(-1), 80.0);
+
+  // Kernel replay failing too: ncu next, and its note names both failures.
+  runner_.requests.clear();
+  runner_.argvs.clear();
+  runner_.details_for_replay["kernel"] = {{"counters_error", "cuptiRangeProfilerDecodeData: CUPTI_ERROR_UNKNOWN"}};
+  auto both = Profile(Passed(task_), o);
+  EXPECT_FALSE(both.ok());  // the double prints no CSV for ncu
+  ASSERT_EQ(runner_.argvs.size(), 3u);
+  EXPECT_EQ(runner_.argvs[2].front(), "/opt/ncu");
+
+  // A set-up failure is the machine's: no second CUPTI try.
+  runner_.argvs.clear();
+  runner_.details_for_replay["user"] = {{"counters_error", "no profiler"}, {"counters_setup_failed", true}};
+  (void)Profile(Passed(task_), o);
+  ASSERT_EQ(runner_.argvs.size(), 2u);
+  EXPECT_EQ(runner_.argvs[1].front(), "/opt/ncu");
+
+  // Asked for kernel replay and failing: nothing else to try in CUPTI.
+  runner_.argvs.clear();
+  runner_.details_for_replay["kernel"] = {{"counters_error", "cuptiRangeProfilerStop: CUPTI_ERROR_UNKNOWN"}};
+  CounterProfileOptions kernel_only;
+  kernel_only.replay = "kernel";
+  EXPECT_EQ(Profile(Passed(task_), kernel_only).status().code(), StatusCode::kInternal);
+  EXPECT_EQ(runner_.argvs.size(), 1u);
 }
 
 TEST_F(Collect, OnlyAPassingCompiledCandidateIsProfiled) {
@@ -141,6 +191,53 @@ TEST_F(Collect, OnlyAPassingCompiledCandidateIsProfiled) {
   python.compile.object.clear();
   EXPECT_EQ(Profile(python).status().code(), StatusCode::kInvalidInput);
   EXPECT_TRUE(runner_.argvs.empty());
+}
+
+TEST(LaunchGapShare, TheSmallerOfTheTracedSpansAndTheTimedCallsShare) {
+  EXPECT_DOUBLE_EQ(LaunchGapShare(60000, 750000, 0.08), 0.25);  // tracing gaps: the timed call's share
+  EXPECT_DOUBLE_EQ(LaunchGapShare(740000, 740000, 1.72), 0.0);  // one kernel, slower when timed: no gap
+  EXPECT_DOUBLE_EQ(LaunchGapShare(60000, 80000, 0), 0.25);      // no timed call: the traced span's
+  EXPECT_DOUBLE_EQ(LaunchGapShare(90000, 95000, 0.08), 0.0);    // kernels longer than the timed call
+  EXPECT_DOUBLE_EQ(LaunchGapShare(0, 0, 0.08), 0.0);            // nothing traced
+}
+
+// The H200 trace of sum_reduction's two-kernel candidate (tests/fixtures/traces/README.md): 92% of
+// the traced span has no kernel running, but the timed call is 94% of the DRAM roofline. Stage 1
+// called it launch-bound before the gaps were measured against the timed call.
+TEST(StageOne, TracingGapsDoNotMakeAFastTwoKernelCallLaunchBound) {
+  auto task = LoadTask(testing::SourceDir() / "examples" / "cuda" / "sum_reduction");
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  const Workload* w = nullptr;
+  for (const auto& x : task->workloads)
+    if (x.name == "64M") w = &x;
+  ASSERT_NE(w, nullptr);
+  auto text = ReadFile(testing::SourceDir() / "tests" / "fixtures" / "traces" / "h200_sum_reduction_two_kernels.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  Evaluation e;
+  e.verdict.kind = VerdictKind::kPassed;
+  WorkloadTiming t;
+  t.workload = "64M";
+  t.candidate.median = 0.06544;  // the same evaluation's timed median
+  e.timings.push_back(t);
+  e.run.calibration.dram_bytes_per_s = 4.239e12;  // the H200's measured ceilings that day
+  e.run.calibration.fp32_flops_per_s = 63.49e12;
+  e.run.details["launch_trace"] = nlohmann::json::array({{{"trace", nlohmann::json::parse(*text)}, {"kernels_total", 2}}});
+
+  ProfileContext shared;
+  LaunchTrace trace;
+  RooflineInput in = StageOneInput(*w, e, &shared, &trace);
+  ASSERT_EQ(trace.kernels.size(), 2u);
+  EXPECT_EQ(shared.kernels_per_call, 2);
+  TraceSummary s = SummarizeTrace(trace, 13);
+  EXPECT_GT(1.0 - s.kernel_busy_ns / s.span_ns, 0.9);  // what the span alone says
+  EXPECT_NEAR(shared.launch_gap_share, 1.0 - (60159.0 + 1536.0) / 65440.0, 1e-9);
+  ASSERT_TRUE(in.launch_overhead_share.has_value());
+  EXPECT_LT(*in.launch_overhead_share, 0.1);
+  EXPECT_EQ(ClassifyRoofline(in).result, Bottleneck::kMemory);
+
+  e.timings.clear();  // no timed call: the span's share is all there is
+  in = StageOneInput(*w, e, &shared, &trace);
+  EXPECT_GT(shared.launch_gap_share, 0.9);
 }
 
 TEST(FindingJson, RoundTripsEveryField) {

@@ -7,7 +7,7 @@
 namespace kpilot {
 namespace {
 
-constexpr double kGapTrigger = 0.20;  // share of the call's span with no kernel running
+constexpr double kGapTrigger = 0.20;  // share of the timed call with no kernel running (LaunchGapShare)
 constexpr double kGapFull = 0.60;
 constexpr int kManyKernels = 8;       // kernels per call
 constexpr int kManyKernelsFull = 32;
@@ -29,7 +29,7 @@ class LaunchOverheadTool : public BuiltinTool {
     std::string what;
     if (gaps) {
       severity = SeverityRamp(ctx.launch_gap_share, kGapTrigger, kGapFull);
-      what = Pct(ctx.launch_gap_share * 100) + " of the call's span has no kernel running";
+      what = Pct(ctx.launch_gap_share * 100) + " of the call's time has no kernel running";
       if (ctx.kernels_per_call > 0) {
         what += " across " + std::to_string(ctx.kernels_per_call) + " kernel launches";
       }
