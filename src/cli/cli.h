@@ -28,6 +28,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitNotPassed = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitUnavailable = 3;
+inline constexpr int kExitInternal = 70;  // a defect of kpilot's (EX_SOFTWARE)
 
 // One subcommand: `add` registers it on the app and stores the exit code in *exit_code when it
 // runs. Each lives in its own file (doctor.cc, eval.cc, …).

@@ -32,6 +32,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kpilot::cli::kExitUsage;
+  } catch (const std::exception& e) {
+    // A defect of kpilot's, not of the input: say so instead of aborting. What a run recorded
+    // stays in the store (--resume continues it).
+    std::cerr << "kpilot: internal error: " << e.what() << " (a defect of kpilot's: please report it)\n";
+    return kpilot::cli::kExitInternal;
   }
   return exit_code;
 }

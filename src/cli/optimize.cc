@@ -2,6 +2,7 @@
 // problem .py or a flashinfer definition .json (docs/pytorch.md).
 #include <unistd.h>
 
+#include <cmath>
 #include <iostream>
 #include <thread>
 
@@ -51,6 +52,7 @@ struct OptimizeArgs {
   std::string footprints = "on";
   std::string counters = "on";
   std::string devices = "all";  // GPUs to evaluate on: all (of the first one's model) or indices
+  std::vector<std::string> given;  // the options given that define a run (refused with --resume)
 };
 
 // "30m", "90s", "2h", "45" (seconds) → seconds.
@@ -59,7 +61,7 @@ Result<double> ParseDuration(const std::string& s) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
   std::string unit(end);
-  if (end == s.c_str() || v < 0) return Status::InvalidInput("--time " + s + ": expected a duration such as 30m, 90s or 2h");
+  if (end == s.c_str() || !std::isfinite(v) || v < 0) return Status::InvalidInput("--time " + s + ": expected a duration such as 30m, 90s or 2h");
   if (unit.empty() || unit == "s") return v;
   if (unit == "m") return v * 60;
   if (unit == "h") return v * 3600;
@@ -157,6 +159,12 @@ class PrintProgress : public ProgressSink {
 };
 
 int RunOptimize(const OptimizeArgs& a) {
+  if (a.resume > 0 && !a.given.empty())
+    return Fail(Status::InvalidInput(fmt::format(
+        "--resume {0} continues run {0} with the options it was started with, so {1} cannot be given with it "
+        "(kpilot show {0} --json lists them under options); leave {2} out, or start a new run from its best "
+        "(kpilot export {0} DIR, then kpilot optimize TASK --from DIR/SOURCE)",
+        a.resume, fmt::join(a.given, ", "), a.given.size() > 1 ? "them" : "it")));
   auto store = Store::Open(a.store_dir);
   if (!store.ok()) return Fail(store.status());
   OptimizeOptions o;
@@ -307,7 +315,10 @@ int RunOptimize(const OptimizeArgs& a) {
               << (o.devices.size() > 1 ? fmt::format("kpilot: evaluating on GPUs {}, one queue each\n",
                                                      fmt::join(o.devices, ","))
                                        : "");
-  auto res = a.resume > 0 ? optimizer.Resume(a.resume) : optimizer.Run(o);
+  Optimizer::ResumeOverrides overrides;
+  if (a.max_cost >= 0) overrides.max_cost_usd = a.max_cost;
+  if (!o.devices.empty()) overrides.devices = o.devices;
+  auto res = a.resume > 0 ? optimizer.Resume(a.resume, overrides) : optimizer.Run(o);
   if (!res.ok()) return Fail(res.status());
 
   std::string out_dir = !a.out_dir.empty() ? a.out_dir : ((*store)->dir() / "runs" / std::to_string(res->run_id) / "best").string();
@@ -437,7 +448,16 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "With --replay: the GPU's ceilings (kpilot calibrate --json output) for the roofline class, "
                   "when the space file records none");
   cmd->add_flag("--json", a->json, "JSON result on stdout, progress as JSON lines on stderr");
-  cmd->callback([a, exit_code]() { *exit_code = RunOptimize(*a); });
+  cmd->callback([a, cmd, exit_code]() {
+    // Everything but --resume, --store, --out, --json, --max-cost, --devices and the task-source
+    // options (--python, --workloads FILE) defines the run.
+    for (const char* name : {"task", "--from", "--generator", "--llm-config", "--raw-metrics", "--feedback", "--tools",
+                             "--memory", "--footprints", "--counters", "--policy", "--budget", "--time", "--plateau",
+                             "--target", "--objective", "--drafts", "--in-flight", "--seed", "--workload", "--skills",
+                             "--arch", "--replay", "--calibration"})
+      if (cmd->count(name) > 0) a->given.push_back(name == std::string("task") ? "TASK" : name);
+    *exit_code = RunOptimize(*a);
+  });
 }
 
 }  // namespace kpilot::cli

@@ -20,15 +20,24 @@ std::string CountersGist(const nlohmann::json& event) {
 }
 namespace {
 
+// The store that runs, show and export read: one that does not exist yet is not made (a wrong
+// --store, or a command run from another folder, would otherwise leave an empty store behind).
+Result<std::unique_ptr<Store>> OpenExisting(const std::string& store_dir) {
+  if (!std::filesystem::exists(std::filesystem::path(store_dir) / "kpilot.db"))
+    return Status::NotFound("no kpilot store at " + store_dir + " (pass --store DIR: the folder kpilot optimize wrote to, "
+                            ".kpilot in the folder it ran in by default)");
+  return Store::Open(store_dir);
+}
+
 int ListRuns(const std::string& store_dir, bool json) {
-  auto store = Store::Open(store_dir);
+  auto store = OpenExisting(store_dir);
   if (!store.ok()) return Fail(store.status());
   auto runs = (*store)->ListRuns();
   if (!runs.ok()) return Fail(runs.status());
   if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : *runs)
-      j.push_back({{"id", r.id}, {"task", r.task_name}, {"status", r.status}, {"stop_reason", r.stop_reason},
+      j.push_back({{"id", r.id}, {"task", r.task_name}, {"status", ShownRunStatus(**store, r)}, {"stop_reason", r.stop_reason},
                    {"best_speedup", r.best_speedup}, {"best_node", r.best_node}, {"created_at", r.created_at},
                    {"updated_at", r.updated_at}});
     std::cout << j.dump(2) << "\n";
@@ -36,14 +45,14 @@ int ListRuns(const std::string& store_dir, bool json) {
   }
   std::cout << fmt::format("{:>4}  {:<18} {:<12} {:<10} {:>9}  {}\n", "id", "task", "status", "stopped", "best", "started");
   for (const auto& r : *runs)
-    std::cout << fmt::format("{:>4}  {:<18} {:<12} {:<10} {:>8.3f}×  {}\n", r.id, r.task_name, r.status, r.stop_reason,
+    std::cout << fmt::format("{:>4}  {:<18} {:<12} {:<10} {:>8.3f}×  {}\n", r.id, r.task_name, ShownRunStatus(**store, r), r.stop_reason,
                              r.best_speedup, r.created_at);
   if (runs->empty()) std::cout << "(no runs in " << store_dir << ")\n";
   return kExitOk;
 }
 
 int ShowRun(const std::string& store_dir, int64_t id, bool json) {
-  auto store = Store::Open(store_dir);
+  auto store = OpenExisting(store_dir);
   if (!store.ok()) return Fail(store.status());
   auto run = (*store)->GetRun(id);
   if (!run.ok()) return Fail(run.status());
@@ -63,7 +72,7 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
   }
   spend["transcripts"] = transcripts;
   if (json) {
-    nlohmann::json j = {{"id", r.id}, {"task", r.task_name}, {"task_dir", r.task_dir}, {"status", r.status},
+    nlohmann::json j = {{"id", r.id}, {"task", r.task_name}, {"task_dir", r.task_dir}, {"status", ShownRunStatus(**store, r)},
                         {"stop_reason", r.stop_reason}, {"best_speedup", r.best_speedup}, {"best_node", r.best_node},
                         {"options", nlohmann::json::parse(r.config_json, nullptr, false)}, {"generator_spend", spend}};
     j["nodes"] = nlohmann::json::array();
@@ -81,7 +90,7 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
   int passed = 0;
   for (const auto& n : *nodes) passed += n.verdict == "passed";
   std::cout << fmt::format("run        {} — {} ({})\n", r.id, r.task_name, r.task_dir);
-  std::cout << fmt::format("status     {} ({}); best {:.3f}× at node {}\n", r.status, r.stop_reason, r.best_speedup,
+  std::cout << fmt::format("status     {} ({}); best {:.3f}× at node {}\n", ShownRunStatus(**store, r), r.stop_reason, r.best_speedup,
                            r.best_node);
   std::cout << fmt::format("tree       {} nodes, {} passed, {} failed\n", nodes->size(), passed, nodes->size() - passed);
   if (spend.value("requests", 0) > 0 || transcripts > 0)
@@ -95,7 +104,11 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
                              n.verdict == "passed" ? fmt::format("{:.3f}×", n.speedup) : "-", n.summary);
   std::cout << "\nhistory\n";
   for (const auto& e : *events) {
-    if (e.kind == "proposal" || e.kind == "evaluated" || e.kind == "transcript" || e.kind == "spend") continue;
+    // Proposals and evaluations are the table above; "result" is the journal of finished
+    // evaluations that --resume serves (its blob holds the whole result).
+    if (e.kind == "proposal" || e.kind == "evaluated" || e.kind == "transcript" || e.kind == "spend" ||
+        e.kind == "result")
+      continue;
     std::string line = e.payload_json.substr(0, 160);
     auto p = nlohmann::json::parse(e.payload_json, nullptr, false);
     // A counter profile's payload is long (every kernel's counters): its gist.
@@ -128,7 +141,7 @@ void AddRunsCommands(CLI::App& app, int* exit_code) {
   exp->add_option("dir", *dir, "Output folder")->required();
   exp->add_option("--store", *store_dir, "Store folder")->capture_default_str();
   exp->callback([=]() {
-    auto store = Store::Open(*store_dir);
+    auto store = OpenExisting(*store_dir);
     if (!store.ok()) {
       *exit_code = Fail(store.status());
       return;

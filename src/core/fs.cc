@@ -1,6 +1,7 @@
 #include "core/fs.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -90,7 +91,41 @@ TempDir::~TempDir() {
 
 std::string Tail(const std::string& text, size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
-  return "…" + text.substr(text.size() - max_bytes);
+  size_t start = text.size() - max_bytes;
+  // Continuation bytes are 10xxxxxx: start at the next character's first byte.
+  for (int i = 0; i < 3 && start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80; ++i)
+    ++start;
+  return "…" + text.substr(start);
+}
+
+Result<std::optional<FileLock>> FileLock::TryLock(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Unavailable(path.string() + ": cannot open the lock file: " + std::strerror(errno));
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    int err = errno;
+    close(fd);
+    if (err == EWOULDBLOCK) return std::optional<FileLock>();
+    return Status::Unavailable(path.string() + ": cannot lock: " + std::strerror(err));
+  }
+  return std::optional<FileLock>(FileLock(fd));
+}
+
+FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+
+FileLock& FileLock::operator=(FileLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) close(fd_);  // closing the last descriptor releases the flock
 }
 
 }  // namespace kpilot

@@ -1,7 +1,8 @@
-// Filesystem helpers: whole-file reads, atomic writes, temporary directories.
+// Filesystem helpers: whole-file reads, atomic writes, temporary directories, file locks.
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -36,7 +37,26 @@ class TempDir {
   bool keep_ = false;
 };
 
-// The last `max_bytes` of `text`, prefixed with "…" when cut.
+// The last `max_bytes` of `text` or fewer, prefixed with "…" when cut. The cut never splits a
+// UTF-8 character (at most 3 more bytes are dropped), so the tail stays valid JSON text.
 std::string Tail(const std::string& text, size_t max_bytes);
+
+// An exclusive advisory lock (flock) on a file, held until destruction or the process's end —
+// a kill -9 included, so a lock never outlives its holder. Move-only.
+class FileLock {
+ public:
+  // The lock on `path` (created with its folders if missing), or nullopt when another open file
+  // description holds it now. Does not wait.
+  static Result<std::optional<FileLock>> TryLock(const std::filesystem::path& path);
+  FileLock(FileLock&& other) noexcept;
+  FileLock& operator=(FileLock&& other) noexcept;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  ~FileLock();
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
 
 }  // namespace kpilot

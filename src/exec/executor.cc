@@ -130,7 +130,43 @@ void LocalExecutor::EvalLoop(int device) {
     }
     if (e.ok()) p->result.evaluation = std::move(e).value();
     else p->result.status = e.status();
+    if (p->job.on_done && p->result.status.ok()) p->job.on_done(p->result);
     p->promise.set_value(std::move(p->result));
+  }
+}
+
+nlohmann::json RecordJson(const EvalJobResult& r) {
+  nlohmann::json resources = nlohmann::json::array();
+  for (const auto& k : r.resources) resources.push_back(ToJson(k));
+  return {{"kpilot_job_record_version", 1},
+          {"evaluation", RecordJson(r.evaluation)},
+          {"object_sha", r.object_sha},
+          {"compile_s", r.compile_s},
+          {"compiled", r.compiled},
+          {"resources", resources},
+          {"eval_start_s", r.eval_start_s},
+          {"eval_end_s", r.eval_end_s},
+          {"device", r.device}};
+}
+
+Result<EvalJobResult> EvalJobResultFromRecord(const nlohmann::json& j) {
+  try {
+    if (!j.is_object() || j.value("kpilot_job_record_version", 0) != 1)
+      return Status::InvalidInput("not an evaluation job record of version 1");
+    EvalJobResult r;
+    auto e = EvaluationFromRecord(j.at("evaluation"));
+    if (!e.ok()) return e.status();
+    r.evaluation = std::move(e).value();
+    r.object_sha = j.at("object_sha").get<std::string>();
+    r.compile_s = j.at("compile_s").get<double>();
+    r.compiled = j.at("compiled").get<bool>();
+    for (const auto& k : j.at("resources")) r.resources.push_back(KernelResourcesFromJson(k));
+    r.eval_start_s = j.at("eval_start_s").get<double>();
+    r.eval_end_s = j.at("eval_end_s").get<double>();
+    r.device = j.at("device").get<int>();
+    return r;
+  } catch (const std::exception& ex) {
+    return Status::InvalidInput(std::string("an evaluation job record is malformed: ") + ex.what());
   }
 }
 

@@ -21,6 +21,8 @@
 
 namespace kpilot {
 
+struct EvalJobResult;
+
 struct EvalJob {
   const Task* task = nullptr;          // borrowed; must outlive the job
   std::filesystem::path source;
@@ -39,6 +41,12 @@ struct EvalJob {
   // Null: none. Borrowed; must outlive the job.
   const std::vector<std::unique_ptr<Tool>>* counter_tools = nullptr;
   CounterProfileOptions counters;
+  // Called on the executor's thread with an evaluation's result (status ok) before its future is
+  // ready, so that the caller can journal it the moment it ends: the search records it before a
+  // kill -9 can lose it (docs/search.md, "Resume"). Not called for skipped or compile-only jobs;
+  // an executor whose results cost nothing to make again (the replay) need not call it. May be
+  // empty.
+  std::function<void(const EvalJobResult&)> on_done;
 };
 
 struct EvalJobResult {
@@ -56,6 +64,12 @@ struct EvalJobResult {
   Status counters_status = Status::Ok();
   double counters_s = 0;               // wall seconds the counter collection held the GPU
 };
+
+// An evaluation job's result as JSON and back, exactly (status, skipped and counters are not
+// kept: only a finished evaluation is journaled). EvalJobResultFromRecord: InvalidInput naming
+// what is malformed.
+nlohmann::json RecordJson(const EvalJobResult& r);
+Result<EvalJobResult> EvalJobResultFromRecord(const nlohmann::json& j);
 
 class Executor {
  public:

@@ -67,6 +67,15 @@ struct Evaluation {
 
 nlohmann::json ToJson(const Evaluation& e);
 
+// The whole Evaluation as a record, and back, exactly. ToJson above is the report; the record
+// also keeps what it leaves out (compile log, SASS, object path, the runner's raw result), so
+// a finished evaluation journaled by an interrupted search is not run again on --resume.
+// EvaluationFromRecord: InvalidInput naming what is malformed.
+nlohmann::json RecordJson(const Evaluation& e);
+Result<Evaluation> EvaluationFromRecord(const nlohmann::json& j);
+nlohmann::json ToJson(const KernelResources& r);  // every field
+KernelResources KernelResourcesFromJson(const nlohmann::json& j);  // throws on a missing field
+
 // Pure: the verdict for a runner result (status "error" is not a verdict: it is returned as a
 // non-ok Status by Evaluate, since the task or kpilot is at fault, not the candidate).
 Verdict VerdictFromRun(const RunResult& run);

@@ -41,6 +41,10 @@ constexpr int kMinDuplicatesToStop = 16;
 
 using nlohmann::json;
 
+// JSON text that never throws: a compile log or a candidate's output cut inside a UTF-8
+// character (or not UTF-8 at all) gets U+FFFD instead of aborting the run.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -52,7 +56,7 @@ void EvidenceFromJson(const json& ej, std::string* summary, std::string* evidenc
   json v = ej.value("verdict", json::object());
   *summary = v.value("summary", "");
   json ev = v.value("evidence", json::object());
-  *evidence = ev.empty() ? "" : ev.dump();
+  *evidence = ev.empty() ? "" : Dump(ev);
   json m = json::object();
   json c = ej.value("compile", json::object());
   if (!c.value("resources", json::array()).empty()) m["kernels"] = c["resources"];
@@ -62,7 +66,7 @@ void EvidenceFromJson(const json& ej, std::string* summary, std::string* evidenc
   if (!times.empty()) m["median_ms"] = times;
   for (const char* k : {"bottleneck", "achieved_fraction", "joules"})
     if (ej.contains(k)) m[k] = ej[k];
-  *metrics = m.empty() ? "" : m.dump();
+  *metrics = m.empty() ? "" : Dump(m);
 }
 
 // Skill cards retrieval offers per expansion (the generators show fewer: llm: its top 3).
@@ -191,7 +195,18 @@ class Optimizer::Loop {
   // Evaluates one draft proposed from `parent` (recorded as event `proposal`); false when the
   // binary was seen before (a duplicate, not evaluated).
   Result<bool> EvaluateDraft(int64_t parent, int64_t proposal, const Draft& d, std::future<EvalJobResult> f);
-  std::future<EvalJobResult> SubmitDraft(const Draft& d, const std::filesystem::path& path);
+  // Submits draft `d` (event `proposal` number `proposal`); its result is journaled the moment
+  // it ends (Journal), and on resume a journaled result is served instead of evaluating again.
+  std::future<EvalJobResult> SubmitDraft(const Draft& d, const std::filesystem::path& path, int64_t proposal);
+  // Records a finished evaluation as event `result` ({key…, "blob": its RecordJson}) on the
+  // executor's thread; the first failure to write is returned by JournalStatus.
+  void Journal(json key, const EvalJobResult& r);
+  Status JournalStatus();
+  // The run's row: the incumbent as its best so far, so `kpilot runs` shows a run in progress
+  // (or interrupted) with what it has found; Finish writes the re-evaluated final.
+  Status RecordBest();
+  // The journaled result under `blob`, as a ready future; nullopt when it cannot be read.
+  std::optional<std::future<EvalJobResult>> Journaled(const std::string& blob);
   Status RecordNode(int64_t node, int64_t parent, int64_t proposal, const NodeData& n, const Outcome& out,
                     const Evaluation* e, const std::string& object_sha);
   void Analyze(const Evaluation& e, NodeData* n) const;
@@ -249,6 +264,14 @@ class Optimizer::Loop {
   std::set<int64_t> counters_done_;     // nodes whose counter profile was recorded (or failed)
   std::string counters_off_;            // why counter profiles stopped for this run ("" = they did not)
   std::optional<std::string> ncu_;      // ncu's path, looked up at the first profile ("" = none)
+  std::mutex journal_mu_;
+  Status journal_error_ = Status::Ok();  // the first journal write that failed
+  // Resume: results journaled by the interrupted process, by proposal, and promotion checks by
+  // (challenger, incumbent); each is used once.
+  std::map<int64_t, std::string> journaled_drafts_;
+  std::map<std::pair<int64_t, int64_t>, std::string> journaled_gates_;
+  std::map<int64_t, std::string> journaled_finals_;  // the final re-evaluation, by node
+  int64_t root_proposal_ = -1;  // resume before the root was recorded: its proposal's number
   int counter_profiles_ = 0;
   double counters_s_ = 0;
 };
@@ -304,7 +327,7 @@ void Optimizer::Loop::ApplyCounters(int64_t node, const json& payload) {
   for (const auto& k : payload.value("kernels", json::array()))
     if (k.contains("metrics")) counters[k.value("kernel", "")] = k["metrics"];
   m["kernel_counters"] = counters;
-  n.metrics = m.dump();
+  n.metrics = Dump(m);
 }
 
 Status Optimizer::Loop::CollectCounters(std::optional<int64_t> wait_for, bool wait_all) {
@@ -355,7 +378,7 @@ Status Optimizer::Loop::CollectCounters(std::optional<int64_t> wait_for, bool wa
 }
 
 Status Optimizer::Loop::Event(const std::string& kind, json payload) {
-  auto seq = o_.store_.AddRunEvent(run_id_, kind, payload.dump());
+  auto seq = o_.store_.AddRunEvent(run_id_, kind, Dump(payload));
   if (!seq.ok()) return seq.status();
   payload["event"] = kind;
   payload["run"] = run_id_;
@@ -383,7 +406,54 @@ Result<std::filesystem::path> Optimizer::Loop::Materialize(const std::string& so
   return p;
 }
 
-std::future<EvalJobResult> Optimizer::Loop::SubmitDraft(const Draft& d, const std::filesystem::path& path) {
+void Optimizer::Loop::Journal(json key, const EvalJobResult& r) {
+  auto blob = o_.store_.PutBlob(Dump(RecordJson(r)));
+  Status st = blob.status();
+  if (blob.ok()) {
+    key["blob"] = *blob;
+    auto seq = o_.store_.AddRunEvent(run_id_, "result", Dump(key));
+    st = seq.status();
+  }
+  std::lock_guard<std::mutex> lock(journal_mu_);
+  if (!st.ok() && journal_error_.ok()) journal_error_ = st.WithContext("journaling a finished evaluation");
+}
+
+Status Optimizer::Loop::RecordBest() {
+  auto run = o_.store_.GetRun(run_id_);
+  if (!run.ok()) return run.status();
+  if (!run->has_value() || incumbent_ < 0) return Status::Ok();
+  RunRecord rec = **run;
+  rec.best_node = incumbent_;
+  rec.best_speedup = data_.at(incumbent_).speedup;
+  return o_.store_.UpdateRun(rec);
+}
+
+Status Optimizer::Loop::JournalStatus() {
+  std::lock_guard<std::mutex> lock(journal_mu_);
+  return journal_error_;
+}
+
+std::optional<std::future<EvalJobResult>> Optimizer::Loop::Journaled(const std::string& blob) {
+  auto text = o_.store_.GetBlob(blob);
+  if (!text.ok()) return std::nullopt;
+  auto r = EvalJobResultFromRecord(json::parse(*text, nullptr, false));
+  if (!r.ok()) return std::nullopt;
+  {
+    std::lock_guard<std::mutex> lock(seen_mu_);
+    seen_binaries_.insert(r->object_sha);  // as admit did in the interrupted process
+  }
+  std::promise<EvalJobResult> p;
+  p.set_value(std::move(r).value());
+  return p.get_future();
+}
+
+std::future<EvalJobResult> Optimizer::Loop::SubmitDraft(const Draft& d, const std::filesystem::path& path,
+                                                        int64_t proposal) {
+  if (auto it = journaled_drafts_.find(proposal); it != journaled_drafts_.end()) {
+    auto served = Journaled(it->second);
+    journaled_drafts_.erase(it);
+    if (served) return std::move(*served);
+  }
   EvalJob job;
   job.task = &o_.task_;
   job.source = path;
@@ -394,6 +464,7 @@ std::future<EvalJobResult> Optimizer::Loop::SubmitDraft(const Draft& d, const st
     std::lock_guard<std::mutex> lock(seen_mu_);
     return seen_binaries_.insert(sha).second;
   };
+  job.on_done = [this, proposal](const EvalJobResult& r) { Journal({{"proposal", proposal}}, r); };
   return o_.executor_.Submit(std::move(job));
 }
 
@@ -440,7 +511,7 @@ void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
   json m = n->metrics.empty() ? json::object() : json::parse(n->metrics, nullptr, false);
   m["bottleneck"] = n->bottleneck;
   m["achieved_fraction"] = n->achieved_fraction;
-  n->metrics = m.dump();
+  n->metrics = Dump(m);
 }
 
 Status Optimizer::Loop::RecordNode(int64_t node, int64_t parent, int64_t proposal, const NodeData& n,
@@ -469,7 +540,7 @@ Status Optimizer::Loop::RecordNode(int64_t node, int64_t parent, int64_t proposa
     json findings = json::array();
     for (const auto& f : n.findings) findings.push_back(ToJson(f));
     ej["findings"] = findings;
-    auto rb = o_.store_.PutBlob(ej.dump());
+    auto rb = o_.store_.PutBlob(Dump(ej));
     if (!rb.ok()) return rb.status();
     r.result_blob = *rb;
   }
@@ -595,6 +666,7 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
                                             std::future<EvalJobResult> f) {
   EvalJobResult r = f.get();
   if (!r.status.ok()) return r.status;
+  KPILOT_RETURN_IF_ERROR(JournalStatus());
   if (r.skipped) {
     ++duplicates_;
     ++duplicates_in_a_row_;
@@ -656,6 +728,7 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
     since_promotion_ = 0;
     KPILOT_RETURN_IF_ERROR(
         Event("promote", {{"node", node}, {"speedup", c.speedup}, {"reason", "first passing candidate"}}));
+    KPILOT_RETURN_IF_ERROR(RecordBest());
     RequestCounters(node);
     return Status::Ok();
   }
@@ -670,7 +743,20 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
   job.options = BaseEvalOptions();
   job.options.baseline_source = inc.path;
   job.options.baseline_params = inc.params;
-  EvalJobResult r = o_.executor_.Submit(std::move(job)).get();
+  const std::pair<int64_t, int64_t> gate{node, incumbent_};
+  std::optional<std::future<EvalJobResult>> served;
+  if (auto it = journaled_gates_.find(gate); it != journaled_gates_.end()) {
+    served = Journaled(it->second);
+    journaled_gates_.erase(it);
+  }
+  if (!served) {
+    job.on_done = [this, gate](const EvalJobResult& r) {
+      Journal({{"gate", gate.first}, {"incumbent", gate.second}}, r);
+    };
+    served = o_.executor_.Submit(std::move(job));
+  }
+  EvalJobResult r = served->get();
+  KPILOT_RETURN_IF_ERROR(JournalStatus());
   ++promotion_checks_;
   const Evaluation& e = r.evaluation;
   // A gate that could not run (the incumbent failed as a baseline, the challenger failed this
@@ -685,6 +771,7 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
   incumbent_ = node;
   since_promotion_ = 0;
   KPILOT_RETURN_IF_ERROR(Event("promote", payload));
+  KPILOT_RETURN_IF_ERROR(RecordBest());
   RequestCounters(node);
   return Status::Ok();
 }
@@ -715,12 +802,17 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
                                     : " with the first combination of params that meets the constraints";
     }
   }
-  auto seq = o_.store_.AddRunEvent(run_id_, "proposal",
-                                   json{{"parent", -1}, {"summary", root.summary}, {"params", root.params}}.dump());
+  // A resumed run that was killed before its root was recorded keeps the root's proposal (and
+  // its journaled result, if the evaluation had ended).
+  auto seq = root_proposal_ >= 0 ? Result<int64_t>(root_proposal_)
+                                 : o_.store_.AddRunEvent(run_id_, "proposal",
+                                                         Dump(json{{"parent", -1}, {"summary", root.summary},
+                                                                   {"params", root.params}}));
   if (!seq.ok()) return seq.status();
   auto path = Materialize(root.source, root.source_name);
   if (!path.ok()) return path.status();
-  EvalJobResult r = SubmitDraft(root, *path).get();
+  EvalJobResult r = SubmitDraft(root, *path, *seq).get();
+  KPILOT_RETURN_IF_ERROR(JournalStatus());
   if (!r.status.ok()) return r.status;
   NodeData n;
   n.source = root.source;
@@ -756,6 +848,7 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
     n.params = ParamsFromJson(r.params_json);
     n.verdict = r.verdict;
     n.speedup = r.speedup;
+    std::string failure = r.verdict == "passed" ? "" : r.verdict;
     if (!r.result_blob.empty()) {
       auto res = o_.store_.GetBlob(r.result_blob);
       json j = res.ok() ? json::parse(*res, nullptr, false) : json();
@@ -767,6 +860,7 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
         tree_speedup = j.value("tree_speedup", 0.0);
         if (j.contains("object_sha")) seen_binaries_.insert(j["object_sha"].get<std::string>());
         n.findings = FindingsFromJson(j.value("findings", json::array()));
+        if (!n.verdict_summary.empty() && r.verdict != "passed") failure = n.verdict_summary;
       }
     }
     auto path = Materialize(n.source, n.source_name);
@@ -778,8 +872,10 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
     evaluated_proposals.insert(r.proposal);
     tried_params_.push_back(n.params);
     if (r.parent >= 0) {
-      Attempt a{id, r.parent, r.summary, r.finding, r.verdict, r.speedup, 0, r.verdict == "passed" ? "" : r.verdict};
-      memory_.Record(a);
+      // As EvaluateDraft recorded it: the change over the parent, and the verdict's sentence.
+      const double parent_speedup = data_.count(r.parent) ? data_.at(r.parent).speedup : 0;
+      const double delta = parent_speedup > 0 && r.speedup > 0 ? r.speedup / parent_speedup - 1 : 0;
+      memory_.Record({id, r.parent, r.summary, r.finding, r.verdict, r.speedup, delta, failure});
     }
     data_[id] = std::move(n);
     ++evaluations_;
@@ -799,6 +895,18 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
       if (p.value("counters_off", false)) counters_off_ = p.value("error", "");
     }
     if (e.kind == "proposal" && p.is_object() && p.value("parent", -1) >= 0) pending.push_back({e.seq, p});
+    if (e.kind == "proposal" && p.is_object() && p.value("parent", -1) < 0) root_proposal_ = e.seq;
+    if (e.kind == "result" && p.is_object() && p.contains("blob")) {
+      if (p.contains("proposal")) journaled_drafts_[p.value("proposal", int64_t{-1})] = p.value("blob", "");
+      if (p.contains("gate"))
+        journaled_gates_[{p.value("gate", int64_t{-1}), p.value("incumbent", int64_t{-1})}] = p.value("blob", "");
+      if (p.contains("final")) journaled_finals_[p.value("final", int64_t{-1})] = p.value("blob", "");
+    }
+    // A node closed before the kill stays closed (its generator failures are not paid again).
+    if (e.kind == "close" && p.is_object()) {
+      const int64_t node = p.value("node", int64_t{-1});
+      if (node >= 0 && static_cast<size_t>(node) < tree_.size()) tree_.Close(node, p.value("reason", ""));
+    }
     if (e.kind == "generator_failure" && p.is_object())
       memory_.Record({-1, p.value("parent", -1), p.value("summary", ""), "", "no_candidate", 0, 0, p.value("reason", "")});
     if (e.kind == "spend" && p.is_object()) {
@@ -807,10 +915,17 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
       spend_recorded_ = spend_before_;
     }
   }
-  KPILOT_RETURN_IF_ERROR(Event("resume", {{"nodes", nodes.size()}, {"incumbent", incumbent_}}));
+  // Proposals whose evaluation ended before the kill: their journaled results are served, not
+  // evaluated again.
+  int journaled = 0;
+  for (const auto& [seq, p] : pending) journaled += !evaluated_proposals.count(seq) && journaled_drafts_.count(seq);
+  if (nodes.empty() && root_proposal_ >= 0) journaled += journaled_drafts_.count(root_proposal_) > 0;
+  if (!nodes.empty()) root_proposal_ = -1;
+  KPILOT_RETURN_IF_ERROR(
+      Event("resume", {{"nodes", nodes.size()}, {"incumbent", incumbent_}, {"journaled_results", journaled}}));
   if (nodes.empty()) return Start();
   for (const auto& r : nodes)
-    if (incumbent_ >= 0 && r.node > incumbent_) ++since_promotion_;
+    if (r.parent >= 0 && r.node > incumbent_) ++since_promotion_;  // with no incumbent: every child
   // A kill between a node's record and its promotion decision: decide now, in order.
   for (const auto& r : nodes)
     if (!decided.count(r.node)) KPILOT_RETURN_IF_ERROR(MaybePromote(r.node));
@@ -830,7 +945,7 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
     auto path = Materialize(d.source, d.source_name);
     if (!path.ok()) return path.status();
     tried_params_.push_back(d.params);
-    auto done = EvaluateDraft(parent, seq, d, SubmitDraft(d, *path));
+    auto done = EvaluateDraft(parent, seq, d, SubmitDraft(d, *path, seq));
     if (!done.ok()) return done.status();
   }
   return Iterate();
@@ -960,14 +1075,14 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
         json payload = {{"parent", *sel},       {"source", d.source},     {"source_name", d.source_name},
                         {"params", d.params},    {"summary", d.summary},   {"finding", d.targeted_finding},
                         {"skills_applied", d.skills_applied}, {"skills_offered", offered_[*sel]}};
-        auto seq = o_.store_.AddRunEvent(run_id_, "proposal", payload.dump());
+        auto seq = o_.store_.AddRunEvent(run_id_, "proposal", Dump(payload));
         auto path = seq.ok() ? Materialize(d.source, d.source_name) : Result<std::filesystem::path>(seq.status());
         if (!path.ok()) {
           for (auto& f : b.futures) f.wait();
           drain();
           return path.status();
         }
-        b.futures.push_back(SubmitDraft(d, *path));
+        b.futures.push_back(SubmitDraft(d, *path, *seq));
         b.proposed.push_back({*seq, d});
         ++pending;
       }
@@ -997,11 +1112,15 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       int next = NextPipelineDepth(depth_, busy, elapsed, o_.executor_.Devices());
       if (next != depth_) {
         depth_ = next;
-        KPILOT_RETURN_IF_ERROR(Event("pipeline", {{"depth", depth_},
-                                                  {"busy_s", busy},
-                                                  {"elapsed_s", elapsed},
-                                                  {"devices", o_.executor_.Devices()},
-                                                  {"reason", "the evaluation queues were idle while drafts compiled"}}));
+        Status st = Event("pipeline", {{"depth", depth_},
+                                       {"busy_s", busy},
+                                       {"elapsed_s", elapsed},
+                                       {"devices", o_.executor_.Devices()},
+                                       {"reason", "the evaluation queues were idle while drafts compiled"}});
+        if (!st.ok()) {
+          drain();
+          return st;
+        }
       }
     }
   }
@@ -1044,8 +1163,15 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
   job.source = b.path;
   job.params = b.params;
   job.options = BaseEvalOptions();
-  EvalJobResult r = o_.executor_.Submit(std::move(job)).get();
+  std::optional<std::future<EvalJobResult>> served;
+  if (auto it = journaled_finals_.find(best); it != journaled_finals_.end()) served = Journaled(it->second);
+  if (!served) {
+    job.on_done = [this, best](const EvalJobResult& r) { Journal({{"final", best}}, r); };
+    served = o_.executor_.Submit(std::move(job));
+  }
+  EvalJobResult r = served->get();
   if (!r.status.ok()) return r.status;
+  KPILOT_RETURN_IF_ERROR(JournalStatus());
   res.final = r.evaluation;
   KPILOT_RETURN_IF_ERROR(Event("final", {{"node", best}, {"verdict", VerdictName(r.evaluation.verdict.kind)},
                                          {"speedup", r.evaluation.speedup_geomean},
@@ -1063,6 +1189,10 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
 
 namespace {
 
+std::filesystem::path RunLockPath(const Store& store, int64_t run_id) {
+  return store.dir() / "runs" / std::to_string(run_id) / "lock";
+}
+
 // A run that ends in an error is recorded as failed, with the reason, so `kpilot runs` never
 // shows it as running forever; --resume can still continue it.
 Result<OptimizeResult> MarkFailure(Store& store, int64_t run_id, Result<OptimizeResult> r) {
@@ -1079,6 +1209,12 @@ Result<OptimizeResult> MarkFailure(Store& store, int64_t run_id, Result<Optimize
 
 }  // namespace
 
+std::string ShownRunStatus(const Store& store, const RunRecord& run) {
+  if (run.status != "running") return run.status;
+  auto lock = FileLock::TryLock(RunLockPath(store, run.id));  // released at once
+  return lock.ok() && lock->has_value() ? "interrupted" : run.status;
+}
+
 Optimizer::Optimizer(const Task& task, Proposer& proposer, Executor& executor, Store& store, ProgressSink& progress)
     : task_(task), proposer_(proposer), executor_(executor), store_(store), progress_(progress) {}
 
@@ -1091,19 +1227,36 @@ Result<OptimizeResult> Optimizer::Run(const OptimizeOptions& options) {
   r.status = "running";
   auto id = store_.CreateRun(r);
   if (!id.ok()) return id.status();
+  auto lock = FileLock::TryLock(RunLockPath(store_, *id));
+  if (!lock.ok()) return MarkFailure(store_, *id, lock.status());
   Loop loop(*this, options, *id);
   return MarkFailure(store_, *id, loop.Start());
 }
 
-Result<OptimizeResult> Optimizer::Resume(int64_t run_id) {
+Result<OptimizeResult> Optimizer::Resume(int64_t run_id, const ResumeOverrides& overrides) {
   auto run = store_.GetRun(run_id);
   if (!run.ok()) return run.status();
   if (!run->has_value()) return Status::NotFound("run " + std::to_string(run_id) + " is not in store " + store_.dir().string());
   if ((*run)->status == "finished")
     return Status::InvalidInput("run " + std::to_string(run_id) + " is finished (stopped: " + (*run)->stop_reason +
                                 ") — see it with kpilot show " + std::to_string(run_id) + ", or start a new run");
+  auto lock = FileLock::TryLock(RunLockPath(store_, run_id));
+  if (!lock.ok()) return lock.status();
+  if (!lock->has_value())
+    return Status::InvalidInput("run " + std::to_string(run_id) + " is being optimized by another kpilot process now "
+                                "(it holds " + RunLockPath(store_, run_id).string() + "); let it finish, or stop it "
+                                "and resume again");
   auto opts = OptimizeOptionsFromJson(json::parse((*run)->config_json, nullptr, false));
   if (!opts.ok()) return opts.status();
+  if (overrides.max_cost_usd) opts->max_cost_usd = *overrides.max_cost_usd;
+  if (overrides.devices && !overrides.devices->empty()) {
+    opts->devices = *overrides.devices;
+    opts->device = overrides.devices->front();
+  }
+  RunRecord rec = **run;  // running again (a failed run's reason is in its events)
+  rec.status = "running";
+  rec.stop_reason = "";
+  KPILOT_RETURN_IF_ERROR(store_.UpdateRun(rec));
   auto nodes = store_.ListRunNodes(run_id);
   if (!nodes.ok()) return nodes.status();
   auto events = store_.ListRunEvents(run_id);

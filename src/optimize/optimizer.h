@@ -156,11 +156,19 @@ class Optimizer {
     usage_ = usage;
   }
 
+  // Runs a new search. While it runs the process holds the run's lock (STORE/runs/ID/lock).
   Result<OptimizeResult> Run(const OptimizeOptions& options);
-  // Continues run `run_id` (its stored options are used): rebuilds the tree and the memory from
-  // the recorded nodes, evaluates the proposals that were recorded but never evaluated, then
-  // carries on. Finished runs are only re-reported.
-  Result<OptimizeResult> Resume(int64_t run_id);
+  // What a resumed run may take from the command line instead of its stored options.
+  struct ResumeOverrides {
+    std::optional<double> max_cost_usd;      // --max-cost: a new spending cap
+    std::optional<std::vector<int>> devices;  // the GPUs of this machine (the first one is `device`)
+  };
+  // Continues run `run_id` with its stored options (and `overrides`): rebuilds the tree and the
+  // memory from the recorded nodes, serves the evaluations that ended before the interruption
+  // from their journal, evaluates the proposals that were recorded but never evaluated, then
+  // carries on. InvalidInput for a finished run, and for one that another process is running
+  // now (it holds the run's lock).
+  Result<OptimizeResult> Resume(int64_t run_id, const ResumeOverrides& overrides = {});
 
  private:
   struct NodeData;
@@ -173,6 +181,10 @@ class Optimizer {
   const SkillLibrary* skills_ = nullptr;
   UsageLog* usage_ = nullptr;
 };
+
+// A run's status as `kpilot runs` shows it: a stored "running" whose process holds no lock on it
+// any more (killed, or the machine restarted) is "interrupted" (resume it with --resume).
+std::string ShownRunStatus(const Store& store, const RunRecord& run);
 
 // Writes the best candidate of a run to `dir`: the source, params.json and report.json (verdict,
 // speedup with CI, what it was verified on: task, workloads, dtypes, GPU, driver, toolkit).

@@ -42,6 +42,8 @@ RunTensor TensorFromJson(const json& j) {
   return t;
 }
 
+}  // namespace
+
 double NumFrom(const json& j) {
   if (j.is_string()) {
     std::string s = j.get<std::string>();
@@ -53,8 +55,6 @@ double NumFrom(const json& j) {
   if (j.is_null()) return NAN;
   return j.get<double>();
 }
-
-}  // namespace
 
 json JsonNumber(double v) {
   if (std::isnan(v)) return "nan";

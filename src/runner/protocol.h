@@ -169,6 +169,8 @@ nlohmann::json ToJson(const RunResult& r);
 
 // JSON has no NaN or Inf; errors can be both. Encoded as the strings "nan", "inf", "-inf".
 nlohmann::json JsonNumber(double v);
+// Its inverse (null reads as NaN); throws nlohmann's type_error or std::runtime_error on anything else.
+double NumFrom(const nlohmann::json& j);
 Result<RunResult> RunResultFromJson(const nlohmann::json& j);
 
 }  // namespace kpilot

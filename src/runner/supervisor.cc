@@ -71,7 +71,7 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
   if (err >= 0) dup2(err, 2);
   PipeReporter reporter;
   RunResult result = worker(req, reporter);
-  PipeReporter::WriteAll("result " + ToJson(result).dump() + "\n");
+  PipeReporter::WriteAll("result " + ToJson(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   // _exit: candidates' static destructors and atexit handlers must not run after the report.
   _exit(0);
 }
@@ -320,7 +320,8 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
   result.candidate_stdout_tail = FileTail("candidate.stdout", 4096);
   result.candidate_stderr_tail = FileTail("candidate.stderr", 4096);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << ToJson(result).dump() << std::endl;
+  // A candidate may print anything: bytes that are not UTF-8 become U+FFFD, not a crash.
+  std::cout << ToJson(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
   return 0;
 }
 

@@ -442,9 +442,7 @@ Result<int64_t> SqliteStore::CreateRun(const RunRecord& r) {
   if (!stmt.ok()) return stmt.status();
   stmt->BindText(1, r.task_name).BindText(2, r.task_dir).BindText(3, r.config_json).BindText(4, r.status);
   stmt->BindText(5, r.stop_reason).BindDouble(6, r.best_speedup).BindInt(7, r.best_node).BindText(8, NowIso8601());
-  Result<bool> row = stmt->Step();
-  if (!row.ok()) return row.status();
-  return stmt->ColumnInt(0);
+  return StepForId(*stmt);
 }
 
 Status SqliteStore::UpdateRun(const RunRecord& r) {
@@ -535,9 +533,7 @@ Result<int64_t> SqliteStore::AddRunEvent(int64_t run_id, const std::string& kind
       "VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events WHERE run_id = ?1), ?2, ?3, ?4) RETURNING seq");
   if (!stmt.ok()) return stmt.status();
   stmt->BindInt(1, run_id).BindText(2, kind).BindText(3, payload_json).BindText(4, NowIso8601());
-  Result<bool> row = stmt->Step();
-  if (!row.ok()) return row.status();
-  return stmt->ColumnInt(0);
+  return StepForId(*stmt);
 }
 
 Result<std::vector<RunEventRecord>> SqliteStore::ListRunEvents(int64_t run_id) {

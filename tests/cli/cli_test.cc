@@ -41,6 +41,20 @@ TEST_F(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(Kpilot({"--help"}).exit_code, 0);
 }
 
+TEST_F(Cli, ReadingCommandsNeedAStoreAndMakeNone) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"runs"}, {"show", "1"}, {"export", "1", "out"}}) {
+    args.insert(args.end(), {"--store", Store()});
+    ProcessResult r = Kpilot(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0];
+    EXPECT_NE(r.err.find("no kpilot store at " + Store()), std::string::npos) << r.err;
+  }
+  ProcessResult r = Kpilot({"show", "1"});  // the default store, .kpilot in this folder
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("pass --store DIR"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(Store()));
+  EXPECT_FALSE(fs::exists(dir_->path() / ".kpilot"));
+}
+
 TEST_F(Cli, DoctorReportsTheMachine) {
   ProcessResult text = Kpilot({"doctor"});
   EXPECT_EQ(text.exit_code, 0);

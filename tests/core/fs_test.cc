@@ -1,4 +1,9 @@
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "core/fs.h"
 #include "core/status.h"
@@ -47,6 +52,52 @@ TEST(Fs, TempDirIsRemovedUnlessKept) {
 TEST(Fs, TailKeepsTheEnd) {
   EXPECT_EQ(Tail("abcdef", 10), "abcdef");
   EXPECT_EQ(Tail("abcdef", 3), "…def");
+}
+
+TEST(Fs, TailNeverSplitsAUtf8Character) {
+  // g++ quotes names with ‘ ’ (3 bytes each); a cut inside one made the JSON of a compile log
+  // unwritable.
+  const std::string log = "error: \u2018x\u2019 was not declared";  // ‘x’
+  for (size_t n = 1; n < log.size(); ++n) {
+    std::string t = Tail(log, n);
+    ASSERT_LE(t.size(), std::string("…").size() + n);
+    EXPECT_NO_THROW((void)nlohmann::json(t).dump()) << n;
+  }
+  EXPECT_EQ(Tail(log, 23), "…x\u2019 was not declared") << "the cut lands inside ‘: it starts after it";
+  EXPECT_EQ(Tail("\u00e9\u00e9", 3), "…\u00e9");
+}
+
+TEST(Fs, FileLockIsExclusiveAndEndsWithItsHolder) {
+  auto dir = TempDir::Create("kpilot-test-");
+  ASSERT_TRUE(dir.ok());
+  const auto path = dir->path() / "runs" / "1" / "lock";
+  {
+    auto first = FileLock::TryLock(path);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ASSERT_TRUE(first->has_value()) << "creates its folders and takes the lock";
+    auto second = FileLock::TryLock(path);
+    ASSERT_TRUE(second.ok());
+    EXPECT_FALSE(second->has_value()) << "held: another open file description cannot take it";
+    FileLock moved = std::move(**first);  // the lock moves with the handle
+    EXPECT_FALSE((*FileLock::TryLock(path)).has_value());
+  }
+  auto again = FileLock::TryLock(path);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->has_value()) << "released when its holder is destroyed";
+  // A process that dies holding it (kill -9 included) releases it.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto held = FileLock::TryLock(dir->path() / "child.lock");
+    if (!held.ok() || !held->has_value()) _exit(1);
+    raise(SIGKILL);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFSIGNALED(st));
+  auto after = FileLock::TryLock(dir->path() / "child.lock");
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->has_value());
 }
 
 TEST(StatusTest, ContextAndExitCodes) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <mutex>
 
 #include "core/fs.h"
 #include "exec/executor.h"
@@ -65,6 +66,49 @@ TEST(LocalExecutor, WithoutDevicesOneQueueRunsEachJobOnItsOwnDevice) {
   EvalJobResult r = executor.Submit(std::move(job)).get();
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.device, -1);
+}
+
+// on_done sees each finished evaluation before its future is ready, and its record reads back as
+// the same result; skipped and compile-only jobs are not reported.
+TEST(LocalExecutor, ReportsEachFinishedEvaluationBeforeItsFutureIsReady) {
+  auto dir = TempDir::Create("kpilot-local-executor-");
+  ASSERT_TRUE(dir.ok());
+  auto task = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
+  ASSERT_TRUE(task.ok());
+  auto toolchain = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
+  LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 2);
+  std::mutex mu;
+  std::vector<nlohmann::json> done;
+  auto job = [&](bool compile_only, bool admit) {
+    EvalJob j;
+    j.task = &*task;
+    j.source = task->dir / "candidates" / "omp_simd.cpp";
+    j.options.workloads = {task->workloads.front().name};
+    j.options.timing.max_seconds = 0.2;
+    j.compile_only = compile_only;
+    if (!admit) j.admit = [](const std::string&) { return false; };
+    j.on_done = [&](const EvalJobResult& r) {
+      std::lock_guard<std::mutex> lock(mu);
+      done.push_back(RecordJson(r));
+    };
+    return j;
+  };
+  EvalJobResult evaluated = executor.Submit(job(false, true)).get();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(done.size(), 1u) << "reported before the future was ready";
+  }
+  EXPECT_TRUE(executor.Submit(job(true, true)).get().skipped);
+  EXPECT_TRUE(executor.Submit(job(false, false)).get().skipped);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(done.size(), 1u) << "compile-only and refused jobs are not reported";
+  auto back = EvalJobResultFromRecord(done.front());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(RecordJson(*back), RecordJson(evaluated));
+  EXPECT_EQ(back->object_sha, evaluated.object_sha);
+  EXPECT_FALSE(back->object_sha.empty());
+  EXPECT_TRUE(back->evaluation.verdict.passed());
+  EXPECT_FALSE(EvalJobResultFromRecord(nlohmann::json{{"kpilot_job_record_version", 2}}).ok());
 }
 
 }  // namespace

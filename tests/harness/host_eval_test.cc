@@ -164,6 +164,7 @@ TEST_F(HostEval, BrokenCandidatesGetTheirVerdictAndLeaveNothingBehind) {
       {"fork_child.cpp", VerdictKind::kPassed, ""},
       {"setsid_child.cpp", VerdictKind::kPassed, ""},
       {"stdout_flood.cpp", VerdictKind::kPassed, ""},
+      {"prints_non_utf8.cpp", VerdictKind::kPassed, ""},
   };
   for (const auto& c : cases) {
     EvalOptions opt = Quick();
@@ -202,6 +203,30 @@ TEST_F(HostEval, UnknownWorkloadIsAnInputError) {
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidInput);
   EXPECT_NE(e.status().message().find("nope"), std::string::npos);
+}
+
+// A journaled evaluation (RecordJson) reads back as the same evaluation, for real results: a
+// pass with timings, a wrong result, a compile error and a crash.
+TEST_F(HostEval, AnEvaluationRecordReadsBackExactly) {
+  Task task = Load("saxpy");
+  EvalOptions opt = Quick();
+  opt.workloads = {task.workloads.front().name};
+  opt.timing.max_seconds = 0.3;
+  for (const char* file : {"", "wrong_result.cpp", "compile_error.cpp", "segfault.cpp", "prints_non_utf8.cpp"}) {
+    const fs::path candidate = *file ? kExamples / "saxpy" / "broken" / file : task.dir / "candidates" / "omp_simd.cpp";
+    Evaluation e = Eval(task, candidate, opt);
+    const nlohmann::json record = RecordJson(e);
+    auto back = EvaluationFromRecord(nlohmann::json::parse(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+    ASSERT_TRUE(back.ok()) << file << ": " << back.status().ToString();
+    EXPECT_EQ(RecordJson(*back), record) << file;
+    EXPECT_EQ(ToJson(*back), ToJson(e)) << file;
+    if (!*file) {
+      ASSERT_FALSE(back->timings.empty());
+      EXPECT_EQ(back->timings[0].candidate_ms, e.timings[0].candidate_ms) << "every sample";
+      EXPECT_EQ(back->speedup_geomean, e.speedup_geomean);
+    }
+  }
+  EXPECT_FALSE(EvaluationFromRecord(nlohmann::json::object()).ok());
 }
 
 }  // namespace

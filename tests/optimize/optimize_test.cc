@@ -159,6 +159,23 @@ TEST(Optimize, KillNineThenResumeLosesAndRepeatsNothing) {
     before = *(*s)->ListRunNodes(1);
     ASSERT_LT(static_cast<int>(before.size()), budget) << "killed too late to test anything";
   }
+  {
+    auto s = Store::Open(store_dir);
+    ASSERT_TRUE(s.ok());
+    auto run = (*s)->GetRun(1);
+    ASSERT_TRUE(run.ok() && run->has_value());
+    EXPECT_EQ((*run)->status, "running") << "as stored: nothing ran after the kill";
+    EXPECT_EQ(ShownRunStatus(**s, **run), "interrupted") << "no process holds the run's lock";
+  }
+  // A resumed run keeps the options it was started with: changing one is refused, by name.
+  ProcessSpec conflicting;
+  conflicting.argv = {kpilot, "optimize", "--resume", "1", "--store", store_dir, "--budget", "9", "--policy", "greedy"};
+  conflicting.timeout_s = 60;
+  auto refused = SystemProcessRunner().Run(conflicting);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->exit_code, 2);
+  EXPECT_NE(refused->err.find("--policy, --budget cannot be given with it"), std::string::npos) << refused->err;
+
   ProcessSpec spec;
   spec.argv = {kpilot, "optimize", "--resume", "1", "--store", store_dir, "--json"};
   spec.timeout_s = 600;
@@ -181,6 +198,17 @@ TEST(Optimize, KillNineThenResumeLosesAndRepeatsNothing) {
     configs.insert(n.params_json);
   }
   for (const auto& [proposal, count] : per_proposal) EXPECT_EQ(count, 1) << "proposal " << proposal;
+  // Each evaluation ran once over both processes: the journal has one result per proposal (one
+  // that had ended before the kill was served from it, not run again).
+  std::map<int64_t, int> journaled;
+  const std::vector<RunEventRecord> events = *(*s)->ListRunEvents(1);
+  for (const auto& e : events)
+    if (e.kind == "result") {
+      auto p = nlohmann::json::parse(e.payload_json);
+      if (p.contains("proposal")) ++journaled[p["proposal"].get<int64_t>()];
+    }
+  for (const auto& [proposal, count] : journaled) EXPECT_EQ(count, 1) << "proposal " << proposal << " evaluated twice";
+  for (const auto& [proposal, count] : per_proposal) EXPECT_TRUE(journaled.count(proposal)) << proposal;
   EXPECT_EQ(configs.size(), after.size()) << "no configuration evaluated twice";
   auto run = (*s)->GetRun(1);
   ASSERT_TRUE(run.ok() && run->has_value());

@@ -1,0 +1,311 @@
+// The results journal: an evaluation that ended before the run was interrupted — a draft's, a
+// promotion check's, the final re-evaluation — is served from the store on --resume, not run
+// again. Interruptions are made where a kill -9 would land: after the evaluation ended and
+// before the loop recorded what it means (a generator that fails, a store write that fails).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "core/fs.h"
+#include "optimize/optimizer.h"
+#include "task/loader.h"
+#include "test_paths.h"
+
+namespace kpilot {
+namespace {
+
+enum class JobKind { kDraft, kGate, kFinal };
+
+// Every evaluation passes; a candidate's speedup follows from its source, so an evaluation run
+// again gives the same answer. Reports each result through on_done, as the local executor does,
+// and logs what it was asked to run.
+class JournalingExecutor : public Executor {
+ public:
+  std::future<EvalJobResult> Submit(EvalJob job) override {
+    auto src = ReadFile(job.source);
+    const std::string text = src.ok() ? *src : "";
+    EvalJobResult r;
+    r.object_sha = Sha(text);
+    JobKind kind = job.options.baseline_source ? JobKind::kGate : job.admit ? JobKind::kDraft : JobKind::kFinal;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      log.push_back({kind, text});
+    }
+    if (job.admit && !job.admit(r.object_sha)) {
+      r.skipped = true;
+    } else {
+      Evaluation& e = r.evaluation;
+      e.verdict.kind = VerdictKind::kPassed;
+      double s = 1.0 + static_cast<double>(text.size() % 97) / 10.0 + static_cast<double>(text.size()) / 1000.0;
+      if (kind == JobKind::kGate) s = 1.5;  // a clear win over the incumbent
+      e.speedup_geomean = s;
+      e.speedup_geomean_ci = {s * 0.99, s * 1.01};
+      e.run.status = "passed";
+      if (job.on_done) job.on_done(r);
+    }
+    std::promise<EvalJobResult> p;
+    p.set_value(std::move(r));
+    return p.get_future();
+  }
+  double BusySeconds() const override { return 0; }
+  double ElapsedSeconds() const override { return 1; }
+
+  int Count(JobKind kind) const {
+    int n = 0;
+    for (const auto& [k, text] : log) n += k == kind;
+    return n;
+  }
+  std::vector<std::pair<JobKind, std::string>> log;
+
+ private:
+  static std::string Sha(const std::string& text) { return "sha-" + std::to_string(std::hash<std::string>()(text)); }
+  std::mutex mu_;
+};
+
+// Distinct drafts that grow longer (so faster, by the executor's rule); fails with an error
+// Status on call `fail_at` (1-based; 0: never), as a crash at that point would end the loop.
+class GrowingProposer : public Proposer {
+ public:
+  std::string name() const override { return "growing"; }
+  std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
+    std::promise<Result<std::vector<Draft>>> p;
+    if (++calls_ == fail_at) {
+      p.set_value(Status::Internal("the generator died"));
+      return p.get_future();
+    }
+    std::vector<Draft> drafts;
+    for (int i = 0; i < ctx.k; ++i) {
+      Draft d;
+      d.source = ctx.parent_source + "// variant " + std::to_string(next_++) + " of node " +
+                 std::to_string(ctx.parent_node) + "\n";
+      d.source_name = "grown.cpp";
+      d.summary = "variant";
+      drafts.push_back(std::move(d));
+    }
+    p.set_value(std::move(drafts));
+    return p.get_future();
+  }
+  GeneratorSpend Spent() const override { return {}; }
+  int fail_at = 0;
+  // Resumed runs start numbering where the interrupted one stopped, so no source repeats.
+  int next_ = 0;
+
+ private:
+  int calls_ = 0;
+};
+
+// A store whose AddRunEvent of kind `fail_kind` fails once (the `fail_nth` one), as a kill would
+// stop the process right before that write; everything else goes to the real store.
+class InterruptingStore : public Store {
+ public:
+  explicit InterruptingStore(Store& real) : real_(real) {}
+  const std::filesystem::path& dir() const override { return real_.dir(); }
+  int SchemaVersion() const override { return real_.SchemaVersion(); }
+  Result<std::string> PutBlob(const std::string& c) override { return real_.PutBlob(c); }
+  Result<std::string> GetBlob(const std::string& sha) override { return real_.GetBlob(sha); }
+  Result<int64_t> AddTask(const TaskRecord& t) override { return real_.AddTask(t); }
+  Result<int64_t> AddCandidate(const CandidateRecord& c) override { return real_.AddCandidate(c); }
+  Result<int64_t> AddEvaluation(const EvaluationRecord& e) override { return real_.AddEvaluation(e); }
+  Result<std::vector<EvaluationRecord>> ListEvaluations(int64_t id) override { return real_.ListEvaluations(id); }
+  Result<std::optional<EvaluationRecord>> GetEvaluation(int64_t id) override { return real_.GetEvaluation(id); }
+  Result<int64_t> CountRows(const std::string& table) override { return real_.CountRows(table); }
+  Status PutValue(const std::string& k, const std::string& v) override { return real_.PutValue(k, v); }
+  Result<std::optional<std::string>> GetValue(const std::string& k) override { return real_.GetValue(k); }
+  Result<int64_t> CreateRun(const RunRecord& r) override { return real_.CreateRun(r); }
+  Status UpdateRun(const RunRecord& r) override { return real_.UpdateRun(r); }
+  Result<std::optional<RunRecord>> GetRun(int64_t id) override { return real_.GetRun(id); }
+  Result<std::vector<RunRecord>> ListRuns() override { return real_.ListRuns(); }
+  Status AddRunNode(const RunNodeRecord& n) override { return real_.AddRunNode(n); }
+  Result<std::vector<RunNodeRecord>> ListRunNodes(int64_t id) override { return real_.ListRunNodes(id); }
+  Result<int64_t> AddRunEvent(int64_t run_id, const std::string& kind, const std::string& payload) override {
+    if (kind == fail_kind && ++seen_ == fail_nth) return Status::Internal("killed before writing " + kind);
+    return real_.AddRunEvent(run_id, kind, payload);
+  }
+  Result<std::vector<RunEventRecord>> ListRunEvents(int64_t id) override { return real_.ListRunEvents(id); }
+  std::string fail_kind;
+  int fail_nth = 1;
+
+ private:
+  Store& real_;
+  int seen_ = 0;
+};
+
+class Quiet : public ProgressSink {
+ public:
+  void Event(const nlohmann::json& e) override { events.push_back(e); }
+  std::vector<nlohmann::json> events;
+};
+
+class JournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = TempDir::Create("kpilot-journal-");
+    ASSERT_TRUE(d.ok());
+    dir_.emplace(std::move(d).value());
+    auto s = Store::Open(dir_->path() / "store");
+    ASSERT_TRUE(s.ok());
+    store_ = std::move(s).value();
+    auto t = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
+    ASSERT_TRUE(t.ok());
+    task_ = *t;
+    task_.params.clear();  // the generator here rewrites sources; no params to enumerate
+    o_.task_dir = task_.dir.string();
+    o_.from = (task_.dir / "candidates" / "omp_simd.cpp").string();
+    o_.budget = 8;
+    o_.drafts_per_expansion = 2;
+    o_.pipeline_depth = 2;
+  }
+
+  std::vector<RunEventRecord> Events(int64_t run) { return *store_->ListRunEvents(run); }
+  std::vector<RunNodeRecord> Nodes(int64_t run) { return *store_->ListRunNodes(run); }
+
+  // Proposals journaled as evaluated but recorded as no node (what an interruption left).
+  std::set<int64_t> JournaledWithoutNode(int64_t run) {
+    std::set<int64_t> journaled, recorded;
+    for (const auto& e : Events(run))
+      if (e.kind == "result") {
+        auto p = nlohmann::json::parse(e.payload_json);
+        if (p.contains("proposal")) journaled.insert(p["proposal"].get<int64_t>());
+      }
+    for (const auto& n : Nodes(run)) recorded.insert(n.proposal);
+    std::set<int64_t> out;
+    for (int64_t p : journaled)
+      if (!recorded.count(p)) out.insert(p);
+    return out;
+  }
+  std::string ProposalSource(int64_t run, int64_t seq) {
+    for (const auto& e : Events(run))
+      if (e.seq == seq) return nlohmann::json::parse(e.payload_json).value("source", "");
+    return "";
+  }
+  int CountEvents(int64_t run, const std::string& kind) {
+    int n = 0;
+    for (const auto& e : Events(run)) n += e.kind == kind;
+    return n;
+  }
+
+  std::optional<TempDir> dir_;
+  std::unique_ptr<Store> store_;
+  Task task_;
+  OptimizeOptions o_;
+  Quiet progress_;
+};
+
+TEST_F(JournalTest, DraftsThatFinishedBeforeTheInterruptionAreNotEvaluatedAgain) {
+  JournalingExecutor first;
+  GrowingProposer dying;
+  dying.fail_at = 3;  // two expansions in flight, the first one recorded, then the crash
+  Optimizer interrupted(task_, dying, first, *store_, progress_);
+  auto res = interrupted.Run(o_);
+  ASSERT_FALSE(res.ok());
+  const int64_t run = 1;
+  const std::set<int64_t> lost = JournaledWithoutNode(run);
+  ASSERT_FALSE(lost.empty()) << "the test needs evaluations that ended but were never recorded";
+  std::set<std::string> lost_sources;
+  for (int64_t seq : lost) lost_sources.insert(ProposalSource(run, seq));
+  const size_t nodes_before = store_->ListRunNodes(run)->size();
+
+  JournalingExecutor second;
+  GrowingProposer alive;
+  alive.next_ = 1000;
+  Optimizer resumed(task_, alive, second, *store_, progress_);
+  auto done = resumed.Resume(run);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  for (const auto& [kind, text] : second.log)
+    EXPECT_FALSE(kind == JobKind::kDraft && lost_sources.count(text)) << "evaluated again:\n" << text;
+  auto nodes = *store_->ListRunNodes(run);
+  EXPECT_EQ(static_cast<int>(nodes.size()), o_.budget) << "the budget counts each evaluation once";
+  std::set<int64_t> proposals;
+  for (const auto& n : nodes) EXPECT_TRUE(proposals.insert(n.proposal).second) << "proposal " << n.proposal;
+  for (int64_t seq : lost) EXPECT_TRUE(proposals.count(seq)) << "the journaled proposal " << seq << " became a node";
+  EXPECT_EQ(second.Count(JobKind::kDraft), o_.budget - static_cast<int>(nodes_before) - static_cast<int>(lost.size()))
+      << "only drafts never evaluated before are evaluated now";
+  // Every evaluation ran once over both processes: one journal entry per proposal.
+  std::map<int64_t, int> per_proposal;
+  for (const auto& e : Events(run))
+    if (e.kind == "result") {
+      auto p = nlohmann::json::parse(e.payload_json);
+      if (p.contains("proposal")) ++per_proposal[p["proposal"].get<int64_t>()];
+    }
+  for (const auto& [seq, n] : per_proposal) EXPECT_EQ(n, 1) << "proposal " << seq;
+  bool said = false;
+  for (const auto& e : progress_.events)
+    if (e.value("event", "") == "resume") said = e.value("journaled_results", 0) == static_cast<int>(lost.size());
+  EXPECT_TRUE(said) << "the resume event counts the results served from the journal";
+  EXPECT_EQ((*store_->GetRun(run))->status, "finished");
+}
+
+TEST_F(JournalTest, APromotionCheckThatFinishedIsNotRunAgain) {
+  InterruptingStore interrupting(*store_);
+  interrupting.fail_kind = "promote";
+  interrupting.fail_nth = 2;  // the first is the start's (no check); the second follows a check
+  JournalingExecutor first;
+  GrowingProposer proposer;
+  Optimizer interrupted(task_, proposer, first, interrupting, progress_);
+  ASSERT_FALSE(interrupted.Run(o_).ok());
+  ASSERT_GE(first.Count(JobKind::kGate), 1);
+  ASSERT_EQ(CountEvents(1, "promote"), 1);
+  const std::string challenger = first.log.back().second;  // the check was the last job
+  ASSERT_EQ(first.log.back().first, JobKind::kGate);
+
+  JournalingExecutor second;
+  proposer.next_ = 1000;
+  Optimizer resumed(task_, proposer, second, *store_, progress_);
+  auto done = resumed.Resume(1);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  for (const auto& [kind, text] : second.log)
+    EXPECT_FALSE(kind == JobKind::kGate && text == challenger) << "the check ran again";
+  // The decision was made on the journaled check: the same promotion, paired speedup 1.5.
+  bool promoted = false;
+  for (const auto& e : Events(1))
+    if (e.kind == "promote") promoted |= nlohmann::json::parse(e.payload_json).value("paired_speedup", 0.0) == 1.5;
+  EXPECT_TRUE(promoted);
+}
+
+TEST_F(JournalTest, TheFinalReEvaluationThatFinishedIsNotRunAgain) {
+  InterruptingStore interrupting(*store_);
+  interrupting.fail_kind = "final";
+  JournalingExecutor first;
+  GrowingProposer proposer;
+  Optimizer interrupted(task_, proposer, first, interrupting, progress_);
+  ASSERT_FALSE(interrupted.Run(o_).ok());
+  ASSERT_EQ(first.Count(JobKind::kFinal), 1);
+  EXPECT_EQ((*store_->GetRun(1))->status, "failed");
+
+  JournalingExecutor second;
+  Optimizer resumed(task_, proposer, second, *store_, progress_);
+  auto done = resumed.Resume(1);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_TRUE(second.log.empty()) << "nothing left to evaluate: the budget was spent and the final journaled";
+  EXPECT_TRUE(done->final.verdict.passed());
+  EXPECT_EQ((*store_->GetRun(1))->status, "finished");
+}
+
+TEST_F(JournalTest, ARunInProgressShowsItsBestAndCannotBeResumedTwice) {
+  InterruptingStore interrupting(*store_);
+  interrupting.fail_kind = "stop";  // fails at the end, after every promotion
+  JournalingExecutor executor;
+  GrowingProposer proposer;
+  Optimizer interrupted(task_, proposer, executor, interrupting, progress_);
+  ASSERT_FALSE(interrupted.Run(o_).ok());
+  auto run = *store_->GetRun(1);
+  EXPECT_GT(run->best_speedup, 1.0) << "the incumbent is recorded as it is promoted";
+  EXPECT_GE(run->best_node, 0);
+  // Another process holding the run's lock: refused, and the run is left as it was.
+  auto held = FileLock::TryLock(store_->dir() / "runs" / "1" / "lock");
+  ASSERT_TRUE(held.ok() && held->has_value());
+  EXPECT_EQ(ShownRunStatus(*store_, *run), "failed");
+  Optimizer again(task_, proposer, executor, *store_, progress_);
+  auto refused = again.Resume(1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("another kpilot process"), std::string::npos) << refused.status().message();
+  EXPECT_EQ((*store_->GetRun(1))->status, "failed");
+  held->reset();
+  auto done = again.Resume(1);
+  EXPECT_TRUE(done.ok()) << done.status().ToString();
+}
+
+}  // namespace
+}  // namespace kpilot
