@@ -71,6 +71,13 @@ per=collections.Counter(e.get('device') for e in ev if e.get('event')=='evaluate
 print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evaluations in {w:.1f} s ({60*j[\"evaluations\"]/w:.1f}/min), per GPU {dict(per)}, busy share {j[\"busy_share\"]:.3f}, depth {j[\"pipeline_depth\"]}, final {j[\"final\"][\"speedup_geomean\"]:.3f}x')" \
                 "$OUT/devices_$d.json" "$OUT/devices_$d.events" "$t0 $t1" $d $rc
             done 2>&1 | tee "$OUT/devices.txt" ;;
+    killresume) # kill -9 where an evaluation has ended but its node is not recorded, resume, count (docs/search.md).
+            for t in sgemm transpose; do
+              timeout 280 python3 bench/kill_resume.py examples/cuda/$t --budget ${BUDGET:-12} --kills 2 --kpilot $K --timeout 250 \
+                --store /tmp/kp-kill-$t --out "$OUT/kill_resume_$t.json" > /dev/null 2> "$OUT/kill_resume_$t.err"
+              echo "$t: exit $?"; python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print({k: j[k] for k in ('kills','served_from_journal_per_resume','nodes','evaluations_run','repeated_evaluations','promotion_checks_run','repeated_promotion_checks','final_evaluations_run','run','ok')})" "$OUT/kill_resume_$t.json"
+              du -sh /tmp/kp-kill-$t/blobs 2>/dev/null
+            done ;;
     gputests) timeout 300 .stage/bin/cli_gpu_test 2>&1 | tee "$OUT/cli_gpu_test.txt" | tail -40
               [[ -x .stage/bin/sweep_gpu_test ]] && timeout 300 .stage/bin/sweep_gpu_test 2>&1 | tail -20 ;;
     sweep) timeout 500 $K sweep bench/spaces/sgemm_space bench/spaces/sgemm_space/candidates/tiled.cu \

@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace kpilot {
 namespace fs = std::filesystem;
@@ -98,7 +100,8 @@ std::string Tail(const std::string& text, size_t max_bytes) {
   return "…" + text.substr(start);
 }
 
-Result<std::optional<FileLock>> FileLock::TryLock(const std::filesystem::path& path) {
+Result<std::optional<FileLock>> FileLock::TryLock(const std::filesystem::path& path, double wait_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -106,6 +109,10 @@ Result<std::optional<FileLock>> FileLock::TryLock(const std::filesystem::path& p
   while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     int err = errno;
+    if (err == EWOULDBLOCK && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     close(fd);
     if (err == EWOULDBLOCK) return std::optional<FileLock>();
     return Status::Unavailable(path.string() + ": cannot lock: " + std::strerror(err));

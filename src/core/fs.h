@@ -46,8 +46,9 @@ std::string Tail(const std::string& text, size_t max_bytes);
 class FileLock {
  public:
   // The lock on `path` (created with its folders if missing), or nullopt when another open file
-  // description holds it now. Does not wait.
-  static Result<std::optional<FileLock>> TryLock(const std::filesystem::path& path);
+  // description holds it and does not let go within `wait_s` seconds (0: do not wait; a probe
+  // that takes and drops a lock at once holds it for microseconds).
+  static Result<std::optional<FileLock>> TryLock(const std::filesystem::path& path, double wait_s = 0);
   FileLock(FileLock&& other) noexcept;
   FileLock& operator=(FileLock&& other) noexcept;
   FileLock(const FileLock&) = delete;

@@ -32,6 +32,9 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
   const RunNodeRecord* node = nullptr;
   for (const auto& n : *nodes)
     if (n.node == best) node = &n;
+  if (!node && nodes->empty())
+    return Status::NotFound("run " + std::to_string(run_id) + " has no evaluated node yet: resume it (kpilot optimize "
+                            "--resume " + std::to_string(run_id) + ") and export it after");
   if (!node) return Status::NotFound("run " + std::to_string(run_id) + " has no evaluated node " + std::to_string(best));
   auto source = store.GetBlob(node->source_blob);
   if (!source.ok()) return source.status();

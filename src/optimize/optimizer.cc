@@ -41,6 +41,15 @@ constexpr int kMinDuplicatesToStop = 16;
 
 using nlohmann::json;
 
+// Waits for every job of a batch when it goes out of scope (the jobs call back into the loop).
+struct WaitForAll {
+  std::vector<std::future<EvalJobResult>>& futures;
+  ~WaitForAll() {
+    for (auto& f : futures)
+      if (f.valid()) f.wait();
+  }
+};
+
 // JSON text that never throws: a compile log or a candidate's output cut inside a UTF-8
 // character (or not UTF-8 at all) gets U+FFFD instead of aborting the run.
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -180,8 +189,13 @@ class Optimizer::Loop {
   }
 
   ~Loop() {
+    // Jobs in flight call back into this loop (admit, on_done) and borrow the task and tools_:
+    // wait for them, also when an exception unwinds the loop.
+    for (auto& b : in_flight_)
+      for (auto& f : b.futures)
+        if (f.valid()) f.wait();
     for (auto& [node, f] : counters_pending_)
-      if (f.valid()) f.wait();  // the jobs borrow the task and tools_
+      if (f.valid()) f.wait();
   }
 
   Result<OptimizeResult> Start();
@@ -231,6 +245,13 @@ class Optimizer::Loop {
   Status RecordSpend();
   GeneratorSpend TotalSpend() const;
 
+  // One expansion's drafts: recorded, submitted (compiling), not yet evaluated.
+  struct Batch {
+    int64_t parent;
+    std::vector<std::pair<int64_t, Draft>> proposed;
+    std::vector<std::future<EvalJobResult>> futures;
+  };
+
   Optimizer& o_;
   OptimizeOptions opts_;
   int64_t run_id_;
@@ -261,6 +282,7 @@ class Optimizer::Loop {
   int depth_ = opts_.pipeline_depth > 0 ? opts_.pipeline_depth : MinPipelineDepth(o_.executor_.Devices());
   std::unique_ptr<ExecutorFootprints> footprints_;  // null: none (--footprints off, not cuda)
   std::map<int64_t, std::future<EvalJobResult>> counters_pending_;  // by node
+  std::deque<Batch> in_flight_;  // Iterate's expansions in flight (waited for by ~Loop)
   std::set<int64_t> counters_done_;     // nodes whose counter profile was recorded (or failed)
   std::string counters_off_;            // why counter profiles stopped for this run ("" = they did not)
   std::optional<std::string> ncu_;      // ncu's path, looked up at the first profile ("" = none)
@@ -269,6 +291,9 @@ class Optimizer::Loop {
   // Resume: results journaled by the interrupted process, by proposal, and promotion checks by
   // (challenger, incumbent); each is used once.
   std::map<int64_t, std::string> journaled_drafts_;
+  // The drafts' journaled results read before anything is evaluated (each one's binary is then
+  // seen, so a draft the interrupted run had skipped as its duplicate is skipped again).
+  std::map<int64_t, std::future<EvalJobResult>> journal_served_;
   std::map<std::pair<int64_t, int64_t>, std::string> journaled_gates_;
   std::map<int64_t, std::string> journaled_finals_;  // the final re-evaluation, by node
   int64_t root_proposal_ = -1;  // resume before the root was recorded: its proposal's number
@@ -407,12 +432,17 @@ Result<std::filesystem::path> Optimizer::Loop::Materialize(const std::string& so
 }
 
 void Optimizer::Loop::Journal(json key, const EvalJobResult& r) {
-  auto blob = o_.store_.PutBlob(Dump(RecordJson(r)));
-  Status st = blob.status();
-  if (blob.ok()) {
-    key["blob"] = *blob;
-    auto seq = o_.store_.AddRunEvent(run_id_, "result", Dump(key));
-    st = seq.status();
+  Status st = Status::Ok();
+  try {  // on the executor's thread: nothing may escape
+    auto blob = o_.store_.PutBlob(Dump(RecordJson(r)));
+    st = blob.status();
+    if (blob.ok()) {
+      key["blob"] = *blob;
+      auto seq = o_.store_.AddRunEvent(run_id_, "result", Dump(key));
+      st = seq.status();
+    }
+  } catch (const std::exception& e) {
+    st = Status::Internal(e.what());
   }
   std::lock_guard<std::mutex> lock(journal_mu_);
   if (!st.ok() && journal_error_.ok()) journal_error_ = st.WithContext("journaling a finished evaluation");
@@ -449,10 +479,10 @@ std::optional<std::future<EvalJobResult>> Optimizer::Loop::Journaled(const std::
 
 std::future<EvalJobResult> Optimizer::Loop::SubmitDraft(const Draft& d, const std::filesystem::path& path,
                                                         int64_t proposal) {
-  if (auto it = journaled_drafts_.find(proposal); it != journaled_drafts_.end()) {
-    auto served = Journaled(it->second);
-    journaled_drafts_.erase(it);
-    if (served) return std::move(*served);
+  if (auto it = journal_served_.find(proposal); it != journal_served_.end()) {
+    std::future<EvalJobResult> served = std::move(it->second);
+    journal_served_.erase(it);
+    return served;
   }
   EvalJob job;
   job.task = &o_.task_;
@@ -917,10 +947,13 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
   }
   // Proposals whose evaluation ended before the kill: their journaled results are served, not
   // evaluated again.
-  int journaled = 0;
-  for (const auto& [seq, p] : pending) journaled += !evaluated_proposals.count(seq) && journaled_drafts_.count(seq);
-  if (nodes.empty() && root_proposal_ >= 0) journaled += journaled_drafts_.count(root_proposal_) > 0;
   if (!nodes.empty()) root_proposal_ = -1;
+  for (const auto& [seq, blob] : journaled_drafts_) {
+    const bool wanted = nodes.empty() ? seq == root_proposal_ : !evaluated_proposals.count(seq);
+    if (!wanted) continue;
+    if (auto served = Journaled(blob)) journal_served_.emplace(seq, std::move(*served));
+  }
+  const int journaled = static_cast<int>(journal_served_.size());
   KPILOT_RETURN_IF_ERROR(
       Event("resume", {{"nodes", nodes.size()}, {"incumbent", incumbent_}, {"journaled_results", journaled}}));
   if (nodes.empty()) return Start();
@@ -978,13 +1011,7 @@ Status Optimizer::Loop::RecordSpend() {
 }
 
 Result<OptimizeResult> Optimizer::Loop::Iterate() {
-  // One expansion's drafts: recorded, submitted (compiling), not yet evaluated.
-  struct Batch {
-    int64_t parent;
-    std::vector<std::pair<int64_t, Draft>> proposed;
-    std::vector<std::future<EvalJobResult>> futures;
-  };
-  std::deque<Batch> in_flight;
+  std::deque<Batch>& in_flight = in_flight_;
   int pending = 0;  // drafts submitted and not yet evaluated
   // The executor's busy and elapsed seconds at the end of the last batch (adaptive depth).
   double busy0 = o_.executor_.BusySeconds(), elapsed0 = o_.executor_.ElapsedSeconds();
@@ -1065,6 +1092,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       // Record every proposal first (so a crash can resume them), then compile them in parallel
       // and evaluate them one at a time.
       Batch b{*sel, {}, {}};
+      WaitForAll guard{b.futures};  // an exception must not leave its jobs calling into a dead loop
       for (auto& d : *drafts) {
         if (evaluations_ + pending >= opts_.budget) break;
         if (d.source.empty()) {
@@ -1091,6 +1119,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
     if (in_flight.empty()) return Finish(stop.empty() ? "exhausted" : stop);
     Batch b = std::move(in_flight.front());
     in_flight.pop_front();
+    WaitForAll guard{b.futures};
     for (size_t i = 0; i < b.proposed.size(); ++i) {
       --pending;
       auto done = EvaluateDraft(b.parent, b.proposed[i].first, b.proposed[i].second, std::move(b.futures[i]));
@@ -1227,7 +1256,11 @@ Result<OptimizeResult> Optimizer::Run(const OptimizeOptions& options) {
   r.status = "running";
   auto id = store_.CreateRun(r);
   if (!id.ok()) return id.status();
-  auto lock = FileLock::TryLock(RunLockPath(store_, *id));
+  // A `kpilot runs` probing the new run takes and drops its lock at once: wait that out.
+  auto lock = FileLock::TryLock(RunLockPath(store_, *id), 2.0);
+  if (lock.ok() && !lock->has_value())
+    lock = Status::Unavailable("the lock of new run " + std::to_string(*id) + " (" + RunLockPath(store_, *id).string() +
+                               ") is held by another process");
   if (!lock.ok()) return MarkFailure(store_, *id, lock.status());
   Loop loop(*this, options, *id);
   return MarkFailure(store_, *id, loop.Start());
@@ -1240,7 +1273,7 @@ Result<OptimizeResult> Optimizer::Resume(int64_t run_id, const ResumeOverrides& 
   if ((*run)->status == "finished")
     return Status::InvalidInput("run " + std::to_string(run_id) + " is finished (stopped: " + (*run)->stop_reason +
                                 ") — see it with kpilot show " + std::to_string(run_id) + ", or start a new run");
-  auto lock = FileLock::TryLock(RunLockPath(store_, run_id));
+  auto lock = FileLock::TryLock(RunLockPath(store_, run_id), 1.0);
   if (!lock.ok()) return lock.status();
   if (!lock->has_value())
     return Status::InvalidInput("run " + std::to_string(run_id) + " is being optimized by another kpilot process now "
