@@ -50,10 +50,6 @@ struct WaitForAll {
   }
 };
 
-// JSON text that never throws: a compile log or a candidate's output cut inside a UTF-8
-// character (or not UTF-8 at all) gets U+FFFD instead of aborting the run.
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -65,7 +61,7 @@ void EvidenceFromJson(const json& ej, std::string* summary, std::string* evidenc
   json v = ej.value("verdict", json::object());
   *summary = v.value("summary", "");
   json ev = v.value("evidence", json::object());
-  *evidence = ev.empty() ? "" : Dump(ev);
+  *evidence = ev.empty() ? "" : JsonText(ev);
   json m = json::object();
   json c = ej.value("compile", json::object());
   if (!c.value("resources", json::array()).empty()) m["kernels"] = c["resources"];
@@ -75,7 +71,7 @@ void EvidenceFromJson(const json& ej, std::string* summary, std::string* evidenc
   if (!times.empty()) m["median_ms"] = times;
   for (const char* k : {"bottleneck", "achieved_fraction", "joules"})
     if (ej.contains(k)) m[k] = ej[k];
-  *metrics = m.empty() ? "" : Dump(m);
+  *metrics = m.empty() ? "" : JsonText(m);
 }
 
 // Skill cards retrieval offers per expansion (the generators show fewer: llm: its top 3).
@@ -209,9 +205,11 @@ class Optimizer::Loop {
   // Evaluates one draft proposed from `parent` (recorded as event `proposal`); false when the
   // binary was seen before (a duplicate, not evaluated).
   Result<bool> EvaluateDraft(int64_t parent, int64_t proposal, const Draft& d, std::future<EvalJobResult> f);
-  // Submits draft `d` (event `proposal` number `proposal`); its result is journaled the moment
-  // it ends (Journal), and on resume a journaled result is served instead of evaluating again.
+  // Submits draft `d` (event `proposal` number `proposal`) through SubmitJournaled.
   std::future<EvalJobResult> SubmitDraft(const Draft& d, const std::filesystem::path& path, int64_t proposal);
+  // The result of `job`, journaled under `key` the moment it ends; on resume, the result the
+  // interrupted process journaled under `key` instead, when there is one.
+  std::future<EvalJobResult> SubmitJournaled(EvalJob job, const json& key);
   // Records a finished evaluation as event `result` ({key…, "blob": its RecordJson}) on the
   // executor's thread; the first failure to write is returned by JournalStatus.
   void Journal(json key, const EvalJobResult& r);
@@ -288,14 +286,12 @@ class Optimizer::Loop {
   std::optional<std::string> ncu_;      // ncu's path, looked up at the first profile ("" = none)
   std::mutex journal_mu_;
   Status journal_error_ = Status::Ok();  // the first journal write that failed
-  // Resume: results journaled by the interrupted process, by proposal, and promotion checks by
-  // (challenger, incumbent); each is used once.
-  std::map<int64_t, std::string> journaled_drafts_;
-  // The drafts' journaled results read before anything is evaluated (each one's binary is then
+  // Resume: the blobs of the results the interrupted process journaled, by their key's JSON text
+  // ({"proposal": seq}, {"gate": node, "incumbent": node} or {"final": node}); each is used once.
+  std::map<std::string, std::string> journaled_;
+  // The drafts' journaled results, read before anything is evaluated (each one's binary is then
   // seen, so a draft the interrupted run had skipped as its duplicate is skipped again).
-  std::map<int64_t, std::future<EvalJobResult>> journal_served_;
-  std::map<std::pair<int64_t, int64_t>, std::string> journaled_gates_;
-  std::map<int64_t, std::string> journaled_finals_;  // the final re-evaluation, by node
+  std::map<std::string, std::future<EvalJobResult>> journal_served_;
   int64_t root_proposal_ = -1;  // resume before the root was recorded: its proposal's number
   int counter_profiles_ = 0;
   double counters_s_ = 0;
@@ -352,7 +348,7 @@ void Optimizer::Loop::ApplyCounters(int64_t node, const json& payload) {
   for (const auto& k : payload.value("kernels", json::array()))
     if (k.contains("metrics")) counters[k.value("kernel", "")] = k["metrics"];
   m["kernel_counters"] = counters;
-  n.metrics = Dump(m);
+  n.metrics = JsonText(m);
 }
 
 Status Optimizer::Loop::CollectCounters(std::optional<int64_t> wait_for, bool wait_all) {
@@ -403,7 +399,7 @@ Status Optimizer::Loop::CollectCounters(std::optional<int64_t> wait_for, bool wa
 }
 
 Status Optimizer::Loop::Event(const std::string& kind, json payload) {
-  auto seq = o_.store_.AddRunEvent(run_id_, kind, Dump(payload));
+  auto seq = o_.store_.AddRunEvent(run_id_, kind, JsonText(payload));
   if (!seq.ok()) return seq.status();
   payload["event"] = kind;
   payload["run"] = run_id_;
@@ -434,11 +430,11 @@ Result<std::filesystem::path> Optimizer::Loop::Materialize(const std::string& so
 void Optimizer::Loop::Journal(json key, const EvalJobResult& r) {
   Status st = Status::Ok();
   try {  // on the executor's thread: nothing may escape
-    auto blob = o_.store_.PutBlob(Dump(RecordJson(r)));
+    auto blob = o_.store_.PutBlob(JsonText(RecordJson(r)));
     st = blob.status();
     if (blob.ok()) {
       key["blob"] = *blob;
-      auto seq = o_.store_.AddRunEvent(run_id_, "result", Dump(key));
+      auto seq = o_.store_.AddRunEvent(run_id_, "result", JsonText(key));
       st = seq.status();
     }
   } catch (const std::exception& e) {
@@ -477,13 +473,24 @@ std::optional<std::future<EvalJobResult>> Optimizer::Loop::Journaled(const std::
   return p.get_future();
 }
 
-std::future<EvalJobResult> Optimizer::Loop::SubmitDraft(const Draft& d, const std::filesystem::path& path,
-                                                        int64_t proposal) {
-  if (auto it = journal_served_.find(proposal); it != journal_served_.end()) {
+std::future<EvalJobResult> Optimizer::Loop::SubmitJournaled(EvalJob job, const json& key) {
+  const std::string k = JsonText(key);
+  if (auto it = journal_served_.find(k); it != journal_served_.end()) {
     std::future<EvalJobResult> served = std::move(it->second);
     journal_served_.erase(it);
     return served;
   }
+  if (auto it = journaled_.find(k); it != journaled_.end()) {
+    auto served = Journaled(it->second);
+    journaled_.erase(it);
+    if (served) return std::move(*served);
+  }
+  job.on_done = [this, key](const EvalJobResult& r) { Journal(key, r); };
+  return o_.executor_.Submit(std::move(job));
+}
+
+std::future<EvalJobResult> Optimizer::Loop::SubmitDraft(const Draft& d, const std::filesystem::path& path,
+                                                        int64_t proposal) {
   EvalJob job;
   job.task = &o_.task_;
   job.source = path;
@@ -494,8 +501,7 @@ std::future<EvalJobResult> Optimizer::Loop::SubmitDraft(const Draft& d, const st
     std::lock_guard<std::mutex> lock(seen_mu_);
     return seen_binaries_.insert(sha).second;
   };
-  job.on_done = [this, proposal](const EvalJobResult& r) { Journal({{"proposal", proposal}}, r); };
-  return o_.executor_.Submit(std::move(job));
+  return SubmitJournaled(std::move(job), {{"proposal", proposal}});
 }
 
 void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
@@ -541,7 +547,7 @@ void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
   json m = n->metrics.empty() ? json::object() : json::parse(n->metrics, nullptr, false);
   m["bottleneck"] = n->bottleneck;
   m["achieved_fraction"] = n->achieved_fraction;
-  n->metrics = Dump(m);
+  n->metrics = JsonText(m);
 }
 
 Status Optimizer::Loop::RecordNode(int64_t node, int64_t parent, int64_t proposal, const NodeData& n,
@@ -570,7 +576,7 @@ Status Optimizer::Loop::RecordNode(int64_t node, int64_t parent, int64_t proposa
     json findings = json::array();
     for (const auto& f : n.findings) findings.push_back(ToJson(f));
     ej["findings"] = findings;
-    auto rb = o_.store_.PutBlob(Dump(ej));
+    auto rb = o_.store_.PutBlob(JsonText(ej));
     if (!rb.ok()) return rb.status();
     r.result_blob = *rb;
   }
@@ -773,19 +779,7 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
   job.options = BaseEvalOptions();
   job.options.baseline_source = inc.path;
   job.options.baseline_params = inc.params;
-  const std::pair<int64_t, int64_t> gate{node, incumbent_};
-  std::optional<std::future<EvalJobResult>> served;
-  if (auto it = journaled_gates_.find(gate); it != journaled_gates_.end()) {
-    served = Journaled(it->second);
-    journaled_gates_.erase(it);
-  }
-  if (!served) {
-    job.on_done = [this, gate](const EvalJobResult& r) {
-      Journal({{"gate", gate.first}, {"incumbent", gate.second}}, r);
-    };
-    served = o_.executor_.Submit(std::move(job));
-  }
-  EvalJobResult r = served->get();
+  EvalJobResult r = SubmitJournaled(std::move(job), {{"gate", node}, {"incumbent", incumbent_}}).get();
   KPILOT_RETURN_IF_ERROR(JournalStatus());
   ++promotion_checks_;
   const Evaluation& e = r.evaluation;
@@ -836,7 +830,7 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
   // its journaled result, if the evaluation had ended).
   auto seq = root_proposal_ >= 0 ? Result<int64_t>(root_proposal_)
                                  : o_.store_.AddRunEvent(run_id_, "proposal",
-                                                         Dump(json{{"parent", -1}, {"summary", root.summary},
+                                                         JsonText(json{{"parent", -1}, {"summary", root.summary},
                                                                    {"params", root.params}}));
   if (!seq.ok()) return seq.status();
   auto path = Materialize(root.source, root.source_name);
@@ -927,10 +921,9 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
     if (e.kind == "proposal" && p.is_object() && p.value("parent", -1) >= 0) pending.push_back({e.seq, p});
     if (e.kind == "proposal" && p.is_object() && p.value("parent", -1) < 0) root_proposal_ = e.seq;
     if (e.kind == "result" && p.is_object() && p.contains("blob")) {
-      if (p.contains("proposal")) journaled_drafts_[p.value("proposal", int64_t{-1})] = p.value("blob", "");
-      if (p.contains("gate"))
-        journaled_gates_[{p.value("gate", int64_t{-1}), p.value("incumbent", int64_t{-1})}] = p.value("blob", "");
-      if (p.contains("final")) journaled_finals_[p.value("final", int64_t{-1})] = p.value("blob", "");
+      json key = p;
+      key.erase("blob");
+      journaled_[JsonText(key)] = p.value("blob", "");
     }
     // A node closed before the kill stays closed (its generator failures are not paid again).
     if (e.kind == "close" && p.is_object()) {
@@ -948,10 +941,18 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
   // Proposals whose evaluation ended before the kill: their journaled results are served, not
   // evaluated again.
   if (!nodes.empty()) root_proposal_ = -1;
-  for (const auto& [seq, blob] : journaled_drafts_) {
-    const bool wanted = nodes.empty() ? seq == root_proposal_ : !evaluated_proposals.count(seq);
-    if (!wanted) continue;
-    if (auto served = Journaled(blob)) journal_served_.emplace(seq, std::move(*served));
+  for (auto it = journaled_.begin(); it != journaled_.end();) {
+    json key = json::parse(it->first);
+    const int64_t seq = key.value("proposal", int64_t{-1});
+    const bool wanted =
+        key.contains("proposal") && (nodes.empty() ? seq == root_proposal_ : !evaluated_proposals.count(seq));
+    auto served = wanted ? Journaled(it->second) : std::nullopt;
+    if (!served) {
+      ++it;
+      continue;
+    }
+    journal_served_.emplace(it->first, std::move(*served));
+    it = journaled_.erase(it);
   }
   const int journaled = static_cast<int>(journal_served_.size());
   KPILOT_RETURN_IF_ERROR(
@@ -1103,7 +1104,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
         json payload = {{"parent", *sel},       {"source", d.source},     {"source_name", d.source_name},
                         {"params", d.params},    {"summary", d.summary},   {"finding", d.targeted_finding},
                         {"skills_applied", d.skills_applied}, {"skills_offered", offered_[*sel]}};
-        auto seq = o_.store_.AddRunEvent(run_id_, "proposal", Dump(payload));
+        auto seq = o_.store_.AddRunEvent(run_id_, "proposal", JsonText(payload));
         auto path = seq.ok() ? Materialize(d.source, d.source_name) : Result<std::filesystem::path>(seq.status());
         if (!path.ok()) {
           for (auto& f : b.futures) f.wait();
@@ -1192,13 +1193,7 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
   job.source = b.path;
   job.params = b.params;
   job.options = BaseEvalOptions();
-  std::optional<std::future<EvalJobResult>> served;
-  if (auto it = journaled_finals_.find(best); it != journaled_finals_.end()) served = Journaled(it->second);
-  if (!served) {
-    job.on_done = [this, best](const EvalJobResult& r) { Journal({{"final", best}}, r); };
-    served = o_.executor_.Submit(std::move(job));
-  }
-  EvalJobResult r = served->get();
+  EvalJobResult r = SubmitJournaled(std::move(job), {{"final", best}}).get();
   if (!r.status.ok()) return r.status;
   KPILOT_RETURN_IF_ERROR(JournalStatus());
   res.final = r.evaluation;

@@ -44,6 +44,8 @@ RunTensor TensorFromJson(const json& j) {
 
 }  // namespace
 
+std::string JsonText(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 double NumFrom(const json& j) {
   if (j.is_string()) {
     std::string s = j.get<std::string>();

@@ -171,6 +171,10 @@ nlohmann::json ToJson(const RunResult& r);
 nlohmann::json JsonNumber(double v);
 // Its inverse (null reads as NaN); throws nlohmann's type_error or std::runtime_error on anything else.
 double NumFrom(const nlohmann::json& j);
+
+// JSON text that never throws: text that is not UTF-8 (a candidate's output, a log cut inside
+// a character) becomes U+FFFD instead of aborting the writer.
+std::string JsonText(const nlohmann::json& j);
 Result<RunResult> RunResultFromJson(const nlohmann::json& j);
 
 }  // namespace kpilot

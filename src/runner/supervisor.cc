@@ -71,7 +71,7 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
   if (err >= 0) dup2(err, 2);
   PipeReporter reporter;
   RunResult result = worker(req, reporter);
-  PipeReporter::WriteAll("result " + ToJson(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  PipeReporter::WriteAll("result " + JsonText(ToJson(result)) + "\n");
   // _exit: candidates' static destructors and atexit handlers must not run after the report.
   _exit(0);
 }
@@ -321,7 +321,7 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
   result.candidate_stderr_tail = FileTail("candidate.stderr", 4096);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // A candidate may print anything: bytes that are not UTF-8 become U+FFFD, not a crash.
-  std::cout << ToJson(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+  std::cout << JsonText(ToJson(result)) << std::endl;
   return 0;
 }
 
