@@ -76,8 +76,17 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
               timeout 280 python3 bench/kill_resume.py examples/cuda/$t --budget ${BUDGET:-12} --kills 2 --kpilot $K --timeout 250 \
                 --store /tmp/kp-kill-$t --out "$OUT/kill_resume_$t.json" > /dev/null 2> "$OUT/kill_resume_$t.err"
               echo "$t: exit $?"; python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print({k: j[k] for k in ('kills','served_from_journal_per_resume','nodes','evaluations_run','repeated_evaluations','promotion_checks_run','repeated_promotion_checks','final_evaluations_run','run','ok')})" "$OUT/kill_resume_$t.json"
+              python3 -c "import json,sys; print('runners at kill / left 3 s later:', [(k['runners_at_kill'], k['runners_left_after_3s']) for k in json.load(open(sys.argv[1]))['kills']])" "$OUT/kill_resume_$t.json"
               du -sh /tmp/kp-kill-$t/blobs 2>/dev/null
             done ;;
+    killcaller) # kill -9 kpilot while its runner holds the GPU (cuda eval, ncu profile, torch worker): how long the
+            # runner outlives it and keeps the timing lock (bench/kill_caller.py).
+            timeout 300 python3 bench/kill_caller.py --kpilot $K --after ${KC_AFTER:-1} --out "$OUT/kill_caller.json" -- \
+              eval examples/cuda/sgemm examples/cuda/sgemm/reference.cu --no-store --- \
+              profile examples/cuda/sgemm examples/cuda/sgemm/reference.cu --profiler ncu --no-store --- \
+              eval examples/kernelbench/level1/1_ReLU.py examples/kernelbench/level1/1_ReLU.py --no-store 2>&1 | tee "$OUT/kill_caller.txt"
+            timeout 200 python3 bench/kill_caller.py --kpilot $K --after ${KC_AFTER:-1} --until ncu --out "$OUT/kill_caller_ncu.json" -- \
+              profile examples/cuda/sgemm examples/cuda/sgemm/reference.cu --profiler ncu --no-store 2>&1 | tee -a "$OUT/kill_caller.txt" ;;
     gputests) timeout 300 .stage/bin/cli_gpu_test 2>&1 | tee "$OUT/cli_gpu_test.txt" | tail -40
               [[ -x .stage/bin/sweep_gpu_test ]] && timeout 300 .stage/bin/sweep_gpu_test 2>&1 | tail -20 ;;
     sweep) timeout 500 $K sweep bench/spaces/sgemm_space bench/spaces/sgemm_space/candidates/tiled.cu \

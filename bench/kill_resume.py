@@ -12,9 +12,12 @@ followed by `--resume`; the last resume runs to the end. Then, from the store:
   - nodes: one per proposal, and as many as the budget (nothing lost);
   - evaluations run: `result` events per proposal, over every process (1 each: nothing repeated);
   - served: what each resume took from the journal (its `resume` event's journaled_results).
-Exits 1 when something was lost or repeated, or when no kill landed in a window. A runner that
-a kill orphans (it runs in its own process group) finishes its evaluation alone; on a GPU it
-holds the timing lock, so the resumed run's first evaluation waits for it.
+  - runners left: kpilot-runner (and torch worker) processes still alive 3 s after each kill. A
+    runner runs in its own process group, so the kill does not reach it; it stops itself once
+    no one reads its stdout (before session 16 it finished its evaluation alone, holding the
+    GPU's timing lock while the resumed run waited for it).
+Exits 1 when something was lost or repeated, when a runner outlived a kill, or when no kill
+landed in a window.
 """
 import argparse
 import collections
@@ -51,6 +54,22 @@ def journaled_without_node(db):
     return done - {n for (n,) in nodes}
 
 
+def runners():
+    """Pids of the evaluation processes alive on this machine: kpilot-runner and the torch worker."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if b"kpilot-runner" in cmd or b"kpilot_torch.worker" in cmd:
+            out.append(int(pid))
+    return out
+
+
 def start(cmd, log):
     # Progress goes to a file: a pipe nobody reads would fill and stall kpilot.
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
@@ -76,6 +95,7 @@ def main():
     first = [a.kpilot, "optimize", a.task, "--budget", str(a.budget), "--store", store, "--json"] + a.extra
     resume = [a.kpilot, "optimize", "--resume", "1", "--store", store, "--json"]
     kills = []
+    others = set(runners())  # another kpilot's, alive before this run started
     t_end = time.monotonic() + a.timeout
     for k in range(a.kills + 1):
         p = start(first if k == 0 else resume, log)
@@ -104,9 +124,15 @@ def main():
         if p.poll() is None and caught is None:  # the deadline passed with no window
             os.killpg(p.pid, signal.SIGKILL)
         p.wait()
+        at_kill = [r for r in runners() if r not in others]
+        time.sleep(3)
+        survivors = [r for r in runners() if r in at_kill]
+        if survivors:
+            print(f"after kill {k}, still up 3 s later: pids {survivors}", file=sys.stderr)
         nodes = query(db, "SELECT COUNT(*) FROM run_nodes WHERE run_id = 1") or [(0,)]
         kills.append({"process": k, "killed": caught is not None, "nodes_at_kill": nodes[0][0],
-                      "ended_but_unrecorded": sorted(caught or [])})
+                      "ended_but_unrecorded": sorted(caught or []), "runners_at_kill": len(at_kill),
+                      "runners_left_after_3s": len(survivors)})
         if caught is None:
             print(f"process {k} ended (exit {p.returncode}) before a window was seen", file=sys.stderr)
             break
@@ -152,6 +178,7 @@ def main():
     ok = (status[0] == "finished" and spent and not repeated and not repeated_gates
           and not report["proposals_with_two_nodes"] and not report["nodes_without_a_journaled_evaluation"]
           and sum(finals.values()) == 1 and len(kills) == a.kills and all(k["killed"] for k in kills)
+          and not any(k["runners_left_after_3s"] for k in kills)
           and sum(served) > 0)
     report["ok"] = ok
     text = json.dumps(report, indent=2)

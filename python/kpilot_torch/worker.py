@@ -14,6 +14,7 @@ format only through problem.Problem (kernelbench.py, flashinfer.py).
 import fcntl
 import json
 import os
+import select
 import signal
 import sys
 import tempfile
@@ -41,6 +42,20 @@ class ReplyChannel:
         os.dup2(self.capture.fileno(), 1)
         self.lock = threading.Lock()
         self.done = False
+        watcher = threading.Thread(target=self._watch_reader, daemon=True)
+        watcher.start()
+
+    def _watch_reader(self):
+        """Once no one reads the real stdout (kpilot was killed, with -9 perhaps), ends this
+        worker's process group: an evaluation no one records must not go on holding the GPU lock.
+        A pipe whose reader is gone polls POLLERR; a terminal or file never does."""
+        poller = select.poll()
+        poller.register(self.real_stdout, 0)
+        while True:
+            if any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(200)):
+                if os.getpgid(0) == os.getpid():  # kpilot starts the worker as a group leader
+                    os.killpg(0, signal.SIGKILL)
+                os._exit(3)
 
     def captured_tail(self, limit=4000):
         try:

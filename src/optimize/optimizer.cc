@@ -54,6 +54,26 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The wall time a run's earlier processes used, for --time on resume: each from its start (the
+// run's creation, then each `resume` event) to its last recorded event. A process killed while
+// proposing or evaluating used a little more, up to the kill, that no record shows.
+double EarlierProcessesSeconds(const std::string& run_created_at, const std::vector<RunEventRecord>& events) {
+  std::optional<double> start = StoreTimeSeconds(run_created_at), last = start;
+  double total = 0;
+  for (const auto& e : events) {
+    std::optional<double> t = StoreTimeSeconds(e.created_at);
+    if (!t) continue;
+    if (e.kind == "resume") {
+      if (start && last) total += std::max(0.0, *last - *start);
+      start = t;
+    }
+    if (!start) start = t;  // a run row without a readable created_at: its first event
+    last = t;
+  }
+  if (start && last) total += std::max(0.0, *last - *start);
+  return total;
+}
+
 // A node's verdict evidence and raw numbers for generators that read them (llm:, command:), from
 // its evaluation JSON (fresh, or the stored result blob on resume).
 void EvidenceFromJson(const json& ej, std::string* summary, std::string* evidence, std::string* metrics) {
@@ -195,7 +215,9 @@ class Optimizer::Loop {
   }
 
   Result<OptimizeResult> Start();
-  Result<OptimizeResult> Continue(const std::vector<RunNodeRecord>& nodes, const std::vector<RunEventRecord>& events);
+  // Resumes from what the store holds of the run (created at `run_created_at`).
+  Result<OptimizeResult> Continue(const std::vector<RunNodeRecord>& nodes, const std::vector<RunEventRecord>& events,
+                                  const std::string& run_created_at);
 
  private:
   Result<OptimizeResult> Iterate();
@@ -271,6 +293,7 @@ class Optimizer::Loop {
   GeneratorSpend spend_recorded_;       // the last "spend" event's totals
   std::map<int64_t, int> generator_failures_;  // failed expansions in a row, by node
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double earlier_processes_s_ = 0;      // wall time the run's interrupted processes used (resume)
   // Skill cards: usage per card id, read once (retrieval ranks by hit rate), and the cards offered
   // for each parent (recorded with its children's usage).
   std::map<std::string, UsageStats> card_usage_;
@@ -293,6 +316,7 @@ class Optimizer::Loop {
   // seen, so a draft the interrupted run had skipped as its duplicate is skipped again).
   std::map<std::string, std::future<EvalJobResult>> journal_served_;
   int64_t root_proposal_ = -1;  // resume before the root was recorded: its proposal's number
+  std::optional<std::string> root_source_;  // ...and the source it recorded (runs since session 16)
   int counter_profiles_ = 0;
   double counters_s_ = 0;
 };
@@ -802,7 +826,9 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
 
 Result<OptimizeResult> Optimizer::Loop::Start() {
   KPILOT_RETURN_IF_ERROR(Event("start", {{"options", ToJson(opts_)}}));
-  auto text = ReadFile(opts_.from);
+  // A resumed run evaluates the source its root proposal recorded, which the journaled result
+  // (if any) is of, even when the file has been edited since.
+  auto text = root_source_ ? Result<std::string>(*root_source_) : ReadFile(opts_.from);
   if (!text.ok()) return text.status();
   Draft root;
   root.source = *text;
@@ -831,7 +857,8 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
   auto seq = root_proposal_ >= 0 ? Result<int64_t>(root_proposal_)
                                  : o_.store_.AddRunEvent(run_id_, "proposal",
                                                          JsonText(json{{"parent", -1}, {"summary", root.summary},
-                                                                   {"params", root.params}}));
+                                                                   {"params", root.params}, {"source", root.source},
+                                                                   {"source_name", root.source_name}}));
   if (!seq.ok()) return seq.status();
   auto path = Materialize(root.source, root.source_name);
   if (!path.ok()) return path.status();
@@ -860,7 +887,8 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
 }
 
 Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord>& nodes,
-                                                 const std::vector<RunEventRecord>& events) {
+                                                 const std::vector<RunEventRecord>& events,
+                                                 const std::string& run_created_at) {
   std::set<int64_t> evaluated_proposals;
   for (const auto& r : nodes) {
     NodeData n;
@@ -912,14 +940,24 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
     json p = json::parse(e.payload_json, nullptr, false);
     if ((e.kind == "promote" || e.kind == "reject") && p.is_object()) decided.insert(p.value("node", -1));
     if (e.kind == "promote" && p.is_object()) incumbent_ = p.value("node", incumbent_);
-    if (e.kind == "duplicate" && p.is_object()) evaluated_proposals.insert(p.value("proposal", -1));
+    // A decision against an incumbent followed a paired check (the first promotion has none).
+    if ((e.kind == "promote" || e.kind == "reject") && p.is_object() && p.contains("incumbent")) ++promotion_checks_;
+    if (e.kind == "duplicate" && p.is_object()) {
+      evaluated_proposals.insert(p.value("proposal", -1));
+      ++duplicates_;
+      ++duplicates_in_a_row_;
+    }
+    if (e.kind == "evaluated") duplicates_in_a_row_ = 0;
     if (e.kind == "counters" && p.is_object()) {
       ApplyCounters(p.value("node", int64_t{-1}), p);
       counters_done_.insert(p.value("node", int64_t{-1}));
       if (p.value("counters_off", false)) counters_off_ = p.value("error", "");
     }
     if (e.kind == "proposal" && p.is_object() && p.value("parent", -1) >= 0) pending.push_back({e.seq, p});
-    if (e.kind == "proposal" && p.is_object() && p.value("parent", -1) < 0) root_proposal_ = e.seq;
+    if (e.kind == "proposal" && p.is_object() && p.value("parent", -1) < 0) {
+      root_proposal_ = e.seq;
+      if (p.contains("source") && p["source"].is_string()) root_source_ = p["source"].get<std::string>();
+    }
     if (e.kind == "result" && p.is_object() && p.contains("blob")) {
       json key = p;
       key.erase("blob");
@@ -955,8 +993,11 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
     it = journaled_.erase(it);
   }
   const int journaled = static_cast<int>(journal_served_.size());
-  KPILOT_RETURN_IF_ERROR(
-      Event("resume", {{"nodes", nodes.size()}, {"incumbent", incumbent_}, {"journaled_results", journaled}}));
+  earlier_processes_s_ = EarlierProcessesSeconds(run_created_at, events);
+  KPILOT_RETURN_IF_ERROR(Event("resume", {{"nodes", nodes.size()},
+                                          {"incumbent", incumbent_},
+                                          {"journaled_results", journaled},
+                                          {"earlier_processes_s", earlier_processes_s_}}));
   if (nodes.empty()) return Start();
   for (const auto& r : nodes)
     if (r.parent >= 0 && r.node > incumbent_) ++since_promotion_;  // with no incumbent: every child
@@ -1027,7 +1068,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
     // expansions in flight; with 2 the tree is one batch behind).
     while (stop.empty() && static_cast<int>(in_flight.size()) < depth_) {
       if (evaluations_ + pending >= opts_.budget) stop = "budget";
-      else if (opts_.time_limit_s > 0 && Seconds(start_) > opts_.time_limit_s) stop = "time";
+      else if (opts_.time_limit_s > 0 && earlier_processes_s_ + Seconds(start_) > opts_.time_limit_s) stop = "time";
       else if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) stop = "plateau";
       else if (opts_.max_cost_usd > 0 && TotalSpend().cost_usd >= opts_.max_cost_usd) stop = "cost";
       else if (duplicates_in_a_row_ >= std::max(kMinDuplicatesToStop, opts_.budget)) stop = "duplicates";
@@ -1290,7 +1331,7 @@ Result<OptimizeResult> Optimizer::Resume(int64_t run_id, const ResumeOverrides& 
   auto events = store_.ListRunEvents(run_id);
   if (!events.ok()) return events.status();
   Loop loop(*this, *opts, run_id);
-  return MarkFailure(store_, run_id, loop.Continue(*nodes, *events));
+  return MarkFailure(store_, run_id, loop.Continue(*nodes, *events, (*run)->created_at));
 }
 
 }  // namespace kpilot

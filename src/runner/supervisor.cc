@@ -190,6 +190,14 @@ void CheckAgainstParentClock(const std::map<std::string, double>& parent_loop_ms
   }
 }
 
+// True once no one reads our stdout: the process that started us (kpilot, or ncu around us) is
+// gone, killed with -9 perhaps. Its pipe then reports POLLERR; a terminal, file or /dev/null never
+// does. Carrying on would finish an evaluation no one records while holding the GPU lock.
+bool CallerGone() {
+  pollfd p{STDOUT_FILENO, 0, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
 }  // namespace
 
 int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
@@ -261,6 +269,13 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
     if (w == pid) {
       exited = true;
       continue;  // one more read drains what the worker wrote just before exiting
+    }
+    if (CallerGone()) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      close(fds[0]);
+      KillLeftovers();
+      return kExitCallerGone;
     }
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
     if (elapsed > req.timeout_s) {

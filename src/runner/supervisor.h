@@ -6,7 +6,9 @@
 // every process the worker left behind — a fork or a setsid() cannot escape: in a PID namespace
 // the kernel kills them when the worker (its init) exits; without one they are reparented to the
 // supervisor, which kills them. It then prints exactly one JSON result on stdout: the worker's,
-// or one it writes itself when the worker crashed, hung or exited early.
+// or one it writes itself when the worker crashed, hung or exited early. When no one reads its
+// stdout any more (the caller was killed), it kills the worker and all it started at once and
+// exits with kExitCallerGone, printing nothing.
 #pragma once
 
 #include <functional>
@@ -16,9 +18,12 @@
 
 namespace kpilot {
 
+inline constexpr int kExitCallerGone = 3;
+
 using WorkerFn = std::function<RunResult(const RunRequest&, PhaseReporter&)>;
 
-// Runs `worker` under supervision; returns the process exit code (0 once a result was printed).
+// Runs `worker` under supervision; returns the process exit code (0 once a result was printed,
+// kExitCallerGone when the caller went away first).
 int RunSupervised(const RunRequest& request, const WorkerFn& worker);
 
 }  // namespace kpilot

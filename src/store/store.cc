@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <mutex>
@@ -553,6 +554,18 @@ Result<std::vector<RunEventRecord>> SqliteStore::ListRunEvents(int64_t run_id) {
 }
 
 }  // namespace
+
+std::optional<double> StoreTimeSeconds(const std::string& iso) {
+  std::tm tm{};
+  int ms = 0, used = 0;
+  if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &ms, &used) != 7 ||
+      used != static_cast<int>(iso.size()))
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm)) + ms / 1000.0;
+}
 
 Result<std::unique_ptr<Store>> Store::Open(const fs::path& dir) {
   if (dir.empty()) return Status::InvalidInput("store folder is empty — pass a folder with --store");

@@ -217,4 +217,8 @@ class Store {
                                                                       const std::string& timing);
 };
 
+// A store timestamp (ISO 8601 UTC with milliseconds, as every created_at is written) as seconds
+// since the epoch; nullopt when `iso` is not one.
+std::optional<double> StoreTimeSeconds(const std::string& iso);
+
 }  // namespace kpilot

@@ -1,9 +1,14 @@
 // End to end on the host backend: real task loader, real g++, real kpilot-runner.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "core/fs.h"
 #include "test_paths.h"
@@ -192,6 +197,44 @@ TEST_F(HostEval, SandboxFallbackWithoutNamespacesStillKillsEscapees) {
     EXPECT_GE(e.run.leftover_processes_killed, 1) << file;
     EXPECT_EQ(Leftovers(), std::vector<std::string>{}) << file;
   }
+}
+
+// `kpilot eval` killed with -9 while its candidate runs: the runner finds no one reads its result
+// and stops at once with every process it started, instead of running on to its timeout (on a
+// GPU, holding the GPU lock a resumed run waits for).
+TEST_F(HostEval, ARunnerWhoseCallerIsKilledStopsAtOnce) {
+  Task task = Load("saxpy");
+  std::string kpilot = (testing::BinaryDir() / "bin" / "kpilot").string();
+  std::string task_dir = (kExamples / "saxpy").string(), hang = (kExamples / "saxpy" / "broken" / "hang.cpp").string();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl(kpilot.c_str(), kpilot.c_str(), "eval", task_dir.c_str(), hang.c_str(), "--no-store", "--timeout", "120",
+          "--workload", task.workloads.front().name.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool running = false;  // the runner is up once a process works in a folder under our TMPDIR
+  for (int i = 0; i < 600 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const std::string& p : Leftovers()) {
+      auto cmdline = ReadFile("/proc/" + p + "/cmdline");
+      running = running || (cmdline.ok() && cmdline->find("kpilot-runner") != std::string::npos);
+    }
+  }
+  ASSERT_TRUE(running) << "kpilot eval did not start its runner";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the candidate's endless call
+  kill(pid, SIGKILL);
+  int st;
+  waitpid(pid, &st, 0);
+  auto killed = std::chrono::steady_clock::now();
+  while (!Leftovers().empty() && std::chrono::steady_clock::now() - killed < std::chrono::seconds(20))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  EXPECT_EQ(Leftovers(), std::vector<std::string>{});
+  EXPECT_LT(took, 5) << "the runner outlived its caller by " << took << " s";
 }
 
 TEST_F(HostEval, UnknownWorkloadIsAnInputError) {

@@ -4,6 +4,7 @@
 // before the loop recorded what it means (a generator that fails, a store write that fails).
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <set>
@@ -116,9 +117,16 @@ class InterruptingStore : public Store {
   Result<std::optional<std::string>> GetValue(const std::string& k) override { return real_.GetValue(k); }
   Result<int64_t> CreateRun(const RunRecord& r) override { return real_.CreateRun(r); }
   Status UpdateRun(const RunRecord& r) override { return real_.UpdateRun(r); }
-  Result<std::optional<RunRecord>> GetRun(int64_t id) override { return real_.GetRun(id); }
+  Result<std::optional<RunRecord>> GetRun(int64_t id) override {
+    auto r = real_.GetRun(id);
+    if (r.ok() && r->has_value() && !created_at.empty()) (*r)->created_at = created_at;
+    return r;
+  }
   Result<std::vector<RunRecord>> ListRuns() override { return real_.ListRuns(); }
-  Status AddRunNode(const RunNodeRecord& n) override { return real_.AddRunNode(n); }
+  Status AddRunNode(const RunNodeRecord& n) override {
+    if (fail_nodes) return Status::Internal("killed before writing node " + std::to_string(n.node));
+    return real_.AddRunNode(n);
+  }
   Result<std::vector<RunNodeRecord>> ListRunNodes(int64_t id) override { return real_.ListRunNodes(id); }
   Result<int64_t> AddRunEvent(int64_t run_id, const std::string& kind, const std::string& payload) override {
     if (kind == fail_kind && ++seen_ == fail_nth) return Status::Internal("killed before writing " + kind);
@@ -127,6 +135,8 @@ class InterruptingStore : public Store {
   Result<std::vector<RunEventRecord>> ListRunEvents(int64_t id) override { return real_.ListRunEvents(id); }
   std::string fail_kind;
   int fail_nth = 1;
+  std::string created_at;  // when set, the run's row says it was created then
+  bool fail_nodes = false;  // every AddRunNode fails
 
  private:
   Store& real_;
@@ -326,6 +336,76 @@ TEST_F(JournalTest, ARunInProgressShowsItsBestAndCannotBeResumedTwice) {
   held->reset();
   auto done = again.Resume(1);
   EXPECT_TRUE(done.ok()) << done.status().ToString();
+}
+
+// --time counts the run's earlier processes too, and the JSON result's promotion checks and
+// duplicates are the whole run's. The interrupted run's row is made to say it began an hour
+// before its last event, as a run interrupted after an hour would.
+TEST_F(JournalTest, AResumedRunCountsTheTimeAndTheChecksOfItsEarlierProcesses) {
+  InterruptingStore interrupting(*store_);
+  interrupting.fail_kind = "promote";
+  interrupting.fail_nth = 3;  // the start's promotion, one after a check, then a check's is lost
+  JournalingExecutor first;
+  GrowingProposer proposer;
+  Optimizer interrupted(task_, proposer, first, interrupting, progress_);
+  o_.time_limit_s = 1800;
+  o_.budget = 40;  // far from spent at the interruption
+  ASSERT_FALSE(interrupted.Run(o_).ok());
+  ASSERT_LT(static_cast<int>(Nodes(1).size()), o_.budget);
+  ASSERT_EQ(first.Count(JobKind::kGate), 2) << "one check decided, one ended but not decided";
+  const std::vector<RunEventRecord> before = Events(1);
+  auto last = StoreTimeSeconds(before.back().created_at);
+  ASSERT_TRUE(last.has_value());
+  const std::time_t an_hour_earlier = static_cast<std::time_t>(*last) - 3600;
+  std::tm tm{};
+  gmtime_r(&an_hour_earlier, &tm);
+  char created[40];
+  std::strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+  interrupting.created_at = created;
+  interrupting.fail_kind.clear();
+
+  JournalingExecutor second;
+  proposer.next_ = 1000;
+  Optimizer resumed(task_, proposer, second, interrupting, progress_);
+  auto done = resumed.Resume(1);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done->stop_reason, "time") << "an hour of a 30-minute limit was spent before the resume";
+  EXPECT_EQ(second.Count(JobKind::kDraft), 0) << "no new expansion once the time is spent";
+  EXPECT_EQ(done->promotion_checks, first.Count(JobKind::kGate) + second.Count(JobKind::kGate))
+      << "the check decided before the kill counts, and the journaled one once";
+  double earlier = 0;
+  for (const auto& e : progress_.events)
+    if (e.value("event", "") == "resume") earlier = e.value("earlier_processes_s", 0.0);
+  EXPECT_GE(earlier, 3600);
+  EXPECT_LT(earlier, 3660);
+}
+
+// Killed after the starting candidate's evaluation ended but before its node was recorded, then
+// the file edited: the resumed run's root is the source that was evaluated, served from the
+// journal, not the edited file.
+TEST_F(JournalTest, ARootServedFromTheJournalKeepsTheSourceItWasEvaluatedOn) {
+  const auto from = dir_->path() / "start.cpp";
+  std::filesystem::copy_file(o_.from, from);
+  o_.from = from.string();
+  const std::string original = *ReadFile(from);
+  InterruptingStore interrupting(*store_);
+  interrupting.fail_nodes = true;
+  JournalingExecutor first;
+  GrowingProposer proposer;
+  Optimizer interrupted(task_, proposer, first, interrupting, progress_);
+  ASSERT_FALSE(interrupted.Run(o_).ok());
+  ASSERT_EQ(first.log.size(), 1u) << "only the root was evaluated";
+  ASSERT_TRUE(Nodes(1).empty());
+  ASSERT_TRUE(WriteFileAtomic(from, original + "// edited after the kill\n").ok());
+
+  JournalingExecutor second;
+  Optimizer resumed(task_, proposer, second, *store_, progress_);
+  auto done = resumed.Resume(1);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  for (const auto& [kind, text] : second.log) EXPECT_NE(text, original) << "the root was evaluated again";
+  auto nodes = Nodes(1);
+  ASSERT_FALSE(nodes.empty());
+  EXPECT_EQ(*store_->GetBlob(nodes[0].source_blob), original) << "node 0 is the source its result is of";
 }
 
 }  // namespace

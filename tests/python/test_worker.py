@@ -5,9 +5,11 @@ also runs under torch 2.x. Plain unittest: `python tests/python/test_worker.py`.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -248,6 +250,30 @@ class RunTest(ProtocolTest):
         self.assertEqual(r["status"], "timeout")
         self.assertEqual(r["phase"], "correctness")
         self.assertLess(r["wall_s"], 30)
+
+    def test_a_worker_whose_reader_is_gone_stops_at_once(self):
+        # kpilot killed with -9 mid-evaluation: its worker must not run on (holding the GPU lock)
+        # to its timeout. Started as kpilot starts it, as the leader of its own process group.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "request.json")
+            with open(path, "w") as f:
+                json.dump(run_request("relu_problem.py", model_new("relu_new_slow.py"), timeout_s=120), f)
+            env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+            proc = subprocess.Popen([sys.executable, "-m", "kpilot_torch.worker", "run", path], cwd=tmp, env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            try:
+                time.sleep(3)  # into the candidate's 60-s call
+                self.assertIsNone(proc.poll(), "the worker ended before its reader went away")
+                proc.stdout.close()
+                started = time.monotonic()
+                proc.wait(timeout=20)
+                self.assertLess(time.monotonic() - started, 5)
+                self.assertEqual(proc.returncode, -signal.SIGKILL)  # it ended its whole group
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                proc.stderr.close()
 
     def test_candidate_raises(self):
         r = self.run_ok("relu_problem.py", model_new("relu_new_raises.py"))

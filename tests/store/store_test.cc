@@ -2,6 +2,8 @@
 #include "store/store.h"
 
 #include <gtest/gtest.h>
+
+#include <ctime>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -241,6 +243,17 @@ TEST_F(StoreTest, EvaluationsAreAppendedInOrderWithTimestamps) {
   EXPECT_EQ(ts[4], '-');
   EXPECT_EQ(ts[10], 'T');
   EXPECT_EQ(ts.back(), 'Z');
+  // ...and reads back as the time it was written.
+  auto written = StoreTimeSeconds(ts);
+  ASSERT_TRUE(written.has_value()) << ts;
+  EXPECT_NEAR(*written, static_cast<double>(std::time(nullptr)), 120);
+}
+
+TEST(StoreTime, ReadsTheStoresTimestampsAndNothingElse) {
+  EXPECT_DOUBLE_EQ(StoreTimeSeconds("2026-01-02T03:04:05.678Z").value_or(0), 1767323045.678);
+  EXPECT_EQ(StoreTimeSeconds("1970-01-01T00:00:00.000Z"), 0.0);
+  for (const char* bad : {"", "2026-01-02", "2026-01-02T03:04:05Z", "2026-01-02T03:04:05.678Z junk", "yesterday"})
+    EXPECT_FALSE(StoreTimeSeconds(bad).has_value()) << bad;
 }
 
 TEST_F(StoreTest, BadRecordsAreRefusedWithoutWriting) {
