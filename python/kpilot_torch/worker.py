@@ -52,7 +52,10 @@ class ReplyChannel:
         poller = select.poll()
         poller.register(self.real_stdout, 0)
         while True:
-            if any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(200)):
+            events = [ev for _, ev in poller.poll(200)]
+            if any(ev & select.POLLNVAL for ev in events):
+                return  # candidate code closed the fd: nothing left to watch
+            if any(ev & (select.POLLERR | select.POLLHUP) for ev in events):
                 if os.getpgid(0) == os.getpid():  # kpilot starts the worker as a group leader
                     os.killpg(0, signal.SIGKILL)
                 os._exit(3)

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -556,6 +557,10 @@ Result<std::vector<RunEventRecord>> SqliteStore::ListRunEvents(int64_t run_id) {
 }  // namespace
 
 std::optional<double> StoreTimeSeconds(const std::string& iso) {
+  static constexpr char kShape[] = "dddd-dd-ddTdd:dd:dd.dddZ";
+  if (iso.size() != sizeof(kShape) - 1) return std::nullopt;
+  for (size_t i = 0; i < iso.size(); ++i)
+    if (kShape[i] == 'd' ? !std::isdigit(static_cast<unsigned char>(iso[i])) : iso[i] != kShape[i]) return std::nullopt;
   std::tm tm{};
   int ms = 0, used = 0;
   if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,

@@ -396,13 +396,15 @@ TEST_F(JournalTest, ARootServedFromTheJournalKeepsTheSourceItWasEvaluatedOn) {
   ASSERT_FALSE(interrupted.Run(o_).ok());
   ASSERT_EQ(first.log.size(), 1u) << "only the root was evaluated";
   ASSERT_TRUE(Nodes(1).empty());
-  ASSERT_TRUE(WriteFileAtomic(from, original + "// edited after the kill\n").ok());
+  const std::string edited = original + "// edited after the kill\n";
+  ASSERT_TRUE(WriteFileAtomic(from, edited).ok());
 
   JournalingExecutor second;
   Optimizer resumed(task_, proposer, second, *store_, progress_);
   auto done = resumed.Resume(1);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
-  for (const auto& [kind, text] : second.log) EXPECT_NE(text, original) << "the root was evaluated again";
+  for (const auto& [kind, text] : second.log)
+    EXPECT_TRUE(kind != JobKind::kDraft || (text != original && text != edited)) << "the root was evaluated again";
   auto nodes = Nodes(1);
   ASSERT_FALSE(nodes.empty());
   EXPECT_EQ(*store_->GetBlob(nodes[0].source_blob), original) << "node 0 is the source its result is of";

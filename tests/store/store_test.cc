@@ -252,7 +252,8 @@ TEST_F(StoreTest, EvaluationsAreAppendedInOrderWithTimestamps) {
 TEST(StoreTime, ReadsTheStoresTimestampsAndNothingElse) {
   EXPECT_DOUBLE_EQ(StoreTimeSeconds("2026-01-02T03:04:05.678Z").value_or(0), 1767323045.678);
   EXPECT_EQ(StoreTimeSeconds("1970-01-01T00:00:00.000Z"), 0.0);
-  for (const char* bad : {"", "2026-01-02", "2026-01-02T03:04:05Z", "2026-01-02T03:04:05.678Z junk", "yesterday"})
+  for (const char* bad : {"", "2026-01-02", "2026-01-02T03:04:05Z", "2026-01-02T03:04:05.678Z junk", "yesterday",
+                          " 2026-01-02T03:04:05.678Z", "2026-1-02T03:04:05.678Z", "2026-01-02T03:04:05.6Z"})
     EXPECT_FALSE(StoreTimeSeconds(bad).has_value()) << bad;
 }
 
