@@ -12,7 +12,7 @@ followed by `--resume`; the last resume runs to the end. Then, from the store:
   - nodes: one per proposal, and as many as the budget (nothing lost);
   - evaluations run: `result` events per proposal, over every process (1 each: nothing repeated);
   - served: what each resume took from the journal (its `resume` event's journaled_results).
-  - runners left: kpilot-runner (and torch worker) processes still alive 3 s after each kill. A
+  - runners left: kpilot-runner, torch worker and ncu processes still alive 3 s after each kill. A
     runner runs in its own process group, so the kill does not reach it; it stops itself once
     no one reads its stdout (before session 16 it finished its evaluation alone, holding the
     GPU's timing lock while the resumed run waited for it).
@@ -30,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from kill_caller import evaluation_processes  # bench/: the script's own folder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -52,22 +54,6 @@ def journaled_without_node(db):
         return set()
     done = {json.loads(p).get("proposal") for (p,) in rows} - {None}
     return done - {n for (n,) in nodes}
-
-
-def runners():
-    """Pids of the evaluation processes alive on this machine: kpilot-runner and the torch worker."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if b"kpilot-runner" in cmd or b"kpilot_torch.worker" in cmd:
-            out.append(int(pid))
-    return out
 
 
 def start(cmd, log):
@@ -95,7 +81,7 @@ def main():
     first = [a.kpilot, "optimize", a.task, "--budget", str(a.budget), "--store", store, "--json"] + a.extra
     resume = [a.kpilot, "optimize", "--resume", "1", "--store", store, "--json"]
     kills = []
-    others = set(runners())  # another kpilot's, alive before this run started
+    others = set(evaluation_processes(set()))  # another kpilot's, alive before this run started
     t_end = time.monotonic() + a.timeout
     for k in range(a.kills + 1):
         p = start(first if k == 0 else resume, log)
@@ -124,9 +110,9 @@ def main():
         if p.poll() is None and caught is None:  # the deadline passed with no window
             os.killpg(p.pid, signal.SIGKILL)
         p.wait()
-        at_kill = [r for r in runners() if r not in others]
+        at_kill = list(evaluation_processes(others))
         time.sleep(3)
-        survivors = [r for r in runners() if r in at_kill]
+        survivors = [r for r in evaluation_processes(others) if r in at_kill]
         if survivors:
             print(f"after kill {k}, still up 3 s later: pids {survivors}", file=sys.stderr)
         nodes = query(db, "SELECT COUNT(*) FROM run_nodes WHERE run_id = 1") or [(0,)]

@@ -1053,15 +1053,12 @@ Status Optimizer::Loop::RecordSpend() {
 }
 
 Result<OptimizeResult> Optimizer::Loop::Iterate() {
+  // Batches in flight are waited for by ~Loop, the one being built or evaluated by its guard:
+  // an error return or an exception leaves no job calling into a dead loop.
   std::deque<Batch>& in_flight = in_flight_;
   int pending = 0;  // drafts submitted and not yet evaluated
   // The executor's busy and elapsed seconds at the end of the last batch (adaptive depth).
   double busy0 = o_.executor_.BusySeconds(), elapsed0 = o_.executor_.ElapsedSeconds();
-  auto drain = [&]() {
-    for (auto& b : in_flight)
-      for (auto& f : b.futures)
-        if (f.valid()) f.wait();  // jobs in flight reference this loop
-  };
   for (;;) {
     std::string stop;  // decided afresh each round: skipped duplicates give budget back
     // Keep the next expansions compiling while the GPU evaluates the current one (depth_
@@ -1083,16 +1080,11 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       }
       // A node's drafts see its counter profile: wait for the selected node's, apply any other
       // that finished.
-      if (Status st = CollectCounters(*sel); !st.ok()) {
-        drain();
-        return st;
-      }
+      KPILOT_RETURN_IF_ERROR(CollectCounters(*sel));
       auto drafts = o_.proposer_.Propose(ContextFor(*sel)).get();
       Status spent = RecordSpend();
-      if (!drafts.ok() || !spent.ok()) {
-        drain();
+      if (!drafts.ok() || !spent.ok())
         return !spent.ok() ? spent : drafts.status().WithContext("the " + o_.proposer_.name() + " generator");
-      }
       // Drafts the generator failed to make are remembered, not evaluated; a node whose
       // expansions fail kGeneratorFailuresToClose times in a row is closed.
       size_t asked = drafts->size();
@@ -1103,38 +1095,27 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
           failures = RecordGeneratorFailure(*sel, d);
           last_failure = d.failure;
         }
-      if (!failures.ok()) {
-        drain();
-        return failures;
-      }
+      KPILOT_RETURN_IF_ERROR(failures);
       std::erase_if(*drafts, [](const Draft& d) { return !d.failure.empty(); });
       if (asked > 0 && drafts->empty()) {
         if (++generator_failures_[*sel] < kGeneratorFailuresToClose) continue;
         std::string reason = "the generator failed " + std::to_string(kGeneratorFailuresToClose) +
                              " times in a row: " + last_failure.substr(0, 200);
         tree_.Close(*sel, reason);
-        Status st = Event("close", {{"node", *sel}, {"reason", reason}});
-        if (!st.ok()) {
-          drain();
-          return st;
-        }
+        KPILOT_RETURN_IF_ERROR(Event("close", {{"node", *sel}, {"reason", reason}}));
         continue;
       }
       if (asked > 0) generator_failures_.erase(*sel);
       if (drafts->empty()) {
         if (!in_flight.empty() && in_flight.back().parent == *sel) break;  // its children are pending
         tree_.Close(*sel, "the generator has nothing new for it");
-        Status st = Event("close", {{"node", *sel}, {"reason", "the generator has nothing new for it"}});
-        if (!st.ok()) {
-          drain();
-          return st;
-        }
+        KPILOT_RETURN_IF_ERROR(Event("close", {{"node", *sel}, {"reason", "the generator has nothing new for it"}}));
         continue;
       }
       // Record every proposal first (so a crash can resume them), then compile them in parallel
       // and evaluate them one at a time.
       Batch b{*sel, {}, {}};
-      WaitForAll guard{b.futures};  // an exception must not leave its jobs calling into a dead loop
+      WaitForAll guard{b.futures};
       for (auto& d : *drafts) {
         if (evaluations_ + pending >= opts_.budget) break;
         if (d.source.empty()) {
@@ -1147,11 +1128,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
                         {"skills_applied", d.skills_applied}, {"skills_offered", offered_[*sel]}};
         auto seq = o_.store_.AddRunEvent(run_id_, "proposal", JsonText(payload));
         auto path = seq.ok() ? Materialize(d.source, d.source_name) : Result<std::filesystem::path>(seq.status());
-        if (!path.ok()) {
-          for (auto& f : b.futures) f.wait();
-          drain();
-          return path.status();
-        }
+        if (!path.ok()) return path.status();
         b.futures.push_back(SubmitDraft(d, *path, *seq));
         b.proposed.push_back({*seq, d});
         ++pending;
@@ -1165,11 +1142,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
     for (size_t i = 0; i < b.proposed.size(); ++i) {
       --pending;
       auto done = EvaluateDraft(b.parent, b.proposed[i].first, b.proposed[i].second, std::move(b.futures[i]));
-      if (!done.ok()) {
-        for (size_t j = i + 1; j < b.futures.size(); ++j) b.futures[j].wait();
-        drain();
-        return done.status();
-      }
+      if (!done.ok()) return done.status();
     }
     // Adaptive depth: measured on the real executor only (a replay's clock does not model the
     // parallel compiles that the depth is there to hide).
@@ -1183,15 +1156,11 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       int next = NextPipelineDepth(depth_, busy, elapsed, o_.executor_.Devices());
       if (next != depth_) {
         depth_ = next;
-        Status st = Event("pipeline", {{"depth", depth_},
-                                       {"busy_s", busy},
-                                       {"elapsed_s", elapsed},
-                                       {"devices", o_.executor_.Devices()},
-                                       {"reason", "the evaluation queues were idle while drafts compiled"}});
-        if (!st.ok()) {
-          drain();
-          return st;
-        }
+        KPILOT_RETURN_IF_ERROR(Event("pipeline", {{"depth", depth_},
+                                                  {"busy_s", busy},
+                                                  {"elapsed_s", elapsed},
+                                                  {"devices", o_.executor_.Devices()},
+                                                  {"reason", "the evaluation queues were idle while drafts compiled"}}));
       }
     }
   }

@@ -233,7 +233,7 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
   std::map<std::string, double> loop_start_ms, parent_loop_ms;
   auto clock_start = start;  // reset at the worker's first phase line (after the GPU lock)
   int worker_signal = 0, worker_exit = -1;  // reported by the namespace's init, when there is one
-  bool exited = false, timed_out = false;
+  bool exited = false, timed_out = false, caller_gone = false;
   int status = 0;
   char chunk[65536];
   for (;;) {
@@ -270,16 +270,10 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
       exited = true;
       continue;  // one more read drains what the worker wrote just before exiting
     }
-    if (CallerGone()) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      close(fds[0]);
-      KillLeftovers();
-      return kExitCallerGone;
-    }
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
-    if (elapsed > req.timeout_s) {
-      timed_out = true;
+    caller_gone = CallerGone();
+    timed_out = !caller_gone && elapsed > req.timeout_s;
+    if (caller_gone || timed_out) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       exited = true;
@@ -290,6 +284,7 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
   }
   close(fds[0]);
   int leftovers = KillLeftovers();
+  if (caller_gone) return kExitCallerGone;  // no one to tell
 
   RunResult result;
   bool have_result = false;

@@ -562,10 +562,9 @@ std::optional<double> StoreTimeSeconds(const std::string& iso) {
   for (size_t i = 0; i < iso.size(); ++i)
     if (kShape[i] == 'd' ? !std::isdigit(static_cast<unsigned char>(iso[i])) : iso[i] != kShape[i]) return std::nullopt;
   std::tm tm{};
-  int ms = 0, used = 0;
-  if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &tm.tm_sec, &ms, &used) != 7 ||
-      used != static_cast<int>(iso.size()))
+  int ms = 0;
+  if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &ms) != 7)
     return std::nullopt;
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
