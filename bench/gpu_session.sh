@@ -107,6 +107,16 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
                  --out /tmp/kp-$t.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -2
                gzip -c /tmp/kp-$t.json > "$OUT/${t}_space.json.gz"
              done ;;
+    transposespace) # Session 17: both transpose candidates' whole spaces (with VEC) at 8192x8192, then their
+             # memcheck run (bench/transpose_check.sh; `kpilot eval` under memcheck times out in its load phase).
+             for c in smem_tiled persistent_tiles; do
+               timeout 200 $K sweep examples/cuda/transpose examples/cuda/transpose/candidates/$c.cu --workload 8192x8192 \
+                 --out /tmp/kp-transpose-$c.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -2
+               gzip -c /tmp/kp-transpose-$c.json > "$OUT/transpose_${c}_space.json.gz"
+             done
+             if [[ -d .stage/transpose_check ]]; then timeout 300 bench/transpose_check.sh run > "$OUT/transpose_check.txt" 2>&1
+               echo "transpose_check: exit $?, $(grep -c '^ok ' "$OUT/transpose_check.txt") ok, $(grep -c '^FAIL' "$OUT/transpose_check.txt") failed"
+             else echo "transpose_check: not built (run bench/transpose_check.sh build after scripts/stage.sh)"; fi ;;
     tuningspaces) # Session 10: two more real spaces to tune the search on (bench/spaces/tuning), of kernels
              # unlike the GEMM of figure b. --stop-after leaves a resumable file if the time runs out.
              for t in conv2d gauss_sum; do
@@ -192,7 +202,7 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
     lineage) timeout 420 bench/lineage_h200_check.sh $OUT/lineage 2>&1 | tail -40 ;;
     applycards) # The cards the lineage step mined, applied to another task (layernorm) by the llm: generator.
              timeout 330 bench/applycards_h200_check.sh $OUT/lineage/cards $OUT/applycards 2>&1 | tail -40 ;;
-    transpose) timeout 120 python3 bench/optimize_figures.py --kpilot $K --budget 16 --out $OUT --tag _workload_big \
+    transpose) timeout 200 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-24} --out $OUT --tag _workload_big \
                  --extra "--workload 8192x8192" examples/cuda/transpose 2>&1 | tail -3 ;;
     softmax) timeout 400 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-40} --out $OUT --tag _workload_big \
                --extra "--workload 8192x4096" examples/cuda/row_softmax 2>&1 | tail -4 ;;

@@ -66,6 +66,11 @@ std::string CalibrationKey(const GpuInfo& gpu);
 Calibration LoadCalibration(Store* store, const GpuInfo& gpu, nlohmann::json* full = nullptr);
 Status SaveCalibration(Store& store, const GpuInfo& gpu, const Calibration& c, const nlohmann::json& details);
 
+// `-D NAME=VALUE` flags (eval, profile) checked against the task's declared params: each name
+// declared, each value one of its values, and the task's constraints held (unset params at their
+// first value, as the candidate's #ifndef defaults are expected to be).
+Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string>& defines);
+
 // Prints "kpilot: <message>" to stderr and returns the exit code for the status.
 int Fail(const Status& s);
 

@@ -38,43 +38,6 @@ struct EvalArgs {
   std::string baseline = "eager";    // PyTorch tasks: eager | compile
 };
 
-// Parses -D NAME=VALUE against the task's declared params.
-Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string>& defines) {
-  ParamValues params;
-  for (const auto& d : defines) {
-    size_t eq = d.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return Status::InvalidInput("-D " + d + ": expected NAME=VALUE, e.g. -D BLOCK=256");
-    std::string name = d.substr(0, eq), value = d.substr(eq + 1);
-    const TunableParam* p = nullptr;
-    for (const auto& tp : task.params)
-      if (tp.name == name) p = &tp;
-    if (!task.params.empty() && !p) {
-      std::string known;
-      for (const auto& tp : task.params) known += (known.empty() ? "" : ", ") + tp.name;
-      return Status::InvalidInput("-D " + d + ": task " + task.name + " declares no param " + name +
-                                  " (its params: " + known + ")");
-    }
-    if (p && std::find(p->values.begin(), p->values.end(), value) == p->values.end()) {
-      std::string allowed;
-      for (const auto& v : p->values) allowed += (allowed.empty() ? "" : ", ") + v;
-      return Status::InvalidInput("-D " + d + ": " + name + " must be one of " + allowed + " (the declared params)");
-    }
-    params[name] = value;
-  }
-  if (!task.constraints.empty() && !params.empty()) {
-    // Unset params take their first declared value for the constraint check, as the candidate's
-    // #ifndef defaults are expected to.
-    ParamValues full = params;
-    for (const auto& tp : task.params)
-      if (!full.count(tp.name) && !tp.values.empty()) full[tp.name] = tp.values.front();
-    auto holds = ConstraintsHold(task.constraints, full);
-    if (!holds.ok()) return holds.status();
-    if (!*holds) return Status::InvalidInput("the -D values violate the task's constraints (task.toml constraints)");
-  }
-  return params;
-}
-
 // The CI half-width of the reported statistic, relative to it.
 std::string Pct(const SampleSummary& s, const std::string& statistic) {
   if (statistic == "mean")
@@ -294,6 +257,48 @@ int RunEval(const EvalArgs& a) {
 }
 
 }  // namespace
+
+Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string>& defines) {
+  ParamValues params;
+  for (const auto& d : defines) {
+    size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status::InvalidInput("-D " + d + ": expected NAME=VALUE, e.g. -D BLOCK=256");
+    std::string name = d.substr(0, eq), value = d.substr(eq + 1);
+    const TunableParam* p = nullptr;
+    for (const auto& tp : task.params)
+      if (tp.name == name) p = &tp;
+    if (!task.params.empty() && !p) {
+      std::string known;
+      for (const auto& tp : task.params) known += (known.empty() ? "" : ", ") + tp.name;
+      return Status::InvalidInput("-D " + d + ": task " + task.name + " declares no param " + name +
+                                  " (its params: " + known + ")");
+    }
+    if (p && std::find(p->values.begin(), p->values.end(), value) == p->values.end()) {
+      std::string allowed;
+      for (const auto& v : p->values) allowed += (allowed.empty() ? "" : ", ") + v;
+      return Status::InvalidInput("-D " + d + ": " + name + " must be one of " + allowed + " (the declared params)");
+    }
+    params[name] = value;
+  }
+  if (!task.constraints.empty() && !params.empty()) {
+    // Unset params take their first declared value for the constraint check, as the candidate's
+    // #ifndef defaults are expected to.
+    ParamValues full = params;
+    for (const auto& tp : task.params)
+      if (!full.count(tp.name) && !tp.values.empty()) full[tp.name] = tp.values.front();
+    for (const auto& c : task.constraints) {
+      auto holds = ConstraintsHold({c}, full);
+      if (!holds.ok()) return holds.status();
+      if (*holds) continue;
+      std::string values;
+      for (const auto& [k, v] : full) values += (values.empty() ? "" : " ") + k + "=" + v;
+      return Status::InvalidInput("the -D values (with the rest at their first value: " + values +
+                                  ") break the constraint \"" + c + "\" of " + task.name + "'s task.toml");
+    }
+  }
+  return params;
+}
 
 void AddEvalCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<EvalArgs>();

@@ -36,6 +36,7 @@ struct ProfileArgs {
   std::string task_dir;
   TaskSourceArgs source;  // --python, --workloads FILE.jsonl
   std::string candidate;
+  std::vector<std::string> defines;  // -D NAME=VALUE
   std::string workload;
   std::string import_ncu;
   std::vector<std::string> tools_dirs;
@@ -128,6 +129,10 @@ int ProfileCandidate(const ProfileArgs& a) {
   if (task->backend != Backend::kCuda)
     return Fail(Status::InvalidInput("kpilot profile works on cuda tasks; " + task->name + " is a host task"));
   if (!std::filesystem::exists(a.candidate)) return Fail(Status::NotFound(a.candidate + ": no such candidate file"));
+  // -D is checked against the candidate's own kpilot-params block when the task declares none.
+  if (Status s = AdoptCandidateParams(&task.value(), a.candidate); !s.ok()) return Fail(s);
+  auto params = ParseDefines(*task, a.defines);
+  if (!params.ok()) return Fail(params.status());
   const Workload* w = a.workload.empty() ? &task->workloads.back() : task->FindWorkload(a.workload);
   if (!w) return Fail(Status::InvalidInput("--workload " + a.workload + ": no such workload in " + task->name));
 
@@ -161,7 +166,7 @@ int ProfileCandidate(const ProfileArgs& a) {
   auto toolchain = MakeSystemToolchain(workspace->cache_dir, IncludeDir());
   CompileOptions copt;
   copt.cuda_arch = !a.arch.empty() ? a.arch : gpu ? gpu->Arch() : "sm_90a";
-  auto compiled = toolchain->Compile(a.candidate, {}, copt);
+  auto compiled = toolchain->Compile(a.candidate, *params, copt);
   if (!compiled.ok()) return Fail(compiled.status());
   if (!compiled->ok) {
     std::cerr << "kpilot: the candidate does not compile: " << compiled->first_error << "\n";
@@ -196,6 +201,11 @@ int ProfileCandidate(const ProfileArgs& a) {
   nlohmann::json json_extra = nlohmann::json::object();
   nlohmann::json header = {{"task", task->name}, {"candidate", a.candidate}, {"workload", w->name},
                            {"arch", copt.cuda_arch}};
+  if (!params->empty()) {
+    std::string text;
+    for (const auto& [k, v] : *params) text += (text.empty() ? "" : " ") + k + "=" + v;
+    header["params"] = text;
+  }
   std::vector<KernelReport> reports;
   if (a.static_only) {
     ProfileContext shared = SharedProfileContext(*task, *w, copt.cuda_arch, gpu ? gpu->sm_count : 0);
@@ -210,6 +220,7 @@ int ProfileCandidate(const ProfileArgs& a) {
     // in-process through CUPTI by default, or under ncu.
     EvalOptions opt;
     opt.workloads = {w->name};
+    opt.params = *params;
     opt.compile = copt;
     opt.calibration = cal;
     auto python = MakePythonTaskRunner(*task, a.source.python);  // PyTorch tasks: timed by the torch worker
@@ -285,6 +296,7 @@ void AddProfileCommand(CLI::App& app, int* exit_code) {
   AddTaskSourceOptions(cmd, &a->source);
   cmd->add_option("candidate", a->candidate, "Candidate source (.cu)");
   cmd->add_option("--workload", a->workload, "Workload to profile (default: the last, usually the largest)");
+  cmd->add_option("-D", a->defines, "Tunable parameter NAME=VALUE (repeatable), as for kpilot eval");
   cmd->add_flag("--static", a->static_only, "Only the static profile (ptxas, SASS, occupancy): no GPU needed");
   cmd->add_option("--block", a->block, "Block size for the static occupancy (default 256; a kernel profile reads it)");
   cmd->add_flag("--json", a->json, "Print JSON");

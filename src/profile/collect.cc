@@ -227,13 +227,37 @@ std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace
   return out;
 }
 
+std::set<std::string> TracedKernelNames(const nlohmann::json& run_details) {
+  std::set<std::string> names;
+  if (!run_details.is_object() || !run_details.contains("launch_trace") || !run_details["launch_trace"].is_array())
+    return names;
+  for (const auto& traced : run_details["launch_trace"]) {
+    if (!traced.is_object() || !traced.contains("trace")) continue;
+    auto t = LaunchTraceFromJson(traced["trace"]);
+    if (!t.ok()) continue;
+    for (const auto& k : t->kernels) names.insert(k.name);
+  }
+  return names;
+}
+
+std::vector<KernelStaticProfile> LaunchedOnly(const std::vector<KernelStaticProfile>& statics,
+                                              const std::set<std::string>& launched) {
+  std::vector<KernelStaticProfile> out;
+  for (const auto& sp : statics)
+    if (launched.count(sp.resources.mangled)) out.push_back(sp);
+  return out.empty() ? statics : out;
+}
+
 std::vector<KernelReport> AnalyzeKernels(const std::vector<KernelStaticProfile>& statics, const ProfileContext& shared,
                                          const RooflineInput& base, const std::vector<KernelMetrics>& measured,
                                          const std::map<std::string, MetricMap>& launch,
                                          const std::vector<std::unique_ptr<Tool>>& tools, bool all_tools,
                                          std::optional<Bottleneck> stage1, int block) {
+  std::set<std::string> ran;
+  for (const auto& [name, m] : launch) ran.insert(name);
+  for (const auto& m : measured) ran.insert(m.kernel);
   std::vector<KernelReport> reports;
-  for (const auto& sp : statics) {
+  for (const auto& sp : LaunchedOnly(statics, ran)) {
     ProfileContext ctx = shared;
     ctx.kernel = sp.resources.name;
     ctx.static_profile = sp;

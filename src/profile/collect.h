@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,10 +74,22 @@ RooflineInput StageOneInput(const Workload& workload, const Evaluation& e, Profi
 // each kernel (by mangled name): the CUPTI path reads these from the trace, not the counters.
 std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace, const SmLimits* limits, int sm_count);
 
-// One report per kernel of `statics`: its static profile, the launch shape from `launch`, the
-// `measured` counters (matched by kernel name) and the class they give, then the tools. With no
-// counters this is the static profile's report. `block` is the occupancy's block size when the
-// launch does not say.
+// Mangled names of the kernels that the evaluation's traced calls launched (`run_details`'
+// "launch_trace", every traced call); empty when it traced none.
+std::set<std::string> TracedKernelNames(const nlohmann::json& run_details);
+
+// The profiles of `statics` whose kernel is in `launched` (mangled names), or all of them when
+// none is (nothing was traced: a static profile, a replay). An object may hold kernels that a
+// shape never launches — a template's other instantiation, a fallback path — and their SASS says
+// nothing of the call.
+std::vector<KernelStaticProfile> LaunchedOnly(const std::vector<KernelStaticProfile>& statics,
+                                              const std::set<std::string>& launched);
+
+// One report per kernel of `statics` that ran — its mangled name has a launch shape in `launch` or
+// counters in `measured`; all of them when none is named there — with its static profile, that
+// launch shape, the counters (matched by kernel name) and the class they give, then the tools.
+// With no counters this is the static profile's report. `block` is the occupancy's block size
+// when the launch does not say.
 std::vector<KernelReport> AnalyzeKernels(const std::vector<KernelStaticProfile>& statics, const ProfileContext& shared,
                                          const RooflineInput& base, const std::vector<KernelMetrics>& measured,
                                          const std::map<std::string, MetricMap>& launch,

@@ -100,6 +100,26 @@ TEST_F(Cli, MissingCandidateAndBadParamsExitTwo) {
   EXPECT_EQ(backend.exit_code, 2);
 }
 
+// kpilot profile takes -D as kpilot eval does: the values reach the compile and the report, and
+// one that breaks a constraint is refused, naming that constraint.
+TEST_F(Cli, ProfileTakesParamsAsEvalDoes) {
+  const std::string task = Example("cuda/transpose"), candidate = Example("cuda/transpose/candidates/smem_tiled.cu");
+  ProcessResult r = Kpilot({"profile", task, candidate, "-D", "TILE=64", "-D", "BLOCK_ROWS=8", "-D", "VEC=2", "--static",
+                            "--json", "--no-store"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.value("params", ""), "BLOCK_ROWS=8 TILE=64 VEC=2");
+  ASSERT_EQ(j["kernels"].size(), 2u);  // a static profile has no trace: both instantiations
+  for (const auto& k : j["kernels"]) EXPECT_EQ(k["static"].value("shared_bytes", 0), 64 * 65 * 4) << k.dump();
+  ProcessResult bad = Kpilot({"profile", task, candidate, "-D", "TILE=64", "-D", "BLOCK_ROWS=32", "--static", "--no-store"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("\"TILE / VEC * BLOCK_ROWS <= 1024\""), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("VEC=1"), std::string::npos) << bad.err;  // the unset param, at its first value
+  ProcessResult unknown = Kpilot({"profile", task, candidate, "-D", "TILEX=64", "--static", "--no-store"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("TILEX"), std::string::npos) << unknown.err;
+}
+
 TEST_F(Cli, CudaTaskWithoutGpuExitsThreeButCompilesWithCompileOnly) {
   std::string why;
   if (!SystemGpuProbe().List(&why).empty()) GTEST_SKIP() << "a GPU is present";

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "core/fs.h"
 #include "profile/collect.h"
@@ -114,6 +115,38 @@ TEST_F(Collect, TheRunnerIsAskedForTheClasssCountersAndTheyReachTheKernel) {
   EXPECT_EQ(k.context.Metric("launch__block_size").value_or(-1), 256.0);  // from the trace
   EXPECT_EQ(k.context.sm_count, 132);                                     // from the runner's report
   EXPECT_EQ(k.roofline.result, Bottleneck::kMemory);
+}
+
+// An object may hold kernels the call never launches (transpose's smem_tiled.cu compiles a wide
+// and a scalar instantiation and launches one): only the traced one is reported, with the
+// counters, and the other's SASS yields no findings. With no trace, every kernel is (a static
+// profile), and so are the optimizer's per-node static findings.
+TEST_F(Collect, OnlyTheKernelsTheCallLaunchedAreReported) {
+  runner_.details = {{"counters", {{{"range", "0"},
+                                    {"metrics", {{"dram__throughput.avg.pct_of_peak_sustained_elapsed", 88.0},
+                                                 {"gpu__time_duration.sum", 1.0e6}}}}}}};
+  Evaluation e = Passed(task_);
+  KernelResources other = e.compile.resources.front();
+  other.name = "void vadd_scalar(float const*, float const*, float*, int)";
+  other.mangled = "_Z11vadd_scalarPKfS0_Pfi";
+  e.compile.resources.insert(e.compile.resources.begin(), other);  // first in the object
+  auto got = Profile(e);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->reports.size(), 1u);
+  EXPECT_EQ(got->reports.front().context.kernel, "vadd(float const*, float const*, float*, int)");
+  EXPECT_EQ(got->reports.front().context.Metric("dram__throughput.avg.pct_of_peak_sustained_elapsed").value_or(-1), 88.0);
+
+  std::set<std::string> traced = TracedKernelNames(e.run.details);
+  EXPECT_EQ(traced, (std::set<std::string>{kMangled}));
+  auto statics = StaticProfiles(e.compile);
+  ASSERT_EQ(statics.size(), 2u);
+  auto kept = LaunchedOnly(statics, traced);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept.front().resources.mangled, kMangled);
+  EXPECT_EQ(LaunchedOnly(statics, {}).size(), 2u);                   // nothing traced
+  EXPECT_EQ(LaunchedOnly(statics, {"_Z5otherv"}).size(), 2u);        // a name the object lacks
+  EXPECT_TRUE(TracedKernelNames(nlohmann::json::object()).empty());
+  EXPECT_TRUE(TracedKernelNames(nlohmann::json{{"launch_trace", "not an array"}}).empty());
 }
 
 TEST_F(Collect, OnlyASetupFailureIsTheMachinesAndNcuIsTriedWhenThereIsOne) {
