@@ -67,8 +67,7 @@ Calibration LoadCalibration(Store* store, const GpuInfo& gpu, nlohmann::json* fu
 Status SaveCalibration(Store& store, const GpuInfo& gpu, const Calibration& c, const nlohmann::json& details);
 
 // `-D NAME=VALUE` flags (eval, profile) checked against the task's declared params: each name
-// declared, each value one of its values, and the task's constraints held (unset params at their
-// first value, as the candidate's #ifndef defaults are expected to be).
+// declared, each value one of its values, and every constraint whose params are all set held.
 Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string>& defines);
 
 // Prints "kpilot: <message>" to stderr and returns the exit code for the status.

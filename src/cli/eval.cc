@@ -1,5 +1,6 @@
 // kpilot eval TASK CANDIDATE: compile, check and time one candidate; record it in the store. TASK
 // is a task folder, a KernelBench problem .py or a flashinfer definition .json (docs/pytorch.md).
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -281,21 +282,22 @@ Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string
     }
     params[name] = value;
   }
-  if (!task.constraints.empty() && !params.empty()) {
-    // Unset params take their first declared value for the constraint check, as the candidate's
-    // #ifndef defaults are expected to.
-    ParamValues full = params;
-    for (const auto& tp : task.params)
-      if (!full.count(tp.name) && !tp.values.empty()) full[tp.name] = tp.values.front();
-    for (const auto& c : task.constraints) {
-      auto holds = ConstraintsHold({c}, full);
-      if (!holds.ok()) return holds.status();
-      if (*holds) continue;
-      std::string values;
-      for (const auto& [k, v] : full) values += (values.empty() ? "" : " ") + k + "=" + v;
-      return Status::InvalidInput("the -D values (with the rest at their first value: " + values +
-                                  ") break the constraint \"" + c + "\" of " + task.name + "'s task.toml");
-    }
+  // A constraint is checked when -D sets every param it names. An unset param keeps the
+  // candidate's own #ifndef default, which kpilot does not see (it need not be the first declared
+  // value: transpose's TILE defaults to 32 of [16, 32, 64]).
+  for (const auto& c : task.constraints) {
+    auto names = FormulaVariables(c);
+    if (!names.ok()) return names.status();
+    if (params.empty() ||
+        !std::all_of(names->begin(), names->end(), [&](const std::string& n) { return params.count(n) > 0; }))
+      continue;
+    auto holds = ConstraintsHold({c}, params);
+    if (!holds.ok()) return holds.status();
+    if (*holds) continue;
+    std::string values;
+    for (const auto& [k, v] : params) values += (values.empty() ? "" : " ") + k + "=" + v;
+    return Status::InvalidInput("-D " + values + " breaks the constraint \"" + c + "\" of " + task.name +
+                                "'s task.toml");
   }
   return params;
 }

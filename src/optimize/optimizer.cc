@@ -555,8 +555,11 @@ void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
   n->bottleneck = std::string(BottleneckName(ctx.roofline.result));
   n->achieved_fraction = ctx.roofline.achieved_fraction;
   auto limits = SmLimitsFor(e.compile.resources.front().arch.empty() ? "sm_90a" : e.compile.resources.front().arch);
-  // The kernels the calls launched (all of them where nothing was traced, as in a replay).
-  auto profiles = LaunchedOnly(StaticProfiles(e.compile), TracedKernelNames(e.run.details));
+  // The kernels the calls launched (all of them where some workload was not traced, or nothing
+  // was, as in a replay).
+  std::vector<std::string> timed;
+  for (const auto& t : e.timings) timed.push_back(t.workload);
+  auto profiles = LaunchedOnly(StaticProfiles(e.compile), TracedKernelNames(e.run.details, timed));
   if (e.run.details.is_object() && e.run.details.contains("static_mix"))
     AdoptStoredMixes(e.run.details["static_mix"], &profiles);  // a replay's stored SASS mix
   for (const auto& sp : profiles) {

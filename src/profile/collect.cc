@@ -227,8 +227,8 @@ std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace
   return out;
 }
 
-std::set<std::string> TracedKernelNames(const nlohmann::json& run_details) {
-  std::set<std::string> names;
+std::set<std::string> TracedKernelNames(const nlohmann::json& run_details, const std::vector<std::string>& workloads) {
+  std::set<std::string> names, covered;
   if (!run_details.is_object() || !run_details.contains("launch_trace") || !run_details["launch_trace"].is_array())
     return names;
   for (const auto& traced : run_details["launch_trace"]) {
@@ -236,7 +236,12 @@ std::set<std::string> TracedKernelNames(const nlohmann::json& run_details) {
     auto t = LaunchTraceFromJson(traced["trace"]);
     if (!t.ok()) continue;
     for (const auto& k : t->kernels) names.insert(k.name);
+    // The runner labels each traced call "workload NAME, seed N".
+    const std::string call = traced.value("call", "");
+    if (call.rfind("workload ", 0) == 0) covered.insert(call.substr(9, call.find(", seed ") - 9));
   }
+  for (const auto& w : workloads)
+    if (!covered.count(w)) return {};
   return names;
 }
 

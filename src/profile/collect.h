@@ -75,8 +75,10 @@ RooflineInput StageOneInput(const Workload& workload, const Evaluation& e, Profi
 std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace, const SmLimits* limits, int sm_count);
 
 // Mangled names of the kernels that the evaluation's traced calls launched (`run_details`'
-// "launch_trace", every traced call); empty when it traced none.
-std::set<std::string> TracedKernelNames(const nlohmann::json& run_details);
+// "launch_trace", every traced call). Empty — nothing known — when it traced none, or when one of
+// `workloads` has no traced call: the runner traces the first six check calls only, and a
+// candidate may pick its kernel by shape, so the kernels of an untraced workload are unknown.
+std::set<std::string> TracedKernelNames(const nlohmann::json& run_details, const std::vector<std::string>& workloads);
 
 // The profiles of `statics` whose kernel is in `launched` (mangled names), or all of them when
 // none is (nothing was traced: a static profile, a replay). An object may hold kernels that a

@@ -69,7 +69,8 @@ Evaluation Passed(const Task& task) {
                            {"block", {256, 1, 1}},     {"dynamic_shared_bytes", 0}, {"static_shared_bytes", 0},
                            {"registers_per_thread", 16}};
   e.run.details["launch_trace"] = nlohmann::json::array(
-      {{{"trace", {{"version", 1}, {"kernels", {launch}}, {"memops", nlohmann::json::array()}, {"syncs", nlohmann::json::array()}}},
+      {{{"call", "workload " + t.workload + ", seed 1"},
+        {"trace", {{"version", 1}, {"kernels", {launch}}, {"memops", nlohmann::json::array()}, {"syncs", nlohmann::json::array()}}},
         {"kernels_total", 1}}});
   e.run.details["gpu"] = {{"sm_count", 132}};
   return e;
@@ -119,8 +120,8 @@ TEST_F(Collect, TheRunnerIsAskedForTheClasssCountersAndTheyReachTheKernel) {
 
 // An object may hold kernels the call never launches (transpose's smem_tiled.cu compiles a wide
 // and a scalar instantiation and launches one): only the traced one is reported, with the
-// counters, and the other's SASS yields no findings. With no trace, every kernel is (a static
-// profile), and so are the optimizer's per-node static findings.
+// counters. With no trace, or none of a workload, every kernel is kept (a static profile; the
+// optimizer's per-node static findings of a task with more workloads than traced calls).
 TEST_F(Collect, OnlyTheKernelsTheCallLaunchedAreReported) {
   runner_.details = {{"counters", {{{"range", "0"},
                                     {"metrics", {{"dram__throughput.avg.pct_of_peak_sustained_elapsed", 88.0},
@@ -136,8 +137,11 @@ TEST_F(Collect, OnlyTheKernelsTheCallLaunchedAreReported) {
   EXPECT_EQ(got->reports.front().context.kernel, "vadd(float const*, float const*, float*, int)");
   EXPECT_EQ(got->reports.front().context.Metric("dram__throughput.avg.pct_of_peak_sustained_elapsed").value_or(-1), 88.0);
 
-  std::set<std::string> traced = TracedKernelNames(e.run.details);
+  const std::string workload = task_.workloads.back().name;
+  std::set<std::string> traced = TracedKernelNames(e.run.details, {workload});
   EXPECT_EQ(traced, (std::set<std::string>{kMangled}));
+  // A workload with no traced call (the runner traces six check calls): its kernels are unknown.
+  EXPECT_TRUE(TracedKernelNames(e.run.details, {workload, "untraced"}).empty());
   auto statics = StaticProfiles(e.compile);
   ASSERT_EQ(statics.size(), 2u);
   auto kept = LaunchedOnly(statics, traced);
@@ -145,8 +149,8 @@ TEST_F(Collect, OnlyTheKernelsTheCallLaunchedAreReported) {
   EXPECT_EQ(kept.front().resources.mangled, kMangled);
   EXPECT_EQ(LaunchedOnly(statics, {}).size(), 2u);                   // nothing traced
   EXPECT_EQ(LaunchedOnly(statics, {"_Z5otherv"}).size(), 2u);        // a name the object lacks
-  EXPECT_TRUE(TracedKernelNames(nlohmann::json::object()).empty());
-  EXPECT_TRUE(TracedKernelNames(nlohmann::json{{"launch_trace", "not an array"}}).empty());
+  EXPECT_TRUE(TracedKernelNames(nlohmann::json::object(), {}).empty());
+  EXPECT_TRUE(TracedKernelNames(nlohmann::json{{"launch_trace", "not an array"}}, {}).empty());
 }
 
 TEST_F(Collect, OnlyASetupFailureIsTheMachinesAndNcuIsTriedWhenThereIsOne) {
