@@ -285,18 +285,15 @@ Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string
   // A constraint is checked when -D sets every param it names. An unset param keeps the
   // candidate's own #ifndef default, which kpilot does not see (it need not be the first declared
   // value: transpose's TILE defaults to 32 of [16, 32, 64]).
+  if (params.empty()) return params;
   for (const auto& c : task.constraints) {
     auto names = FormulaVariables(c);
     if (!names.ok()) return names.status();
-    if (params.empty() ||
-        !std::all_of(names->begin(), names->end(), [&](const std::string& n) { return params.count(n) > 0; }))
-      continue;
+    if (!std::all_of(names->begin(), names->end(), [&](const std::string& n) { return params.count(n) > 0; })) continue;
     auto holds = ConstraintsHold({c}, params);
     if (!holds.ok()) return holds.status();
     if (*holds) continue;
-    std::string values;
-    for (const auto& [k, v] : params) values += (values.empty() ? "" : " ") + k + "=" + v;
-    return Status::InvalidInput("-D " + values + " breaks the constraint \"" + c + "\" of " + task.name +
+    return Status::InvalidInput("-D " + ParamsText(params) + " breaks the constraint \"" + c + "\" of " + task.name +
                                 "'s task.toml");
   }
   return params;

@@ -201,11 +201,7 @@ int ProfileCandidate(const ProfileArgs& a) {
   nlohmann::json json_extra = nlohmann::json::object();
   nlohmann::json header = {{"task", task->name}, {"candidate", a.candidate}, {"workload", w->name},
                            {"arch", copt.cuda_arch}};
-  if (!params->empty()) {
-    std::string text;
-    for (const auto& [k, v] : *params) text += (text.empty() ? "" : " ") + k + "=" + v;
-    header["params"] = text;
-  }
+  if (!params->empty()) header["params"] = ParamsText(*params);
   std::vector<KernelReport> reports;
   if (a.static_only) {
     ProfileContext shared = SharedProfileContext(*task, *w, copt.cuda_arch, gpu ? gpu->sm_count : 0);
