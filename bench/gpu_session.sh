@@ -32,7 +32,7 @@ for step in $steps; do
     ncu) python3 bench/ncu_agreement.py $SM $SM/candidates/block_online.cu 8192x4096 '^SoftmaxRows$' --kpilot $K \
            2>&1 | tee "$OUT/ncu.txt" ;;
     footprints) # A live optimize with the params generator's compile footprints on and off (docs/search.md).
-            for fp in on off; do
+            for fp in ${FP_MODES:-on off}; do
               timeout 250 $K optimize examples/cuda/sgemm --budget ${BUDGET:-16} --footprints $fp --json \
                 --store /tmp/kp-fp-$fp > "$OUT/footprints_$fp.json" 2> "$OUT/footprints_$fp.events"
               echo "footprints $fp: exit $?, drafts compiled first: $(grep -c 'compiled first' "$OUT/footprints_$fp.events")," \
@@ -224,6 +224,15 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
     optimize) timeout 560 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-20} --out $OUT \
                 examples/cuda/vector_add examples/cuda/transpose examples/cuda/row_softmax examples/cuda/sgemm \
                 2>&1 | tee "$OUT/optimize.txt" | tail -30 ;;
+    fpbusy) # Figure c on the short runs: the same optimize with compile footprints on and off
+            # (docs/search.md), events timed as they arrive; bench/busy_timeline.py reads them.
+            for fp in ${FP_MODES:-on off}; do
+              timeout 280 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-20} --out $OUT/fpbusy --tag _fp$fp \
+                --extra "--footprints $fp ${FP_EXTRA:-}" ${FP_TASKS:-examples/cuda/vector_add examples/cuda/row_softmax examples/cuda/transpose} \
+                2>&1 | tail -5
+            done 2>&1 | tee "$OUT/fpbusy.txt"
+            python3 bench/busy_timeline.py $OUT/fpbusy/events_*.jsonl 2>&1 | tee "$OUT/fpbusy_timeline.txt"
+            (cd "$OUT" && tar czf fpbusy.tgz fpbusy && rm -rf fpbusy) ;;
     profcost) python3 bench/profile_cost.py --kpilot $K --repeats ${REPEATS:-2} --out $OUT/profcost \
                 bench/profile_set/tuning/transpose:candidates/naive_strided_writes.cu \
                 bench/profile_set/tuning/sgemm:candidates/naive.cu \

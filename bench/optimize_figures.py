@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 
@@ -49,6 +50,29 @@ def run(cmd, timeout):
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     return p, time.monotonic() - t0
+
+
+def run_timed(cmd, timeout):
+    """Like run(), with each stderr line's arrival time (seconds from the start) beside it, so the
+    progress events show where a run's wall time went. Returns (process result, wall, timed lines)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = []
+    reader = threading.Thread(target=lambda: out.append(p.stdout.read()))
+    reader.start()
+    lines = []
+    timer = threading.Timer(timeout, p.kill)
+    timer.start()
+    try:
+        for line in p.stderr:
+            lines.append((time.monotonic() - t0, line.rstrip("\n")))
+        p.wait()
+    finally:
+        timer.cancel()
+        reader.join()
+    wall = time.monotonic() - t0
+    result = subprocess.CompletedProcess(cmd, p.returncode, out[0] if out else "", "\n".join(l for _, l in lines))
+    return result, wall, lines
 
 
 def main():
@@ -80,16 +104,25 @@ def main():
             if a.in_flight:
                 argv += ["--in-flight", str(a.in_flight)]
             argv += extra
-            p, wall = run(argv, a.timeout)
+            p, wall, timed = run_timed(argv, a.timeout)
         finally:
             if sampler:
                 sampler[0].terminate()
                 sampler[0].wait()
                 sampler[1].close()
         # The run's progress events (one JSON line each: proposals, evaluations, promotions), so a
-        # figure shows which drafts got there.
+        # figure shows which drafts got there; "t_s" is when the line arrived, seconds from the start.
         with open(os.path.join(a.out, f"events_{name}{a.tag}.jsonl"), "w") as f:
-            f.writelines(line + "\n" for line in p.stderr.splitlines() if line.startswith("{"))
+            for t, line in timed:
+                if line.startswith("{"):
+                    try:
+                        e = json.loads(line)
+                        e["t_s"] = round(t, 3)
+                        line = json.dumps(e)
+                    except json.JSONDecodeError:
+                        pass
+                    f.write(line + "\n")
+            f.write(json.dumps({"event": "process_exit", "exit": p.returncode, "t_s": round(wall, 3)}) + "\n")
         row = {"task": name, "in_flight": a.in_flight or "default", "extra": a.extra, "wall_s": round(wall, 2), "exit": p.returncode}
         try:
             j = json.loads(p.stdout)

@@ -8,7 +8,8 @@ namespace kpilot {
 LocalExecutor::LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe,
                              int compile_threads, PythonTaskRunner* python, std::vector<int> devices)
     : toolchain_(toolchain), processes_(processes), runner_exe_(runner_exe),
-      evaluator_(toolchain, processes, std::move(runner_exe), python), queues_(std::max<size_t>(1, devices.size())) {
+      evaluator_(toolchain, processes, std::move(runner_exe), python),
+      max_footprint_compiles_(std::max(1, compile_threads / 2)), queues_(std::max<size_t>(1, devices.size())) {
   for (int i = 0; i < std::max(1, compile_threads); ++i) compilers_.emplace_back([this] { CompileLoop(); });
   if (devices.empty()) devices = {-1};
   for (int d : devices) evaluators_.emplace_back([this, d] { EvalLoop(d); });
@@ -31,7 +32,12 @@ std::future<EvalJobResult> LocalExecutor::Submit(EvalJob job) {
   auto future = p->promise.get_future();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    compile_queue_.push_back(std::move(p));
+    if (p->job.compile_only) {
+      footprint_queue_.push_back(std::move(p));
+    } else {
+      ++evaluations_ahead_;
+      compile_queue_.push_back(std::move(p));
+    }
   }
   compile_cv_.notify_one();
   return future;
@@ -43,6 +49,11 @@ double LocalExecutor::ElapsedSeconds() const {
 
 int LocalExecutor::Devices() const { return static_cast<int>(queues_); }
 
+int LocalExecutor::EvaluationsAhead() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return evaluations_ahead_;
+}
+
 double LocalExecutor::BusySeconds() const {
   std::lock_guard<std::mutex> lock(mu_);
   return busy_s_;
@@ -53,11 +64,18 @@ void LocalExecutor::CompileLoop() {
     std::unique_ptr<Pending> p;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      compile_cv_.wait(lock, [&] { return stopping_ || !compile_queue_.empty(); });
-      if (compile_queue_.empty()) return;
-      p = std::move(compile_queue_.front());
-      compile_queue_.pop_front();
+      // Compile-only jobs take at most half the compile threads: the rest stay free for drafts
+      // bound for evaluation that arrive while they run.
+      auto footprint_ok = [&] { return !footprint_queue_.empty() && footprints_compiling_ < max_footprint_compiles_; };
+      compile_cv_.wait(lock, [&] {
+        return !compile_queue_.empty() || footprint_ok() || (stopping_ && footprint_queue_.empty());
+      });
+      auto& queue = !compile_queue_.empty() ? compile_queue_ : footprint_queue_;
+      if (queue.empty()) return;
+      p = std::move(queue.front());
+      queue.pop_front();
       ++compiling_;
+      if (p->job.compile_only) ++footprints_compiling_;
     }
     // Compile ahead of the device queue; the evaluation's own compile is then a cache hit.
     auto t0 = std::chrono::steady_clock::now();
@@ -73,9 +91,14 @@ void LocalExecutor::CompileLoop() {
     }
     std::lock_guard<std::mutex> lock(mu_);
     --compiling_;
+    if (p->job.compile_only) {
+      --footprints_compiling_;
+      compile_cv_.notify_one();  // a thread may wait for this slot
+    }
     // The evaluation thread may be waiting for the last compile to finish before it exits.
     eval_cv_.notify_all();
     if (!admitted) {
+      if (!p->job.compile_only) --evaluations_ahead_;
       p->result.skipped = true;
       p->promise.set_value(std::move(p->result));
       continue;
@@ -127,6 +150,7 @@ void LocalExecutor::EvalLoop(int device) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       busy_s_ += p->result.eval_end_s - p->result.eval_start_s;
+      --evaluations_ahead_;
     }
     if (e.ok()) p->result.evaluation = std::move(e).value();
     else p->result.status = e.status();

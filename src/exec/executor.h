@@ -32,7 +32,9 @@ struct EvalJob {
   // skips the evaluation (e.g. its binary was evaluated already). May be empty.
   std::function<bool(const std::string& object_sha)> admit;
   // Compile only: the result carries the compile report and is `skipped`; nothing is evaluated
-  // and `admit` is not asked. The compile cache then serves the evaluation, if one follows.
+  // and `admit` is not asked. The compile cache then serves the evaluation, if one follows. The
+  // local executor compiles such a job only when no job bound for evaluation waits to compile,
+  // and on at most half its compile threads at once.
   bool compile_only = false;
   // Counters too: after a passing evaluation, while the job still holds the GPU, the counters the
   // tools of the candidate's class need are collected (CUPTI, else ncu: each needs the GPU to
@@ -81,6 +83,11 @@ class Executor {
   virtual double ElapsedSeconds() const = 0;
   // Evaluation queues: BusySeconds can reach Devices() × ElapsedSeconds.
   virtual int Devices() const { return 1; }
+  // Jobs bound for evaluation that have not finished: waiting to compile, compiling, queued for
+  // a GPU or running on one (compile-only jobs are not counted). Zero means the evaluation queues
+  // are idle and stay so until more is submitted: a caller whose wait would keep them idle should
+  // stop waiting. An executor whose futures are ready at once (the replay) has none.
+  virtual int EvaluationsAhead() const { return 0; }
 };
 
 class LocalExecutor : public Executor {
@@ -97,6 +104,7 @@ class LocalExecutor : public Executor {
   double BusySeconds() const override;
   double ElapsedSeconds() const override;
   int Devices() const override;
+  int EvaluationsAhead() const override;
 
  private:
   struct Pending {
@@ -114,9 +122,13 @@ class LocalExecutor : public Executor {
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   std::condition_variable compile_cv_, eval_cv_;
-  std::deque<std::unique_ptr<Pending>> compile_queue_, eval_queue_;
+  // Compile-only jobs wait in footprint_queue_, taken only when compile_queue_ is empty.
+  std::deque<std::unique_ptr<Pending>> compile_queue_, footprint_queue_, eval_queue_;
   bool stopping_ = false;
   int compiling_ = 0;
+  int evaluations_ahead_ = 0;  // EvaluationsAhead()
+  int footprints_compiling_ = 0;
+  const int max_footprint_compiles_;  // half the compile threads, at least one
   double busy_s_ = 0;
   std::vector<std::thread> compilers_;
   const size_t queues_;

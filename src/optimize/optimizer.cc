@@ -108,68 +108,6 @@ ParamValues ParamsFromJson(const std::string& text) {
   return p;
 }
 
-// The params generator's compile footprints (proposer.h): the parent's source compiled at each
-// config through the executor, compile only, with the options its evaluation would use, so an
-// evaluation that follows is a cache hit. The compiles run on the executor's compile threads,
-// beside the evaluations in flight. Each (source, config) is asked once per run: the generator
-// asks again for every evaluated config at every expansion.
-class ExecutorFootprints : public FootprintProbe {
- public:
-  using Materializer = std::function<Result<std::filesystem::path>(const std::string&, const std::string&)>;
-  ExecutorFootprints(Executor& executor, const Task& task, EvalOptions options, Materializer materialize)
-      : executor_(executor), task_(task), options_(std::move(options)), materialize_(std::move(materialize)) {}
-
-  std::vector<std::optional<Footprint>> Probe(const std::string& source, const std::string& source_name,
-                                              const std::vector<ParamValues>& configs) override {
-    std::vector<std::optional<Footprint>> out(configs.size());
-    auto path = materialize_(source, source_name);
-    if (!path.ok()) return out;
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<size_t> asked;  // indices of configs not known yet
-    std::vector<std::future<EvalJobResult>> jobs;
-    for (size_t i = 0; i < configs.size(); ++i) {
-      if (auto it = known_.find({*path, configs[i]}); it != known_.end()) {
-        out[i] = it->second;
-        continue;
-      }
-      asked.push_back(i);
-      const ParamValues& params = configs[i];
-      EvalJob job;
-      job.task = &task_;
-      job.source = *path;
-      job.params = params;
-      job.options = options_;
-      job.compile_only = true;
-      jobs.push_back(executor_.Submit(std::move(job)));
-    }
-    for (size_t n = 0; n < jobs.size(); ++n) {
-      EvalJobResult r = jobs[n].get();
-      if (!r.status.ok()) continue;  // not remembered: a later ask tries again
-      std::optional<Footprint>& f = out[asked[n]];
-      if (!r.compiled) {
-        f = Footprint{.compiles = false};
-      } else if (!r.resources.empty()) {  // else no ptxas report: unknown
-        f = Footprint{};
-        for (const auto& k : r.resources) {
-          f->registers = std::max(f->registers, k.registers);
-          f->spill_bytes += k.spill_stores + k.spill_loads;
-          f->shared_bytes = std::max(f->shared_bytes, k.shared_bytes);
-        }
-      }
-      known_[{*path, configs[asked[n]]}] = f;
-    }
-    return out;
-  }
-
- private:
-  Executor& executor_;
-  const Task& task_;
-  EvalOptions options_;
-  Materializer materialize_;
-  std::mutex mu_;
-  std::map<std::pair<std::filesystem::path, ParamValues>, std::optional<Footprint>> known_;
-};
-
 }  // namespace
 
 // What the loop keeps per node beyond the tree's numbers.
@@ -731,6 +669,9 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
   EvalJobResult r = f.get();
   if (!r.status.ok()) return r.status;
   KPILOT_RETURN_IF_ERROR(JournalStatus());
+  auto path = Materialize(d.source, d.source_name);
+  if (!path.ok()) return path.status();
+  if (footprints_) footprints_->Remember(*path, d.params, r);
   if (r.skipped) {
     ++duplicates_;
     ++duplicates_in_a_row_;
@@ -743,8 +684,6 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
   n.source_name = d.source_name;
   n.params = d.params;
   Analyze(r.evaluation, &n);
-  auto path = Materialize(d.source, d.source_name);
-  if (!path.ok()) return path.status();
   n.path = *path;
   Outcome out{r.evaluation.verdict.passed(), n.speedup, d.summary, d.targeted_finding};
   if (opts_.objective == "mix" && out.passed && n.joules > 0) {

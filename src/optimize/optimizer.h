@@ -7,7 +7,11 @@
 #include <algorithm>
 
 #include <filesystem>
+#include <functional>
+#include <future>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -180,6 +184,48 @@ class Optimizer {
   ProgressSink& progress_;
   const SkillLibrary* skills_ = nullptr;
   UsageLog* usage_ = nullptr;
+};
+
+// The params generator's compile footprints through an executor (proposer.h, FootprintProbe):
+// the source compiled at each config as compile-only jobs, with the options its evaluation would
+// use, so that an evaluation that follows is a cache hit. Each (source, config) is compiled once,
+// and Remember takes an evaluated draft's own compile report, so that it is not compiled again
+// when the generator asks for every evaluated config at every expansion.
+//
+// The compiles never hold the GPU idle. The local executor runs compile-only jobs only on compile
+// threads that no draft bound for evaluation needs (at most half of them), and Probe waits for
+// them only while more evaluations are ahead (Executor::EvaluationsAhead) than the GPUs can run at
+// once. Once no more are, waiting on would leave the GPUs idle after their last evaluation, since
+// the next drafts still need compiling; so Probe returns what is known and leaves the rest unknown
+// for this pick. Their compiles go on, and a later Probe finds them done. A replay's results are
+// ready at once, so it waits for nothing and sees every footprint. Why (docs/search.md, "Compile
+// footprints"): on evaluations of about a second, a wait for 16 compiles was the pipeline's
+// critical path, and the busy share was 45% with them against 77% without.
+class ExecutorFootprints : public FootprintProbe {
+ public:
+  using Materializer = std::function<Result<std::filesystem::path>(const std::string& source, const std::string& name)>;
+  // Borrowed: executor and task outlive the probe. `materialize` writes a source to a file.
+  ExecutorFootprints(Executor& executor, const Task& task, EvalOptions options, Materializer materialize);
+  ~ExecutorFootprints() override;  // waits for its compiles (their jobs borrow the task)
+
+  std::vector<std::optional<Footprint>> Probe(const std::string& source, const std::string& source_name,
+                                              const std::vector<ParamValues>& configs) override;
+  // An evaluated (or skipped) draft's compile report for `source` at `params`.
+  void Remember(const std::filesystem::path& source, const ParamValues& params, const EvalJobResult& r);
+  // Compiles submitted and not yet seen finished (for tests).
+  size_t Pending();
+
+ private:
+  using Key = std::pair<std::filesystem::path, ParamValues>;
+  void Harvest();  // moves finished compiles into known_; a failed job is forgotten
+
+  Executor& executor_;
+  const Task& task_;
+  EvalOptions options_;
+  Materializer materialize_;
+  std::mutex mu_;
+  std::map<Key, std::optional<Footprint>> known_;      // nullopt: compiled, no ptxas report
+  std::map<Key, std::future<EvalJobResult>> pending_;  // compiles submitted and not harvested
 };
 
 // A run's status as `kpilot runs` shows it: a stored "running" whose process holds no lock on it

@@ -3,8 +3,11 @@
 // runner ignores the device), so this runs on any machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "core/fs.h"
 #include "exec/executor.h"
@@ -109,6 +112,123 @@ TEST(LocalExecutor, ReportsEachFinishedEvaluationBeforeItsFutureIsReady) {
   EXPECT_FALSE(back->object_sha.empty());
   EXPECT_TRUE(back->evaluation.verdict.passed());
   EXPECT_FALSE(EvalJobResultFromRecord(nlohmann::json{{"kpilot_job_record_version", 2}}).ok());
+}
+
+// A toolchain that records the order of first compiles per candidate source and holds the first
+// one until released, so that the test can queue jobs behind it.
+class GatedToolchain : public Toolchain {
+ public:
+  explicit GatedToolchain(Toolchain& real) : real_(real) {}
+  Result<CompileOutput> Compile(const std::filesystem::path& source, const ParamValues& params,
+                                const CompileOptions& options) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const std::string name = source.stem().string();  // the evaluations' reference is not recorded
+      if (name != "reference" && std::find(order_.begin(), order_.end(), name) == order_.end()) order_.push_back(name);
+      if (order_.size() == 1) cv_.wait(lock, [&] { return open_; });
+    }
+    return real_.Compile(source, params, options);
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  std::vector<std::string> Order() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return order_;
+  }
+
+ private:
+  Toolchain& real_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  std::vector<std::string> order_;
+};
+
+// Compile-only jobs (the params generator's footprints) take a compile thread only when no job
+// bound for evaluation waits for one, and EvaluationsAhead counts the latter until they end.
+TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnes) {
+  auto dir = TempDir::Create("kpilot-local-executor-");
+  ASSERT_TRUE(dir.ok());
+  auto task = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
+  ASSERT_TRUE(task.ok());
+  const std::string text = *ReadFile(task->dir / "candidates" / "omp_simd.cpp");
+  for (const char* name : {"a", "f1", "f2", "b", "c"})
+    ASSERT_TRUE(WriteFileAtomic(dir->path() / (std::string(name) + ".cpp"), text + "// " + name + "\n").ok());
+  auto real = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
+  GatedToolchain gated(*real);
+  LocalExecutor executor(gated, SystemProcessRunner(), testing::RunnerPath(), 1);
+  EXPECT_EQ(executor.EvaluationsAhead(), 0);
+  auto job = [&](const std::string& name, bool compile_only) {
+    EvalJob j;
+    j.task = &*task;
+    j.source = dir->path() / (name + ".cpp");
+    j.options.workloads = {task->workloads.front().name};
+    j.options.timing.max_seconds = 0.1;
+    j.compile_only = compile_only;
+    return executor.Submit(std::move(j));
+  };
+  std::vector<std::future<EvalJobResult>> futures;
+  futures.push_back(job("a", false));  // takes the only compile thread, held at the gate
+  while (gated.Order().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  futures.push_back(job("f1", true));
+  futures.push_back(job("f2", true));
+  futures.push_back(job("b", false));
+  futures.push_back(job("c", false));
+  EXPECT_EQ(executor.EvaluationsAhead(), 3) << "a, b and c; compile-only jobs are not counted";
+  gated.Open();
+  for (auto& f : futures) {
+    EvalJobResult r = f.get();
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  }
+  EXPECT_EQ(gated.Order(), (std::vector<std::string>{"a", "b", "c", "f1", "f2"}));
+  EXPECT_EQ(executor.EvaluationsAhead(), 0);
+}
+
+// Counts how many compiles run at once; each takes 100 ms and fails (nothing is evaluated).
+class SlowToolchain : public Toolchain {
+ public:
+  Result<CompileOutput> Compile(const std::filesystem::path&, const ParamValues&, const CompileOptions&) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      most_ = std::max(most_, ++running_);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::lock_guard<std::mutex> lock(mu_);
+    --running_;
+    return CompileOutput{};
+  }
+  int Most() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return most_;
+  }
+
+ private:
+  std::mutex mu_;
+  int running_ = 0, most_ = 0;
+};
+
+TEST(LocalExecutor, CompileOnlyJobsTakeAtMostHalfTheCompileThreads) {
+  SlowToolchain slow;
+  Task task;
+  LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 4);
+  std::vector<std::future<EvalJobResult>> futures;
+  for (int i = 0; i < 8; ++i) {
+    EvalJob j;
+    j.task = &task;
+    j.source = "k" + std::to_string(i) + ".cu";
+    j.compile_only = true;
+    futures.push_back(executor.Submit(std::move(j)));
+  }
+  for (auto& f : futures) {
+    EvalJobResult r = f.get();
+    EXPECT_TRUE(r.skipped);
+    EXPECT_FALSE(r.compiled);
+  }
+  EXPECT_EQ(slow.Most(), 2);
+  EXPECT_EQ(executor.EvaluationsAhead(), 0);
 }
 
 }  // namespace

@@ -1,0 +1,135 @@
+// ExecutorFootprints (optimizer.h): compile footprints are waited for only while the executor has
+// evaluations queued behind those its GPUs run, so that the search never waits for them with the
+// GPU idle. A scripted
+// executor stands in: its compile-only jobs finish when the test says so.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "optimize/optimizer.h"
+
+namespace kpilot {
+namespace {
+
+class ScriptedExecutor : public Executor {
+ public:
+  std::future<EvalJobResult> Submit(EvalJob job) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    submitted_.push_back(job.params);
+    promises_.emplace_back();
+    return promises_.back().get_future();
+  }
+  double BusySeconds() const override { return 0; }
+  double ElapsedSeconds() const override { return 0; }
+  int EvaluationsAhead() const override { return ahead.load(); }
+
+  // Finishes every compile submitted so far: `registers` = the config's value of R.
+  void FinishAll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (; finished_ < promises_.size(); ++finished_) {
+      EvalJobResult r;
+      r.compiled = true;
+      r.skipped = true;
+      KernelResources k;
+      k.registers = std::stoi(submitted_[finished_].at("R"));
+      k.spill_stores = 8;
+      r.resources = {k};
+      promises_[finished_].set_value(std::move(r));
+    }
+  }
+  size_t Submitted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return submitted_.size();
+  }
+
+  std::atomic<int> ahead{0};
+
+ private:
+  std::mutex mu_;
+  std::vector<ParamValues> submitted_;
+  std::deque<std::promise<EvalJobResult>> promises_;
+  size_t finished_ = 0;
+};
+
+struct Fixture {
+  ScriptedExecutor executor;
+  Task task;
+  ExecutorFootprints probe{executor, task, EvalOptions{}, [](const std::string&, const std::string& name) {
+                             return Result<std::filesystem::path>(std::filesystem::path("/sources") / name);
+                           }};
+  std::vector<ParamValues> configs{{{"R", "32"}}, {{"R", "64"}}, {{"R", "128"}}};
+};
+
+TEST(ExecutorFootprints, WaitsForItsCompilesWhileEvaluationsAreQueuedBehindTheRunningOne) {
+  Fixture f;
+  f.executor.ahead = 2;  // one GPU: one running, one queued
+  std::thread finisher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    f.executor.FinishAll();
+  });
+  auto got = f.probe.Probe("src", "k.cu", f.configs);
+  finisher.join();
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].has_value()) << i;
+    EXPECT_TRUE(got[i]->compiles);
+    EXPECT_EQ(got[i]->registers, std::stoi(f.configs[i].at("R")));
+    EXPECT_EQ(got[i]->spill_bytes, 8);
+  }
+  // Known now: asking again compiles nothing.
+  EXPECT_EQ(f.probe.Probe("src", "k.cu", f.configs).size(), 3u);
+  EXPECT_EQ(f.executor.Submitted(), 3u);
+}
+
+TEST(ExecutorFootprints, ReturnsWhatIsKnownOnceOnlyTheRunningEvaluationIsLeftAndFindsTheRestLater) {
+  Fixture f;
+  f.executor.ahead = 2;
+  std::thread idler([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    f.executor.ahead = 1;  // the last one runs: the next drafts must compile now, or the GPU idles
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto got = f.probe.Probe("src", "k.cu", f.configs);
+  idler.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  ASSERT_EQ(got.size(), 3u);
+  for (const auto& g : got) EXPECT_FALSE(g.has_value()) << "unknown for this pick";
+  EXPECT_EQ(f.probe.Pending(), 3u) << "the compiles go on";
+
+  f.executor.FinishAll();
+  got = f.probe.Probe("src", "k.cu", f.configs);  // idle, but done: no wait needed
+  for (const auto& g : got) EXPECT_TRUE(g.has_value());
+  EXPECT_EQ(f.executor.Submitted(), 3u) << "each config is compiled once";
+  EXPECT_EQ(f.probe.Pending(), 0u);
+}
+
+TEST(ExecutorFootprints, AnEvaluatedDraftsCompileReportIsNotCompiledAgain) {
+  Fixture f;
+  EvalJobResult spilled;
+  spilled.compiled = true;
+  KernelResources k;
+  k.registers = 255;
+  k.spill_loads = 64;
+  spilled.resources = {k};
+  f.probe.Remember("/sources/k.cu", f.configs[0], spilled);
+  EvalJobResult broken;  // did not compile
+  f.probe.Remember("/sources/k.cu", f.configs[1], broken);
+  EvalJobResult failed;  // kpilot's own failure: not remembered
+  failed.status = Status::Internal("runner crashed");
+  f.probe.Remember("/sources/k.cu", f.configs[2], failed);
+
+  auto got = f.probe.Probe("src", "k.cu", f.configs);  // nothing ahead: returns at once
+  ASSERT_TRUE(got[0].has_value());
+  EXPECT_EQ(got[0]->registers, 255);
+  EXPECT_EQ(got[0]->spill_bytes, 64);
+  ASSERT_TRUE(got[1].has_value());
+  EXPECT_FALSE(got[1]->compiles);
+  EXPECT_FALSE(got[2].has_value());
+  EXPECT_EQ(f.executor.Submitted(), 1u) << "only the config with no report is compiled";
+  f.executor.FinishAll();  // the probe's destructor waits for its compiles
+}
+
+}  // namespace
+}  // namespace kpilot
