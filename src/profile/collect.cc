@@ -236,9 +236,13 @@ std::set<std::string> TracedKernelNames(const nlohmann::json& run_details, const
     auto t = LaunchTraceFromJson(traced["trace"]);
     if (!t.ok()) continue;
     for (const auto& k : t->kernels) names.insert(k.name);
-    // The runner labels each traced call "workload NAME, seed N".
-    const std::string call = traced.value("call", "");
-    if (call.rfind("workload ", 0) == 0) covered.insert(call.substr(9, call.find(", seed ") - 9));
+    // The runner names each traced call's workload; results stored before session 18 have only
+    // its label, "workload NAME, seed N".
+    if (traced.contains("workload") && traced["workload"].is_string()) {
+      covered.insert(traced["workload"].get<std::string>());
+    } else if (const std::string call = traced.value("call", ""); call.rfind("workload ", 0) == 0) {
+      covered.insert(call.substr(9, call.find(", seed ") - 9));
+    }
   }
   for (const auto& w : workloads)
     if (!covered.count(w)) return {};

@@ -292,7 +292,11 @@ bool CudaWorker::CheckWorkload(const RunWorkload& w) {
           LaunchTrace kept = *trace;
           size_t total = kept.kernels.size();
           if (total > 512) kept.kernels.resize(512);
-          trace_json_.push_back({{"call", where}, {"trace", ToJson(kept)}, {"kernels_total", total}});
+          trace_json_.push_back({{"call", where},
+                                 {"workload", w.name},
+                                 {"seed", seed},
+                                 {"trace", ToJson(kept)},
+                                 {"kernels_total", total}});
         }
         for (const auto& k : s.library_kernels)
           if (std::find(library_use_.begin(), library_use_.end(), "kernel " + k) == library_use_.end())

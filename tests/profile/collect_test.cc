@@ -151,6 +151,14 @@ TEST_F(Collect, OnlyTheKernelsTheCallLaunchedAreReported) {
   EXPECT_EQ(LaunchedOnly(statics, {"_Z5otherv"}).size(), 2u);        // a name the object lacks
   EXPECT_TRUE(TracedKernelNames(nlohmann::json::object(), {}).empty());
   EXPECT_TRUE(TracedKernelNames(nlohmann::json{{"launch_trace", "not an array"}}, {}).empty());
+
+  // The runner names the workload of each traced call (session 18 on); the label is read only
+  // when it does not, so a name the label cannot hold whole still counts.
+  nlohmann::json named = e.run.details;
+  named["launch_trace"][0]["workload"] = "odd, seed name";
+  named["launch_trace"][0]["seed"] = 1;
+  EXPECT_EQ(TracedKernelNames(named, {"odd, seed name"}), (std::set<std::string>{kMangled}));
+  EXPECT_TRUE(TracedKernelNames(named, {workload}).empty()) << "the field wins over the label";
 }
 
 TEST_F(Collect, OnlyASetupFailureIsTheMachinesAndNcuIsTriedWhenThereIsOne) {
