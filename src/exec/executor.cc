@@ -74,6 +74,12 @@ void LocalExecutor::CompileLoop() {
       if (queue.empty()) return;
       p = std::move(queue.front());
       queue.pop_front();
+      if (p->job.compile_only && p->job.cancelled && p->job.cancelled->load()) {
+        p->result.status = Status::Unavailable("the compile-only job was cancelled before it ran");
+        p->result.skipped = true;
+        p->promise.set_value(std::move(p->result));
+        continue;
+      }
       ++compiling_;
       if (p->job.compile_only) ++footprints_compiling_;
     }

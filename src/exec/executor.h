@@ -6,12 +6,14 @@
 // itself). It never runs two evaluations on one device at once.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -36,6 +38,10 @@ struct EvalJob {
   // local executor compiles such a job only when no job bound for evaluation waits to compile,
   // and on at most half its compile threads at once.
   bool compile_only = false;
+  // A compile-only job whose flag is set when a compile thread takes it is not compiled: its
+  // result is `skipped`, with an Unavailable status. Lets a caller that no longer needs its queued
+  // compiles end without waiting for them. May be null.
+  std::shared_ptr<const std::atomic<bool>> cancelled;
   // Counters too: after a passing evaluation, while the job still holds the GPU, the counters the
   // tools of the candidate's class need are collected (CUPTI, else ncu: each needs the GPU to
   // itself) and the tools run, on the job's last workload (the task's last when it names none).

@@ -29,6 +29,7 @@ ExecutorFootprints::ExecutorFootprints(Executor& executor, const Task& task, Eva
     : executor_(executor), task_(task), options_(std::move(options)), materialize_(std::move(materialize)) {}
 
 ExecutorFootprints::~ExecutorFootprints() {
+  Cancel();
   for (auto& [key, f] : pending_) f.wait();
 }
 
@@ -50,6 +51,7 @@ std::vector<std::optional<Footprint>> ExecutorFootprints::Probe(const std::strin
       job.params = params;
       job.options = options_;
       job.compile_only = true;
+      job.cancelled = cancelled_;
       pending_.emplace(key, executor_.Submit(std::move(job)));
     }
     asked.push_back(std::move(key));
@@ -89,7 +91,7 @@ void ExecutorFootprints::Harvest() {
       continue;
     }
     EvalJobResult r = it->second.get();
-    if (r.status.ok()) known_[it->first] = FootprintOf(r);
+    if (r.status.ok()) known_[it->first] = FootprintOf(r);  // else (cancelled, failed) a later ask tries again
     it = pending_.erase(it);
   }
 }

@@ -1110,6 +1110,8 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
 }
 
 Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
+  // No pick follows: the footprint compiles still queued would only delay the end.
+  if (footprints_) footprints_->Cancel();
   OptimizeResult res;
   res.run_id = run_id_;
   res.stop_reason = reason;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 
 #include <filesystem>
 #include <functional>
@@ -206,12 +207,16 @@ class ExecutorFootprints : public FootprintProbe {
   using Materializer = std::function<Result<std::filesystem::path>(const std::string& source, const std::string& name)>;
   // Borrowed: executor and task outlive the probe. `materialize` writes a source to a file.
   ExecutorFootprints(Executor& executor, const Task& task, EvalOptions options, Materializer materialize);
-  ~ExecutorFootprints() override;  // waits for its compiles (their jobs borrow the task)
+  // Cancels its compiles still queued and waits for those running (their jobs borrow the task).
+  ~ExecutorFootprints() override;
 
   std::vector<std::optional<Footprint>> Probe(const std::string& source, const std::string& source_name,
                                               const std::vector<ParamValues>& configs) override;
   // An evaluated (or skipped) draft's compile report for `source` at `params`.
   void Remember(const std::filesystem::path& source, const ParamValues& params, const EvalJobResult& r);
+  // Drops its compiles still queued (a run that stopped picking need not wait for them); those
+  // running finish. Probe still serves what is known.
+  void Cancel() { cancelled_->store(true); }
   // Compiles submitted and not yet seen finished (for tests).
   size_t Pending();
 
@@ -226,6 +231,7 @@ class ExecutorFootprints : public FootprintProbe {
   std::mutex mu_;
   std::map<Key, std::optional<Footprint>> known_;      // nullopt: compiled, no ptxas report
   std::map<Key, std::future<EvalJobResult>> pending_;  // compiles submitted and not harvested
+  std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 // A run's status as `kpilot runs` shows it: a stored "running" whose process holds no lock on it

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -194,6 +195,7 @@ class SlowToolchain : public Toolchain {
     {
       std::lock_guard<std::mutex> lock(mu_);
       most_ = std::max(most_, ++running_);
+      ++total_;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::lock_guard<std::mutex> lock(mu_);
@@ -204,10 +206,14 @@ class SlowToolchain : public Toolchain {
     std::lock_guard<std::mutex> lock(mu_);
     return most_;
   }
+  int Total() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return total_;
+  }
 
  private:
   std::mutex mu_;
-  int running_ = 0, most_ = 0;
+  int running_ = 0, most_ = 0, total_ = 0;
 };
 
 TEST(LocalExecutor, CompileOnlyJobsTakeAtMostHalfTheCompileThreads) {
@@ -229,6 +235,35 @@ TEST(LocalExecutor, CompileOnlyJobsTakeAtMostHalfTheCompileThreads) {
   }
   EXPECT_EQ(slow.Most(), 2);
   EXPECT_EQ(executor.EvaluationsAhead(), 0);
+}
+
+// A compile-only job cancelled before a compile thread takes it is dropped, not compiled.
+TEST(LocalExecutor, DropsCancelledCompileOnlyJobsItHasNotStarted) {
+  SlowToolchain slow;
+  Task task;
+  LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 1);
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  std::vector<std::future<EvalJobResult>> futures;
+  for (int i = 0; i < 5; ++i) {
+    EvalJob j;
+    j.task = &task;
+    j.source = "k" + std::to_string(i) + ".cu";
+    j.compile_only = true;
+    j.cancelled = cancelled;
+    futures.push_back(executor.Submit(std::move(j)));
+  }
+  cancelled->store(true);  // the first may be compiling already; the rest wait behind it
+  int dropped = 0;
+  for (auto& f : futures) {
+    EvalJobResult r = f.get();
+    EXPECT_TRUE(r.skipped);
+    if (!r.status.ok()) {
+      ++dropped;
+      EXPECT_EQ(r.status.code(), StatusCode::kUnavailable) << r.status.ToString();
+    }
+  }
+  EXPECT_GE(dropped, 4);
+  EXPECT_EQ(slow.Total(), 5 - dropped);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ class ScriptedExecutor : public Executor {
   std::future<EvalJobResult> Submit(EvalJob job) override {
     std::lock_guard<std::mutex> lock(mu_);
     submitted_.push_back(job.params);
+    if (job.cancelled) flags_.push_back(job.cancelled);
     promises_.emplace_back();
     return promises_.back().get_future();
   }
@@ -43,12 +44,20 @@ class ScriptedExecutor : public Executor {
     std::lock_guard<std::mutex> lock(mu_);
     return submitted_.size();
   }
+  // How many submitted jobs carry a cancel flag, and how many of those are set.
+  std::pair<size_t, size_t> Flags() {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t set = 0;
+    for (const auto& f : flags_) set += f->load() ? 1 : 0;
+    return {flags_.size(), set};
+  }
 
   std::atomic<int> ahead{0};
 
  private:
   std::mutex mu_;
   std::vector<ParamValues> submitted_;
+  std::vector<std::shared_ptr<const std::atomic<bool>>> flags_;
   std::deque<std::promise<EvalJobResult>> promises_;
   size_t finished_ = 0;
 };
@@ -97,6 +106,7 @@ TEST(ExecutorFootprints, ReturnsWhatIsKnownOnceOnlyTheRunningEvaluationIsLeftAnd
   ASSERT_EQ(got.size(), 3u);
   for (const auto& g : got) EXPECT_FALSE(g.has_value()) << "unknown for this pick";
   EXPECT_EQ(f.probe.Pending(), 3u) << "the compiles go on";
+  EXPECT_EQ(f.executor.Flags(), (std::pair<size_t, size_t>{3, 0}));
 
   f.executor.FinishAll();
   got = f.probe.Probe("src", "k.cu", f.configs);  // idle, but done: no wait needed
@@ -128,6 +138,8 @@ TEST(ExecutorFootprints, AnEvaluatedDraftsCompileReportIsNotCompiledAgain) {
   EXPECT_FALSE(got[1]->compiles);
   EXPECT_FALSE(got[2].has_value());
   EXPECT_EQ(f.executor.Submitted(), 1u) << "only the config with no report is compiled";
+  f.probe.Cancel();  // the run stopped picking: what is still queued is dropped
+  EXPECT_EQ(f.executor.Flags(), (std::pair<size_t, size_t>{1, 1}));
   f.executor.FinishAll();  // the probe's destructor waits for its compiles
 }
 
