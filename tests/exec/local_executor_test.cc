@@ -216,18 +216,26 @@ class SlowToolchain : public Toolchain {
   int running_ = 0, most_ = 0, total_ = 0;
 };
 
-TEST(LocalExecutor, CompileOnlyJobsTakeAtMostHalfTheCompileThreads) {
-  SlowToolchain slow;
-  Task task;
-  LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 4);
+// Submits `n` compile-only jobs of sources k0.cu, k1.cu, … (for SlowToolchain).
+std::vector<std::future<EvalJobResult>> SubmitCompileOnly(LocalExecutor& executor, const Task& task, int n,
+                                                          std::shared_ptr<const std::atomic<bool>> cancelled = nullptr) {
   std::vector<std::future<EvalJobResult>> futures;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < n; ++i) {
     EvalJob j;
     j.task = &task;
     j.source = "k" + std::to_string(i) + ".cu";
     j.compile_only = true;
+    j.cancelled = cancelled;
     futures.push_back(executor.Submit(std::move(j)));
   }
+  return futures;
+}
+
+TEST(LocalExecutor, CompileOnlyJobsTakeAtMostHalfTheCompileThreads) {
+  SlowToolchain slow;
+  Task task;
+  LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 4);
+  auto futures = SubmitCompileOnly(executor, task, 8);
   for (auto& f : futures) {
     EvalJobResult r = f.get();
     EXPECT_TRUE(r.skipped);
@@ -243,15 +251,7 @@ TEST(LocalExecutor, DropsCancelledCompileOnlyJobsItHasNotStarted) {
   Task task;
   LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 1);
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
-  std::vector<std::future<EvalJobResult>> futures;
-  for (int i = 0; i < 5; ++i) {
-    EvalJob j;
-    j.task = &task;
-    j.source = "k" + std::to_string(i) + ".cu";
-    j.compile_only = true;
-    j.cancelled = cancelled;
-    futures.push_back(executor.Submit(std::move(j)));
-  }
+  auto futures = SubmitCompileOnly(executor, task, 5, cancelled);
   cancelled->store(true);  // the first may be compiling already; the rest wait behind it
   int dropped = 0;
   for (auto& f : futures) {
