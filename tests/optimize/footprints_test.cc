@@ -1,7 +1,6 @@
 // ExecutorFootprints (optimizer.h): compile footprints are waited for only while the executor has
 // evaluations queued behind those its GPUs run, so that the search never waits for them with the
-// GPU idle. A scripted
-// executor stands in: its compile-only jobs finish when the test says so.
+// GPU idle. A scripted executor stands in: its compile-only jobs finish when the test says so.
 #include <gtest/gtest.h>
 
 #include <atomic>
