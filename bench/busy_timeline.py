@@ -6,7 +6,8 @@ saves with their arrival times ("t_s", seconds from the process start).
 
 Per file: seconds to the "start" event (task load, calibration), from there to the first
 "evaluated" (the baseline and the first compiles), the search (first evaluation to "stop"), and
-the finish (stop to the process's exit: final re-evaluation, counters, export); then the gaps between
+the finish (stop to the process's exit; split, for runs whose progress carries the "final" event
+(session 19 on), into the final re-evaluation and what followed it); then the gaps between
 consecutive evaluations, longest first, with the events that fell inside each. A long gap with no
 counter profile or promotion in it is time the loop spent proposing or compiling.
 Standard library only.
@@ -34,14 +35,16 @@ def summarize(path):
     if not ev:
         return f"{name}: no timed events (run bench/optimize_figures.py of session 18 or later)"
     t = lambda kind: next((e["t_s"] for e in ev if e.get("event") == kind), None)
-    start, stop, end = t("start"), t("stop"), ev[-1]["t_s"]
+    start, stop, final, end = t("start"), t("stop"), t("final"), ev[-1]["t_s"]
     evals = [e for e in ev if e.get("event") == "evaluated"]
     first = evals[0]["t_s"] if evals else None
     lines = [f"{name}: {len(evals)} evaluations, {'exit' if ev[-1].get('event') == 'process_exit' else 'last event'} at {end:.1f} s"]
     if start is not None and first is not None and stop is not None:
         lines.append(f"  to start {start:.1f} s | start to first evaluation {first - start:.1f} s | "
                      f"search {stop - first:.1f} s ({(stop - first) / max(1, len(evals) - 1):.2f} s per evaluation) | "
-                     f"finish {end - stop:.1f} s")
+                     f"finish {end - stop:.1f} s" +
+                     (f" (final re-evaluation {final - stop:.1f} s, then {end - final:.1f} s to exit)"
+                      if final is not None else ""))
     compiled_first = sum(1 for e in evals if "compiled first" in e.get("summary", ""))
     lines.append(f"  drafts compiled first (footprints): {compiled_first}; "
                  f"pipeline events: {[(e.get('depth'), round(e['t_s'], 1)) for e in ev if e.get('event') == 'pipeline']}")

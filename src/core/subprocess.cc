@@ -18,6 +18,9 @@ extern char** environ;
 namespace kpilot {
 namespace {
 
+// How often a cancellable child's flag is looked at (ProcessSpec::cancel).
+constexpr int kCancelPollMs = 50;
+
 void AppendCapped(std::string& buf, const char* data, size_t n, size_t cap, bool& truncated) {
   buf.append(data, n);
   if (buf.size() > cap + cap / 2) {  // trim in chunks to keep appends cheap
@@ -115,8 +118,14 @@ class PosixProcessRunner : public ProcessRunner {
     }
     int out_fd = out_pipe[0], err_fd = err_pipe[0];
     char buf[65536];
+    auto cancelled = [&] { return spec.cancel && spec.cancel->load(); };
     while (out_fd >= 0 || err_fd >= 0) {
-      int wait_ms = -1;
+      int wait_ms = spec.cancel ? kCancelPollMs : -1;
+      if (cancelled()) {
+        r.cancelled = true;
+        kill(-pid, SIGKILL);
+        break;
+      }
       if (spec.timeout_s > 0) {
         double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         double left = spec.timeout_s - elapsed;
@@ -125,7 +134,7 @@ class PosixProcessRunner : public ProcessRunner {
           kill(-pid, SIGKILL);
           break;
         }
-        wait_ms = static_cast<int>(std::min(left * 1000.0 + 1, 1000.0));
+        wait_ms = static_cast<int>(std::min(left * 1000.0 + 1, spec.cancel ? double(kCancelPollMs) : 1000.0));
       }
       pollfd fds[3];
       int n = 0;
@@ -164,12 +173,15 @@ class PosixProcessRunner : public ProcessRunner {
     // Output closed (or timeout): reap, still enforcing the timeout if the child lingers.
     int st = 0;
     for (;;) {
-      pid_t w = waitpid(pid, &st, r.timed_out ? 0 : WNOHANG);
+      pid_t w = waitpid(pid, &st, r.timed_out || r.cancelled ? 0 : WNOHANG);
       if (w == pid) break;
       if (w < 0 && errno != EINTR) break;
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (spec.timeout_s > 0 && elapsed > spec.timeout_s) {
         r.timed_out = true;
+        kill(-pid, SIGKILL);
+      } else if (cancelled()) {
+        r.cancelled = true;
         kill(-pid, SIGKILL);
       } else {
         usleep(2000);
@@ -195,6 +207,7 @@ std::string ProcessResult::Describe(double timeout) const {
     if (timeout > 0) return "timed out after " + std::to_string(static_cast<long>(timeout)) + " s";
     return "timed out";
   }
+  if (cancelled) return "cancelled";
   if (term_signal) return "killed by signal " + std::to_string(term_signal) + " (" + strsignal(term_signal) + ")";
   return "exit code " + std::to_string(exit_code);
 }

@@ -84,10 +84,15 @@ void LocalExecutor::CompileLoop() {
       if (p->job.compile_only) ++footprints_compiling_;
     }
     // Compile ahead of the device queue; the evaluation's own compile is then a cache hit.
+    // A compile-only job's compiler is killed when the job is cancelled mid-compile.
+    if (p->job.compile_only) p->job.options.compile.cancel = p->job.cancelled;
     auto t0 = std::chrono::steady_clock::now();
     auto compiled = toolchain_.Compile(p->job.source, p->job.params, p->job.options.compile);
     p->result.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     bool admitted = !p->job.compile_only;
+    // Its report is all a compile-only job gives: a compile that could not run (cancelled, no
+    // compiler) is an error, not a source that fails to compile.
+    if (p->job.compile_only && !compiled.ok()) p->result.status = compiled.status();
     if (compiled.ok() && compiled->ok) {
       p->result.compiled = true;
       p->result.resources = compiled->resources;

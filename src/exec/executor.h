@@ -38,9 +38,10 @@ struct EvalJob {
   // local executor compiles such a job only when no job bound for evaluation waits to compile,
   // and on at most half its compile threads at once.
   bool compile_only = false;
-  // A compile-only job whose flag is set when a compile thread takes it is not compiled: its
-  // result is `skipped`, with an Unavailable status. Lets a caller that no longer needs its queued
-  // compiles end without waiting for them. May be null.
+  // A compile-only job whose flag is set when a compile thread takes it is not compiled, and one
+  // whose flag is set while it compiles has its compiler killed: either result is `skipped`, with
+  // an Unavailable status. Lets a caller that no longer needs its compiles end without waiting
+  // for them. May be null.
   std::shared_ptr<const std::atomic<bool>> cancelled;
   // Counters too: after a passing evaluation, while the job still holds the GPU, the counters the
   // tools of the candidate's class need are collected (CUPTI, else ncu: each needs the GPU to

@@ -159,7 +159,9 @@ class SystemToolchain : public Toolchain {
   Result<std::vector<std::string>> Flags(bool cuda, const CompileOptions& options);
   std::optional<CompileOutput> LoadEntry(const fs::path& entry, const CompileOptions& options, bool cuda);
   // Runs cuobjdump on `object`; fills out.sass / out.sass_status.
-  void ExtractSass(const fs::path& object, CompileOutput& out);
+  // `cancel` as CompileOptions::cancel; a cancelled extraction leaves sass_status unavailable.
+  void ExtractSass(const fs::path& object, CompileOutput& out,
+                   std::shared_ptr<const std::atomic<bool>> cancel = nullptr);
 
   const fs::path cache_dir_;
   const fs::path include_dir_;
@@ -230,7 +232,8 @@ Result<std::vector<std::string>> SystemToolchain::Flags(bool cuda, const Compile
   return flags;
 }
 
-void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out) {
+void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out,
+                                  std::shared_ptr<const std::atomic<bool>> cancel) {
   std::string tool = FindCuobjdump(search_);
   if (tool.empty()) {
     out.sass_status = kNoCuobjdump;
@@ -239,6 +242,7 @@ void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out) {
   ProcessSpec spec;
   spec.argv = {tool, "-sass", object.string()};
   spec.timeout_s = kCuobjdumpTimeoutS;
+  spec.cancel = std::move(cancel);
   auto r = runner_.Run(spec);
   if (!r.ok()) {
     out.sass_status = "unavailable: " + r.status().message();
@@ -373,10 +377,12 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
   spec.cwd = source.has_parent_path() ? fs::absolute(source.parent_path(), ec) : fs::current_path(ec);
   spec.env = ScrubbedEnvironment();
   spec.timeout_s = options.timeout_s;
+  spec.cancel = options.cancel;
   auto run = runner_.Run(spec);
   if (!run.ok()) {
     return run.status().WithContext("compiling " + source.string());
   }
+  if (run->cancelled) return Status::Unavailable("compiling " + source.string() + ": compile cancelled");
   out.log = run->out + run->err;
   out.seconds = run->wall_s;
   if (run->timed_out) {
@@ -406,8 +412,11 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
   } else if (!options.want_sass) {
     out.sass_status = "not requested";
   } else {
-    ExtractSass(staging / kObjectName, out);
+    ExtractSass(staging / kObjectName, out, options.cancel);
   }
+  // cuobjdump cancelled: an entry without its SASS must not be cached.
+  if (cuda && out.ok && options.want_sass && out.sass_status != "ok" && options.cancel && options.cancel->load())
+    return Status::Unavailable("compiling " + source.string() + ": compile cancelled");
 
   if (!cacheable) return out;
 

@@ -7,6 +7,7 @@
 // sha256(source, flags, params, toolchain version).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -55,6 +56,9 @@ struct CompileOptions {
   std::optional<std::vector<std::string>> flags;  // replaces the defaults when set
   double timeout_s = 120;
   bool want_sass = true;                 // run cuobjdump -sass on cuda objects
+  // When set and it turns true, a running compiler is killed and Compile returns Unavailable
+  // ("compile cancelled"); nothing is cached. Not part of the cache key. May be null.
+  std::shared_ptr<const std::atomic<bool>> cancel;
 };
 
 struct CompileOutput {

@@ -2,8 +2,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <thread>
 
 #include "core/fs.h"
 #include "core/sha256.h"
@@ -60,6 +64,28 @@ TEST(Subprocess, TimeoutKillsTheWholeProcessGroup) {
   if (stat >> a >> b >> state) {
     EXPECT_EQ(state, "Z") << "grandchild still running";
   }
+}
+
+// A cancel flag that turns true mid-run kills the child's group; its output so far is kept.
+TEST(Subprocess, CancelKillsTheRunningChild) {
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  std::thread canceller([cancel] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel->store(true);
+  });
+  ProcessResult r = RunOk({.argv = {"sh", "-c", "echo started; sleep 100 & sleep 100"}, .cancel = cancel});
+  canceller.join();
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_FALSE(r.Succeeded());
+  EXPECT_EQ(r.Describe(), "cancelled");
+  EXPECT_EQ(r.out, "started\n");
+  EXPECT_LT(r.wall_s, 5);
+  // A flag that stays false changes nothing.
+  ProcessResult quiet = RunOk({.argv = {"sh", "-c", "echo done"},
+                               .cancel = std::make_shared<std::atomic<bool>>(false)});
+  EXPECT_TRUE(quiet.Succeeded());
+  EXPECT_FALSE(quiet.cancelled);
 }
 
 TEST(Subprocess, OutputIsCappedToItsTail) {

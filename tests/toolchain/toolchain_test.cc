@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include "core/fs.h"
@@ -314,6 +316,27 @@ TEST_F(ToolchainTest, RealNvccTimeoutIsAVerdictAndNotCached) {
   EXPECT_FALSE(out->ok);
   EXPECT_NE(out->first_error.find("timed out after 0.05 s"), std::string::npos) << out->first_error;
   EXPECT_TRUE(CacheEntries(cache_).empty());  // neither an entry nor a staging folder
+}
+
+// A cancelled compile kills the real nvcc and is an error, not a verdict; nothing is cached.
+TEST_F(ToolchainTest, RealNvccCancelledMidCompileIsUnavailableAndNotCached) {
+  REQUIRE_TOOL("nvcc");
+  fs::path src = WriteSource("small.cu", kCudaSmall);
+  CompileOptions opts;
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  opts.cancel = cancel;
+  std::thread canceller([cancel] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel->store(true);
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  auto out = toolchain_->Compile(src, {{"BLOCK", "64"}}, opts);
+  canceller.join();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(out.status().message().find("compile cancelled"), std::string::npos) << out.status().ToString();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.5);
+  EXPECT_TRUE(CacheEntries(cache_).empty());
 }
 
 TEST_F(ToolchainTest, SourceErrorsAreInputErrors) {
