@@ -105,12 +105,10 @@ class PrintProgress : public ProgressSink {
   explicit PrintProgress(bool json) : json_(json) {}
   void Event(const nlohmann::json& e) override {
     if (json_) {
-      // The final's whole evaluation is in the result on stdout; the progress line marks its end.
-      if (e.value("event", "") != "final") std::cerr << e.dump() << "\n";
-      else std::cerr << nlohmann::json{{"event", "final"}, {"run", e.value("run", 0)}, {"node", e.value("node", 0)},
-                                       {"verdict", e.value("verdict", "")}, {"speedup", e.value("speedup", 0.0)}}
-                            .dump()
-                     << "\n";
+      // The final's whole evaluation is in the result on stdout; its progress line marks its end.
+      nlohmann::json line = e;
+      if (e.value("event", "") == "final") line.erase("evaluation");
+      std::cerr << line.dump() << "\n";
       return;
     }
     std::string kind = e.value("event", "");

@@ -382,7 +382,8 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
   if (!run.ok()) {
     return run.status().WithContext("compiling " + source.string());
   }
-  if (run->cancelled) return Status::Unavailable("compiling " + source.string() + ": compile cancelled");
+  auto cancelled = [&] { return Status::Unavailable("compiling " + source.string() + ": compile cancelled"); };
+  if (run->cancelled) return cancelled();
   out.log = run->out + run->err;
   out.seconds = run->wall_s;
   if (run->timed_out) {
@@ -413,10 +414,9 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
     out.sass_status = "not requested";
   } else {
     ExtractSass(staging / kObjectName, out, options.cancel);
+    // cuobjdump cancelled: an entry without its SASS must not be cached.
+    if (out.sass_status != "ok" && options.cancel && options.cancel->load()) return cancelled();
   }
-  // cuobjdump cancelled: an entry without its SASS must not be cached.
-  if (cuda && out.ok && options.want_sass && out.sass_status != "ok" && options.cancel && options.cancel->load())
-    return Status::Unavailable("compiling " + source.string() + ": compile cancelled");
 
   if (!cacheable) return out;
 
