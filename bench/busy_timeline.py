@@ -10,6 +10,15 @@ the finish (stop to the process's exit; split, for runs whose progress carries t
 (session 19 on), into the final re-evaluation and what followed it); then the gaps between
 consecutive evaluations, longest first, with the events that fell inside each. A long gap with no
 counter profile or promotion in it is time the loop spent proposing or compiling.
+
+Runs of session 20 on also carry each job's executor times ("times": when it was submitted,
+compiled and held the GPU, on the executor's clock). For those, every stretch during which the
+GPU held no job is listed and put down to one cause, from the job that ended it:
+  startup  before the first job reached the GPU (the start candidate's compile);
+  compile  the next job had been submitted, but its compile was still running;
+  loop     the next job was not yet submitted: the loop was selecting, proposing or waiting;
+  queue    it was compiled and submitted, and still did not start (the queue's hand-over).
+The shares are of the executor's elapsed time up to the stop event, as the run's busy_share is.
 Standard library only.
 """
 import json
@@ -55,7 +64,81 @@ def summarize(path):
     gaps.sort(reverse=True)
     for g, i, j, inside in gaps[:6]:
         lines.append(f"  gap {g:5.2f} s between evaluations {i} and {j}" + (f" (with {', '.join(inside)})" if inside else ""))
+    lines += idle_report(ev)
     return "\n".join(lines)
+
+
+def jobs_of(ev):
+    """(label, times) of every job the events carry executor times for."""
+    out = []
+    for e in ev:
+        t = e.get("times") or {}
+        if "submitted_s" not in t:
+            continue
+        kind = e.get("event")
+        label = {"evaluated": f"evaluation {e.get('evaluations')}", "duplicate": "duplicate",
+                 "promote": f"gate of node {e.get('node')}", "reject": f"gate of node {e.get('node')}",
+                 "counters": f"counters of node {e.get('node')}", "final": "final re-evaluation"}.get(kind, kind)
+        out.append((label, t))
+    return out
+
+
+def idle_report(ev):
+    jobs = [(label, t) for label, t in jobs_of(ev) if t.get("eval_end_s", 0) > 0]
+    if not jobs:
+        return []
+    stop = next((e for e in ev if e.get("event") == "stop"), None)
+    # The executor's clock at the stop: from the offset between arrival and executor times.
+    offsets = [e["t_s"] - e["times"]["now_s"] for e in ev if "now_s" in (e.get("times") or {})]
+    offset = sorted(offsets)[len(offsets) // 2]
+    end = (stop["t_s"] - offset) if stop else max(t["eval_end_s"] for _, t in jobs)
+    jobs.sort(key=lambda j: j[1]["eval_start_s"])
+    busy = 0.0
+    causes = {"startup": 0.0, "compile": 0.0, "loop": 0.0, "queue": 0.0}
+    stretches = []
+    free_from = 0.0  # the GPU is free from here (the executor's start, then each job's end)
+    for label, t in jobs:
+        s, f = t["eval_start_s"], t["eval_end_s"]
+        if s >= end:
+            break
+        if s > free_from + 0.05:
+            if free_from == 0.0:
+                cause = "startup"
+            elif t["submitted_s"] > free_from:
+                cause = "loop"
+            elif t["compile_end_s"] > free_from:
+                cause = "compile"
+            else:
+                cause = "queue"
+            causes[cause] += s - free_from
+            stretches.append((s - free_from, free_from, cause, label, t))
+        busy += max(0.0, min(f, end) - max(s, free_from))
+        free_from = max(free_from, f)
+    if end > free_from + 0.05:
+        causes["loop"] += end - free_from
+        stretches.append((end - free_from, free_from, "loop", "the stop", {}))
+    # Of the time on the GPU, what the runner spent on checks and timing proper: from its objects
+    # being loaded to its last timing (its context and process start-up excluded).
+    strict = 0.0
+    for _, t in jobs:
+        tl = t.get("runner_timeline_s") or {}
+        last = tl.get("timing", tl.get("checks"))
+        if last is not None and "objects" in tl and t["eval_start_s"] < end:
+            strict += last - tl["objects"]
+    lines = [f"  executor: busy {busy:.1f} s of {end:.1f} s to the stop ({100 * busy / end:.0f}%); idle " +
+             ", ".join(f"{k} {v:.1f} s ({100 * v / end:.0f}%)" for k, v in causes.items()),
+             f"  runners' checks and timing proper: {strict:.1f} s ({100 * strict / end:.0f}%); "
+             f"the rest of the busy time is runner start-up, context, loading and counters"]
+    stretches.sort(key=lambda x: -x[0])
+    for g, at, cause, label, t in stretches[:8]:
+        detail = ""
+        if cause == "loop" and t:
+            detail = f", submitted {t['submitted_s'] - at:.2f} s after the GPU went idle"
+        elif cause == "compile":
+            detail = (f", submitted {t['submitted_s']:.2f} s, compiled {t['compile_start_s']:.2f}–"
+                      f"{t['compile_end_s']:.2f} s")
+        lines.append(f"  idle {g:5.2f} s from {at:6.2f} s ({cause}): until {label}{detail}")
+    return lines
 
 
 def main():

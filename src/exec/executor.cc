@@ -29,6 +29,7 @@ LocalExecutor::~LocalExecutor() {
 std::future<EvalJobResult> LocalExecutor::Submit(EvalJob job) {
   auto p = std::make_unique<Pending>();
   p->job = std::move(job);
+  p->result.submitted_s = ElapsedSeconds();
   auto future = p->promise.get_future();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -86,9 +87,10 @@ void LocalExecutor::CompileLoop() {
     // Compile ahead of the device queue; the evaluation's own compile is then a cache hit.
     // A compile-only job's compiler is killed when the job is cancelled mid-compile.
     if (p->job.compile_only) p->job.options.compile.cancel = p->job.cancelled;
-    auto t0 = std::chrono::steady_clock::now();
+    p->result.compile_start_s = ElapsedSeconds();
     auto compiled = toolchain_.Compile(p->job.source, p->job.params, p->job.options.compile);
-    p->result.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    p->result.compile_end_s = ElapsedSeconds();
+    p->result.compile_s = p->result.compile_end_s - p->result.compile_start_s;
     bool admitted = !p->job.compile_only;
     // Its report is all a compile-only job gives: a compile that could not run (cancelled, no
     // compiler) is an error, not a source that fails to compile.
@@ -179,6 +181,9 @@ nlohmann::json RecordJson(const EvalJobResult& r) {
           {"compile_s", r.compile_s},
           {"compiled", r.compiled},
           {"resources", resources},
+          {"submitted_s", r.submitted_s},
+          {"compile_start_s", r.compile_start_s},
+          {"compile_end_s", r.compile_end_s},
           {"eval_start_s", r.eval_start_s},
           {"eval_end_s", r.eval_end_s},
           {"device", r.device}};
@@ -196,6 +201,10 @@ Result<EvalJobResult> EvalJobResultFromRecord(const nlohmann::json& j) {
     r.compile_s = j.at("compile_s").get<double>();
     r.compiled = j.at("compiled").get<bool>();
     for (const auto& k : j.at("resources")) r.resources.push_back(KernelResourcesFromJson(k));
+    // Journals written before session 20 lack when the job was submitted and compiled.
+    r.submitted_s = j.value("submitted_s", 0.0);
+    r.compile_start_s = j.value("compile_start_s", 0.0);
+    r.compile_end_s = j.value("compile_end_s", 0.0);
     r.eval_start_s = j.at("eval_start_s").get<double>();
     r.eval_end_s = j.at("eval_end_s").get<double>();
     r.device = j.at("device").get<int>();

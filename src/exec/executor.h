@@ -66,7 +66,11 @@ struct EvalJobResult {
   double compile_s = 0;
   bool compiled = false;               // the source compiled at these params
   std::vector<KernelResources> resources;  // its ptxas report (cuda; empty otherwise)
-  double eval_start_s = 0, eval_end_s = 0;  // on the executor's clock (seconds since it started)
+  // On the executor's clock (seconds since it started): when the job was submitted, when its
+  // compile ran, and when it held its GPU (evaluation and counters). Where a wait left a GPU
+  // idle, these say what it waited for (bench/busy_timeline.py). A replay models only the eval_*.
+  double submitted_s = 0, compile_start_s = 0, compile_end_s = 0;
+  double eval_start_s = 0, eval_end_s = 0;
   int device = -1;                     // the GPU its evaluation queue runs on (-1: the job's options.device)
   // With counter_tools: the profile of a passing evaluation, or why there is none.
   std::optional<CounterProfile> counters;

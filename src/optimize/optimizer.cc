@@ -192,6 +192,10 @@ class Optimizer::Loop {
   Status CollectCounters(std::optional<int64_t> wait_for, bool wait_all = false);
   void ApplyCounters(int64_t node, const json& payload);
   Status Event(const std::string& kind, json payload);
+  // When job `r` was submitted, compiled and held its GPU, with the executor's clock now
+  // (seconds; bench/busy_timeline.py finds where a GPU idled and what it waited for); empty for
+  // a replay, whose clock is modelled, and for a result served from an older journal.
+  json Times(const EvalJobResult& r) const;
   ProposalContext ContextFor(int64_t node);
   // The skill cards retrieval offers for node `n` (none with --skills off or no library).
   std::vector<OfferedSkill> SkillsFor(const NodeData& n);
@@ -331,6 +335,7 @@ Status Optimizer::Loop::CollectCounters(std::optional<int64_t> wait_for, bool wa
                                            : Status::Internal("the executor returned no counter profile");
     if (!why.ok()) {
       payload["error"] = why.message();
+      payload["times"] = Times(r);
       // A profiler that cannot run here (no CUPTI counters and no ncu, no permission) will not
       // run for the next best either: the run goes on with static findings.
       if (why.code() == StatusCode::kUnavailable) {
@@ -344,6 +349,7 @@ Status Optimizer::Loop::CollectCounters(std::optional<int64_t> wait_for, bool wa
     json findings = json::array(), kernels = json::array();
     for (const auto& f : AllFindings(cp.reports)) findings.push_back(ToJson(f));
     for (const auto& k : cp.reports) kernels.push_back(ToJson(k, true));
+    payload["times"] = Times(r);
     payload["profiler"] = cp.profiler;
     payload["version"] = cp.version;
     payload["wall_s"] = r.counters_s;
@@ -367,6 +373,18 @@ Status Optimizer::Loop::Event(const std::string& kind, json payload) {
   payload["run"] = run_id_;
   o_.progress_.Event(payload);
   return Status::Ok();
+}
+
+json Optimizer::Loop::Times(const EvalJobResult& r) const {
+  if (!opts_.replay.empty() || r.submitted_s <= 0) return json::object();
+  json t = {{"now_s", o_.executor_.ElapsedSeconds()}, {"submitted_s", r.submitted_s},
+            {"compile_start_s", r.compile_start_s}, {"compile_end_s", r.compile_end_s},
+            {"eval_start_s", r.eval_start_s},      {"eval_end_s", r.eval_end_s}};
+  // The runner's own steps (seconds since it started: context, objects, checks, timing, end),
+  // which say how much of the time on the GPU went to checks and timing.
+  const json& d = r.evaluation.run.details;
+  if (d.is_object() && d.contains("timeline_s")) t["runner_timeline_s"] = d["timeline_s"];
+  return t;
 }
 
 EvalOptions Optimizer::Loop::BaseEvalOptions() const {
@@ -675,7 +693,8 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
   if (r.skipped) {
     ++duplicates_;
     ++duplicates_in_a_row_;
-    KPILOT_RETURN_IF_ERROR(Event("duplicate", {{"proposal", proposal}, {"params", d.params}, {"object_sha", r.object_sha}}));
+    KPILOT_RETURN_IF_ERROR(Event(
+        "duplicate", {{"proposal", proposal}, {"params", d.params}, {"object_sha", r.object_sha}, {"times", Times(r)}}));
     return false;
   }
   duplicates_in_a_row_ = 0;
@@ -717,7 +736,7 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
                                              {"skills_applied", d.skills_applied},
                                              {"finding", nd.findings.empty() ? "" : nd.findings.front().id},
                                              {"evaluations", evaluations_}, {"budget", opts_.budget},
-                                             {"device", r.device},
+                                             {"device", r.device}, {"times", Times(r)},
                                              {"best", incumbent_ >= 0 ? data_.at(incumbent_).speedup : 0.0}}));
   KPILOT_RETURN_IF_ERROR(MaybePromote(node));
   return true;
@@ -754,10 +773,10 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
   // time) keeps the incumbent: promotion needs evidence.
   if (!r.status.ok() || !e.verdict.passed())
     return Event("reject", {{"node", node}, {"incumbent", incumbent_}, {"paired_speedup", 0.0}, {"ci", {0.0, 0.0}},
-                            {"reason", !r.status.ok() ? r.status.message() : e.verdict.summary}});
+                            {"reason", !r.status.ok() ? r.status.message() : e.verdict.summary}, {"times", Times(r)}});
   bool accept = e.speedup_geomean_ci.lo > 1.0;
   json payload = {{"node", node}, {"incumbent", incumbent_}, {"paired_speedup", e.speedup_geomean},
-                  {"ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}}};
+                  {"ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}}, {"times", Times(r)}};
   if (!accept) return Event("reject", payload);
   incumbent_ = node;
   since_promotion_ = 0;
@@ -768,7 +787,9 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
 }
 
 Result<OptimizeResult> Optimizer::Loop::Start() {
-  KPILOT_RETURN_IF_ERROR(Event("start", {{"options", ToJson(opts_)}}));
+  json start = {{"options", ToJson(opts_)}};
+  if (opts_.replay.empty()) start["times"] = {{"now_s", o_.executor_.ElapsedSeconds()}};
+  KPILOT_RETURN_IF_ERROR(Event("start", start));
   // A resumed run evaluates the source its root proposal recorded, which the journaled result
   // (if any) is of, even when the file has been edited since.
   auto text = root_source_ ? Result<std::string>(*root_source_) : ReadFile(opts_.from);
@@ -824,7 +845,7 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
                                              {"object_sha", r.object_sha}, {"verdict", data_[id].verdict},
                                              {"speedup", data_[id].speedup}, {"params", ParamsText(root.params, "(defaults)")},
                                              {"summary", root.summary}, {"evaluations", evaluations_},
-                                             {"budget", opts_.budget}, {"device", r.device}}));
+                                             {"budget", opts_.budget}, {"device", r.device}, {"times", Times(r)}}));
   KPILOT_RETURN_IF_ERROR(MaybePromote(id));
   return Iterate();
 }
@@ -1155,7 +1176,7 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
   KPILOT_RETURN_IF_ERROR(Event("final", {{"node", best}, {"verdict", VerdictName(r.evaluation.verdict.kind)},
                                          {"speedup", r.evaluation.speedup_geomean},
                                          {"ci", {r.evaluation.speedup_geomean_ci.lo, r.evaluation.speedup_geomean_ci.hi}},
-                                         {"evaluation", ToJson(r.evaluation)}}));
+                                         {"times", Times(r)}, {"evaluation", ToJson(r.evaluation)}}));
   RunRecord run;
   run.id = run_id_;
   run.status = "finished";

@@ -42,6 +42,14 @@ TEST(LocalExecutor, EachListedDeviceHasItsOwnExclusiveQueue) {
     ASSERT_TRUE(r.status.ok()) << r.status.ToString();
     EXPECT_TRUE(r.evaluation.verdict.passed()) << r.evaluation.verdict.summary;
     ASSERT_TRUE(r.device == 3 || r.device == 7) << r.device;
+    // Each job's times on the executor's clock come in the order its stages ran.
+    EXPECT_GT(r.submitted_s, 0);
+    EXPECT_LE(r.submitted_s, r.compile_start_s);
+    EXPECT_LT(r.compile_start_s, r.compile_end_s);
+    EXPECT_NEAR(r.compile_s, r.compile_end_s - r.compile_start_s, 1e-9);
+    EXPECT_LE(r.compile_end_s, r.eval_start_s);
+    EXPECT_LT(r.eval_start_s, r.eval_end_s);
+    EXPECT_LE(r.eval_end_s, executor.ElapsedSeconds());
     by_device[r.device].push_back({r.eval_start_s, r.eval_end_s});
   }
   EXPECT_EQ(by_device.size(), 2u) << "both queues took work";

@@ -68,9 +68,21 @@ TEST(Optimize, ParamsSearchOnAHostTaskRecordsEveryNodeAndExports) {
   auto run = (*store)->GetRun(res->run_id);
   ASSERT_TRUE(run.ok() && run->has_value());
   EXPECT_EQ((*run)->status, "finished");
-  int promotions = 0;
-  for (const auto& e : progress.events) promotions += e.value("event", "") == "promote";
+  int promotions = 0, timed = 0;
+  for (const auto& e : progress.events) {
+    promotions += e.value("event", "") == "promote";
+    // Every evaluation says when it was submitted, compiled and run, on the executor's clock.
+    if (e.value("event", "") != "evaluated" && e.value("event", "") != "final") continue;
+    ASSERT_TRUE(e.contains("times")) << e.dump();
+    const auto& t = e["times"];
+    EXPECT_LE(t.value("submitted_s", -1.0), t.value("compile_start_s", 0.0)) << t.dump();
+    EXPECT_LE(t.value("compile_end_s", 1e9), t.value("eval_start_s", 0.0)) << t.dump();
+    EXPECT_LT(t.value("eval_start_s", 1e9), t.value("eval_end_s", 0.0)) << t.dump();
+    EXPECT_LE(t.value("eval_end_s", 1e9), t.value("now_s", 0.0)) << t.dump();
+    ++timed;
+  }
   EXPECT_GE(promotions, 1);
+  EXPECT_EQ(timed, 6) << "five evaluations and the final one";
   fs::path out = dir->path() / "best";
   ASSERT_TRUE(ExportRun(**store, res->run_id, out).ok());
   EXPECT_TRUE(fs::exists(out / "omp_simd.cpp"));
