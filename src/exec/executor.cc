@@ -36,7 +36,6 @@ std::future<EvalJobResult> LocalExecutor::Submit(EvalJob job) {
     if (p->job.compile_only) {
       footprint_queue_.push_back(std::move(p));
     } else {
-      ++evaluations_ahead_;
       compile_queue_.push_back(std::move(p));
     }
   }
@@ -50,9 +49,9 @@ double LocalExecutor::ElapsedSeconds() const {
 
 int LocalExecutor::Devices() const { return static_cast<int>(queues_); }
 
-int LocalExecutor::EvaluationsAhead() const {
+int LocalExecutor::EvaluationsReady() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return evaluations_ahead_;
+  return evaluations_ready_;
 }
 
 double LocalExecutor::BusySeconds() const {
@@ -111,12 +110,12 @@ void LocalExecutor::CompileLoop() {
     // The evaluation thread may be waiting for the last compile to finish before it exits.
     eval_cv_.notify_all();
     if (!admitted) {
-      if (!p->job.compile_only) --evaluations_ahead_;
       p->result.skipped = true;
       p->promise.set_value(std::move(p->result));
       continue;
     }
-    if (p->job.counter_tools) eval_queue_.push_front(std::move(p));
+    ++evaluations_ready_;
+    if (p->job.counter_tools || p->job.ahead) eval_queue_.push_front(std::move(p));
     else eval_queue_.push_back(std::move(p));
   }
 }
@@ -163,7 +162,7 @@ void LocalExecutor::EvalLoop(int device) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       busy_s_ += p->result.eval_end_s - p->result.eval_start_s;
-      --evaluations_ahead_;
+      --evaluations_ready_;
     }
     if (e.ok()) p->result.evaluation = std::move(e).value();
     else p->result.status = e.status();

@@ -50,6 +50,10 @@ struct EvalJob {
   // Null: none. Borrowed; must outlive the job.
   const std::vector<std::unique_ptr<Tool>>* counter_tools = nullptr;
   CounterProfileOptions counters;
+  // Goes ahead of the evaluations waiting in the queue, as a counters job does: the caller waits
+  // for it before it submits more (a promotion check, the final re-evaluation). Behind them, the
+  // loop proposed nothing for up to 2.7 s while the GPU worked through the queue (session 20).
+  bool ahead = false;
   // Called on the executor's thread with an evaluation's result (status ok) before its future is
   // ready, so that the caller can journal it the moment it ends: the search records it before a
   // kill -9 can lose it (docs/search.md, "Resume"). Not called for skipped or compile-only jobs;
@@ -94,11 +98,12 @@ class Executor {
   virtual double ElapsedSeconds() const = 0;
   // Evaluation queues: BusySeconds can reach Devices() × ElapsedSeconds.
   virtual int Devices() const { return 1; }
-  // Jobs bound for evaluation that have not finished: waiting to compile, compiling, queued for
-  // a GPU or running on one (compile-only jobs are not counted). Zero means the evaluation queues
-  // are idle and stay so until more is submitted: a caller whose wait would keep them idle should
-  // stop waiting. An executor whose futures are ready at once (the replay) has none.
-  virtual int EvaluationsAhead() const { return 0; }
+  // Jobs compiled and bound for a GPU: waiting in an evaluation queue or running on a GPU. Jobs
+  // still waiting to compile or compiling are not counted, since they keep no GPU busy: once this
+  // is at most Devices(), the GPUs run dry after what they run now, whatever is compiling, and a
+  // caller whose wait would delay the next submissions should stop waiting. An executor whose
+  // futures are ready at once (the replay) has none.
+  virtual int EvaluationsReady() const { return 0; }
 };
 
 class LocalExecutor : public Executor {
@@ -115,7 +120,7 @@ class LocalExecutor : public Executor {
   double BusySeconds() const override;
   double ElapsedSeconds() const override;
   int Devices() const override;
-  int EvaluationsAhead() const override;
+  int EvaluationsReady() const override;
 
  private:
   struct Pending {
@@ -137,7 +142,7 @@ class LocalExecutor : public Executor {
   std::deque<std::unique_ptr<Pending>> compile_queue_, footprint_queue_, eval_queue_;
   bool stopping_ = false;
   int compiling_ = 0;
-  int evaluations_ahead_ = 0;  // EvaluationsAhead()
+  int evaluations_ready_ = 0;  // EvaluationsReady()
   int footprints_compiling_ = 0;
   const int max_footprint_compiles_;  // half the compile threads, at least one
   double busy_s_ = 0;

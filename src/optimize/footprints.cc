@@ -56,13 +56,14 @@ std::vector<std::optional<Footprint>> ExecutorFootprints::Probe(const std::strin
     }
     asked.push_back(std::move(key));
   }
-  // Wait while the GPUs have work queued behind what they run; once they have none, stop at the
-  // first compile not done, so that the next drafts compile while the last evaluations run.
+  // Wait while the GPUs have compiled work queued behind what they run; once they have none,
+  // stop at the first compile not done, so that the next drafts compile while the last
+  // evaluations run. Drafts still compiling do not count: the GPUs idle until they are done.
   bool running_dry = false;
   for (const Key& key : asked) {
     auto& f = pending_.at(key);
     while (!running_dry && f.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready)
-      running_dry = executor_.EvaluationsAhead() <= executor_.Devices();
+      running_dry = executor_.EvaluationsReady() <= executor_.Devices();
     if (running_dry) break;
   }
   Harvest();

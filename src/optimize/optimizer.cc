@@ -50,6 +50,31 @@ struct WaitForAll {
   }
 };
 
+template <typename Batch>
+bool AllDone(Batch& b) {
+  for (auto& f : b.futures)
+    if (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+  return true;
+}
+
+// The oldest batch in flight whose jobs have all ended, waiting for one when none has. Batches
+// end out of order when a later one's compiles finish first; the loop that waited for the oldest
+// left the GPU idle while the next drafts compiled (session 20). A replay's batches are done at
+// once, so it takes the oldest, as before.
+template <typename Batch>
+Batch TakeFirstDone(std::deque<Batch>& in_flight) {
+  for (;;) {
+    for (auto it = in_flight.begin(); it != in_flight.end(); ++it)
+      if (AllDone(*it)) {
+        Batch b = std::move(*it);
+        in_flight.erase(it);
+        return b;
+      }
+    for (auto& f : in_flight.front().futures)
+      if (f.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) break;
+  }
+}
+
 double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -765,6 +790,7 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
   job.options = BaseEvalOptions();
   job.options.baseline_source = inc.path;
   job.options.baseline_params = inc.params;
+  job.ahead = true;  // the loop waits for it: it goes before the drafts queued for the GPU
   EvalJobResult r = SubmitJournaled(std::move(job), {{"gate", node}, {"incumbent", incumbent_}}).get();
   KPILOT_RETURN_IF_ERROR(JournalStatus());
   ++promotion_checks_;
@@ -1100,8 +1126,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       in_flight.push_back(std::move(b));
     }
     if (in_flight.empty()) return Finish(stop.empty() ? "exhausted" : stop);
-    Batch b = std::move(in_flight.front());
-    in_flight.pop_front();
+    Batch b = TakeFirstDone(in_flight);
     WaitForAll guard{b.futures};
     for (size_t i = 0; i < b.proposed.size(); ++i) {
       --pending;
@@ -1169,6 +1194,7 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
   job.source = b.path;
   job.params = b.params;
   job.options = BaseEvalOptions();
+  job.ahead = true;
   EvalJobResult r = SubmitJournaled(std::move(job), {{"final", best}}).get();
   if (!r.status.ok()) return r.status;
   KPILOT_RETURN_IF_ERROR(JournalStatus());

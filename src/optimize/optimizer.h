@@ -194,13 +194,15 @@ class Optimizer {
 //
 // The compiles never hold the GPU idle. The local executor runs compile-only jobs only on compile
 // threads that no draft bound for evaluation needs (at most half of them), and Probe waits for
-// them only while more evaluations are ahead (Executor::EvaluationsAhead) than the GPUs can run at
-// once. Once no more are, waiting on would leave the GPUs idle after their last evaluation, since
-// the next drafts still need compiling; so Probe returns what is known and leaves the rest unknown
-// for this pick. Their compiles go on, and a later Probe finds them done. A replay's results are
-// ready at once, so it waits for nothing and sees every footprint. Why (docs/search.md, "Compile
-// footprints"): on evaluations of about a second, a wait for 16 compiles was the pipeline's
-// critical path, and the busy share was 45% with them against 77% without.
+// them only while more compiled evaluations are queued or running (Executor::EvaluationsReady)
+// than the GPUs can run at once. Once no more are, waiting on would leave the GPUs idle after
+// their last evaluation, since the next drafts still need compiling; so Probe returns what is
+// known and leaves the rest unknown for this pick. Their compiles go on, and a later Probe finds
+// them done. A replay's results are ready at once, so it waits for nothing and sees every
+// footprint. Why (docs/search.md, "Compile footprints"): on evaluations of about a second, a wait
+// for 16 compiles was the pipeline's critical path, and the busy share was 45% with them against
+// 77% without. Counting drafts still compiling as work ahead (session 19) kept the probe waiting
+// while the GPU idled: 4.0 s of row_softmax's 29 s (session 20).
 class ExecutorFootprints : public FootprintProbe {
  public:
   using Materializer = std::function<Result<std::filesystem::path>(const std::string& source, const std::string& name)>;

@@ -19,6 +19,16 @@
 namespace kpilot {
 namespace {
 
+// A job evaluating the host saxpy task's omp_simd candidate on its first workload.
+EvalJob SaxpyJob(const Task& task, double max_timing_s) {
+  EvalJob j;
+  j.task = &task;
+  j.source = task.dir / "candidates" / "omp_simd.cpp";
+  j.options.workloads = {task.workloads.front().name};
+  j.options.timing.max_seconds = max_timing_s;
+  return j;
+}
+
 TEST(LocalExecutor, EachListedDeviceHasItsOwnExclusiveQueue) {
   auto dir = TempDir::Create("kpilot-local-executor-");
   ASSERT_TRUE(dir.ok());
@@ -28,14 +38,7 @@ TEST(LocalExecutor, EachListedDeviceHasItsOwnExclusiveQueue) {
   LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 2, nullptr, {3, 7});
   EXPECT_EQ(executor.Devices(), 2);
   std::vector<std::future<EvalJobResult>> futures;
-  for (int i = 0; i < 6; ++i) {
-    EvalJob job;
-    job.task = &*task;
-    job.source = task->dir / "candidates" / "omp_simd.cpp";
-    job.options.workloads = {task->workloads.front().name};
-    job.options.timing.max_seconds = 0.2;
-    futures.push_back(executor.Submit(std::move(job)));
-  }
+  for (int i = 0; i < 6; ++i) futures.push_back(executor.Submit(SaxpyJob(*task, 0.2)));
   std::map<int, std::vector<std::pair<double, double>>> by_device;
   for (auto& f : futures) {
     EvalJobResult r = f.get();
@@ -69,11 +72,7 @@ TEST(LocalExecutor, WithoutDevicesOneQueueRunsEachJobOnItsOwnDevice) {
   auto toolchain = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
   LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 1);
   EXPECT_EQ(executor.Devices(), 1);
-  EvalJob job;
-  job.task = &*task;
-  job.source = task->dir / "candidates" / "omp_simd.cpp";
-  job.options.workloads = {task->workloads.front().name};
-  job.options.timing.max_seconds = 0.2;
+  EvalJob job = SaxpyJob(*task, 0.2);
   job.options.device = 5;
   EvalJobResult r = executor.Submit(std::move(job)).get();
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
@@ -157,7 +156,7 @@ class GatedToolchain : public Toolchain {
 };
 
 // Compile-only jobs (the params generator's footprints) take a compile thread only when no job
-// bound for evaluation waits for one, and EvaluationsAhead counts the latter until they end.
+// bound for evaluation waits for one; EvaluationsReady counts none of them while they compile.
 TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnes) {
   auto dir = TempDir::Create("kpilot-local-executor-");
   ASSERT_TRUE(dir.ok());
@@ -169,7 +168,7 @@ TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnes) {
   auto real = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
   GatedToolchain gated(*real);
   LocalExecutor executor(gated, SystemProcessRunner(), testing::RunnerPath(), 1);
-  EXPECT_EQ(executor.EvaluationsAhead(), 0);
+  EXPECT_EQ(executor.EvaluationsReady(), 0);
   auto job = [&](const std::string& name, bool compile_only) {
     EvalJob j;
     j.task = &*task;
@@ -186,14 +185,50 @@ TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnes) {
   futures.push_back(job("f2", true));
   futures.push_back(job("b", false));
   futures.push_back(job("c", false));
-  EXPECT_EQ(executor.EvaluationsAhead(), 3) << "a, b and c; compile-only jobs are not counted";
+  EXPECT_EQ(executor.EvaluationsReady(), 0) << "a compiles, b and c wait to: none keeps a GPU busy";
   gated.Open();
   for (auto& f : futures) {
     EvalJobResult r = f.get();
     ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   }
   EXPECT_EQ(gated.Order(), (std::vector<std::string>{"a", "b", "c", "f1", "f2"}));
-  EXPECT_EQ(executor.EvaluationsAhead(), 0);
+  EXPECT_EQ(executor.EvaluationsReady(), 0);
+}
+
+// EvaluationsReady counts the compiled jobs queued for the GPU and the one running; a job marked
+// `ahead` (a promotion check the loop waits for) goes before those queued.
+TEST(LocalExecutor, AJobMarkedAheadGoesBeforeTheQueuedEvaluations) {
+  auto dir = TempDir::Create("kpilot-local-executor-");
+  ASSERT_TRUE(dir.ok());
+  auto task = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
+  ASSERT_TRUE(task.ok());
+  auto toolchain = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
+  // Three compiled jobs queue behind the one running (the same object: cache hits after the
+  // first compile); then the job marked ahead arrives while the first runs (each takes seconds).
+  LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 1);
+  auto job = [&](bool ahead) {
+    EvalJob j = SaxpyJob(*task, 0.1);
+    j.ahead = ahead;
+    return executor.Submit(std::move(j));
+  };
+  std::vector<std::future<EvalJobResult>> futures;
+  for (int i = 0; i < 3; ++i) futures.push_back(job(false));
+  int most = 0;
+  while (most < 3 && futures.front().wait_for(std::chrono::milliseconds(1)) != std::future_status::ready)
+    most = std::max(most, executor.EvaluationsReady());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the first one starts
+  futures.push_back(job(true));
+  std::vector<double> starts;
+  for (auto& f : futures) {
+    EvalJobResult r = f.get();
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    starts.push_back(r.eval_start_s);
+  }
+  EXPECT_EQ(most, 3) << "the first running, the others compiled and queued";
+  EXPECT_LT(starts[0], starts[3]) << "the first was running when the last arrived";
+  EXPECT_LT(starts[3], starts[1]) << "the job marked ahead went before those queued";
+  EXPECT_LT(starts[3], starts[2]);
+  EXPECT_EQ(executor.EvaluationsReady(), 0);
 }
 
 // Counts how many compiles run at once; each takes 100 ms and fails (nothing is evaluated).
@@ -250,7 +285,7 @@ TEST(LocalExecutor, CompileOnlyJobsTakeAtMostHalfTheCompileThreads) {
     EXPECT_FALSE(r.compiled);
   }
   EXPECT_EQ(slow.Most(), 2);
-  EXPECT_EQ(executor.EvaluationsAhead(), 0);
+  EXPECT_EQ(executor.EvaluationsReady(), 0);
 }
 
 // Compiles until its cancel flag turns true, as the system toolchain's killed compiler does.

@@ -23,7 +23,7 @@ class ScriptedExecutor : public Executor {
   }
   double BusySeconds() const override { return 0; }
   double ElapsedSeconds() const override { return 0; }
-  int EvaluationsAhead() const override { return ahead.load(); }
+  int EvaluationsReady() const override { return ahead.load(); }
 
   // Finishes every compile submitted so far: `registers` = the config's value of R.
   void FinishAll() {
@@ -51,7 +51,7 @@ class ScriptedExecutor : public Executor {
     return {flags_.size(), set};
   }
 
-  std::atomic<int> ahead{0};
+  std::atomic<int> ahead{0};  // EvaluationsReady: compiled jobs queued for or running on the GPU
 
  private:
   std::mutex mu_;
