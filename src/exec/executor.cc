@@ -87,7 +87,16 @@ void LocalExecutor::CompileLoop() {
     // A compile-only job's compiler is killed when the job is cancelled mid-compile.
     if (p->job.compile_only) p->job.options.compile.cancel = p->job.cancelled;
     p->result.compile_start_s = ElapsedSeconds();
+    // The reference and baseline too, beside the draft (cache hits but the first time), so that
+    // the evaluation does not compile them while it holds the GPU. A failure here is the
+    // evaluation's to report.
+    std::future<Status> fixed;
+    if (!p->job.compile_only)
+      fixed = std::async(std::launch::async, [this, &p] {
+        return evaluator_.CompileFixedObjects(*p->job.task, p->job.options);
+      });
     auto compiled = toolchain_.Compile(p->job.source, p->job.params, p->job.options.compile);
+    if (fixed.valid()) (void)fixed.get();
     p->result.compile_end_s = ElapsedSeconds();
     p->result.compile_s = p->result.compile_end_s - p->result.compile_start_s;
     bool admitted = !p->job.compile_only;

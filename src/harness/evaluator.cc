@@ -96,6 +96,41 @@ Evaluator::Evaluator(Toolchain& toolchain, ProcessRunner& processes, std::filesy
                      PythonTaskRunner* python)
     : toolchain_(toolchain), processes_(processes), runner_exe_(std::move(runner_exe)), python_(python) {}
 
+Result<Evaluator::FixedObjects> Evaluator::CompileFixed(const Task& task, const EvalOptions& opt) {
+  // The reference and baseline are the task's: a failure to compile them is the task's fault.
+  CompileOptions ref_opts = opt.compile;
+  ref_opts.want_sass = false;
+  auto reference = toolchain_.Compile(task.reference.path, {}, ref_opts);
+  if (!reference.ok()) return reference.status();
+  if (!reference->ok)
+    return Status::InvalidInput("the task's reference " + task.reference.path.string() +
+                                " does not compile: " + reference->first_error);
+  FixedObjects f{reference->object, reference->object, ""};
+  if (opt.baseline_source) {
+    auto base = toolchain_.Compile(*opt.baseline_source, opt.baseline_params, ref_opts);
+    if (!base.ok()) return base.status();
+    if (!base->ok)
+      return Status::InvalidInput("the baseline " + opt.baseline_source->string() + " does not compile: " +
+                                  base->first_error);
+    f.baseline = base->object;
+    f.baseline_name = opt.baseline_name;
+  } else if (!task.baselines.empty()) {
+    auto base = toolchain_.Compile(task.Baseline().path, {}, ref_opts);
+    if (!base.ok()) return base.status();
+    if (!base->ok)
+      return Status::InvalidInput("the task's baseline " + task.Baseline().path.string() +
+                                  " does not compile: " + base->first_error);
+    f.baseline = base->object;
+  }
+  return f;
+}
+
+Status Evaluator::CompileFixedObjects(const Task& task, const EvalOptions& opt) {
+  if (task.reference.kind == ReferenceKind::kPython) return Status::Ok();
+  auto fixed = CompileFixed(task, opt);
+  return fixed.ok() ? Status::Ok() : fixed.status();
+}
+
 Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::path& candidate,
                                        const EvalOptions& opt) {
   if (task.reference.kind == ReferenceKind::kPython) return EvaluatePython(task, candidate, opt);
@@ -115,31 +150,9 @@ Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::
   auto request = BuildRunRequest(task, opt);
   if (!request.ok()) return request.status();
 
-  // The reference and baseline are the task's: a failure to compile them is the task's fault.
-  CompileOptions ref_opts = opt.compile;
-  ref_opts.want_sass = false;
-  auto reference = toolchain_.Compile(task.reference.path, {}, ref_opts);
-  if (!reference.ok()) return reference.status();
-  if (!reference->ok)
-    return Status::InvalidInput("the task's reference " + task.reference.path.string() +
-                                " does not compile: " + reference->first_error);
-  std::filesystem::path baseline_object = reference->object;
-  if (opt.baseline_source) {
-    auto base = toolchain_.Compile(*opt.baseline_source, opt.baseline_params, ref_opts);
-    if (!base.ok()) return base.status();
-    if (!base->ok)
-      return Status::InvalidInput("the baseline " + opt.baseline_source->string() + " does not compile: " +
-                                  base->first_error);
-    baseline_object = base->object;
-    e.baseline = opt.baseline_name;
-  } else if (!task.baselines.empty()) {
-    auto base = toolchain_.Compile(task.Baseline().path, {}, ref_opts);
-    if (!base.ok()) return base.status();
-    if (!base->ok)
-      return Status::InvalidInput("the task's baseline " + task.Baseline().path.string() +
-                                  " does not compile: " + base->first_error);
-    baseline_object = base->object;
-  }
+  auto fixed = CompileFixed(task, opt);
+  if (!fixed.ok()) return fixed.status();
+  if (!fixed->baseline_name.empty()) e.baseline = fixed->baseline_name;
   auto compiled = toolchain_.Compile(candidate, opt.params, opt.compile);
   if (!compiled.ok()) return compiled.status();
   e.compile = *compiled;
@@ -150,8 +163,8 @@ Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::
     return e;
   }
 
-  request->reference_object = reference->object.string();
-  request->baseline_object = baseline_object.string();
+  request->reference_object = fixed->reference.string();
+  request->baseline_object = fixed->baseline.string();
   request->candidate_object = compiled->object.string();
 
   auto t_run = std::chrono::steady_clock::now();

@@ -155,6 +155,38 @@ class GatedToolchain : public Toolchain {
   std::vector<std::string> order_;
 };
 
+// Delegates to a real toolchain; its first compile of the task's reference takes a second more.
+class SlowFirstReferenceToolchain : public Toolchain {
+ public:
+  explicit SlowFirstReferenceToolchain(Toolchain& real) : real_(real) {}
+  Result<CompileOutput> Compile(const std::filesystem::path& source, const ParamValues& params,
+                                const CompileOptions& options) override {
+    if (source.stem() == "reference" && !slowed_.exchange(true)) std::this_thread::sleep_for(std::chrono::seconds(1));
+    return real_.Compile(source, params, options);
+  }
+
+ private:
+  Toolchain& real_;
+  std::atomic<bool> slowed_{false};
+};
+
+// The reference is compiled beside the draft, before the evaluation takes the GPU: the
+// evaluation's own compiles are cache hits, and its time on the GPU holds no compile.
+TEST(LocalExecutor, CompilesTheReferenceBeforeTheEvaluationHoldsTheGpu) {
+  auto dir = TempDir::Create("kpilot-local-executor-");
+  ASSERT_TRUE(dir.ok());
+  auto task = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
+  ASSERT_TRUE(task.ok());
+  auto real = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
+  SlowFirstReferenceToolchain slow(*real);
+  LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 1);
+  EvalJobResult r = executor.Submit(SaxpyJob(*task, 0.1)).get();
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_TRUE(r.evaluation.verdict.passed()) << r.evaluation.verdict.summary;
+  EXPECT_GE(r.compile_end_s - r.compile_start_s, 1.0) << "the compile stage waited for the reference";
+  EXPECT_LT(r.evaluation.compile_s, 0.5) << "the evaluation compiled nothing itself";
+}
+
 // Compile-only jobs (the params generator's footprints) take a compile thread only when no job
 // bound for evaluation waits for one; EvaluationsReady counts none of them while they compile.
 TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnes) {
