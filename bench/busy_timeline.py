@@ -13,11 +13,11 @@ counter profile or promotion in it is time the loop spent proposing or compiling
 
 Runs of session 20 on also carry each job's executor times ("times": when it was submitted,
 compiled and held the GPU, on the executor's clock). For those, every stretch during which the
-GPU held no job is listed and put down to one cause, from the job that ended it:
+GPU held no job is listed and split into causes, from the job that ended it:
   startup  before the first job reached the GPU (the start candidate's compile);
-  compile  the next job had been submitted, but its compile was still running;
-  loop     the next job was not yet submitted: the loop was selecting, proposing or waiting;
-  queue    it was compiled and submitted, and still did not start (the queue's hand-over).
+  loop     until that job was submitted: the loop was selecting, proposing or waiting;
+  compile  from then until its compile ended;
+  queue    the rest: it was compiled and still did not start (the queue's hand-over).
 The shares are of the executor's elapsed time up to the stop event, as the run's busy_share is.
 Standard library only.
 """
@@ -102,42 +102,45 @@ def idle_report(ev):
         if s >= end:
             break
         if s > free_from + 0.05:
+            # Split the stretch: until the job was submitted (the loop), until its compile ended
+            # (compile), the rest (queue); before the first job, all of it is start-up.
             if free_from == 0.0:
-                cause = "startup"
-            elif t["submitted_s"] > free_from:
-                cause = "loop"
-            elif t["compile_end_s"] > free_from:
-                cause = "compile"
+                parts = {"startup": s}
             else:
-                cause = "queue"
-            causes[cause] += s - free_from
-            stretches.append((s - free_from, free_from, cause, label, t))
+                sub = min(s, max(free_from, t["submitted_s"]))
+                built = min(s, max(sub, t["compile_end_s"]))
+                parts = {"loop": sub - free_from, "compile": built - sub, "queue": s - built}
+            for k, v in parts.items():
+                causes[k] += v
+            cause = max(parts, key=parts.get)
+            stretches.append((s - free_from, free_from, cause, label, t, parts))
         busy += max(0.0, min(f, end) - max(s, free_from))
         free_from = max(free_from, f)
     if end > free_from + 0.05:
         causes["loop"] += end - free_from
-        stretches.append((end - free_from, free_from, "loop", "the stop", {}))
+        stretches.append((end - free_from, free_from, "loop", "the stop", {}, {"loop": end - free_from}))
     # Of the time on the GPU, what the runner spent on checks and timing proper: from its objects
     # being loaded to its last timing (its context and process start-up excluded).
-    strict = 0.0
+    strict = runners = 0.0
     for _, t in jobs:
+        if t["eval_start_s"] >= end:
+            continue
+        runners += t.get("runner_s", 0.0)
         tl = t.get("runner_timeline_s") or {}
         last = tl.get("timing", tl.get("checks"))
-        if last is not None and "objects" in tl and t["eval_start_s"] < end:
+        if last is not None and "objects" in tl:
             strict += last - tl["objects"]
     lines = [f"  executor: busy {busy:.1f} s of {end:.1f} s to the stop ({100 * busy / end:.0f}%); idle " +
              ", ".join(f"{k} {v:.1f} s ({100 * v / end:.0f}%)" for k, v in causes.items()),
-             f"  runners' checks and timing proper: {strict:.1f} s ({100 * strict / end:.0f}%); "
-             f"the rest of the busy time is runner start-up, context, loading and counters"]
+             (f"  evaluation runners, start to exit: {runners:.1f} s ({100 * runners / end:.0f}%); " if runners else "  ") +
+             f"their checks and timing proper: {strict:.1f} s ({100 * strict / end:.0f}%) (the rest: process "
+             f"start-up, CUDA context, loading, counter profiles)"]
     stretches.sort(key=lambda x: -x[0])
-    for g, at, cause, label, t in stretches[:8]:
-        detail = ""
-        if cause == "loop" and t:
-            detail = f", submitted {t['submitted_s'] - at:.2f} s after the GPU went idle"
-        elif cause == "compile":
-            detail = (f", submitted {t['submitted_s']:.2f} s, compiled {t['compile_start_s']:.2f}–"
-                      f"{t['compile_end_s']:.2f} s")
-        lines.append(f"  idle {g:5.2f} s from {at:6.2f} s ({cause}): until {label}{detail}")
+    for g, at, cause, label, t, parts in stretches[:8]:
+        split = ", ".join(f"{k} {v:.2f} s" for k, v in parts.items() if v >= 0.01)
+        detail = (f"; submitted {t['submitted_s']:.2f} s, compiled {t['compile_start_s']:.2f}–"
+                  f"{t['compile_end_s']:.2f} s" if t else "")
+        lines.append(f"  idle {g:5.2f} s from {at:6.2f} s ({split}): until {label}{detail}")
     return lines
 
 

@@ -409,6 +409,7 @@ json Optimizer::Loop::Times(const EvalJobResult& r) const {
   // which say how much of the time on the GPU went to checks and timing.
   const json& d = r.evaluation.run.details;
   if (d.is_object() && d.contains("timeline_s")) t["runner_timeline_s"] = d["timeline_s"];
+  t["runner_s"] = r.evaluation.run_s;  // the evaluation's runner process, start to exit
   return t;
 }
 
