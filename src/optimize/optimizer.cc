@@ -50,31 +50,6 @@ struct WaitForAll {
   }
 };
 
-template <typename Batch>
-bool AllDone(Batch& b) {
-  for (auto& f : b.futures)
-    if (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
-  return true;
-}
-
-// The oldest batch in flight whose jobs have all ended, waiting for one when none has. Batches
-// end out of order when a later one's compiles finish first; the loop that waited for the oldest
-// left the GPU idle while the next drafts compiled (session 20). A replay's batches are done at
-// once, so it takes the oldest, as before.
-template <typename Batch>
-Batch TakeFirstDone(std::deque<Batch>& in_flight) {
-  for (;;) {
-    for (auto it = in_flight.begin(); it != in_flight.end(); ++it)
-      if (AllDone(*it)) {
-        Batch b = std::move(*it);
-        in_flight.erase(it);
-        return b;
-      }
-    for (auto& f : in_flight.front().futures)
-      if (f.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) break;
-  }
-}
-
 double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -219,7 +194,8 @@ class Optimizer::Loop {
   Status Event(const std::string& kind, json payload);
   // When job `r` was submitted, compiled and held its GPU, with the executor's clock now
   // (seconds; bench/busy_timeline.py finds where a GPU idled and what it waited for); empty for
-  // a replay, whose clock is modelled, and for a result served from an older journal.
+  // a replay, whose clock is modelled, and for a result served from the journal, whose times
+  // are an earlier process's.
   json Times(const EvalJobResult& r) const;
   ProposalContext ContextFor(int64_t node);
   // The skill cards retrieval offers for node `n` (none with --skills off or no library).
@@ -470,6 +446,7 @@ std::optional<std::future<EvalJobResult>> Optimizer::Loop::Journaled(const std::
   if (!text.ok()) return std::nullopt;
   auto r = EvalJobResultFromRecord(json::parse(*text, nullptr, false));
   if (!r.ok()) return std::nullopt;
+  r->submitted_s = 0;  // its times are on the interrupted process's clock: Times shows none
   {
     std::lock_guard<std::mutex> lock(seen_mu_);
     seen_binaries_.insert(r->object_sha);  // as admit did in the interrupted process
@@ -1127,7 +1104,11 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       in_flight.push_back(std::move(b));
     }
     if (in_flight.empty()) return Finish(stop.empty() ? "exhausted" : stop);
-    Batch b = TakeFirstDone(in_flight);
+    // The oldest batch, even when a later one has ended first: a run's node order then follows
+    // its proposals, which replay:DIR needs to reproduce a run. Taking whichever batch ended
+    // first was tried in session 20 and not kept for that reason (docs/search.md).
+    Batch b = std::move(in_flight.front());
+    in_flight.pop_front();
     WaitForAll guard{b.futures};
     for (size_t i = 0; i < b.proposed.size(); ++i) {
       --pending;

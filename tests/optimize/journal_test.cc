@@ -29,6 +29,8 @@ class JournalingExecutor : public Executor {
     const std::string text = src.ok() ? *src : "";
     EvalJobResult r;
     r.object_sha = Sha(text);
+    r.submitted_s = r.compile_start_s = r.compile_end_s = r.eval_start_s = 0.5;  // on a live-looking clock
+    r.eval_end_s = 1;
     JobKind kind = job.options.baseline_source ? JobKind::kGate : job.admit ? JobKind::kDraft : JobKind::kFinal;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -245,6 +247,18 @@ TEST_F(JournalTest, DraftsThatFinishedBeforeTheInterruptionAreNotEvaluatedAgain)
   for (const auto& e : progress_.events)
     if (e.value("event", "") == "resume") said = e.value("journaled_results", 0) == static_cast<int>(lost.size());
   EXPECT_TRUE(said) << "the resume event counts the results served from the journal";
+  // A result served from the journal shows no times: they are on the killed process's clock.
+  bool resumed_yet = false;
+  int timed = 0, untimed = 0;
+  for (const auto& e : progress_.events) {
+    resumed_yet |= e.value("event", "") == "resume";
+    if (!resumed_yet || e.value("event", "") != "evaluated") continue;
+    const bool served = lost.count(e.value("proposal", int64_t{-1})) > 0;
+    EXPECT_EQ(e["times"].empty(), served) << e.dump();
+    ++(served ? untimed : timed);
+  }
+  EXPECT_EQ(untimed, static_cast<int>(lost.size()));
+  EXPECT_GT(timed, 0);
   EXPECT_EQ((*store_->GetRun(run))->status, "finished");
 }
 
