@@ -254,7 +254,7 @@ TEST_F(JournalTest, DraftsThatFinishedBeforeTheInterruptionAreNotEvaluatedAgain)
     resumed_yet |= e.value("event", "") == "resume";
     if (!resumed_yet || e.value("event", "") != "evaluated") continue;
     const bool served = lost.count(e.value("proposal", int64_t{-1})) > 0;
-    EXPECT_EQ(e["times"].empty(), served) << e.dump();
+    EXPECT_EQ(e.value("times", nlohmann::json::object()).empty(), served) << e.dump();
     ++(served ? untimed : timed);
   }
   EXPECT_EQ(untimed, static_cast<int>(lost.size()));
