@@ -124,7 +124,7 @@ void LocalExecutor::CompileLoop() {
       continue;
     }
     ++evaluations_ready_;
-    if (p->job.counter_tools || p->job.ahead) eval_queue_.push_front(std::move(p));
+    if (p->job.ahead) eval_queue_.push_front(std::move(p));
     else eval_queue_.push_back(std::move(p));
   }
 }
@@ -189,9 +189,6 @@ nlohmann::json RecordJson(const EvalJobResult& r) {
           {"compile_s", r.compile_s},
           {"compiled", r.compiled},
           {"resources", resources},
-          {"submitted_s", r.submitted_s},
-          {"compile_start_s", r.compile_start_s},
-          {"compile_end_s", r.compile_end_s},
           {"eval_start_s", r.eval_start_s},
           {"eval_end_s", r.eval_end_s},
           {"device", r.device}};
@@ -209,10 +206,6 @@ Result<EvalJobResult> EvalJobResultFromRecord(const nlohmann::json& j) {
     r.compile_s = j.at("compile_s").get<double>();
     r.compiled = j.at("compiled").get<bool>();
     for (const auto& k : j.at("resources")) r.resources.push_back(KernelResourcesFromJson(k));
-    // Journals written before session 20 lack when the job was submitted and compiled.
-    r.submitted_s = j.value("submitted_s", 0.0);
-    r.compile_start_s = j.value("compile_start_s", 0.0);
-    r.compile_end_s = j.value("compile_end_s", 0.0);
     r.eval_start_s = j.at("eval_start_s").get<double>();
     r.eval_end_s = j.at("eval_end_s").get<double>();
     r.device = j.at("device").get<int>();

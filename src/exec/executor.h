@@ -46,13 +46,12 @@ struct EvalJob {
   // Counters too: after a passing evaluation, while the job still holds the GPU, the counters the
   // tools of the candidate's class need are collected (CUPTI, else ncu: each needs the GPU to
   // itself) and the tools run, on the job's last workload (the task's last when it names none).
-  // Such a job goes ahead of the evaluations waiting in the queue: a proposal may wait for it.
   // Null: none. Borrowed; must outlive the job.
   const std::vector<std::unique_ptr<Tool>>* counter_tools = nullptr;
   CounterProfileOptions counters;
-  // Goes ahead of the evaluations waiting in the queue, as a counters job does: the caller waits
-  // for it before it submits more (a promotion check, the final re-evaluation). Behind them, the
-  // loop proposed nothing for up to 2.7 s while the GPU worked through the queue (session 20).
+  // Goes ahead of the evaluations waiting in the queue: the caller waits for it before it submits
+  // more (a counter profile, a promotion check, the final re-evaluation). Behind them, the loop
+  // proposed nothing for up to 2.7 s while the GPU worked through the queue (session 20).
   bool ahead = false;
   // Called on the executor's thread with an evaluation's result (status ok) before its future is
   // ready, so that the caller can journal it the moment it ends: the search records it before a
@@ -72,7 +71,8 @@ struct EvalJobResult {
   std::vector<KernelResources> resources;  // its ptxas report (cuda; empty otherwise)
   // On the executor's clock (seconds since it started): when the job was submitted, when its
   // compile ran, and when it held its GPU (evaluation and counters). Where a wait left a GPU
-  // idle, these say what it waited for (bench/busy_timeline.py). A replay models only the eval_*.
+  // idle, these say what it waited for (bench/busy_timeline.py). A replay models only the eval_*;
+  // a journal record keeps only those too, since the rest is one process's clock.
   double submitted_s = 0, compile_start_s = 0, compile_end_s = 0;
   double eval_start_s = 0, eval_end_s = 0;
   int device = -1;                     // the GPU its evaluation queue runs on (-1: the job's options.device)

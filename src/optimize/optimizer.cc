@@ -194,8 +194,8 @@ class Optimizer::Loop {
   Status Event(const std::string& kind, json payload);
   // When job `r` was submitted, compiled and held its GPU, with the executor's clock now
   // (seconds; bench/busy_timeline.py finds where a GPU idled and what it waited for); empty for
-  // a replay, whose clock is modelled, and for a result served from the journal, whose times
-  // are an earlier process's.
+  // a replay, whose clock is modelled, and for a result served from the journal, which keeps
+  // no submit time (its times were an earlier process's clock).
   json Times(const EvalJobResult& r) const;
   ProposalContext ContextFor(int64_t node);
   // The skill cards retrieval offers for node `n` (none with --skills off or no library).
@@ -296,6 +296,7 @@ void Optimizer::Loop::RequestCounters(int64_t node) {
   job.options.workloads = {opts_.workloads.empty() ? o_.task_.workloads.back().name : opts_.workloads.back()};
   job.options.energy = false;  // the profile needs the time and trace, not joules
   job.counter_tools = &tools_;
+  job.ahead = true;  // a proposal may wait for it
   if (!ncu_) ncu_ = FindOnPath("ncu");
   job.counters.ncu_path = *ncu_;
   counters_pending_[node] = o_.executor_.Submit(std::move(job));
@@ -446,7 +447,6 @@ std::optional<std::future<EvalJobResult>> Optimizer::Loop::Journaled(const std::
   if (!text.ok()) return std::nullopt;
   auto r = EvalJobResultFromRecord(json::parse(*text, nullptr, false));
   if (!r.ok()) return std::nullopt;
-  r->submitted_s = 0;  // its times are on the interrupted process's clock: Times shows none
   {
     std::lock_guard<std::mutex> lock(seen_mu_);
     seen_binaries_.insert(r->object_sha);  // as admit did in the interrupted process
