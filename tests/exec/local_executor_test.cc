@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/fs.h"
@@ -18,6 +19,22 @@
 
 namespace kpilot {
 namespace {
+
+// A temporary folder, the host saxpy task and a system toolchain caching in that folder.
+struct Saxpy {
+  std::optional<TempDir> dir;
+  Task task;
+  std::unique_ptr<Toolchain> toolchain;
+  void Load() {
+    auto d = TempDir::Create("kpilot-local-executor-");
+    ASSERT_TRUE(d.ok());
+    dir.emplace(std::move(*d));
+    auto t = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    task = std::move(*t);
+    toolchain = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
+  }
+};
 
 // A job evaluating the host saxpy task's omp_simd candidate on its first workload.
 EvalJob SaxpyJob(const Task& task, double max_timing_s) {
@@ -30,15 +47,12 @@ EvalJob SaxpyJob(const Task& task, double max_timing_s) {
 }
 
 TEST(LocalExecutor, EachListedDeviceHasItsOwnExclusiveQueue) {
-  auto dir = TempDir::Create("kpilot-local-executor-");
-  ASSERT_TRUE(dir.ok());
-  auto task = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
-  ASSERT_TRUE(task.ok()) << task.status().ToString();
-  auto toolchain = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
-  LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 2, nullptr, {3, 7});
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 2, nullptr, {3, 7});
   EXPECT_EQ(executor.Devices(), 2);
   std::vector<std::future<EvalJobResult>> futures;
-  for (int i = 0; i < 6; ++i) futures.push_back(executor.Submit(SaxpyJob(*task, 0.2)));
+  for (int i = 0; i < 6; ++i) futures.push_back(executor.Submit(SaxpyJob(saxpy.task, 0.2)));
   std::map<int, std::vector<std::pair<double, double>>> by_device;
   for (auto& f : futures) {
     EvalJobResult r = f.get();
@@ -65,14 +79,11 @@ TEST(LocalExecutor, EachListedDeviceHasItsOwnExclusiveQueue) {
 }
 
 TEST(LocalExecutor, WithoutDevicesOneQueueRunsEachJobOnItsOwnDevice) {
-  auto dir = TempDir::Create("kpilot-local-executor-");
-  ASSERT_TRUE(dir.ok());
-  auto task = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
-  ASSERT_TRUE(task.ok());
-  auto toolchain = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
-  LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 1);
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1);
   EXPECT_EQ(executor.Devices(), 1);
-  EvalJob job = SaxpyJob(*task, 0.2);
+  EvalJob job = SaxpyJob(saxpy.task, 0.2);
   job.options.device = 5;
   EvalJobResult r = executor.Submit(std::move(job)).get();
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
@@ -82,19 +93,16 @@ TEST(LocalExecutor, WithoutDevicesOneQueueRunsEachJobOnItsOwnDevice) {
 // on_done sees each finished evaluation before its future is ready, and its record reads back as
 // the same result; skipped and compile-only jobs are not reported.
 TEST(LocalExecutor, ReportsEachFinishedEvaluationBeforeItsFutureIsReady) {
-  auto dir = TempDir::Create("kpilot-local-executor-");
-  ASSERT_TRUE(dir.ok());
-  auto task = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
-  ASSERT_TRUE(task.ok());
-  auto toolchain = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
-  LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 2);
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 2);
   std::mutex mu;
   std::vector<nlohmann::json> done;
   auto job = [&](bool compile_only, bool admit) {
     EvalJob j;
-    j.task = &*task;
-    j.source = task->dir / "candidates" / "omp_simd.cpp";
-    j.options.workloads = {task->workloads.front().name};
+    j.task = &saxpy.task;
+    j.source = saxpy.task.dir / "candidates" / "omp_simd.cpp";
+    j.options.workloads = {saxpy.task.workloads.front().name};
     j.options.timing.max_seconds = 0.2;
     j.compile_only = compile_only;
     if (!admit) j.admit = [](const std::string&) { return false; };
@@ -173,14 +181,11 @@ class SlowFirstReferenceToolchain : public Toolchain {
 // The reference is compiled beside the draft, before the evaluation takes the GPU: the
 // evaluation's own compiles are cache hits, and its time on the GPU holds no compile.
 TEST(LocalExecutor, CompilesTheReferenceBeforeTheEvaluationHoldsTheGpu) {
-  auto dir = TempDir::Create("kpilot-local-executor-");
-  ASSERT_TRUE(dir.ok());
-  auto task = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
-  ASSERT_TRUE(task.ok());
-  auto real = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
-  SlowFirstReferenceToolchain slow(*real);
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  SlowFirstReferenceToolchain slow(*saxpy.toolchain);
   LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 1);
-  EvalJobResult r = executor.Submit(SaxpyJob(*task, 0.1)).get();
+  EvalJobResult r = executor.Submit(SaxpyJob(saxpy.task, 0.1)).get();
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_TRUE(r.evaluation.verdict.passed()) << r.evaluation.verdict.summary;
   EXPECT_GE(r.compile_end_s - r.compile_start_s, 1.0) << "the compile stage waited for the reference";
@@ -190,22 +195,19 @@ TEST(LocalExecutor, CompilesTheReferenceBeforeTheEvaluationHoldsTheGpu) {
 // Compile-only jobs (the params generator's footprints) take a compile thread only when no job
 // bound for evaluation waits for one; EvaluationsReady counts none of them while they compile.
 TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnes) {
-  auto dir = TempDir::Create("kpilot-local-executor-");
-  ASSERT_TRUE(dir.ok());
-  auto task = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
-  ASSERT_TRUE(task.ok());
-  const std::string text = *ReadFile(task->dir / "candidates" / "omp_simd.cpp");
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  const std::string text = *ReadFile(saxpy.task.dir / "candidates" / "omp_simd.cpp");
   for (const char* name : {"a", "f1", "f2", "b", "c"})
-    ASSERT_TRUE(WriteFileAtomic(dir->path() / (std::string(name) + ".cpp"), text + "// " + name + "\n").ok());
-  auto real = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
-  GatedToolchain gated(*real);
+    ASSERT_TRUE(WriteFileAtomic(saxpy.dir->path() / (std::string(name) + ".cpp"), text + "// " + name + "\n").ok());
+  GatedToolchain gated(*saxpy.toolchain);
   LocalExecutor executor(gated, SystemProcessRunner(), testing::RunnerPath(), 1);
   EXPECT_EQ(executor.EvaluationsReady(), 0);
   auto job = [&](const std::string& name, bool compile_only) {
     EvalJob j;
-    j.task = &*task;
-    j.source = dir->path() / (name + ".cpp");
-    j.options.workloads = {task->workloads.front().name};
+    j.task = &saxpy.task;
+    j.source = saxpy.dir->path() / (name + ".cpp");
+    j.options.workloads = {saxpy.task.workloads.front().name};
     j.options.timing.max_seconds = 0.1;
     j.compile_only = compile_only;
     return executor.Submit(std::move(j));
@@ -230,16 +232,13 @@ TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnes) {
 // EvaluationsReady counts the compiled jobs queued for the GPU and the one running; a job marked
 // `ahead` (a promotion check the loop waits for) goes before those queued.
 TEST(LocalExecutor, AJobMarkedAheadGoesBeforeTheQueuedEvaluations) {
-  auto dir = TempDir::Create("kpilot-local-executor-");
-  ASSERT_TRUE(dir.ok());
-  auto task = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
-  ASSERT_TRUE(task.ok());
-  auto toolchain = MakeSystemToolchain(dir->path() / "cache", testing::SourceDir() / "include");
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
   // Three compiled jobs queue behind the one running (the same object: cache hits after the
   // first compile); then the job marked ahead arrives while the first runs (each takes seconds).
-  LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 1);
+  LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1);
   auto job = [&](bool ahead) {
-    EvalJob j = SaxpyJob(*task, 0.1);
+    EvalJob j = SaxpyJob(saxpy.task, 0.1);
     j.ahead = ahead;
     return executor.Submit(std::move(j));
   };
