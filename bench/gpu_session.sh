@@ -233,6 +233,14 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
             done 2>&1 | tee "$OUT/fpbusy.txt"
             python3 bench/busy_timeline.py $OUT/fpbusy/events_*.jsonl 2>&1 | tee "$OUT/fpbusy_timeline.txt"
             (cd "$OUT" && tar czf fpbusy.tgz fpbusy && rm -rf fpbusy) ;;
+    anticipate) # Figure c: the same short optimize with anticipated compiles on and off (session 21).
+            for an in ${AN_MODES:-on off}; do
+              timeout 280 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-20} --out $OUT/anticipate --tag _an$an \
+                --extra "--anticipate $an ${FP_EXTRA:-}" ${FP_TASKS:-examples/cuda/vector_add examples/cuda/row_softmax examples/cuda/transpose} \
+                2>&1 | tail -5
+            done 2>&1 | tee "$OUT/anticipate.txt"
+            python3 bench/busy_timeline.py $OUT/anticipate/events_*.jsonl 2>&1 | tee "$OUT/anticipate_timeline.txt"
+            (cd "$OUT" && tar czf anticipate.tgz anticipate && rm -rf anticipate) ;;
     profcost) python3 bench/profile_cost.py --kpilot $K --repeats ${REPEATS:-2} --out $OUT/profcost \
                 bench/profile_set/tuning/transpose:candidates/naive_strided_writes.cu \
                 bench/profile_set/tuning/sgemm:candidates/naive.cu \

@@ -50,6 +50,7 @@ struct OptimizeArgs {
   std::string tools = "proactive";
   std::string memory = "on";
   std::string footprints = "on";
+  std::string anticipate = "on";
   std::string counters = "on";
   std::string devices = "all";  // GPUs to evaluate on: all (of the first one's model) or indices
   std::vector<std::string> given;  // the options given that define a run (refused with --resume)
@@ -224,6 +225,7 @@ int RunOptimize(const OptimizeArgs& a) {
     Status ablations = ApplyAblationFlags(a.feedback, a.tools, a.memory, &o);
     if (!ablations.ok()) return Fail(ablations);
     o.footprints = a.footprints == "on";
+    o.anticipate = a.anticipate == "on";
     o.counters = a.counters == "on";
     for (const auto& v : a.skills) {
       if (v == "on" || v == "off") o.skills = v == "on";
@@ -335,7 +337,8 @@ int RunOptimize(const OptimizeArgs& a) {
                         {"best_params", res->best_params}, {"exported_to", out_dir},
                         {"busy_share", res->busy_share},  {"pipeline_depth", res->pipeline_depth},
                         {"devices", o.devices},          {"counter_profiles", res->counter_profiles},
-                        {"counters_s", res->counters_s}, {"final", ToJson(f)},
+                        {"counters_s", res->counters_s}, {"anticipated", res->anticipated},
+                        {"final", ToJson(f)},
                         {"generator", {{"name", o.generator}, {"requests", res->spend.requests},
                                        {"input_tokens", res->spend.input_tokens}, {"output_tokens", res->spend.output_tokens},
                                        {"cost_usd", res->spend.cost_usd}, {"priced", res->spend.priced},
@@ -358,6 +361,9 @@ int RunOptimize(const OptimizeArgs& a) {
     std::cout << fmt::format(
         "pipeline   evaluation queue{} busy {:.0f}% of the run ({} expansions in flight at the end)\n",
         res->devices > 1 ? fmt::format("s of {} GPUs", res->devices) : "", 100 * res->busy_share, res->pipeline_depth);
+    if (res->anticipated > 0)
+      std::cout << fmt::format("compiles   {} configs compiled ahead on idle cores, as the generator anticipated\n",
+                               res->anticipated);
     if (res->counter_profiles > 0)
       std::cout << fmt::format("counters   {} new bests profiled with counters ({:.1f} s of GPU time)\n",
                                res->counter_profiles, res->counters_s);
@@ -413,6 +419,11 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "again with their registers, spills and shared memory (cuda; docs/search.md)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  cmd->add_option("--anticipate", a->anticipate,
+                  "Ablation: on | off — compile ahead, on idle cores, the configs the generator anticipates for "
+                  "good nodes (with --footprints on; docs/search.md)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--counters", a->counters,
                   "on | off — profile each new best's kernels with the counters its class's tools need (CUPTI, "
                   "else ncu) and steer its next drafts by those findings (live cuda runs; docs/search.md)")
@@ -455,7 +466,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
     // Everything but --resume, --store, --out, --json, --max-cost, --devices and the task-source
     // options (--python, --workloads FILE) defines the run.
     for (const char* name : {"task", "--from", "--generator", "--llm-config", "--raw-metrics", "--feedback", "--tools",
-                             "--memory", "--footprints", "--counters", "--policy", "--budget", "--time", "--plateau",
+                             "--memory", "--footprints", "--anticipate", "--counters", "--policy", "--budget", "--time", "--plateau",
                              "--target", "--objective", "--drafts", "--in-flight", "--seed", "--workload", "--skills",
                              "--arch", "--replay", "--calibration"})
       if (cmd->count(name) > 0) a->given.push_back(name == std::string("task") ? "TASK" : name);

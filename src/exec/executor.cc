@@ -33,7 +33,9 @@ std::future<EvalJobResult> LocalExecutor::Submit(EvalJob job) {
   auto future = p->promise.get_future();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (p->job.compile_only) {
+    if (p->job.compile_only && p->job.speculative) {
+      speculative_queue_.push_back(std::move(p));
+    } else if (p->job.compile_only) {
       footprint_queue_.push_back(std::move(p));
     } else {
       compile_queue_.push_back(std::move(p));
@@ -65,15 +67,26 @@ void LocalExecutor::CompileLoop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Compile-only jobs take at most half the compile threads: the rest stay free for drafts
-      // bound for evaluation that arrive while they run.
-      auto footprint_ok = [&] { return !footprint_queue_.empty() && footprints_compiling_ < max_footprint_compiles_; };
+      // bound for evaluation that arrive while they run. Speculative ones go newest first: the
+      // latest good node is the likeliest to be expanded next.
+      auto compile_only_ok = [&] {
+        return (!footprint_queue_.empty() || !speculative_queue_.empty()) &&
+               footprints_compiling_ < max_footprint_compiles_;
+      };
       compile_cv_.wait(lock, [&] {
-        return !compile_queue_.empty() || footprint_ok() || (stopping_ && footprint_queue_.empty());
+        return !compile_queue_.empty() || compile_only_ok() ||
+               (stopping_ && footprint_queue_.empty() && speculative_queue_.empty());
       });
-      auto& queue = !compile_queue_.empty() ? compile_queue_ : footprint_queue_;
-      if (queue.empty()) return;
-      p = std::move(queue.front());
-      queue.pop_front();
+      if (!compile_queue_.empty() || !footprint_queue_.empty()) {
+        auto& queue = !compile_queue_.empty() ? compile_queue_ : footprint_queue_;
+        p = std::move(queue.front());
+        queue.pop_front();
+      } else if (!speculative_queue_.empty()) {
+        p = std::move(speculative_queue_.back());
+        speculative_queue_.pop_back();
+      } else {
+        return;
+      }
       if (p->job.compile_only && p->job.cancelled && p->job.cancelled->load()) {
         p->result.status = Status::Unavailable("the compile-only job was cancelled before it ran");
         p->result.skipped = true;

@@ -35,6 +35,12 @@ int NextPipelineDepth(int depth, double busy_s, double elapsed_s, int devices) {
 
 namespace {
 
+// A passing evaluation within this fraction of the best so far has its likely children compiled
+// ahead (Loop::AnticipateAfter). UCT on the log reward expands the best nodes and their near ties
+// most; the many passing configs well below the best would only compete for the same compile
+// threads with the guesses for those. Not tuned: any new best is covered, and ties within 3%.
+constexpr double kAnticipateWithin = 0.97;
+
 // Drafts in a row that compile to binaries already evaluated before the run stops with
 // "duplicates" (at least this many, and at least the evaluation budget).
 constexpr int kMinDuplicatesToStop = 16;
@@ -167,6 +173,15 @@ class Optimizer::Loop {
   Result<bool> EvaluateDraft(int64_t parent, int64_t proposal, const Draft& d, std::future<EvalJobResult> f);
   // Submits draft `d` (event `proposal` number `proposal`) through SubmitJournaled.
   std::future<EvalJobResult> SubmitDraft(const Draft& d, const std::filesystem::path& path, int64_t proposal);
+  // Speculative compiles (ExecutorFootprints::Prefetch) of the configs the generator anticipates
+  // for a node at `params` of `source`: for the root as it is submitted, and for each draft whose
+  // evaluation passes within kAnticipateWithin of the best evaluation ended so far, the moment it
+  // ends (on the executor's thread, from its on_done), so that its likely children compile while
+  // the GPU runs its profile, the promotion checks and the drafts queued before them. Cuda runs
+  // with footprints only, never a replay (whose results are ready at once).
+  bool Anticipating() const;
+  void Anticipate(const std::filesystem::path& source, const ParamValues& params);
+  void AnticipateAfter(const std::filesystem::path& source, const ParamValues& params, const EvalJobResult& r);
   // The result of `job`, journaled under `key` the moment it ends; on resume, the result the
   // interrupted process journaled under `key` instead, when there is one.
   std::future<EvalJobResult> SubmitJournaled(EvalJob job, const json& key);
@@ -245,6 +260,7 @@ class Optimizer::Loop {
   // Expansions kept in flight: opts_.pipeline_depth, or (0: adaptive) grown by NextPipelineDepth.
   int depth_ = opts_.pipeline_depth > 0 ? opts_.pipeline_depth : MinPipelineDepth(o_.executor_.Devices());
   std::unique_ptr<ExecutorFootprints> footprints_;  // null: none (--footprints off, not cuda)
+  std::atomic<double> best_ended_ = 0;  // the best passing speedup among evaluations ended (AnticipateAfter)
   std::map<int64_t, std::future<EvalJobResult>> counters_pending_;  // by node
   std::deque<Batch> in_flight_;  // Iterate's expansions in flight (waited for by ~Loop)
   std::set<int64_t> counters_done_;     // nodes whose counter profile was recorded (or failed)
@@ -468,7 +484,10 @@ std::future<EvalJobResult> Optimizer::Loop::SubmitJournaled(EvalJob job, const j
     journaled_.erase(it);
     if (served) return std::move(*served);
   }
-  job.on_done = [this, key](const EvalJobResult& r) { Journal(key, r); };
+  job.on_done = [this, key, then = std::move(job.on_done)](const EvalJobResult& r) {
+    Journal(key, r);
+    if (then) then(r);
+  };
   return o_.executor_.Submit(std::move(job));
 }
 
@@ -484,7 +503,30 @@ std::future<EvalJobResult> Optimizer::Loop::SubmitDraft(const Draft& d, const st
     std::lock_guard<std::mutex> lock(seen_mu_);
     return seen_binaries_.insert(sha).second;
   };
+  if (Anticipating())
+    job.on_done = [this, path, params = d.params](const EvalJobResult& r) { AnticipateAfter(path, params, r); };
   return SubmitJournaled(std::move(job), {{"proposal", proposal}});
+}
+
+bool Optimizer::Loop::Anticipating() const { return opts_.anticipate && footprints_ && opts_.replay.empty(); }
+
+void Optimizer::Loop::Anticipate(const std::filesystem::path& source, const ParamValues& params) {
+  if (!Anticipating()) return;
+  try {  // maybe on the executor's thread: nothing may escape
+    footprints_->Prefetch(source, o_.proposer_.Anticipate(o_.task_, params));
+  } catch (const std::exception&) {
+    // Only a guess: a failure to make it costs nothing but the head start.
+  }
+}
+
+void Optimizer::Loop::AnticipateAfter(const std::filesystem::path& source, const ParamValues& params,
+                                      const EvalJobResult& r) {
+  if (!r.evaluation.verdict.passed()) return;
+  const double s = r.evaluation.speedup_geomean;
+  double best = best_ended_.load();
+  while (s > best && !best_ended_.compare_exchange_weak(best, s)) {
+  }
+  if (s >= kAnticipateWithin * best) Anticipate(source, params);
 }
 
 void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
@@ -830,7 +872,9 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
   if (!seq.ok()) return seq.status();
   auto path = Materialize(root.source, root.source_name);
   if (!path.ok()) return path.status();
-  EvalJobResult r = SubmitDraft(root, *path, *seq).get();
+  auto submitted = SubmitDraft(root, *path, *seq);
+  Anticipate(*path, root.params);  // the root is expanded first, whatever its evaluation shows
+  EvalJobResult r = submitted.get();
   KPILOT_RETURN_IF_ERROR(JournalStatus());
   if (!r.status.ok()) return r.status;
   NodeData n;
@@ -1152,6 +1196,7 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
                                                       : 0;
   res.devices = o_.executor_.Devices();
   res.pipeline_depth = depth_;
+  res.anticipated = footprints_ ? static_cast<int>(footprints_->Prefetched()) : 0;
   int64_t best = incumbent_ >= 0 ? incumbent_ : 0;
   if (opts_.objective == "energy" && incumbent_ >= 0) {
     // Lexicographic: among passed candidates within 2% of the best time, the fewest joules.

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,10 @@ struct OptimizeOptions {
   // Compile footprints for the params generator's model (proposer.h, FootprintProbe): cuda tasks
   // only; false (`--footprints off`) for ablations. Runs stored before it existed had none.
   bool footprints = true;
+  // Speculative compiles of the configs the generator anticipates for good nodes (Proposer::
+  // Anticipate; Loop::AnticipateAfter), on the compile threads footprints may use: with
+  // footprints only. false (`--anticipate off`) for ablations; runs stored before it had it off.
+  bool anticipate = true;
   // Counter profiles of new bests: each promoted node's kernels are profiled with the counters
   // of its class's tools (CUPTI, else ncu) on the evaluation queue, and its findings replace the
   // static ones before its next expansion (docs/search.md). Live cuda runs only (a replay's space
@@ -146,6 +151,7 @@ struct OptimizeResult {
   Evaluation final;                     // the best, evaluated again against the task's baseline
   double busy_share = 0;                // evaluation queues busy / (wall time × devices)
   int pipeline_depth = 0;               // expansions in flight at the end (adaptive: where it got to)
+  int anticipated = 0;                  // speculative compiles of configs the generator anticipated
 };
 
 class Optimizer {
@@ -213,6 +219,14 @@ class ExecutorFootprints : public FootprintProbe {
 
   std::vector<std::optional<Footprint>> Probe(const std::string& source, const std::string& source_name,
                                               const std::vector<ParamValues>& configs) override;
+  // Compiles `source` at each config not yet known or submitted as speculative compile-only
+  // jobs (EvalJob::speculative: after every other compile, newest first, configs[0] first), and
+  // returns at once: no one waits for them. A later Probe of a config still queued this way
+  // submits it again as an ordinary compile-only job, so a guess never delays a pick. Returns
+  // how many were submitted. Never waits for a Probe (it is called on the executor's threads).
+  size_t Prefetch(const std::filesystem::path& source, const std::vector<ParamValues>& configs);
+  // Speculative compiles submitted by Prefetch, over the probe's life.
+  size_t Prefetched() const { return prefetched_; }
   // An evaluated (or skipped) draft's compile report for `source` at `params`.
   void Remember(const std::filesystem::path& source, const ParamValues& params, const EvalJobResult& r);
   // Drops its compiles still queued (a run that stopped picking need not wait for them); those
@@ -224,6 +238,7 @@ class ExecutorFootprints : public FootprintProbe {
  private:
   using Key = std::pair<std::filesystem::path, ParamValues>;
   void Harvest();  // moves finished compiles into known_; a failed job is forgotten
+  std::future<EvalJobResult> Submit(const std::filesystem::path& source, const ParamValues& params, bool speculative);
 
   Executor& executor_;
   const Task& task_;
@@ -231,7 +246,9 @@ class ExecutorFootprints : public FootprintProbe {
   Materializer materialize_;
   std::mutex mu_;
   std::map<Key, std::optional<Footprint>> known_;      // nullopt: compiled, no ptxas report
-  std::map<Key, std::future<EvalJobResult>> pending_;  // compiles submitted and not harvested
+  std::map<Key, std::shared_future<EvalJobResult>> pending_;  // compiles submitted and not harvested
+  std::set<Key> speculative_;                          // pending_ keys submitted by Prefetch only
+  std::atomic<size_t> prefetched_ = 0;
   std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
 };
 

@@ -81,6 +81,7 @@ json ToJson(const OptimizeOptions& o) {
           {"tools", ToolsModeName(o.tools)},
           {"memory", o.memory},
           {"footprints", o.footprints},
+          {"anticipate", o.anticipate},
           {"counters", o.counters},
           {"devices", o.devices},
           {"device", o.device},
@@ -133,6 +134,7 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.tools = *tools;
     o.memory = j.value("memory", true);
     o.footprints = j.value("footprints", false);
+    o.anticipate = j.value("anticipate", false);
     o.counters = j.value("counters", false);
     o.devices = j.value("devices", std::vector<int>{});
     o.device = j.value("device", 0);

@@ -276,6 +276,10 @@ std::string Measured(const Finding& f) {
 // product of the value lists (what enumerating walks) is at most kWholeSpaceProduct.
 constexpr size_t kWholeSpaceMax = 20000;
 constexpr size_t kWholeSpaceProduct = size_t{1} << 18;
+// Configs anticipated per node (Proposer::Anticipate): the one-param changes of a node with
+// 4-6 params of 3-6 values each (row_softmax: 14, sgemm's tiles about 20). More would be
+// compiled only after the next good node's, which go first (newest first).
+constexpr size_t kMaxAnticipated = 24;
 
 // Every valid config of the task, or nullopt when the space is too large to hand to the model.
 std::optional<std::vector<ParamValues>> WholeSpace(const Task& task) {
@@ -511,6 +515,9 @@ class ParamsProposer : public Proposer {
  public:
   explicit ParamsProposer(Task task) : task_(std::move(task)) {}
   std::string name() const override { return "params"; }
+  std::vector<ParamValues> Anticipate(const Task& task, const ParamValues& parent) const override {
+    return AnticipateParams(task, parent, kMaxAnticipated);
+  }
   std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
     // The work is quick, so it is done here and the future only hands the result over: nothing
     // in `ctx` needs to outlive this call.
@@ -581,6 +588,31 @@ ParamValues WithDefaults(const Task& task, const ParamValues& params) {
 std::vector<ParamValues> EnumerateSpace(const Task& task, size_t cap) {
   ParamSpace space(task);
   return space.Enumerate(cap, [](const ParamValues&) { return true; });
+}
+
+std::vector<ParamValues> AnticipateParams(const Task& task, const ParamValues& parent_params, size_t cap) {
+  std::vector<ParamValues> out;
+  ParamSpace space(task);
+  const ParamValues parent = WithDefaults(task, parent_params);
+  const auto& ps = space.params();
+  std::vector<int> at(ps.size());
+  size_t longest = 0;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    at[i] = space.IndexOf(i, parent);
+    longest = std::max(longest, ps[i].values.size());
+  }
+  for (size_t distance = 1; distance < longest && out.size() < cap; ++distance)
+    for (size_t i = 0; i < ps.size() && out.size() < cap; ++i) {
+      if (at[i] < 0) continue;  // a value the param does not declare: not steppable
+      for (int dir : {1, -1}) {
+        const int j = at[i] + dir * static_cast<int>(distance);
+        if (j < 0 || j >= static_cast<int>(ps[i].values.size()) || out.size() >= cap) continue;
+        ParamValues cfg = parent;
+        cfg[ps[i].name] = ps[i].values[j];
+        if (space.Valid(cfg)) out.push_back(std::move(cfg));
+      }
+    }
+  return out;
 }
 
 Result<std::vector<Draft>> ProposeParams(const Task& task, const ProposalContext& ctx) {

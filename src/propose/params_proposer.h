@@ -69,6 +69,14 @@ std::vector<ParamValues> EnumerateSpace(const Task& task, size_t cap);
 // constraint cannot be evaluated.
 Result<std::vector<Draft>> ProposeParams(const Task& task, const ProposalContext& ctx);
 
+// What the params proposer anticipates for a node at `parent` (Proposer::Anticipate): the valid
+// configs that change one param of `parent` (after WithDefaults), nearest first: every param one
+// step along its declared values, then two steps, and so on, each round in declaration order;
+// the parent excluded, at most `cap`. The findings' moves and most exploration steps of a later
+// Propose are among them (a move steps one param to its nearest valid untried value); pair moves
+// and restarts are not. Pure; a constraint that cannot be evaluated counts as not holding.
+std::vector<ParamValues> AnticipateParams(const Task& task, const ParamValues& parent, size_t cap);
+
 // The proposer "params" around ProposeParams, holding a copy of `task` (used when ctx.task is
 // null). Its futures are ready: the work is done inside Propose().
 std::unique_ptr<Proposer> MakeParamsProposer(const Task& task);

@@ -143,6 +143,12 @@ class Proposer {
   virtual std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) = 0;
   // Tokens and dollars spent by this proposer object so far (thread-safe).
   virtual GeneratorSpend Spent() const { return {}; }
+  // Configs of `task`'s params that a later Propose from a node at `parent` (complete params)
+  // may well draft, likeliest first: the search compiles them ahead on idle CPU cores, so that
+  // a draft among them is a cache hit when it comes. Only a guess, made before the node's
+  // profile and siblings are known; no budget is spent on it. Thread-safe (called on the
+  // executor's threads). Default: none (a generator whose drafts cannot be foreseen).
+  virtual std::vector<ParamValues> Anticipate(const Task& /*task*/, const ParamValues& /*parent*/) const { return {}; }
 };
 
 // What the llm: and command: generators need beyond the spec (llm_proposer.h and

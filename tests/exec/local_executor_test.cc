@@ -193,29 +193,34 @@ TEST(LocalExecutor, CompilesTheReferenceBeforeTheEvaluationHoldsTheGpu) {
 }
 
 // Compile-only jobs (the params generator's footprints) take a compile thread only when no job
-// bound for evaluation waits for one; EvaluationsReady counts none of them while they compile.
-TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnes) {
+// bound for evaluation waits for one, and speculative ones (anticipated drafts) only when no
+// other compile-only job waits, newest first; EvaluationsReady counts none of them while they
+// compile.
+TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnesAndGuessesLastNewestFirst) {
   Saxpy saxpy;
   ASSERT_NO_FATAL_FAILURE(saxpy.Load());
   const std::string text = *ReadFile(saxpy.task.dir / "candidates" / "omp_simd.cpp");
-  for (const char* name : {"a", "f1", "f2", "b", "c"})
+  for (const char* name : {"a", "f1", "f2", "b", "c", "s1", "s2"})
     ASSERT_TRUE(WriteFileAtomic(saxpy.dir->path() / (std::string(name) + ".cpp"), text + "// " + name + "\n").ok());
   GatedToolchain gated(*saxpy.toolchain);
   LocalExecutor executor(gated, SystemProcessRunner(), testing::RunnerPath(), 1);
   EXPECT_EQ(executor.EvaluationsReady(), 0);
-  auto job = [&](const std::string& name, bool compile_only) {
+  auto job = [&](const std::string& name, bool compile_only, bool speculative = false) {
     EvalJob j;
     j.task = &saxpy.task;
     j.source = saxpy.dir->path() / (name + ".cpp");
     j.options.workloads = {saxpy.task.workloads.front().name};
     j.options.timing.max_seconds = 0.1;
     j.compile_only = compile_only;
+    j.speculative = speculative;
     return executor.Submit(std::move(j));
   };
   std::vector<std::future<EvalJobResult>> futures;
   futures.push_back(job("a", false));  // takes the only compile thread, held at the gate
   while (gated.Order().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  futures.push_back(job("s1", true, true));
   futures.push_back(job("f1", true));
+  futures.push_back(job("s2", true, true));
   futures.push_back(job("f2", true));
   futures.push_back(job("b", false));
   futures.push_back(job("c", false));
@@ -225,7 +230,7 @@ TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnes) {
     EvalJobResult r = f.get();
     ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   }
-  EXPECT_EQ(gated.Order(), (std::vector<std::string>{"a", "b", "c", "f1", "f2"}));
+  EXPECT_EQ(gated.Order(), (std::vector<std::string>{"a", "b", "c", "f1", "f2", "s2", "s1"}));
   EXPECT_EQ(executor.EvaluationsReady(), 0);
 }
 

@@ -17,6 +17,7 @@ class ScriptedExecutor : public Executor {
   std::future<EvalJobResult> Submit(EvalJob job) override {
     std::lock_guard<std::mutex> lock(mu_);
     submitted_.push_back(job.params);
+    speculative_.push_back(job.speculative);
     if (job.cancelled) flags_.push_back(job.cancelled);
     promises_.emplace_back();
     return promises_.back().get_future();
@@ -43,6 +44,13 @@ class ScriptedExecutor : public Executor {
     std::lock_guard<std::mutex> lock(mu_);
     return submitted_.size();
   }
+  // Each submitted job's value of R, "s" appended when it was speculative.
+  std::vector<std::string> Log() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < submitted_.size(); ++i) out.push_back(submitted_[i].at("R") + (speculative_[i] ? "s" : ""));
+    return out;
+  }
   // How many submitted jobs carry a cancel flag, and how many of those are set.
   std::pair<size_t, size_t> Flags() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -56,6 +64,7 @@ class ScriptedExecutor : public Executor {
  private:
   std::mutex mu_;
   std::vector<ParamValues> submitted_;
+  std::vector<bool> speculative_;
   std::vector<std::shared_ptr<const std::atomic<bool>>> flags_;
   std::deque<std::promise<EvalJobResult>> promises_;
   size_t finished_ = 0;
@@ -140,6 +149,55 @@ TEST(ExecutorFootprints, AnEvaluatedDraftsCompileReportIsNotCompiledAgain) {
   f.probe.Cancel();  // the run stopped picking: what is still queued is dropped
   EXPECT_EQ(f.executor.Flags(), (std::pair<size_t, size_t>{1, 1}));
   f.executor.FinishAll();  // the probe's destructor waits for its compiles
+}
+
+// Prefetch (the configs the generator anticipates) submits speculative compiles and never waits,
+// even with evaluations queued; a Probe of a config still queued that way asks again in the
+// ordinary queue, so that a guess waiting behind others never delays a pick.
+TEST(ExecutorFootprints, PrefetchSubmitsGuessesAtOnceAndAProbeAsksAgainForOneStillQueued) {
+  Fixture f;
+  f.executor.ahead = 2;  // a Probe now would wait
+  const std::filesystem::path source = "/sources/k.cu";
+  EvalJobResult evaluated;
+  evaluated.compiled = true;
+  f.probe.Remember(source, {{"R", "16"}}, evaluated);
+  std::vector<ParamValues> guesses{{{"R", "16"}}, {{"R", "32"}}, {{"R", "64"}}, {{"R", "128"}}};
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(f.probe.Prefetch(source, guesses), 3u) << "R=16 is known from its evaluation";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  // Last first: the executor takes guesses from the back, so R=32 compiles first.
+  EXPECT_EQ(f.executor.Log(), (std::vector<std::string>{"128s", "64s", "32s"}));
+  EXPECT_EQ(f.probe.Prefetch(source, guesses), 0u) << "each guess is submitted once";
+  EXPECT_EQ(f.probe.Prefetched(), 3u);
+
+  f.executor.ahead = 0;  // nothing queued: the probe returns at once
+  auto got = f.probe.Probe("src", "k.cu", {f.configs[0], f.configs[1]});
+  EXPECT_FALSE(got[0].has_value());
+  EXPECT_EQ(f.executor.Log(), (std::vector<std::string>{"128s", "64s", "32s", "32", "64"}));
+  f.probe.Probe("src", "k.cu", {f.configs[0], f.configs[1]});
+  EXPECT_EQ(f.executor.Submitted(), 5u) << "asked again once, not at every pick";
+
+  f.executor.FinishAll();
+  got = f.probe.Probe("src", "k.cu", f.configs);
+  for (const auto& g : got) EXPECT_TRUE(g.has_value());
+  EXPECT_EQ(f.executor.Submitted(), 5u) << "R=128 was compiled by its guess";
+  f.probe.Cancel();
+  EXPECT_EQ(f.probe.Prefetch(source, {{{"R", "256"}}}), 0u) << "a run that stopped picking guesses no more";
+}
+
+// Prefetch runs on the executor's evaluation thread (an evaluation's on_done): it must not wait
+// while a Probe waits for its compiles, or the GPU idles with compiled drafts queued.
+TEST(ExecutorFootprints, PrefetchDoesNotWaitForAProbeThatIsWaiting) {
+  Fixture f;
+  f.executor.ahead = 2;  // the probe waits until its compiles finish
+  std::thread prober([&] { f.probe.Probe("src", "k.cu", f.configs); });
+  while (f.executor.Submitted() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(f.probe.Prefetch("/sources/k.cu", {{{"R", "256"}}}), 1u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  f.executor.FinishAll();
+  prober.join();
+  f.executor.FinishAll();
 }
 
 }  // namespace

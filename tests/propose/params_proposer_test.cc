@@ -261,6 +261,50 @@ TEST(ParamsProposer, MoveSkipsInvalidAndTriedValuesInItsDirection) {
   EXPECT_EQ(second[0].targeted_finding, "scalar-global-loads");
 }
 
+// Anticipate: the configs one param away from the parent, nearest first (one step along every
+// param in declaration order, then two), valid ones only, the parent excluded, at most `cap`.
+TEST(AnticipateParams, ListsOneParamChangesNearestFirstWithinTheConstraints) {
+  Task task = MakeTask({{"VEC", {"1", "2", "4", "8"}}, {"BLOCK", {"64", "128", "256"}}}, {"VEC != 4"});
+  const std::vector<ParamValues> want = {{{"VEC", "1"}, {"BLOCK", "64"}},
+                                         {{"VEC", "2"}, {"BLOCK", "128"}},
+                                         {{"VEC", "8"}, {"BLOCK", "64"}},
+                                         {{"VEC", "2"}, {"BLOCK", "256"}}};
+  EXPECT_EQ(AnticipateParams(task, {{"VEC", "2"}}, 100), want) << "BLOCK unset: its first value";
+  EXPECT_EQ(AnticipateParams(task, {{"VEC", "2"}}, 3), std::vector<ParamValues>(want.begin(), want.begin() + 3));
+  // A value the param does not declare cannot be stepped; the others still are.
+  EXPECT_EQ(AnticipateParams(task, {{"VEC", "3"}, {"BLOCK", "256"}}, 100),
+            (std::vector<ParamValues>{{{"VEC", "3"}, {"BLOCK", "128"}}, {{"VEC", "3"}, {"BLOCK", "64"}}}));
+  EXPECT_TRUE(AnticipateParams(MakeTask({}), {}, 100).empty());
+}
+
+// What it is for: the findings' moves and one-param exploration steps a later Propose makes from
+// the same parent are among the anticipated configs.
+TEST(AnticipateParams, CoversTheDraftsThatChangeOneParam) {
+  const Task& task = GemmLikeTask();
+  auto anticipated = AnticipateParams(task, kGemmParent, 1000);
+  std::set<ParamValues> set(anticipated.begin(), anticipated.end());
+  EXPECT_EQ(set.size(), anticipated.size());
+  EXPECT_EQ(set.count(kGemmParent), 0u);
+  const std::vector<std::vector<Finding>> findings = {
+      {}, {MakeFinding("scalar-global-loads")}, {MakeFinding("tail-effect")}, {MakeFinding("launch-overhead")}};
+  int targeted = 0, one_param = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed)
+    for (const auto& f : findings)
+      for (const Draft& d : Propose(task, MakeContext(kGemmParent, f, 4, seed))) {
+        if (!d.targeted_finding.empty()) {
+          ++targeted;
+          EXPECT_FALSE(Changed(task, kGemmParent, d).empty()) << "a finding's move changes one param: " << d.summary;
+        }
+        if (Changed(task, kGemmParent, d).empty()) continue;
+        ++one_param;
+        EXPECT_EQ(set.count(d.params), 1u) << d.summary;
+      }
+  // With no history, exploration drafts are mostly space-filling picks that change several
+  // params: those are not anticipated.
+  EXPECT_GE(targeted, 20) << "the findings' moves were made";
+  EXPECT_GE(one_param, targeted);
+}
+
 TEST(ParamsProposer, UnsetParentParamsTakeTheirFirstValue) {
   Task task = MakeTask({{"BLOCK", {"128", "256"}}, {"VEC", {"1", "2", "4"}}});
   ProposalContext ctx = MakeContext({}, {MakeFinding("scalar-global-loads")});
