@@ -10,6 +10,19 @@ OUT=${OUT:-/tmp/kpilot-out}
 mkdir -p "$OUT"
 steps=${*:-doctor eval tests adversarial stability ncu cost}
 SM=examples/cuda/row_softmax
+# short_runs NAME TAG FLAG "MODES": the short optimize runs of figure c (BUDGET, default 20, on
+# FP_TASKS) once per mode of FLAG, with NVML sampled, then their busy timeline; events under
+# $OUT/NAME.tgz.
+short_runs() {
+  local name=$1 tag=$2 flag=$3 mode
+  for mode in $4; do
+    timeout 280 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-20} --out $OUT/$name --tag _$tag$mode \
+      --extra "$flag $mode ${FP_EXTRA:-}" ${FP_TASKS:-examples/cuda/vector_add examples/cuda/row_softmax examples/cuda/transpose} \
+      2>&1 | tail -5
+  done 2>&1 | tee "$OUT/$name.txt"
+  python3 bench/busy_timeline.py $OUT/$name/events_*.jsonl 2>&1 | tee "$OUT/${name}_timeline.txt"
+  (cd "$OUT" && tar czf $name.tgz $name && rm -rf $name)
+}
 for step in $steps; do
   echo "===== $step"
   case $step in
@@ -226,21 +239,9 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
                 2>&1 | tee "$OUT/optimize.txt" | tail -30 ;;
     fpbusy) # Figure c on the short runs: the same optimize with compile footprints on and off
             # (docs/search.md), events timed as they arrive; bench/busy_timeline.py reads them.
-            for fp in ${FP_MODES:-on off}; do
-              timeout 280 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-20} --out $OUT/fpbusy --tag _fp$fp \
-                --extra "--footprints $fp ${FP_EXTRA:-}" ${FP_TASKS:-examples/cuda/vector_add examples/cuda/row_softmax examples/cuda/transpose} \
-                2>&1 | tail -5
-            done 2>&1 | tee "$OUT/fpbusy.txt"
-            python3 bench/busy_timeline.py $OUT/fpbusy/events_*.jsonl 2>&1 | tee "$OUT/fpbusy_timeline.txt"
-            (cd "$OUT" && tar czf fpbusy.tgz fpbusy && rm -rf fpbusy) ;;
+            short_runs fpbusy fp --footprints "${FP_MODES:-on off}" ;;
     anticipate) # Figure c: the same short optimize with anticipated compiles on and off (session 21).
-            for an in ${AN_MODES:-on off}; do
-              timeout 280 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-20} --out $OUT/anticipate --tag _an$an \
-                --extra "--anticipate $an ${FP_EXTRA:-}" ${FP_TASKS:-examples/cuda/vector_add examples/cuda/row_softmax examples/cuda/transpose} \
-                2>&1 | tail -5
-            done 2>&1 | tee "$OUT/anticipate.txt"
-            python3 bench/busy_timeline.py $OUT/anticipate/events_*.jsonl 2>&1 | tee "$OUT/anticipate_timeline.txt"
-            (cd "$OUT" && tar czf anticipate.tgz anticipate && rm -rf anticipate) ;;
+            short_runs anticipate an --anticipate "${AN_MODES:-on off}" ;;
     profcost) python3 bench/profile_cost.py --kpilot $K --repeats ${REPEATS:-2} --out $OUT/profcost \
                 bench/profile_set/tuning/transpose:candidates/naive_strided_writes.cu \
                 bench/profile_set/tuning/sgemm:candidates/naive.cu \

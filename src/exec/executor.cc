@@ -1,5 +1,8 @@
 #include "exec/executor.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "core/fs.h"
 #include "core/sha256.h"
 
@@ -33,9 +36,7 @@ std::future<EvalJobResult> LocalExecutor::Submit(EvalJob job) {
   auto future = p->promise.get_future();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (p->job.compile_only && p->job.speculative) {
-      speculative_queue_.push_back(std::move(p));
-    } else if (p->job.compile_only) {
+    if (p->job.compile_only) {
       footprint_queue_.push_back(std::move(p));
     } else {
       compile_queue_.push_back(std::move(p));
@@ -67,23 +68,22 @@ void LocalExecutor::CompileLoop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Compile-only jobs take at most half the compile threads: the rest stay free for drafts
-      // bound for evaluation that arrive while they run. Speculative ones go newest first: the
-      // latest good node is the likeliest to be expanded next.
-      auto compile_only_ok = [&] {
-        return (!footprint_queue_.empty() || !speculative_queue_.empty()) &&
-               footprints_compiling_ < max_footprint_compiles_;
-      };
+      // bound for evaluation that arrive while they run.
+      auto footprint_ok = [&] { return !footprint_queue_.empty() && footprints_compiling_ < max_footprint_compiles_; };
       compile_cv_.wait(lock, [&] {
-        return !compile_queue_.empty() || compile_only_ok() ||
-               (stopping_ && footprint_queue_.empty() && speculative_queue_.empty());
+        return !compile_queue_.empty() || footprint_ok() || (stopping_ && footprint_queue_.empty());
       });
-      if (!compile_queue_.empty() || !footprint_queue_.empty()) {
-        auto& queue = !compile_queue_.empty() ? compile_queue_ : footprint_queue_;
-        p = std::move(queue.front());
-        queue.pop_front();
-      } else if (!speculative_queue_.empty()) {
-        p = std::move(speculative_queue_.back());
-        speculative_queue_.pop_back();
+      if (!compile_queue_.empty()) {
+        p = std::move(compile_queue_.front());
+        compile_queue_.pop_front();
+      } else if (!footprint_queue_.empty()) {
+        // The first compile-only job someone waits for, else the newest.
+        auto it = std::find_if(footprint_queue_.begin(), footprint_queue_.end(), [](const auto& q) {
+          return !q->job.waited_for || q->job.waited_for->load();
+        });
+        if (it == footprint_queue_.end()) it = std::prev(footprint_queue_.end());
+        p = std::move(*it);
+        footprint_queue_.erase(it);
       } else {
         return;
       }

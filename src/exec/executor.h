@@ -38,12 +38,15 @@ struct EvalJob {
   // local executor compiles such a job only when no job bound for evaluation waits to compile,
   // and on at most half its compile threads at once.
   bool compile_only = false;
-  // With compile_only: a guess at a draft that may come later (Proposer::Anticipate), which no
-  // caller waits for. It is compiled only when no other compile-only job waits either, newest
-  // first, on the same threads (at most half). Then the draft, if it comes, is a cache hit: in
-  // session 20 the GPU sat idle 2.4-3.4 s while a new best's children compiled, three times in a
-  // 29 s run.
-  bool speculative = false;
+  // With compile_only: whether a caller waits for it now. Compile-only jobs whose flag is set (or
+  // that have none) compile first, in the order submitted; the others — guesses at drafts that
+  // may come later (Proposer::Anticipate), and the compiles a footprint probe stopped waiting
+  // for — only when none of those waits, newest first: the latest good node is the likeliest to
+  // be expanded next. The flag may change while the job is queued. In session 20 the GPU sat
+  // idle 2.4-3.4 s while a new best's children compiled, three times in a 29 s run; in session
+  // 21, guesses queued behind the probes' leftovers (48 compiles, 18 s of backlog on 8 threads)
+  // were compiled too late.
+  std::shared_ptr<const std::atomic<bool>> waited_for;
   // A compile-only job whose flag is set when a compile thread takes it is not compiled, and one
   // whose flag is set while it compiles has its compiler killed: either result is `skipped`, with
   // an Unavailable status. Lets a caller that no longer needs its compiles end without waiting
@@ -144,9 +147,9 @@ class LocalExecutor : public Executor {
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   std::condition_variable compile_cv_, eval_cv_;
-  // Compile-only jobs wait in footprint_queue_, taken only when compile_queue_ is empty;
-  // speculative ones in speculative_queue_, taken from the back when both are empty.
-  std::deque<std::unique_ptr<Pending>> compile_queue_, footprint_queue_, speculative_queue_, eval_queue_;
+  // Compile-only jobs wait in footprint_queue_, taken only when compile_queue_ is empty: the
+  // first one waited for, else the newest (EvalJob::waited_for).
+  std::deque<std::unique_ptr<Pending>> compile_queue_, footprint_queue_, eval_queue_;
   bool stopping_ = false;
   int compiling_ = 0;
   int evaluations_ready_ = 0;  // EvaluationsReady()

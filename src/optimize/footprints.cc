@@ -30,7 +30,7 @@ ExecutorFootprints::ExecutorFootprints(Executor& executor, const Task& task, Eva
 
 ExecutorFootprints::~ExecutorFootprints() {
   Cancel();
-  for (auto& [key, f] : pending_) f.wait();
+  for (auto& [key, c] : pending_) c.result.wait();
 }
 
 std::vector<std::optional<Footprint>> ExecutorFootprints::Probe(const std::string& source,
@@ -42,28 +42,30 @@ std::vector<std::optional<Footprint>> ExecutorFootprints::Probe(const std::strin
   // This call's compiles not known yet. The lock is not held while waiting for them: Prefetch is
   // called on the executor's evaluation thread, which must not wait for a Probe (session 21: the
   // GPU sat idle 3.9 s with a compiled draft queued, its thread blocked on this lock).
-  std::vector<std::shared_future<EvalJobResult>> asked;
+  std::vector<Compile> asked;
   {
     std::lock_guard<std::mutex> lock(mu_);
     Harvest();  // a guess that has finished is known, not asked again
     for (const ParamValues& params : configs) {
       Key key{*path, params};
       if (known_.count(key)) continue;
-      // A speculative compile may wait behind many: ask again in the ordinary queue (whichever
-      // ends first serves the other from the compile cache).
-      if (!pending_.count(key) || speculative_.erase(key)) pending_[key] = Submit(*path, params, false).share();
-      asked.push_back(pending_.at(key));
+      auto it = pending_.find(key);
+      if (it == pending_.end()) it = pending_.emplace(key, Submit(*path, params, true)).first;
+      it->second.waited_for->store(true);  // a guess or an earlier probe's leftover moves up
+      asked.push_back(it->second);
     }
   }
   // Wait while the GPUs have compiled work queued behind what they run; once they have none,
   // stop at the first compile not done, so that the next drafts compile while the last
   // evaluations run. Drafts still compiling do not count: the GPUs idle until they are done.
   bool running_dry = false;
-  for (const auto& f : asked) {
-    while (!running_dry && f.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready)
+  for (const auto& c : asked) {
+    while (!running_dry && c.result.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready)
       running_dry = executor_.EvaluationsReady() <= executor_.Devices();
     if (running_dry) break;
   }
+  // What is left goes on compiling, behind what a later probe waits for.
+  for (const auto& c : asked) c.waited_for->store(false);
   std::lock_guard<std::mutex> lock(mu_);
   Harvest();
   for (size_t i = 0; i < configs.size(); ++i)
@@ -71,17 +73,18 @@ std::vector<std::optional<Footprint>> ExecutorFootprints::Probe(const std::strin
   return out;
 }
 
-std::future<EvalJobResult> ExecutorFootprints::Submit(const std::filesystem::path& source, const ParamValues& params,
-                                                      bool speculative) {
+ExecutorFootprints::Compile ExecutorFootprints::Submit(const std::filesystem::path& source, const ParamValues& params,
+                                                      bool waited_for) {
+  auto flag = std::make_shared<std::atomic<bool>>(waited_for);
   EvalJob job;
   job.task = &task_;
   job.source = source;
   job.params = params;
   job.options = options_;
   job.compile_only = true;
-  job.speculative = speculative;
+  job.waited_for = flag;
   job.cancelled = cancelled_;
-  return executor_.Submit(std::move(job));
+  return {executor_.Submit(std::move(job)).share(), flag};
 }
 
 size_t ExecutorFootprints::Prefetch(const std::filesystem::path& source, const std::vector<ParamValues>& configs) {
@@ -89,12 +92,11 @@ size_t ExecutorFootprints::Prefetch(const std::filesystem::path& source, const s
   if (cancelled_->load()) return 0;
   Harvest();
   size_t submitted = 0;
-  // Last config first: the executor takes speculative jobs from the back of its queue.
+  // Last config first: the executor takes the jobs no one waits for newest first.
   for (auto it = configs.rbegin(); it != configs.rend(); ++it) {
     Key key{source, *it};
     if (known_.count(key) || pending_.count(key)) continue;
-    pending_.emplace(key, Submit(source, *it, true).share());
-    speculative_.insert(key);
+    pending_.emplace(key, Submit(source, *it, false));
     ++submitted;
   }
   prefetched_ += submitted;
@@ -116,13 +118,12 @@ size_t ExecutorFootprints::Pending() {
 
 void ExecutorFootprints::Harvest() {
   for (auto it = pending_.begin(); it != pending_.end();) {
-    if (!Ready(it->second)) {
+    if (!Ready(it->second.result)) {
       ++it;
       continue;
     }
-    const EvalJobResult& r = it->second.get();
+    const EvalJobResult& r = it->second.result.get();
     if (r.status.ok()) known_[it->first] = FootprintOf(r);  // else (cancelled, failed) a later ask tries again
-    speculative_.erase(it->first);
     it = pending_.erase(it);
   }
 }

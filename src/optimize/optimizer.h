@@ -151,7 +151,7 @@ struct OptimizeResult {
   Evaluation final;                     // the best, evaluated again against the task's baseline
   double busy_share = 0;                // evaluation queues busy / (wall time × devices)
   int pipeline_depth = 0;               // expansions in flight at the end (adaptive: where it got to)
-  int anticipated = 0;                  // speculative compiles of configs the generator anticipated
+  int anticipated = 0;                  // compiles ahead of configs the generator anticipated
 };
 
 class Optimizer {
@@ -203,11 +203,12 @@ class Optimizer {
 // them only while more compiled evaluations are queued or running (Executor::EvaluationsReady)
 // than the GPUs can run at once. Once no more are, waiting on would leave the GPUs idle after
 // their last evaluation, since the next drafts still need compiling; so Probe returns what is
-// known and leaves the rest unknown for this pick. Their compiles go on, and a later Probe finds
-// them done. A replay's results are ready at once, so it waits for nothing and sees every
-// footprint. Why (docs/search.md, "Compile footprints"): on evaluations of about a second, a wait
-// for 16 compiles was the pipeline's critical path, and the busy share was 45% with them against
-// 77% without. Counting drafts still compiling as work ahead (session 19) kept the probe waiting
+// known and leaves the rest unknown for this pick. Their compiles go on, behind those a later
+// Probe waits for and newest first (EvalJob::waited_for), and a later Probe finds them done. A
+// replay's results are ready at once, so it waits for nothing and sees every footprint. Why
+// (docs/search.md, "Compile footprints"): on evaluations of about a second, a wait for 16
+// compiles was the pipeline's critical path, and the busy share was 45% with them against 77%
+// without. Counting drafts still compiling as work ahead (session 19) kept the probe waiting
 // while the GPU idled: 4.0 s of row_softmax's 29 s (session 20).
 class ExecutorFootprints : public FootprintProbe {
  public:
@@ -219,13 +220,13 @@ class ExecutorFootprints : public FootprintProbe {
 
   std::vector<std::optional<Footprint>> Probe(const std::string& source, const std::string& source_name,
                                               const std::vector<ParamValues>& configs) override;
-  // Compiles `source` at each config not yet known or submitted as speculative compile-only
-  // jobs (EvalJob::speculative: after every other compile, newest first, configs[0] first), and
-  // returns at once: no one waits for them. A later Probe of a config still queued this way
-  // submits it again as an ordinary compile-only job, so a guess never delays a pick. Returns
-  // how many were submitted. Never waits for a Probe (it is called on the executor's threads).
+  // Compiles `source` at each config not yet known or submitted, as compile-only jobs no one
+  // waits for (EvalJob::waited_for: after those a Probe waits for, newest first, configs[0]
+  // first), and returns at once. A Probe of a config still queued this way waits for it, which
+  // moves it up with that Probe's own. Returns how many were submitted. Never waits for a Probe
+  // (it is called on the executor's threads).
   size_t Prefetch(const std::filesystem::path& source, const std::vector<ParamValues>& configs);
-  // Speculative compiles submitted by Prefetch, over the probe's life.
+  // Compiles submitted by Prefetch, over the probe's life.
   size_t Prefetched() const { return prefetched_; }
   // An evaluated (or skipped) draft's compile report for `source` at `params`.
   void Remember(const std::filesystem::path& source, const ParamValues& params, const EvalJobResult& r);
@@ -238,7 +239,12 @@ class ExecutorFootprints : public FootprintProbe {
  private:
   using Key = std::pair<std::filesystem::path, ParamValues>;
   void Harvest();  // moves finished compiles into known_; a failed job is forgotten
-  std::future<EvalJobResult> Submit(const std::filesystem::path& source, const ParamValues& params, bool speculative);
+  // A compile-only job; `waited_for` is its flag (EvalJob::waited_for).
+  struct Compile {
+    std::shared_future<EvalJobResult> result;
+    std::shared_ptr<std::atomic<bool>> waited_for;
+  };
+  Compile Submit(const std::filesystem::path& source, const ParamValues& params, bool waited_for);
 
   Executor& executor_;
   const Task& task_;
@@ -246,8 +252,7 @@ class ExecutorFootprints : public FootprintProbe {
   Materializer materialize_;
   std::mutex mu_;
   std::map<Key, std::optional<Footprint>> known_;      // nullopt: compiled, no ptxas report
-  std::map<Key, std::shared_future<EvalJobResult>> pending_;  // compiles submitted and not harvested
-  std::set<Key> speculative_;                          // pending_ keys submitted by Prefetch only
+  std::map<Key, Compile> pending_;                     // compiles submitted and not harvested
   std::atomic<size_t> prefetched_ = 0;
   std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
 };

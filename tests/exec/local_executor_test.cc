@@ -193,44 +193,49 @@ TEST(LocalExecutor, CompilesTheReferenceBeforeTheEvaluationHoldsTheGpu) {
 }
 
 // Compile-only jobs (the params generator's footprints) take a compile thread only when no job
-// bound for evaluation waits for one, and speculative ones (anticipated drafts) only when no
-// other compile-only job waits, newest first; EvaluationsReady counts none of them while they
-// compile.
+// bound for evaluation waits for one; those no caller waits for (anticipated drafts, a probe's
+// leftovers) only when no other compile-only job waits, newest first, and one whose flag turns on
+// while it is queued moves up. EvaluationsReady counts none of them while they compile.
 TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnesAndGuessesLastNewestFirst) {
   Saxpy saxpy;
   ASSERT_NO_FATAL_FAILURE(saxpy.Load());
   const std::string text = *ReadFile(saxpy.task.dir / "candidates" / "omp_simd.cpp");
-  for (const char* name : {"a", "f1", "f2", "b", "c", "s1", "s2"})
+  for (const char* name : {"a", "f1", "f2", "b", "c", "s1", "s2", "s3"})
     ASSERT_TRUE(WriteFileAtomic(saxpy.dir->path() / (std::string(name) + ".cpp"), text + "// " + name + "\n").ok());
   GatedToolchain gated(*saxpy.toolchain);
   LocalExecutor executor(gated, SystemProcessRunner(), testing::RunnerPath(), 1);
   EXPECT_EQ(executor.EvaluationsReady(), 0);
-  auto job = [&](const std::string& name, bool compile_only, bool speculative = false) {
+  auto job = [&](const std::string& name, bool compile_only,
+                 std::shared_ptr<const std::atomic<bool>> waited_for = nullptr) {
     EvalJob j;
     j.task = &saxpy.task;
     j.source = saxpy.dir->path() / (name + ".cpp");
     j.options.workloads = {saxpy.task.workloads.front().name};
     j.options.timing.max_seconds = 0.1;
     j.compile_only = compile_only;
-    j.speculative = speculative;
+    j.waited_for = std::move(waited_for);
     return executor.Submit(std::move(j));
   };
   std::vector<std::future<EvalJobResult>> futures;
   futures.push_back(job("a", false));  // takes the only compile thread, held at the gate
   while (gated.Order().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  futures.push_back(job("s1", true, true));
+  auto no_one = std::make_shared<std::atomic<bool>>(false);
+  auto later = std::make_shared<std::atomic<bool>>(false);
+  futures.push_back(job("s1", true, no_one));
   futures.push_back(job("f1", true));
-  futures.push_back(job("s2", true, true));
+  futures.push_back(job("s2", true, no_one));
   futures.push_back(job("f2", true));
+  futures.push_back(job("s3", true, later));
   futures.push_back(job("b", false));
   futures.push_back(job("c", false));
+  later->store(true);  // a probe now waits for s3
   EXPECT_EQ(executor.EvaluationsReady(), 0) << "a compiles, b and c wait to: none keeps a GPU busy";
   gated.Open();
   for (auto& f : futures) {
     EvalJobResult r = f.get();
     ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   }
-  EXPECT_EQ(gated.Order(), (std::vector<std::string>{"a", "b", "c", "f1", "f2", "s2", "s1"}));
+  EXPECT_EQ(gated.Order(), (std::vector<std::string>{"a", "b", "c", "f1", "f2", "s3", "s2", "s1"}));
   EXPECT_EQ(executor.EvaluationsReady(), 0);
 }
 

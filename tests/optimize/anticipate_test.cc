@@ -1,6 +1,6 @@
 // Anticipated compiles in the optimize loop (Optimizer::Loop::AnticipateAfter): the configs the
 // generator anticipates for the root, and for each draft that passes within a few percent of the
-// best so far, go to the executor as speculative compile-only jobs the moment the evaluation
+// best so far, go to the executor as compile-only jobs no one waits for, the moment the evaluation
 // ends; a regression's are not guessed. Test doubles: an executor that evaluates at once and
 // logs every job, and a proposer that anticipates one config per node.
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 
 #include "core/fs.h"
 #include "optimize/optimizer.h"
+#include "scripted_proposer.h"
 #include "task/loader.h"
 #include "test_paths.h"
 
@@ -20,7 +21,7 @@ namespace {
 std::string ValueOf(const ParamValues& p) { return p.count("V") ? p.at("V") : "root"; }
 
 // Speedup by the draft's V param; every paired check promotes. Logs "eval V" for evaluations and
-// "guess V" for speculative compiles (which finish at once).
+// "guess V" for compiles no one waits for (which finish at once).
 class LoggingExecutor : public Executor {
  public:
   explicit LoggingExecutor(std::map<std::string, double> speedups) : speedups_(std::move(speedups)) {}
@@ -29,7 +30,7 @@ class LoggingExecutor : public Executor {
     const std::string v = ValueOf(job.params);
     std::promise<EvalJobResult> p;
     if (job.compile_only) {
-      Log((job.speculative ? "guess " : "probe ") + v);
+      Log((job.waited_for && !job.waited_for->load() ? "guess " : "probe ") + v);
       r.compiled = true;
       r.skipped = true;
       p.set_value(std::move(r));
@@ -65,31 +66,12 @@ class LoggingExecutor : public Executor {
 };
 
 // Drafts V = values in order, one per expansion; anticipates "after-<parent's V>" for any node.
-class GuessingProposer : public Proposer {
+class GuessingProposer : public testing::ScriptedProposer {
  public:
-  explicit GuessingProposer(std::vector<std::string> values) : values_(std::move(values)) {}
-  std::string name() const override { return "guessing"; }
-  std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
-    std::vector<Draft> out;
-    if (next_ < values_.size()) {
-      Draft d;
-      d.source = ctx.parent_source;
-      d.source_name = ctx.parent_source_name;
-      d.params = {{"V", values_[next_++]}};
-      d.summary = "V=" + d.params["V"];
-      out.push_back(d);
-    }
-    std::promise<Result<std::vector<Draft>>> p;
-    p.set_value(std::move(out));
-    return p.get_future();
-  }
+  using ScriptedProposer::ScriptedProposer;
   std::vector<ParamValues> Anticipate(const Task&, const ParamValues& parent) const override {
     return {{{"V", "after-" + ValueOf(parent)}}};
   }
-
- private:
-  std::vector<std::string> values_;
-  size_t next_ = 0;
 };
 
 class Quiet : public ProgressSink {

@@ -10,6 +10,7 @@
 #include "core/fs.h"
 #include "core/subprocess.h"
 #include "optimize/optimizer.h"
+#include "scripted_proposer.h"
 #include "task/loader.h"
 #include "test_paths.h"
 
@@ -72,30 +73,18 @@ class CountersExecutor : public Executor {
 };
 
 // Drafts V=values in order, one per expansion; records each expansion's parent and its findings.
-class RecordingProposer : public Proposer {
+class RecordingProposer : public testing::ScriptedProposer {
  public:
   explicit RecordingProposer(std::vector<std::string> values, size_t fail_after = 1000)
-      : values_(std::move(values)), fail_after_(fail_after) {}
+      : ScriptedProposer(std::move(values)), fail_after_(fail_after) {}
   std::string name() const override { return "recording"; }
   std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
-    std::promise<Result<std::vector<Draft>>> p;
     std::vector<std::string> ids;
     for (const auto& f : ctx.findings) ids.push_back(f.id);
     seen.push_back({ctx.parent_node, ids, ctx.bottleneck, ctx.parent_metrics});
-    if (seen.size() > fail_after_) {
-      p.set_value(Status::Internal("the generator broke"));
-      return p.get_future();
-    }
-    std::vector<Draft> out;
-    if (next_ < values_.size()) {
-      Draft d;
-      d.source = ctx.parent_source;
-      d.source_name = ctx.parent_source_name;
-      d.params = {{"V", values_[next_++]}};
-      d.summary = "V=" + d.params["V"];
-      out.push_back(d);
-    }
-    p.set_value(std::move(out));
+    if (seen.size() <= fail_after_) return ScriptedProposer::Propose(ctx);
+    std::promise<Result<std::vector<Draft>>> p;
+    p.set_value(Status::Internal("the generator broke"));
     return p.get_future();
   }
   struct Seen {
@@ -106,8 +95,7 @@ class RecordingProposer : public Proposer {
   std::vector<Seen> seen;
 
  private:
-  std::vector<std::string> values_;
-  size_t next_ = 0, fail_after_;
+  size_t fail_after_;
 };
 
 class Collect : public ProgressSink {

@@ -17,7 +17,7 @@ class ScriptedExecutor : public Executor {
   std::future<EvalJobResult> Submit(EvalJob job) override {
     std::lock_guard<std::mutex> lock(mu_);
     submitted_.push_back(job.params);
-    speculative_.push_back(job.speculative);
+    waited_for_.push_back(job.waited_for);
     if (job.cancelled) flags_.push_back(job.cancelled);
     promises_.emplace_back();
     return promises_.back().get_future();
@@ -44,11 +44,12 @@ class ScriptedExecutor : public Executor {
     std::lock_guard<std::mutex> lock(mu_);
     return submitted_.size();
   }
-  // Each submitted job's value of R, "s" appended when it was speculative.
+  // Each submitted job's value of R, "?" appended while no one waits for it (EvalJob::waited_for).
   std::vector<std::string> Log() {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::string> out;
-    for (size_t i = 0; i < submitted_.size(); ++i) out.push_back(submitted_[i].at("R") + (speculative_[i] ? "s" : ""));
+    for (size_t i = 0; i < submitted_.size(); ++i)
+      out.push_back(submitted_[i].at("R") + (waited_for_[i] && !waited_for_[i]->load() ? "?" : ""));
     return out;
   }
   // How many submitted jobs carry a cancel flag, and how many of those are set.
@@ -64,7 +65,7 @@ class ScriptedExecutor : public Executor {
  private:
   std::mutex mu_;
   std::vector<ParamValues> submitted_;
-  std::vector<bool> speculative_;
+  std::vector<std::shared_ptr<const std::atomic<bool>>> waited_for_;
   std::vector<std::shared_ptr<const std::atomic<bool>>> flags_;
   std::deque<std::promise<EvalJobResult>> promises_;
   size_t finished_ = 0;
@@ -151,10 +152,10 @@ TEST(ExecutorFootprints, AnEvaluatedDraftsCompileReportIsNotCompiledAgain) {
   f.executor.FinishAll();  // the probe's destructor waits for its compiles
 }
 
-// Prefetch (the configs the generator anticipates) submits speculative compiles and never waits,
-// even with evaluations queued; a Probe of a config still queued that way asks again in the
-// ordinary queue, so that a guess waiting behind others never delays a pick.
-TEST(ExecutorFootprints, PrefetchSubmitsGuessesAtOnceAndAProbeAsksAgainForOneStillQueued) {
+// Prefetch (the configs the generator anticipates) submits compiles no one waits for and never
+// waits, even with evaluations queued; a Probe of a config still queued that way waits for it,
+// which moves it up with the probe's own (the flag the executor reads), and lets it go after.
+TEST(ExecutorFootprints, PrefetchSubmitsGuessesAtOnceAndAProbeWaitsForOneStillQueued) {
   Fixture f;
   f.executor.ahead = 2;  // a Probe now would wait
   const std::filesystem::path source = "/sources/k.cu";
@@ -165,22 +166,22 @@ TEST(ExecutorFootprints, PrefetchSubmitsGuessesAtOnceAndAProbeAsksAgainForOneSti
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(f.probe.Prefetch(source, guesses), 3u) << "R=16 is known from its evaluation";
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
-  // Last first: the executor takes guesses from the back, so R=32 compiles first.
-  EXPECT_EQ(f.executor.Log(), (std::vector<std::string>{"128s", "64s", "32s"}));
+  // Last first: the executor takes the newest of these first, so R=32 compiles first.
+  EXPECT_EQ(f.executor.Log(), (std::vector<std::string>{"128?", "64?", "32?"}));
   EXPECT_EQ(f.probe.Prefetch(source, guesses), 0u) << "each guess is submitted once";
   EXPECT_EQ(f.probe.Prefetched(), 3u);
 
-  f.executor.ahead = 0;  // nothing queued: the probe returns at once
-  auto got = f.probe.Probe("src", "k.cu", {f.configs[0], f.configs[1]});
-  EXPECT_FALSE(got[0].has_value());
-  EXPECT_EQ(f.executor.Log(), (std::vector<std::string>{"128s", "64s", "32s", "32", "64"}));
-  f.probe.Probe("src", "k.cu", {f.configs[0], f.configs[1]});
-  EXPECT_EQ(f.executor.Submitted(), 5u) << "asked again once, not at every pick";
+  std::thread prober([&] { f.probe.Probe("src", "k.cu", {f.configs[0], f.configs[1]}); });
+  for (int i = 0; i < 500 && f.executor.Log()[2] != "32"; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(f.executor.Log(), (std::vector<std::string>{"128?", "64", "32"})) << "waited for, not submitted again";
+  f.executor.ahead = 0;  // the GPU runs dry: the probe stops waiting
+  prober.join();
+  EXPECT_EQ(f.executor.Log(), (std::vector<std::string>{"128?", "64?", "32?"}));
 
   f.executor.FinishAll();
-  got = f.probe.Probe("src", "k.cu", f.configs);
+  auto got = f.probe.Probe("src", "k.cu", f.configs);
   for (const auto& g : got) EXPECT_TRUE(g.has_value());
-  EXPECT_EQ(f.executor.Submitted(), 5u) << "R=128 was compiled by its guess";
+  EXPECT_EQ(f.executor.Submitted(), 3u) << "every config was compiled by its guess";
   f.probe.Cancel();
   EXPECT_EQ(f.probe.Prefetch(source, {{{"R", "256"}}}), 0u) << "a run that stopped picking guesses no more";
 }

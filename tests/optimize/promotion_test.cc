@@ -7,6 +7,7 @@
 
 #include "core/fs.h"
 #include "optimize/optimizer.h"
+#include "scripted_proposer.h"
 #include "task/loader.h"
 #include "test_paths.h"
 
@@ -47,29 +48,7 @@ class ScriptedExecutor : public Executor {
   std::map<std::string, Script> script_;
 };
 
-class ScriptedProposer : public Proposer {
- public:
-  explicit ScriptedProposer(std::vector<std::string> values) : values_(std::move(values)) {}
-  std::string name() const override { return "scripted"; }
-  std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
-    std::vector<Draft> out;
-    if (next_ < values_.size()) {
-      Draft d;
-      d.source = ctx.parent_source;
-      d.source_name = ctx.parent_source_name;
-      d.params = {{"V", values_[next_++]}};
-      d.summary = "V=" + d.params["V"];
-      out.push_back(d);
-    }
-    std::promise<Result<std::vector<Draft>>> p;
-    p.set_value(std::move(out));
-    return p.get_future();
-  }
-
- private:
-  std::vector<std::string> values_;
-  size_t next_ = 0;
-};
+using testing::ScriptedProposer;
 
 class Collect : public ProgressSink {
  public:
