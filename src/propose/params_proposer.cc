@@ -276,9 +276,9 @@ std::string Measured(const Finding& f) {
 // product of the value lists (what enumerating walks) is at most kWholeSpaceProduct.
 constexpr size_t kWholeSpaceMax = 20000;
 constexpr size_t kWholeSpaceProduct = size_t{1} << 18;
-// Configs anticipated per node (Proposer::Anticipate): the one-param changes of a node with
-// 4-6 params of 3-6 values each (row_softmax: 14, sgemm's tiles about 20). More would be
-// compiled only after the next good node's, which go first (newest first).
+// Configs anticipated per node (Proposer::Anticipate): every one-param change of the examples'
+// nodes (row_softmax at most 14, transpose and vector_add 8, sgemm 6). A longer list would
+// mostly compile after the next good node's guesses, which go first.
 constexpr size_t kMaxAnticipated = 24;
 
 // Every valid config of the task, or nullopt when the space is too large to hand to the model.
