@@ -240,6 +240,7 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
     fpbusy) # Figure c on the short runs: the same optimize with compile footprints on and off
             # (docs/search.md), events timed as they arrive; bench/busy_timeline.py reads them.
             short_runs fpbusy fp --footprints "${FP_MODES:-on off}" ;;
+    complat) bash bench/compile_latency.sh 2>&1 | tee "$OUT/compile_latency.txt" ;;
     anticipate) # Figure c: the same short optimize with anticipated compiles on and off (session 21).
             short_runs anticipate an --anticipate "${AN_MODES:-on off}" ;;
     profcost) python3 bench/profile_cost.py --kpilot $K --repeats ${REPEATS:-2} --out $OUT/profcost \

@@ -4,8 +4,6 @@
 // configuration is checked and timed by the torch worker. Configurations compile in parallel; a
 // runner process checks and times a batch of them; the space file is rewritten after every batch,
 // so an interrupted sweep resumes where it stopped.
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -27,6 +25,7 @@
 #include "core/sha256.h"
 #include "core/subprocess.h"
 #include "device/device.h"
+#include "exec/executor.h"
 #include "harness/harness.h"
 #include "profile/static_profile.h"
 #include "propose/params_proposer.h"
@@ -470,9 +469,9 @@ std::vector<std::thread> Sweep::StartCompiling(Toolchain& toolchain, const Compi
   compilers_running_ = jobs;
   std::vector<std::thread> threads;
   for (int t = 0; t < jobs; ++t)
-    threads.emplace_back([this, &toolchain, copts, todo, next, overlap] {
-      // Linux nice values are per thread, and the compilers this thread starts inherit it.
-      if (overlap) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
+    threads.emplace_back([this, &toolchain, copts = CompileOptions(copts), todo, next, overlap]() mutable {
+      // Compilers that overlap the runner's timing yield it the cores, as the optimize loop's do.
+      if (overlap) copts.nice = std::max(copts.nice, kCompileNice);
       for (size_t k; (k = (*next)++) < todo->size();) {
         {
           std::lock_guard<std::mutex> lock(mu_);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,6 +73,7 @@ class PosixProcessRunner : public ProcessRunner {
     }
     if (pid == 0) {
       setpgid(0, 0);
+      if (spec.nice > 0) (void)setpriority(PRIO_PROCESS, 0, spec.nice);
       signal(SIGPIPE, SIG_DFL);
       dup2(in_pipe[0], 0);
       dup2(out_pipe[1], 1);

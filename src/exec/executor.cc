@@ -99,6 +99,11 @@ void LocalExecutor::CompileLoop() {
     // Compile ahead of the device queue; the evaluation's own compile is then a cache hit.
     // A compile-only job's compiler is killed when the job is cancelled mid-compile.
     if (p->job.compile_only) p->job.options.compile.cancel = p->job.cancelled;
+    // Compilers yield the cores to the runner timing on a GPU, and guesses yield them to the
+    // compiles someone waits for. A guess waited for once it runs keeps its nice value: an
+    // unprivileged process cannot raise its priority again.
+    const bool guess = p->job.compile_only && p->job.waited_for && !p->job.waited_for->load();
+    p->job.options.compile.nice = std::max(p->job.options.compile.nice, guess ? kGuessNice : kCompileNice);
     p->result.compile_start_s = ElapsedSeconds();
     // The reference and baseline too, beside the draft (cache hits but the first time), so that
     // the evaluation does not compile them while it holds the GPU. A failure here is the

@@ -115,6 +115,14 @@ class Executor {
   virtual int EvaluationsReady() const { return 0; }
 };
 
+// The nice values the local executor compiles at (CompileOptions::nice; a job's own higher
+// value is kept). Its compiles overlap the evaluations, and on a machine whose cores they fill a
+// runner waiting for a core delays its launches and its host-side clock; `kpilot sweep` nices its
+// overlapping compiles the same way. Guesses (compile-only jobs no one waits for) go lower still,
+// so a draft the GPU will wait for gets the cores first.
+inline constexpr int kCompileNice = 10;
+inline constexpr int kGuessNice = 19;
+
 class LocalExecutor : public Executor {
  public:
   // `compile_threads` ≥ 1. Toolchain and process runner are borrowed and must be thread-safe

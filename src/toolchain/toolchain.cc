@@ -9,7 +9,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <chrono>
+#include <condition_variable>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +31,16 @@ constexpr const char* kSassName = "sass.txt";
 constexpr const char* kDefaultArch = "sm_90a";
 constexpr double kCuobjdumpTimeoutS = 60;
 constexpr double kProbeTimeoutS = 15;
+
+// A compile's argv: the keyed part (compiler and flags), then the output and the source's name.
+std::vector<std::string> CommandWithOutput(const std::vector<std::string>& keyed, const fs::path& object,
+                                           const std::string& file_name) {
+  std::vector<std::string> argv = keyed;
+  argv.push_back("-o");
+  argv.push_back(object.string());
+  argv.push_back(file_name);
+  return argv;
+}
 
 const char* const kNoCuobjdump =
     "unavailable: cuobjdump not found — run the setup script or install the "
@@ -161,7 +175,18 @@ class SystemToolchain : public Toolchain {
   // Runs cuobjdump on `object`; fills out.sass / out.sass_status.
   // `cancel` as CompileOptions::cancel; a cancelled extraction leaves sass_status unavailable.
   void ExtractSass(const fs::path& object, CompileOutput& out,
-                   std::shared_ptr<const std::atomic<bool>> cancel = nullptr);
+                   std::shared_ptr<const std::atomic<bool>> cancel = nullptr, int nice = 0);
+  // Runs the compiler for a key no other call of this toolchain is compiling (Compile).
+  Result<CompileOutput> CompileMiss(const fs::path& source, bool cuda, const Compiler& compiler,
+                                    const std::vector<std::string>& keyed, const std::string& key,
+                                    const CompileOptions& options);
+  // Cache entries being built by a call of Compile, by key: a second call for one waits for it.
+  struct Flight {
+    bool done = false;
+  };
+  // Claims `key` for this call (empty: it is claimed already; `theirs` is that claim).
+  std::shared_ptr<Flight> Claim(const std::string& key, std::shared_ptr<Flight>& theirs);
+  void Release(const std::string& key, const std::shared_ptr<Flight>& mine);
 
   const fs::path cache_dir_;
   const fs::path include_dir_;
@@ -171,6 +196,10 @@ class SystemToolchain : public Toolchain {
   std::mutex mu_;  // guards the lazily probed facts below
   std::optional<Compiler> nvcc_, gxx_;
   std::optional<std::string> default_arch_;
+
+  std::mutex flight_mu_;
+  std::condition_variable flight_cv_;
+  std::map<std::string, std::shared_ptr<Flight>> in_flight_;
 };
 
 Result<SystemToolchain::Compiler> SystemToolchain::FindCompiler(bool cuda) {
@@ -233,7 +262,7 @@ Result<std::vector<std::string>> SystemToolchain::Flags(bool cuda, const Compile
 }
 
 void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out,
-                                  std::shared_ptr<const std::atomic<bool>> cancel) {
+                                  std::shared_ptr<const std::atomic<bool>> cancel, int nice) {
   std::string tool = FindCuobjdump(search_);
   if (tool.empty()) {
     out.sass_status = kNoCuobjdump;
@@ -243,6 +272,7 @@ void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out,
   spec.argv = {tool, "-sass", object.string()};
   spec.timeout_s = kCuobjdumpTimeoutS;
   spec.cancel = std::move(cancel);
+  spec.nice = nice;
   auto r = runner_.Run(spec);
   if (!r.ok()) {
     out.sass_status = "unavailable: " + r.status().message();
@@ -290,7 +320,7 @@ std::optional<CompileOutput> SystemToolchain::LoadEntry(const fs::path& entry, c
     return out;
   }
   // Cached before cuobjdump was available (or without SASS): add it to the entry now.
-  ExtractSass(out.object, out);
+  ExtractSass(out.object, out, nullptr, options.nice);
   if (out.sass_status == "ok" && WriteFileAtomic(entry / kSassName, out.sass).ok()) {
     nlohmann::json updated = meta;
     updated["sass_status"] = "ok";
@@ -340,27 +370,68 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
   const std::string key = key_builder.HexDigest();
 
   const fs::path entry = cache_dir_ / key;
-  auto command_with_output = [&](const fs::path& object) {
-    std::vector<std::string> argv = keyed;
-    argv.push_back("-o");
-    argv.push_back(object.string());
-    argv.push_back(file_name);
-    return argv;
-  };
-
-  auto hit = LoadEntry(entry, options, cuda);
-  // Entries appear whole (one rename), so one that exists but does not load was damaged by
-  // hand — unless a concurrent compile published it just now: look once more before removing.
-  if (!hit && fs::exists(entry, ec)) {
-    hit = LoadEntry(entry, options, cuda);
-    if (!hit) fs::remove_all(entry, ec);
+  for (;;) {
+    auto hit = LoadEntry(entry, options, cuda);
+    // Entries appear whole (one rename), so one that exists but does not load was damaged by
+    // hand — unless a concurrent compile published it just now: look once more before removing.
+    if (!hit && fs::exists(entry, ec)) {
+      hit = LoadEntry(entry, options, cuda);
+      if (!hit) fs::remove_all(entry, ec);
+    }
+    if (hit) {
+      hit->key = key;
+      hit->command = CommandWithOutput(keyed, entry / kObjectName, file_name);
+      return *std::move(hit);
+    }
+    std::shared_ptr<Flight> theirs;
+    if (auto mine = Claim(key, theirs)) {
+      struct Releaser {
+        SystemToolchain* toolchain;
+        const std::string& key;
+        std::shared_ptr<Flight> flight;
+        ~Releaser() { toolchain->Release(key, flight); }
+      } releaser{this, key, std::move(mine)};
+      return CompileMiss(source, cuda, *compiler, keyed, key, options);
+    }
+    // Another call compiles this key: wait for it, then read what it published (next round), or
+    // compile it here when it published nothing.
+    std::unique_lock<std::mutex> lock(flight_mu_);
+    while (!theirs->done) {
+      if (options.cancel && options.cancel->load())
+        return Status::Unavailable("compiling " + source.string() + ": compile cancelled");
+      flight_cv_.wait_for(lock, std::chrono::milliseconds(50));
+    }
   }
-  if (hit) {
-    hit->key = key;
-    hit->command = command_with_output(entry / kObjectName);
-    return *std::move(hit);
-  }
+}
 
+std::shared_ptr<SystemToolchain::Flight> SystemToolchain::Claim(const std::string& key,
+                                                                std::shared_ptr<Flight>& theirs) {
+  std::lock_guard<std::mutex> lock(flight_mu_);
+  auto [it, claimed] = in_flight_.try_emplace(key, nullptr);
+  if (!claimed) {
+    theirs = it->second;
+    return nullptr;
+  }
+  it->second = std::make_shared<Flight>();
+  return it->second;
+}
+
+void SystemToolchain::Release(const std::string& key, const std::shared_ptr<Flight>& mine) {
+  {
+    std::lock_guard<std::mutex> lock(flight_mu_);
+    mine->done = true;
+    in_flight_.erase(key);
+  }
+  flight_cv_.notify_all();
+}
+
+Result<CompileOutput> SystemToolchain::CompileMiss(const fs::path& source, bool cuda, const Compiler& compiler,
+                                                   const std::vector<std::string>& keyed, const std::string& key,
+                                                   const CompileOptions& options) {
+  std::error_code ec;
+  const fs::path entry = cache_dir_ / key;
+  const std::string file_name = source.filename().string();
+  auto command_with_output = [&](const fs::path& object) { return CommandWithOutput(keyed, object, file_name); };
   fs::create_directories(cache_dir_, ec);
   std::string staging_template = (cache_dir_ / (".staging-" + key.substr(0, 16) + "-XXXXXX")).string();
   if (mkdtemp(staging_template.data()) == nullptr)
@@ -378,6 +449,7 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
   spec.env = ScrubbedEnvironment();
   spec.timeout_s = options.timeout_s;
   spec.cancel = options.cancel;
+  spec.nice = options.nice;
   auto run = runner_.Run(spec);
   if (!run.ok()) {
     return run.status().WithContext("compiling " + source.string());
@@ -402,7 +474,7 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
     out.first_error = FirstCompileError(out.log);
     cacheable = !out.first_error.empty() && out.log.find("cannot open output file") == std::string::npos;
     if (out.first_error.empty())
-      out.first_error = file_name + ": " + fs::path(compiler->path).filename().string() + " failed (" +
+      out.first_error = file_name + ": " + fs::path(compiler.path).filename().string() + " failed (" +
                         run->Describe(options.timeout_s) + "); no error line found, see the log";
   }
   if (cuda) out.resources = ParsePtxasReport(out.log);
@@ -413,7 +485,7 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
   } else if (!options.want_sass) {
     out.sass_status = "not requested";
   } else {
-    ExtractSass(staging / kObjectName, out, options.cancel);
+    ExtractSass(staging / kObjectName, out, options.cancel, options.nice);
     // cuobjdump cancelled: an entry without its SASS must not be cached.
     if (out.sass_status != "ok" && options.cancel && options.cancel->load()) return cancelled();
   }
@@ -426,7 +498,7 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
   if (out.ok) KPILOT_RETURN_IF_ERROR(SyncFile(staging / kObjectName));
   CompileOutput stored = out;
   if (!options.want_sass && stored.sass_status == "not requested") stored.sass_status = "";
-  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(staging / kMetaName, MetaJson(stored, compiler->version)));
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(staging / kMetaName, MetaJson(stored, compiler.version)));
   if (rename(staging.c_str(), entry.c_str()) == 0) {
     staging_guard.Release();
   } else {

@@ -59,6 +59,10 @@ struct CompileOptions {
   // When set and it turns true, a running compiler is killed and Compile returns Unavailable
   // ("compile cancelled"); nothing is cached. Not part of the cache key. May be null.
   std::shared_ptr<const std::atomic<bool>> cancel;
+  // The compiler's and cuobjdump's nice value (ProcessSpec::nice): compiles that run beside a
+  // GPU's timing yield the cores to its runner, and guesses yield them to the drafts. Not part
+  // of the cache key.
+  int nice = 0;
 };
 
 struct CompileOutput {
@@ -112,6 +116,10 @@ std::string FindTool(const std::string& name, const ToolSearch& search);
 // folder beside it and renamed into place, so a crash never leaves a half entry; concurrent
 // compiles of one key are safe (the first rename wins). Failed compiles are cached (same input,
 // same verdict); timed-out compiles are not (a timeout depends on the machine's load).
+// A compile of a key that this toolchain is compiling already waits for that compile instead of
+// running the compiler again, then reads its entry; when that compile published none (it was
+// cancelled, timed out or failed without an error line), the waiter compiles it itself. A
+// waiter whose own `cancel` turns true stops waiting at once.
 // The key covers the source text, the argv (less the output path), the params, the compiler's
 // `--version` output (and g++'s for .cu, as nvcc's host compiler) and the bytes of
 // <kpilot/kernel.h>; headers the source includes from its own folder are not covered.

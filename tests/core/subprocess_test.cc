@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -86,6 +88,18 @@ TEST(Subprocess, CancelKillsTheRunningChild) {
                                .cancel = std::make_shared<std::atomic<bool>>(false)});
   EXPECT_TRUE(quiet.Succeeded());
   EXPECT_FALSE(quiet.cancelled);
+}
+
+// The compilers a search runs beside a GPU's timing are started at a lower priority.
+TEST(Subprocess, StartsTheChildAtTheNiceValueAsked) {
+  errno = 0;
+  const int inherited = getpriority(PRIO_PROCESS, 0);
+  ASSERT_EQ(errno, 0);
+  if (inherited >= 7) GTEST_SKIP() << "this test runs at nice " << inherited << " already";
+  ProcessResult r = RunOk({.argv = {"nice"}, .nice = 7});
+  EXPECT_EQ(r.out, "7\n");
+  ProcessResult kept = RunOk({.argv = {"nice"}});
+  EXPECT_EQ(kept.out, std::to_string(inherited) + "\n");
 }
 
 TEST(Subprocess, OutputIsCappedToItsTail) {

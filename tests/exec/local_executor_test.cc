@@ -130,8 +130,8 @@ TEST(LocalExecutor, ReportsEachFinishedEvaluationBeforeItsFutureIsReady) {
   EXPECT_FALSE(EvalJobResultFromRecord(nlohmann::json{{"kpilot_job_record_version", 2}}).ok());
 }
 
-// A toolchain that records the order of first compiles per candidate source and holds the first
-// one until released, so that the test can queue jobs behind it.
+// A toolchain that records the order of first compiles per candidate source, and the nice value
+// each asked for, and holds the first one until released, so that the test can queue jobs behind it.
 class GatedToolchain : public Toolchain {
  public:
   explicit GatedToolchain(Toolchain& real) : real_(real) {}
@@ -140,7 +140,10 @@ class GatedToolchain : public Toolchain {
     {
       std::unique_lock<std::mutex> lock(mu_);
       const std::string name = source.stem().string();  // the evaluations' reference is not recorded
-      if (name != "reference" && std::find(order_.begin(), order_.end(), name) == order_.end()) order_.push_back(name);
+      if (name != "reference" && std::find(order_.begin(), order_.end(), name) == order_.end()) {
+        order_.push_back(name);
+        nices_[name] = options.nice;
+      }
       if (order_.size() == 1) cv_.wait(lock, [&] { return open_; });
     }
     return real_.Compile(source, params, options);
@@ -154,6 +157,10 @@ class GatedToolchain : public Toolchain {
     std::lock_guard<std::mutex> lock(mu_);
     return order_;
   }
+  std::map<std::string, int> Nices() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return nices_;
+  }
 
  private:
   Toolchain& real_;
@@ -161,6 +168,7 @@ class GatedToolchain : public Toolchain {
   std::condition_variable cv_;
   bool open_ = false;
   std::vector<std::string> order_;
+  std::map<std::string, int> nices_;
 };
 
 // Delegates to a real toolchain; its first compile of the task's reference takes a second more.
@@ -195,7 +203,8 @@ TEST(LocalExecutor, CompilesTheReferenceBeforeTheEvaluationHoldsTheGpu) {
 // Compile-only jobs (the params generator's footprints) take a compile thread only when no job
 // bound for evaluation waits for one; those no caller waits for (anticipated drafts, a probe's
 // leftovers) only when no other compile-only job waits, newest first, and one whose flag turns on
-// while it is queued moves up. EvaluationsReady counts none of them while they compile.
+// while it is queued moves up. EvaluationsReady counts none of them while they compile. Every
+// compile runs below the runner's priority, and the guesses lowest.
 TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnesAndGuessesLastNewestFirst) {
   Saxpy saxpy;
   ASSERT_NO_FATAL_FAILURE(saxpy.Load());
@@ -237,6 +246,9 @@ TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnesAndGuesse
   }
   EXPECT_EQ(gated.Order(), (std::vector<std::string>{"a", "b", "c", "f1", "f2", "s3", "s2", "s1"}));
   EXPECT_EQ(executor.EvaluationsReady(), 0);
+  EXPECT_EQ(gated.Nices(), (std::map<std::string, int>{{"a", kCompileNice}, {"b", kCompileNice}, {"c", kCompileNice},
+                                                       {"f1", kCompileNice}, {"f2", kCompileNice}, {"s3", kCompileNice},
+                                                       {"s2", kGuessNice}, {"s1", kGuessNice}}));
 }
 
 // EvaluationsReady counts the compiled jobs queued for the GPU and the one running; a job marked

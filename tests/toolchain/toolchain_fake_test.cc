@@ -5,7 +5,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
+#include <thread>
 
 #include "core/fs.h"
 #include "toolchain/toolchain.h"
@@ -293,6 +298,148 @@ TEST(FindCutlassTrees, TheWheelsHeadersThenExamples) {
   EXPECT_EQ(FindCutlassTrees(s), (std::vector<std::string>{(source / "include").string()}));
   fs::create_directories(source / "examples");
   EXPECT_EQ(FindCutlassTrees(s), (std::vector<std::string>{(source / "include").string(), (source / "examples").string()}));
+}
+
+// A compiler whose runs block until the test opens the gate (or the run is cancelled), so that
+// calls can be made to overlap; thread-safe, unlike FakeRunner.
+class GatedRunner : public ProcessRunner {
+ public:
+  Result<ProcessResult> Run(const ProcessSpec& spec) override {
+    ProcessResult r;
+    r.exit_code = 0;
+    if (spec.argv.size() == 2 && spec.argv[1] == "--version") {
+      r.out = "Cuda compilation tools, release 13.0, V13.0.88\n";
+      return r;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    compiles_.push_back(spec);
+    ++running_;
+    cv_.notify_all();
+    while (!open_ && !(spec.cancel && spec.cancel->load())) cv_.wait_for(lock, std::chrono::milliseconds(5));
+    --running_;
+    if (!open_) {
+      r.cancelled = true;
+      r.exit_code = -1;
+      return r;
+    }
+    auto o = std::find(spec.argv.begin(), spec.argv.end(), "-o");
+    if (o == spec.argv.end() || o + 1 == spec.argv.end()) return Status::Internal("gated: no -o");
+    EXPECT_TRUE(WriteFileAtomic(*(o + 1), "\x7f" "ELF gated").ok());
+    return r;
+  }
+  // Waits until `n` compiler runs are blocked at the gate.
+  bool AwaitRunning(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return running_ == n; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  std::vector<ProcessSpec> Compiles() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return compiles_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  int running_ = 0;
+  std::vector<ProcessSpec> compiles_;
+};
+
+class SingleFlightTest : public FakeToolchainTest {
+ protected:
+  void SetUp() override {
+    FakeToolchainTest::SetUp();
+    toolchain_ = MakeSystemToolchain(dir_->path() / "cache", include_, gated_, search_);
+  }
+  GatedRunner gated_;
+  std::unique_ptr<Toolchain> toolchain_;
+};
+
+// A draft whose config a guess is compiling waits for that compile instead of starting its own.
+TEST_F(SingleFlightTest, ASecondCompileOfAKeyWaitsForTheFirstAndOtherKeysDoNot) {
+  Result<CompileOutput> first = Status::Internal("unset"), second = Status::Internal("unset"),
+                        other = Status::Internal("unset");
+  std::thread a([&] { first = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
+  ASSERT_TRUE(gated_.AwaitRunning(1));
+  std::thread b([&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
+  std::thread c([&] { other = toolchain_->Compile(source_, {{"BLOCK", "128"}}, CompileOptions{}); });
+  ASSERT_TRUE(gated_.AwaitRunning(2));  // BLOCK=128 runs beside BLOCK=64
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(gated_.Compiles().size(), 2u) << "the second BLOCK=64 compile ran the compiler too";
+  gated_.Open();
+  a.join();
+  b.join();
+  c.join();
+  ASSERT_TRUE(first.ok() && second.ok() && other.ok());
+  EXPECT_TRUE(first->ok && second->ok && other->ok);
+  EXPECT_FALSE(first->cache_hit);
+  EXPECT_TRUE(second->cache_hit);
+  EXPECT_EQ(second->object, first->object);
+  EXPECT_EQ(second->key, first->key);
+  EXPECT_NE(other->key, first->key);
+  EXPECT_EQ(gated_.Compiles().size(), 2u);
+}
+
+// A guess cancelled mid-compile publishes nothing; the draft that waited for it compiles itself.
+TEST_F(SingleFlightTest, AWaiterCompilesItselfWhenTheCompileItWaitedForIsCancelled) {
+  auto cancel_first = std::make_shared<std::atomic<bool>>(false);
+  CompileOptions guess;
+  guess.cancel = cancel_first;
+  Result<CompileOutput> first = Status::Internal("unset"), second = Status::Internal("unset");
+  std::thread a([&] { first = toolchain_->Compile(source_, {{"BLOCK", "64"}}, guess); });
+  ASSERT_TRUE(gated_.AwaitRunning(1));
+  std::thread b([&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  cancel_first->store(true);
+  a.join();
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), StatusCode::kUnavailable);
+  ASSERT_TRUE(gated_.AwaitRunning(1));  // the waiter's own run
+  gated_.Open();
+  b.join();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_TRUE(second->ok);
+  EXPECT_FALSE(second->cache_hit);
+  EXPECT_EQ(gated_.Compiles().size(), 2u);
+}
+
+TEST_F(SingleFlightTest, AWaiterWhoseOwnCancelTurnsTrueStopsWaiting) {
+  Result<CompileOutput> first = Status::Internal("unset"), second = Status::Internal("unset");
+  std::thread a([&] { first = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
+  ASSERT_TRUE(gated_.AwaitRunning(1));
+  auto cancel_second = std::make_shared<std::atomic<bool>>(false);
+  CompileOptions waiter;
+  waiter.cancel = cancel_second;
+  std::thread b([&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, waiter); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  cancel_second->store(true);
+  b.join();  // while the first compile still blocks
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(second.status().message().find("compile cancelled"), std::string::npos);
+  gated_.Open();
+  a.join();
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(first->ok);
+  EXPECT_EQ(gated_.Compiles().size(), 1u);
+}
+
+TEST_F(FakeToolchainTest, TheCompilerRunsAtTheNiceValueAsked) {
+  CompileOptions opts;
+  opts.nice = 19;
+  auto out = Make()->Compile(source_, {}, opts);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(runner_.compiles_.size(), 1u);
+  EXPECT_EQ(runner_.compiles_[0].nice, 19);
+  auto plain = Make()->Compile(source_, {{"BLOCK", "32"}}, CompileOptions{});
+  ASSERT_TRUE(plain.ok());
+  ASSERT_EQ(runner_.compiles_.size(), 2u);
+  EXPECT_EQ(runner_.compiles_[1].nice, 0);
 }
 
 TEST(GencodeFlag, ArchSpellings) {

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Where a draft's compile latency goes on this machine (docs/search.md, "What keeps the GPU fed"):
+# nvcc's phases for one candidate alone (nvcc -time), cuobjdump -sass, the tool probes the
+# toolchain runs once (nvcc/g++ --version, nvidia-smi), and one compile's wall time when N
+# compiles run at once (N in $CL_PAR, default "1 4 8 16"), at nice 0 and at nice 10 beside
+# one nice-0 compile. Usage: bench/compile_latency.sh [SOURCE.cu [-DNAME=V ...]]
+set -u
+src=${1:-examples/cuda/row_softmax/candidates/block_in_registers.cu}
+shift || true
+defs=("$@")
+[[ ${#defs[@]} -eq 0 ]] && defs=(-DREG_TILE=8 -DROWS_PER_BLOCK=8 -DROW_THREADS=128 -DVEC=2)
+inc=$(cd "$(dirname "$0")/.." && pwd)/include
+arch=${CL_ARCH:-sm_90a}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+flags=(-O3 -lineinfo -std=c++17 -Xcompiler -fPIC -shared -Xptxas -v "-gencode=arch=compute_${arch#sm_},code=$arch" -I "$inc")
+now() { date +%s.%N; }
+secs() { python3 -c "print(f'{$2-$1:.2f}')"; }
+
+echo "cores: $(nproc); $(nvcc --version | tail -1)"
+for probe in "nvcc --version" "g++ --version" "nvidia-smi --query-gpu=compute_cap --format=csv,noheader"; do
+  t0=$(now); $probe > /dev/null 2>&1; t1=$(now); echo "probe $(secs $t0 $t1) s: $probe"
+done
+# One compile alone, twice (the first may read the compiler's binaries from disk).
+for k in 1 2; do
+  t0=$(now); nvcc "${flags[@]}" "${defs[@]}" -DKP_LAT_RUN=$k -o "$tmp/alone$k.so" "$src" -time "$tmp/phases$k.csv" > /dev/null 2>&1
+  t1=$(now); echo "alone, run $k: $(secs $t0 $t1) s"
+done
+python3 - "$tmp/phases2.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))[1:]
+print("  phases: " + ", ".join(f"{r[1].strip()} {float(r[6]):.0f} ms" for r in rows if len(r) > 6))
+PY
+if command -v cuobjdump > /dev/null; then
+  t0=$(now); cuobjdump -sass "$tmp/alone2.so" > /dev/null; t1=$(now); echo "cuobjdump -sass: $(secs $t0 $t1) s"
+fi
+# N at once: every compile gets its own -D value so none is a copy of another.
+for n in ${CL_PAR:-1 4 8 16}; do
+  t0=$(now)
+  for i in $(seq 1 $n); do
+    ( s=$(now); nvcc "${flags[@]}" "${defs[@]}" -DKP_LAT_N=$n$i -o "$tmp/p$n-$i.so" "$src" > /dev/null 2>&1; e=$(now)
+      secs $s $e > "$tmp/w$n-$i" ) &
+  done
+  wait; t1=$(now)
+  echo "$n at once: all done in $(secs $t0 $t1) s; each $(cat "$tmp"/w$n-* | sort -n | tr '\n' ' ')"
+done
+# One nice-0 compile beside 15 at nice 10: what a draft gets when the guesses are niced.
+t0=$(now)
+for i in $(seq 1 15); do nice -n 10 nvcc "${flags[@]}" "${defs[@]}" -DKP_LAT_NICE=$i -o "$tmp/n$i.so" "$src" > /dev/null 2>&1 & done
+sleep 0.3
+s=$(now); nvcc "${flags[@]}" "${defs[@]}" -DKP_LAT_NICE=0 -o "$tmp/n0.so" "$src" > /dev/null 2>&1; e=$(now)
+wait; t1=$(now)
+echo "one nice-0 compile beside 15 at nice 10: $(secs $s $e) s (all done in $(secs $t0 $t1) s)"
