@@ -33,6 +33,10 @@ print("  phases: " + ", ".join(f"{r[1].strip()} {float(r[6]):.0f} ms" for r in r
 PY
 if command -v cuobjdump > /dev/null; then
   t0=$(now); cuobjdump -sass "$tmp/alone2.so" > /dev/null; t1=$(now); echo "cuobjdump -sass: $(secs $t0 $t1) s"
+  # What the toolchain runs since session 22: extract the ELFs, disassemble the one left.
+  mkdir "$tmp/elf"
+  t0=$(now); (cd "$tmp/elf" && cuobjdump -xelf all "$tmp/alone2.so" > /dev/null && cuobjdump -sass *.cubin > /dev/null)
+  t1=$(now); echo "cuobjdump -xelf all, then -sass on $(ls "$tmp/elf" | tr '\n' ' '): $(secs $t0 $t1) s"
 fi
 # N at once: every compile gets its own -D value so none is a copy of another.
 for n in ${CL_PAR:-1 4 8 16}; do

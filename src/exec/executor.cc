@@ -30,7 +30,7 @@ LocalExecutor::~LocalExecutor() {
 }
 
 std::future<EvalJobResult> LocalExecutor::Submit(EvalJob job) {
-  auto p = std::make_unique<Pending>();
+  auto p = std::make_shared<Pending>();
   p->job = std::move(job);
   p->result.submitted_s = ElapsedSeconds();
   auto future = p->promise.get_future();
@@ -64,7 +64,7 @@ double LocalExecutor::BusySeconds() const {
 
 void LocalExecutor::CompileLoop() {
   for (;;) {
-    std::unique_ptr<Pending> p;
+    std::shared_ptr<Pending> p;
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Compile-only jobs take at most half the compile threads: the rest stay free for drafts
@@ -104,6 +104,12 @@ void LocalExecutor::CompileLoop() {
     // unprivileged process cannot raise its priority again.
     const bool guess = p->job.compile_only && p->job.waited_for && !p->job.waited_for->load();
     p->job.options.compile.nice = std::max(p->job.options.compile.nice, guess ? kGuessNice : kCompileNice);
+    // SASS is not on the way to the GPU: a compile-only job's result does not carry it, and a
+    // draft's is extracted while it is evaluated (Pending::sass_deferred). A counter profile's
+    // tools read it before they run, so its job keeps it inline (a cache hit by then).
+    const CompileOptions with_sass = p->job.options.compile;
+    const bool defer_sass = !p->job.compile_only && !p->job.counter_tools && with_sass.want_sass;
+    if (p->job.compile_only || defer_sass) p->job.options.compile.want_sass = false;
     p->result.compile_start_s = ElapsedSeconds();
     // The reference and baseline too, beside the draft (cache hits but the first time), so that
     // the evaluation does not compile them while it holds the GPU. A failure here is the
@@ -128,28 +134,65 @@ void LocalExecutor::CompileLoop() {
       if (bytes.ok()) p->result.object_sha = Sha256Hex(*bytes);
       if (admitted && p->job.admit) admitted = p->job.admit(p->result.object_sha);
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    --compiling_;
-    if (p->job.compile_only) {
-      --footprints_compiling_;
-      compile_cv_.notify_one();  // a thread may wait for this slot
+    // A source that did not compile has no SASS to wait for.
+    const bool sass_later = defer_sass && admitted && compiled.ok() && compiled->ok;
+    const std::filesystem::path source = p->job.source;
+    const ParamValues params = p->job.params;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --compiling_;
+      if (p->job.compile_only) {
+        --footprints_compiling_;
+        compile_cv_.notify_one();  // a thread may wait for this slot
+      }
+      // The evaluation thread may be waiting for the last compile to finish before it exits.
+      eval_cv_.notify_all();
+      if (!admitted) {
+        p->result.skipped = true;
+        p->promise.set_value(std::move(p->result));
+        continue;
+      }
+      if (sass_later) {
+        p->sass_deferred = true;
+        p->parts_left = 2;
+      }
+      ++evaluations_ready_;
+      if (p->job.ahead) eval_queue_.push_front(p);
+      else eval_queue_.push_back(p);
     }
-    // The evaluation thread may be waiting for the last compile to finish before it exits.
-    eval_cv_.notify_all();
-    if (!admitted) {
-      p->result.skipped = true;
-      p->promise.set_value(std::move(p->result));
-      continue;
+    if (!sass_later) continue;
+    // A cache hit when the entry has its SASS; otherwise cuobjdump runs now, beside the runner.
+    auto sass = toolchain_.Compile(source, params, with_sass);
+    {
+      std::lock_guard<std::mutex> finish(p->finish_mu);
+      if (sass.ok()) {
+        p->sass = std::move(sass->sass);
+        p->sass_status = std::move(sass->sass_status);
+      } else {
+        p->sass_status = "unavailable: " + sass.status().message();
+      }
     }
-    ++evaluations_ready_;
-    if (p->job.ahead) eval_queue_.push_front(std::move(p));
-    else eval_queue_.push_back(std::move(p));
+    FinishPart(p);
   }
+}
+
+void LocalExecutor::FinishPart(const std::shared_ptr<Pending>& p) {
+  {
+    std::lock_guard<std::mutex> lock(p->finish_mu);
+    if (--p->parts_left > 0) return;
+  }
+  Evaluation& e = p->result.evaluation;
+  if (p->sass_deferred && p->result.status.ok() && !p->result.skipped && e.compile.ok) {
+    e.compile.sass = std::move(p->sass);
+    e.compile.sass_status = std::move(p->sass_status);
+  }
+  if (p->job.on_done && p->result.status.ok() && !p->result.skipped) p->job.on_done(p->result);
+  p->promise.set_value(std::move(p->result));
 }
 
 void LocalExecutor::EvalLoop(int device) {
   for (;;) {
-    std::unique_ptr<Pending> p;
+    std::shared_ptr<Pending> p;
     {
       std::unique_lock<std::mutex> lock(mu_);
       eval_cv_.wait(lock, [&] {
@@ -193,8 +236,7 @@ void LocalExecutor::EvalLoop(int device) {
     }
     if (e.ok()) p->result.evaluation = std::move(e).value();
     else p->result.status = e.status();
-    if (p->job.on_done && p->result.status.ok()) p->job.on_done(p->result);
-    p->promise.set_value(std::move(p->result));
+    FinishPart(p);
   }
 }
 

@@ -200,6 +200,84 @@ TEST(LocalExecutor, CompilesTheReferenceBeforeTheEvaluationHoldsTheGpu) {
   EXPECT_LT(r.evaluation.compile_s, 0.5) << "the evaluation compiled nothing itself";
 }
 
+// Delegates to a real toolchain; a compile asking for SASS waits until released and reports
+// "FAKE SASS", standing in for a slow cuobjdump. Records what each compile of the candidate asked.
+class SlowSassToolchain : public Toolchain {
+ public:
+  explicit SlowSassToolchain(Toolchain& real) : real_(real) {}
+  Result<CompileOutput> Compile(const std::filesystem::path& source, const ParamValues& params,
+                                const CompileOptions& options) override {
+    if (source.stem() != "reference") {
+      std::unique_lock<std::mutex> lock(mu_);
+      asked_.push_back(source.stem().string() + (options.want_sass ? " sass" : ""));
+      if (options.want_sass) cv_.wait(lock, [&] { return open_; });
+    }
+    auto out = real_.Compile(source, params, options);
+    if (out.ok() && options.want_sass) {
+      out->sass = "FAKE SASS";
+      out->sass_status = "ok";
+    }
+    return out;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  std::vector<std::string> Asked() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return asked_;
+  }
+
+ private:
+  Toolchain& real_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  std::vector<std::string> asked_;
+};
+
+// A draft goes to the GPU once its object exists; its SASS is extracted meanwhile and joins the
+// evaluation before the job ends (on_done sees it). Compile-only jobs extract none.
+TEST(LocalExecutor, ExtractsADraftsSassWhileItIsEvaluated) {
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  const std::string text = *ReadFile(saxpy.task.dir / "candidates" / "omp_simd.cpp");
+  ASSERT_TRUE(WriteFileAtomic(saxpy.dir->path() / "guess.cpp", text).ok());
+  SlowSassToolchain slow(*saxpy.toolchain);
+  LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 2);
+  EvalJob guess = SaxpyJob(saxpy.task, 0.1);
+  guess.source = saxpy.dir->path() / "guess.cpp";
+  guess.compile_only = true;
+  EvalJobResult g = executor.Submit(std::move(guess)).get();
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  EXPECT_TRUE(g.compiled);
+
+  std::atomic<bool> done_saw_sass{false}, done_called{false};
+  EvalJob job = SaxpyJob(saxpy.task, 0.1);
+  job.on_done = [&](const EvalJobResult& r) {
+    done_saw_sass = r.evaluation.compile.sass == "FAKE SASS";
+    done_called = true;
+  };
+  auto future = executor.Submit(std::move(job));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (executor.BusySeconds() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GT(executor.BusySeconds(), 0) << "the evaluation ran while its SASS was being extracted";
+  EXPECT_EQ(future.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  EXPECT_FALSE(done_called);
+  slow.Open();
+  EvalJobResult r = future.get();
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_TRUE(r.evaluation.verdict.passed()) << r.evaluation.verdict.summary;
+  EXPECT_EQ(r.evaluation.compile.sass, "FAKE SASS");
+  EXPECT_EQ(r.evaluation.compile.sass_status, "ok");
+  EXPECT_TRUE(done_called);
+  EXPECT_TRUE(done_saw_sass);
+  // The guess, the draft's compile stage, its evaluation's cache hit, then its SASS.
+  EXPECT_EQ(slow.Asked(), (std::vector<std::string>{"guess", "omp_simd", "omp_simd", "omp_simd sass"}));
+}
+
 // Compile-only jobs (the params generator's footprints) take a compile thread only when no job
 // bound for evaluation waits for one; those no caller waits for (anticipated drafts, a probe's
 // leftovers) only when no other compile-only job waits, newest first, and one whose flag turns on

@@ -389,6 +389,30 @@ TEST_F(ToolchainTest, SassExtractedWhenCuobjdumpIsAvailable) {
   EXPECT_EQ(hit->sass, out->sass);
 }
 
+// The SASS comes from the kernels' ELF alone (docs: ExtractSass); it must hold every function
+// and instruction that cuobjdump finds in the whole object.
+TEST_F(ToolchainTest, SassOfTheKernelsElfMatchesTheWholeObjects) {
+  REQUIRE_TOOL("nvcc");
+  const std::string cuobjdump = FindCuobjdump();
+  if (cuobjdump.empty()) GTEST_SKIP() << "cuobjdump not found: run scripts/setup-venv.sh";
+  const fs::path src = fs::path(KPILOT_SOURCE_DIR) / "examples" / "cuda" / "row_softmax" / "candidates" / "block_in_registers.cu";
+  auto out = toolchain_->Compile(src, {{"REG_TILE", "8"}, {"ROWS_PER_BLOCK", "2"}, {"ROW_THREADS", "64"}, {"VEC", "2"}},
+                                 CompileOptions{});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_TRUE(out->ok) << out->log;
+  ASSERT_EQ(out->sass_status, "ok");
+  auto whole = SystemProcessRunner().Run({.argv = {cuobjdump, "-sass", out->object.string()}});
+  ASSERT_TRUE(whole.ok() && whole->Succeeded());
+  auto got = ParseSass(out->sass), want = ParseSass(whole->out);
+  ASSERT_GE(want.size(), 2u);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].name, want[i].name);
+    EXPECT_EQ(got[i].arch, want[i].arch);
+    EXPECT_EQ(got[i].instructions.size(), want[i].instructions.size()) << want[i].name;
+  }
+}
+
 TEST_F(ToolchainTest, SassAddedToAnEntryCachedWithoutIt) {
   REQUIRE_TOOL("nvcc");
   if (FindCuobjdump().empty()) GTEST_SKIP() << "cuobjdump not found: run scripts/setup-venv.sh";
