@@ -19,6 +19,8 @@ GPU held no job is listed and split into causes, from the job that ended it:
   compile  from then until its compile ended;
   queue    the rest: it was compiled and still did not start (the queue's hand-over).
 The shares are of the executor's elapsed time up to the stop event, as the run's busy_share is.
+Runs of session 22 on also say how long results waited for the SASS extracted beside their
+evaluation ("sass_end_s"): the loop sees a result only then.
 Standard library only.
 """
 import json
@@ -62,6 +64,14 @@ def summarize(path):
     lines.append(f"  drafts compiled first (footprints): {compiled_first}; drafts served by the compile cache: "
                  f"{hits} of {len(timed)}; "
                  f"pipeline events: {[(e.get('depth'), round(e['t_s'], 1)) for e in ev if e.get('event') == 'pipeline']}")
+    # Session 22 on: a draft's SASS is extracted beside its evaluation, and its result reaches the
+    # loop when both have ended ("sass_end_s"); what the SASS added after the evaluation's end.
+    held = [max(0.0, x["sass_end_s"] - x["eval_end_s"]) for x in (e.get("times", {}) for e in ev)
+            if "sass_end_s" in x and "eval_end_s" in x]
+    if held:
+        late = [h for h in held if h > 0.005]
+        lines.append(f"  results held for their SASS after the evaluation ended: {len(late)} of {len(held)}, "
+                     f"{sum(late):.1f} s in all, longest {max(held):.2f} s")
     gaps = []
     for a, b in zip(evals, evals[1:]):
         inside = [e.get("event") for e in ev if a["t_s"] < e["t_s"] <= b["t_s"] and e is not b]

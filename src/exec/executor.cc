@@ -171,6 +171,7 @@ void LocalExecutor::CompileLoop() {
       } else {
         p->sass_status = "unavailable: " + sass.status().message();
       }
+      p->sass_end_s = ElapsedSeconds();
     }
     FinishPart(p);
   }
@@ -182,6 +183,7 @@ void LocalExecutor::FinishPart(const std::shared_ptr<Pending>& p) {
     if (--p->parts_left > 0) return;
   }
   Evaluation& e = p->result.evaluation;
+  p->result.sass_end_s = p->sass_end_s;
   if (p->sass_deferred && p->result.status.ok() && !p->result.skipped && e.compile.ok) {
     e.compile.sass = std::move(p->sass);
     e.compile.sass_status = std::move(p->sass_status);

@@ -86,6 +86,9 @@ struct EvalJobResult {
   // a journal record keeps only those too, since the rest is one process's clock.
   double submitted_s = 0, compile_start_s = 0, compile_end_s = 0;
   double eval_start_s = 0, eval_end_s = 0;
+  // When the SASS extracted beside the evaluation was ready (0: none was): a result whose SASS
+  // ends after its evaluation reaches the caller then, not at eval_end_s.
+  double sass_end_s = 0;
   int device = -1;                     // the GPU its evaluation queue runs on (-1: the job's options.device)
   // With counter_tools: the profile of a passing evaluation, or why there is none.
   std::optional<CounterProfile> counters;
@@ -153,6 +156,7 @@ class LocalExecutor : public Executor {
     std::mutex finish_mu;
     int parts_left = 1;
     std::string sass, sass_status;
+    double sass_end_s = 0;
   };
   void CompileLoop();
   void EvalLoop(int device);  // -1: the job's own options.device

@@ -403,6 +403,7 @@ json Optimizer::Loop::Times(const EvalJobResult& r) const {
   const json& d = r.evaluation.run.details;
   if (d.is_object() && d.contains("timeline_s")) t["runner_timeline_s"] = d["timeline_s"];
   t["runner_s"] = r.evaluation.run_s;  // the evaluation's runner process, start to exit
+  if (r.sass_end_s > 0) t["sass_end_s"] = r.sass_end_s;
   return t;
 }
 

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -273,8 +273,8 @@ void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out,
   spec.timeout_s = kCuobjdumpTimeoutS;
   spec.cancel = std::move(cancel);
   spec.nice = nice;
-  // cuobjdump disassembles each ELF of an object at a fixed cost (0.3 s here, 0.6 s on the H200
-  // host), and nvcc -shared puts an empty device-link ELF first, under the name of the kernels'
+  // cuobjdump disassembles each ELF of an object at a fixed cost (0.3 s on the development
+  // machine, 0.6 s on the H200's host), and nvcc -shared puts an empty device-link ELF first, under the name of the kernels'
   // one. Extracted into one folder, the kernels' ELF is the one left: disassembling that alone
   // halves the cost. The whole object is disassembled when that fails or finds no function.
   if (auto dir = TempDir::Create("kpilot-sass-"); dir.ok()) {
