@@ -73,7 +73,11 @@ class PosixProcessRunner : public ProcessRunner {
     }
     if (pid == 0) {
       setpgid(0, 0);
-      if (spec.nice > 0) (void)setpriority(PRIO_PROCESS, 0, spec.nice);
+      if (spec.nice > 0) {
+        errno = 0;
+        const int inherited = getpriority(PRIO_PROCESS, 0);
+        if (errno != 0 || inherited < spec.nice) (void)setpriority(PRIO_PROCESS, 0, spec.nice);
+      }
       signal(SIGPIPE, SIG_DFL);
       dup2(in_pipe[0], 0);
       dup2(out_pipe[1], 1);

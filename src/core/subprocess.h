@@ -23,8 +23,8 @@ struct ProcessSpec {
   // When set and it turns true, the child's process group is killed (checked every 50 ms): a
   // caller that no longer needs the result ends it without waiting. May be null.
   std::shared_ptr<const std::atomic<bool>> cancel;
-  // The child's nice value, 1-19 (lower priority). 0 keeps the one it inherits from the calling
-  // thread. A value below the inherited one needs privilege and is ignored.
+  // The child's nice value, 1-19 (lower priority). 0, or a value below the one it inherits from
+  // the calling thread, keeps the inherited one: this never raises a child's priority.
   int nice = 0;
 };
 

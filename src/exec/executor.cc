@@ -99,11 +99,8 @@ void LocalExecutor::CompileLoop() {
     // Compile ahead of the device queue; the evaluation's own compile is then a cache hit.
     // A compile-only job's compiler is killed when the job is cancelled mid-compile.
     if (p->job.compile_only) p->job.options.compile.cancel = p->job.cancelled;
-    // Compilers yield the cores to the runner timing on a GPU, and guesses yield them to the
-    // compiles someone waits for. A guess waited for once it runs keeps its nice value: an
-    // unprivileged process cannot raise its priority again.
-    const bool guess = p->job.compile_only && p->job.waited_for && !p->job.waited_for->load();
-    p->job.options.compile.nice = std::max(p->job.options.compile.nice, guess ? kGuessNice : kCompileNice);
+    // Compilers yield the cores to the runner timing on a GPU (kCompileNice).
+    p->job.options.compile.nice = std::max(p->job.options.compile.nice, kCompileNice);
     // SASS is not on the way to the GPU: a compile-only job's result does not carry it, and a
     // draft's is extracted while it is evaluated (Pending::sass_deferred). A counter profile's
     // tools read it before they run, so its job keeps it inline (a cache hit by then).

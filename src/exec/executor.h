@@ -120,13 +120,13 @@ class Executor {
   virtual int EvaluationsReady() const { return 0; }
 };
 
-// The nice values the local executor compiles at (CompileOptions::nice; a job's own higher
-// value is kept). Its compiles overlap the evaluations, and on a machine whose cores they fill a
-// runner waiting for a core delays its launches and its host-side clock; `kpilot sweep` nices its
-// overlapping compiles the same way. Guesses (compile-only jobs no one waits for) go lower still,
-// so a draft the GPU will wait for gets the cores first.
+// The nice value the local executor compiles at (CompileOptions::nice; a job's own higher value
+// is kept). Its compiles overlap the evaluations, and on a machine whose cores they fill, a
+// runner waiting for a core delays its launches and its host-side clock; `kpilot sweep` nices
+// its overlapping compiles the same way. Guesses get no lower priority than the drafts: a draft
+// often waits for a guess's compile of its config (the toolchain runs one compile per key), and
+// an unprivileged process cannot raise a guess's priority once the draft waits.
 inline constexpr int kCompileNice = 10;
-inline constexpr int kGuessNice = 19;
 
 class LocalExecutor : public Executor {
  public:

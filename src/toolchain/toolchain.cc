@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
@@ -41,6 +42,23 @@ std::vector<std::string> CommandWithOutput(const std::vector<std::string>& keyed
   argv.push_back(object.string());
   argv.push_back(file_name);
   return argv;
+}
+
+// Whether `cuobjdump -xelf all` into one folder keeps every ELF that can hold kernels, from the
+// `cuobjdump -lelf` listing ("ELF file    1: name.sm_90a.cubin"): all names differ, or there are
+// two of one name (nvcc -shared's empty device-link ELF, then the kernels' one, which is kept).
+bool ElfsExtractWhole(const std::string& listing) {
+  std::vector<std::string> names;
+  std::istringstream in(listing);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("ELF file", 0) != 0) continue;
+    auto colon = line.find(": ");
+    if (colon != std::string::npos) names.push_back(line.substr(colon + 2));
+  }
+  if (names.empty()) return false;
+  if (names.size() == 2 && names[0] == names[1]) return true;
+  std::sort(names.begin(), names.end());
+  return std::adjacent_find(names.begin(), names.end()) == names.end();
 }
 
 const char* const kNoCuobjdump =
@@ -274,12 +292,17 @@ void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out,
   spec.cancel = std::move(cancel);
   spec.nice = nice;
   // cuobjdump disassembles each ELF of an object at a fixed cost (0.3 s on the development
-  // machine, 0.6 s on the H200's host), and nvcc -shared puts an empty device-link ELF first, under the name of the kernels'
-  // one. Extracted into one folder, the kernels' ELF is the one left: disassembling that alone
-  // halves the cost. The whole object is disassembled when that fails or finds no function.
-  if (auto dir = TempDir::Create("kpilot-sass-"); dir.ok()) {
-    std::error_code ec;
-    spec.argv = {tool, "-xelf", "all", fs::absolute(object, ec).string()};
+  // machine, 0.6 s on the H200's host), and nvcc -shared puts an empty device-link ELF first,
+  // under the name of the kernels' one. Extracted into one folder, the kernels' ELF is the one
+  // left: disassembling that alone halves the cost. Only for the layouts ElfsExtractWhole
+  // accepts; the whole object is disassembled otherwise, and when the extract finds no function.
+  std::error_code ec;
+  const std::string absolute = fs::absolute(object, ec).string();
+  spec.argv = {tool, "-lelf", absolute};
+  auto listed = runner_.Run(spec);
+  auto dir = TempDir::Create("kpilot-sass-");
+  if (listed.ok() && listed->Succeeded() && ElfsExtractWhole(listed->out) && dir.ok()) {
+    spec.argv = {tool, "-xelf", "all", absolute};
     spec.cwd = dir->path();
     auto extracted = runner_.Run(spec);
     std::vector<std::string> cubins;
@@ -298,6 +321,10 @@ void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out,
       }
     }
     spec.cwd.reset();
+  }
+  if (spec.cancel && spec.cancel->load()) {
+    out.sass_status = "unavailable: cancelled";
+    return;
   }
   spec.argv = {tool, "-sass", object.string()};
   auto r = runner_.Run(spec);
@@ -418,6 +445,12 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
         std::shared_ptr<Flight> flight;
         ~Releaser() { toolchain->Release(key, flight); }
       } releaser{this, key, std::move(mine)};
+      // A compile of this key may have published it between the look above and the claim.
+      if (auto late = LoadEntry(entry, options, cuda)) {
+        late->key = key;
+        late->command = CommandWithOutput(keyed, entry / kObjectName, file_name);
+        return *std::move(late);
+      }
       return CompileMiss(source, cuda, *compiler, keyed, key, options);
     }
     // Another call compiles this key: wait for it, then read what it published (next round), or

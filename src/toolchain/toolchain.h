@@ -119,7 +119,8 @@ std::string FindTool(const std::string& name, const ToolSearch& search);
 // A compile of a key that this toolchain is compiling already waits for that compile instead of
 // running the compiler again, then reads its entry; when that compile published none (it was
 // cancelled, timed out or failed without an error line), the waiter compiles it itself. A
-// waiter whose own `cancel` turns true stops waiting at once.
+// waiter whose own `cancel` turns true stops waiting at once; its `timeout_s` counts only its
+// own compiler run.
 // The key covers the source text, the argv (less the output path), the params, the compiler's
 // `--version` output (and g++'s for .cu, as nvcc's host compiler) and the bytes of
 // <kpilot/kernel.h>; headers the source includes from its own folder are not covered.

@@ -350,6 +350,23 @@ class GatedRunner : public ProcessRunner {
   std::vector<ProcessSpec> compiles_;
 };
 
+// A thread that is joined however the test ends: an ASSERT that returns early opens the gate
+// first, so that no compile stays blocked and no std::thread is destroyed joinable.
+class Joined {
+ public:
+  Joined(GatedRunner& gate, std::function<void()> f) : gate_(gate), thread_(std::move(f)) {}
+  ~Joined() {
+    if (!thread_.joinable()) return;
+    gate_.Open();
+    thread_.join();
+  }
+  void join() { thread_.join(); }
+
+ private:
+  GatedRunner& gate_;
+  std::thread thread_;
+};
+
 class SingleFlightTest : public FakeToolchainTest {
  protected:
   void SetUp() override {
@@ -364,10 +381,10 @@ class SingleFlightTest : public FakeToolchainTest {
 TEST_F(SingleFlightTest, ASecondCompileOfAKeyWaitsForTheFirstAndOtherKeysDoNot) {
   Result<CompileOutput> first = Status::Internal("unset"), second = Status::Internal("unset"),
                         other = Status::Internal("unset");
-  std::thread a([&] { first = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
+  Joined a(gated_, [&] { first = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
   ASSERT_TRUE(gated_.AwaitRunning(1));
-  std::thread b([&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
-  std::thread c([&] { other = toolchain_->Compile(source_, {{"BLOCK", "128"}}, CompileOptions{}); });
+  Joined b(gated_, [&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
+  Joined c(gated_, [&] { other = toolchain_->Compile(source_, {{"BLOCK", "128"}}, CompileOptions{}); });
   ASSERT_TRUE(gated_.AwaitRunning(2));  // BLOCK=128 runs beside BLOCK=64
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(gated_.Compiles().size(), 2u) << "the second BLOCK=64 compile ran the compiler too";
@@ -391,9 +408,9 @@ TEST_F(SingleFlightTest, AWaiterCompilesItselfWhenTheCompileItWaitedForIsCancell
   CompileOptions guess;
   guess.cancel = cancel_first;
   Result<CompileOutput> first = Status::Internal("unset"), second = Status::Internal("unset");
-  std::thread a([&] { first = toolchain_->Compile(source_, {{"BLOCK", "64"}}, guess); });
+  Joined a(gated_, [&] { first = toolchain_->Compile(source_, {{"BLOCK", "64"}}, guess); });
   ASSERT_TRUE(gated_.AwaitRunning(1));
-  std::thread b([&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
+  Joined b(gated_, [&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   cancel_first->store(true);
   a.join();
@@ -410,12 +427,12 @@ TEST_F(SingleFlightTest, AWaiterCompilesItselfWhenTheCompileItWaitedForIsCancell
 
 TEST_F(SingleFlightTest, AWaiterWhoseOwnCancelTurnsTrueStopsWaiting) {
   Result<CompileOutput> first = Status::Internal("unset"), second = Status::Internal("unset");
-  std::thread a([&] { first = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
+  Joined a(gated_, [&] { first = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
   ASSERT_TRUE(gated_.AwaitRunning(1));
   auto cancel_second = std::make_shared<std::atomic<bool>>(false);
   CompileOptions waiter;
   waiter.cancel = cancel_second;
-  std::thread b([&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, waiter); });
+  Joined b(gated_, [&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, waiter); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   cancel_second->store(true);
   b.join();  // while the first compile still blocks

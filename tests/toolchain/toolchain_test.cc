@@ -9,9 +9,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "core/fs.h"
+#include "core/subprocess.h"
 #include "toolchain/toolchain.h"
 
 #define KPILOT_NO_ABI_EXPORT
@@ -389,12 +391,33 @@ TEST_F(ToolchainTest, SassExtractedWhenCuobjdumpIsAvailable) {
   EXPECT_EQ(hit->sass, out->sass);
 }
 
+// The real process runner, recording what cuobjdump was asked to do.
+class CuobjdumpRecorder : public ProcessRunner {
+ public:
+  Result<ProcessResult> Run(const ProcessSpec& spec) override {
+    if (fs::path(spec.argv[0]).filename() == "cuobjdump") {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::string call = spec.argv[1];
+      for (size_t i = 2; i < spec.argv.size(); ++i) {
+        const std::string ext = fs::path(spec.argv[i]).extension().string();
+        call += " " + (ext.empty() ? spec.argv[i] : ext);  // a path by its extension
+      }
+      calls_.push_back(call);
+    }
+    return SystemProcessRunner().Run(spec);
+  }
+  std::vector<std::string> calls_;
+  std::mutex mu_;
+};
+
 // The SASS comes from the kernels' ELF alone (docs: ExtractSass); it must hold every function
 // and instruction that cuobjdump finds in the whole object.
 TEST_F(ToolchainTest, SassOfTheKernelsElfMatchesTheWholeObjects) {
   REQUIRE_TOOL("nvcc");
   const std::string cuobjdump = FindCuobjdump();
   if (cuobjdump.empty()) GTEST_SKIP() << "cuobjdump not found: run scripts/setup-venv.sh";
+  CuobjdumpRecorder recorder;
+  toolchain_ = MakeSystemToolchain(cache_, kIncludeDir, recorder);
   const fs::path src = fs::path(KPILOT_SOURCE_DIR) / "examples" / "cuda" / "row_softmax" / "candidates" / "block_in_registers.cu";
   auto out = toolchain_->Compile(src, {{"REG_TILE", "8"}, {"ROWS_PER_BLOCK", "2"}, {"ROW_THREADS", "64"}, {"VEC", "2"}},
                                  CompileOptions{});
@@ -411,6 +434,8 @@ TEST_F(ToolchainTest, SassOfTheKernelsElfMatchesTheWholeObjects) {
     EXPECT_EQ(got[i].arch, want[i].arch);
     EXPECT_EQ(got[i].instructions.size(), want[i].instructions.size()) << want[i].name;
   }
+  // nvcc -shared's layout: the listing, the extract, then the one cubin left, not the object.
+  EXPECT_EQ(recorder.calls_, (std::vector<std::string>{"-lelf .so", "-xelf all .so", "-sass .cubin"}));
 }
 
 TEST_F(ToolchainTest, SassAddedToAnEntryCachedWithoutIt) {
