@@ -300,8 +300,10 @@ void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out,
   const std::string absolute = fs::absolute(object, ec).string();
   spec.argv = {tool, "-lelf", absolute};
   auto listed = runner_.Run(spec);
-  auto dir = TempDir::Create("kpilot-sass-");
-  if (listed.ok() && listed->Succeeded() && ElfsExtractWhole(listed->out) && dir.ok()) {
+  std::optional<TempDir> dir;
+  if (listed.ok() && listed->Succeeded() && ElfsExtractWhole(listed->out))
+    if (auto made = TempDir::Create("kpilot-sass-"); made.ok()) dir.emplace(std::move(*made));
+  if (dir) {
     spec.argv = {tool, "-xelf", "all", absolute};
     spec.cwd = dir->path();
     auto extracted = runner_.Run(spec);
