@@ -243,6 +243,13 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
     complat) bash bench/compile_latency.sh 2>&1 | tee "$OUT/compile_latency.txt" ;;
     anticipate) # Figure c: the same short optimize with anticipated compiles on and off (session 21).
             short_runs anticipate an --anticipate "${AN_MODES:-on off}" ;;
+    served) # Figure c: the same short optimize with one served runner per GPU and with a runner per evaluation
+            # (session 23, --runner).
+            short_runs served rn --runner "${RN_MODES:-served per-eval}" ;;
+    advserved) # The adversarial suite with every case through one served runner (KPILOT_ADVERSARIAL_RUNNER).
+            [[ -x .stage/bin/adversarial_test ]] && KPILOT_ADVERSARIAL_RUNNER=served \
+              KPILOT_ADVERSARIAL_REPORT=$OUT/adversarial_served.json timeout 300 .stage/bin/adversarial_test 2>&1 \
+              | tee "$OUT/adversarial_served.txt" | tail -48 ;;
     profcost) python3 bench/profile_cost.py --kpilot $K --repeats ${REPEATS:-2} --out $OUT/profcost \
                 bench/profile_set/tuning/transpose:candidates/naive_strided_writes.cu \
                 bench/profile_set/tuning/sgemm:candidates/naive.cu \

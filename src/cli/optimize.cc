@@ -53,6 +53,7 @@ struct OptimizeArgs {
   std::string anticipate = "on";
   std::string counters = "on";
   std::string devices = "all";  // GPUs to evaluate on: all (of the first one's model) or indices
+  std::string runner = "served";  // served | per-eval (how, not what: not part of the run)
   std::vector<std::string> given;  // the options given that define a run (refused with --resume)
 };
 
@@ -298,7 +299,7 @@ int RunOptimize(const OptimizeArgs& a) {
     python = std::move(made).value();
     int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     executor = std::make_unique<LocalExecutor>(*toolchain, SystemProcessRunner(), RunnerPath(), threads, python.get(),
-                                               o.devices);
+                                               o.devices, a.runner == "served" ? RunnerReuse::kCuda : RunnerReuse::kNone);
   }
   // Skill cards offered to the generator (docs/skills.md) and their usage statistics.
   std::optional<SkillLibrary> skills;
@@ -433,6 +434,11 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "GPUs to evaluate on, one exclusive queue each: all (every GPU of the first one's model) or "
                   "indices such as 0,1")
       ->capture_default_str();
+  cmd->add_option("--runner", a->runner,
+                  "served | per-eval — cuda evaluations go to one kpilot-runner per GPU kept across them (its CUDA "
+                  "context made once), or each starts a runner of its own (docs/search.md)")
+      ->check(CLI::IsMember({"served", "per-eval"}))
+      ->capture_default_str();
   cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();
   cmd->add_option("--budget", a->budget, "Candidate evaluations, the starting one included")->capture_default_str();
   cmd->add_option("--time", a->time, "Wall-clock limit, e.g. 30m");
@@ -463,7 +469,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "when the space file records none");
   cmd->add_flag("--json", a->json, "JSON result on stdout, progress as JSON lines on stderr");
   cmd->callback([a, cmd, exit_code]() {
-    // Everything but --resume, --store, --out, --json, --max-cost, --devices and the task-source
+    // Everything but --resume, --store, --out, --json, --max-cost, --devices, --runner and the task-source
     // options (--python, --workloads FILE) defines the run.
     for (const char* name : {"task", "--from", "--generator", "--llm-config", "--raw-metrics", "--feedback", "--tools",
                              "--memory", "--footprints", "--anticipate", "--counters", "--policy", "--budget", "--time", "--plateau",

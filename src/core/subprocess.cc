@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -30,99 +31,120 @@ void AppendCapped(std::string& buf, const char* data, size_t n, size_t cap, bool
   }
 }
 
-class PosixProcessRunner : public ProcessRunner {
- public:
-  Result<ProcessResult> Run(const ProcessSpec& spec) override {
-    if (spec.argv.empty()) return Status::InvalidInput("subprocess: empty argv");
-    std::string exe = FindOnPath(spec.argv[0]);
-    if (exe.empty()) return Status::NotFound(spec.argv[0] + ": program not found on PATH");
-    // The child changes directory before exec: a relative program path must not depend on it.
-    std::error_code abs_ec;
-    exe = std::filesystem::absolute(exe, abs_ec).string();
+// A started child: its pid (also its process group) and our ends of its stdin, stdout, stderr.
+struct Spawned {
+  pid_t pid = -1;
+  int in = -1, out = -1, err = -1;
+};
 
-    // Everything the child needs is prepared before fork(): after it only async-signal-safe calls.
-    std::vector<char*> argv;
-    for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    if (spec.env) {
-      for (const auto& e : *spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-      envp.push_back(nullptr);
-    }
-    std::string cwd = spec.cwd ? spec.cwd->string() : std::string();
+// fork + exec of spec.argv in a process group of its own, with spec's cwd, env and nice. A
+// program that cannot be found or started is a non-ok Status (the child's exec errno, read
+// back through a close-on-exec pipe).
+Result<Spawned> Spawn(const ProcessSpec& spec) {
+  if (spec.argv.empty()) return Status::InvalidInput("subprocess: empty argv");
+  std::string exe = FindOnPath(spec.argv[0]);
+  if (exe.empty()) return Status::NotFound(spec.argv[0] + ": program not found on PATH");
+  // The child changes directory before exec: a relative program path must not depend on it.
+  std::error_code abs_ec;
+  exe = std::filesystem::absolute(exe, abs_ec).string();
 
-    int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
-    auto close_all = [&] {
-      for (int* p : {in_pipe, out_pipe, err_pipe, exec_pipe})
-        for (int i = 0; i < 2; ++i)
-          if (p[i] >= 0) close(p[i]);
-    };
-    if (pipe2(in_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC) ||
-        pipe2(exec_pipe, O_CLOEXEC)) {
-      int err = errno;
-      close_all();
-      return Status::Internal(std::string("pipe: ") + std::strerror(err));
-    }
+  // Everything the child needs is prepared before fork(): after it only async-signal-safe calls.
+  std::vector<char*> argv;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  if (spec.env) {
+    for (const auto& e : *spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
+  std::string cwd = spec.cwd ? spec.cwd->string() : std::string();
 
-    auto start = std::chrono::steady_clock::now();
-    pid_t pid = fork();
-    if (pid < 0) {
-      int err = errno;
-      close_all();
-      return Status::Internal(std::string("fork: ") + std::strerror(err));
+  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* p : {in_pipe, out_pipe, err_pipe, exec_pipe})
+      for (int i = 0; i < 2; ++i)
+        if (p[i] >= 0) close(p[i]);
+  };
+  if (pipe2(in_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC) ||
+      pipe2(exec_pipe, O_CLOEXEC)) {
+    int err = errno;
+    close_all();
+    return Status::Internal(std::string("pipe: ") + std::strerror(err));
+  }
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    close_all();
+    return Status::Internal(std::string("fork: ") + std::strerror(err));
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    if (spec.nice > 0) {
+      errno = 0;
+      const int inherited = getpriority(PRIO_PROCESS, 0);
+      if (errno != 0 || inherited < spec.nice) (void)setpriority(PRIO_PROCESS, 0, spec.nice);
     }
-    if (pid == 0) {
-      setpgid(0, 0);
-      if (spec.nice > 0) {
-        errno = 0;
-        const int inherited = getpriority(PRIO_PROCESS, 0);
-        if (errno != 0 || inherited < spec.nice) (void)setpriority(PRIO_PROCESS, 0, spec.nice);
-      }
-      signal(SIGPIPE, SIG_DFL);
-      dup2(in_pipe[0], 0);
-      dup2(out_pipe[1], 1);
-      dup2(err_pipe[1], 2);
-      if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
-        int e = errno;
-        (void)!write(exec_pipe[1], &e, sizeof(e));
-        _exit(127);
-      }
-      if (spec.env)
-        execve(exe.c_str(), argv.data(), envp.data());
-      else
-        execv(exe.c_str(), argv.data());
+    signal(SIGPIPE, SIG_DFL);
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    dup2(err_pipe[1], 2);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
       int e = errno;
       (void)!write(exec_pipe[1], &e, sizeof(e));
       _exit(127);
     }
-    setpgid(pid, pid);  // also from the parent, so a kill before the child runs still hits the group
-    close(in_pipe[0]);
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    close(exec_pipe[1]);
+    if (spec.env)
+      execve(exe.c_str(), argv.data(), envp.data());
+    else
+      execv(exe.c_str(), argv.data());
+    int e = errno;
+    (void)!write(exec_pipe[1], &e, sizeof(e));
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also from the parent, so a kill before the child runs still hits the group
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  close(exec_pipe[1]);
 
-    int exec_errno = 0;
-    ssize_t got = read(exec_pipe[0], &exec_errno, sizeof(exec_errno));
-    close(exec_pipe[0]);
-    if (got == static_cast<ssize_t>(sizeof(exec_errno))) {
-      close(in_pipe[1]);
-      close(out_pipe[0]);
-      close(err_pipe[0]);
-      int st;
-      waitpid(pid, &st, 0);
-      return Status::Internal(spec.argv[0] + ": cannot start: " + std::strerror(exec_errno));
-    }
+  int exec_errno = 0;
+  ssize_t got = read(exec_pipe[0], &exec_errno, sizeof(exec_errno));
+  close(exec_pipe[0]);
+  if (got == static_cast<ssize_t>(sizeof(exec_errno))) {
+    close(in_pipe[1]);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return Status::Internal(spec.argv[0] + ": cannot start: " + std::strerror(exec_errno));
+  }
+  return Spawned{pid, in_pipe[1], out_pipe[0], err_pipe[0]};
+}
+
+void SetWaitStatus(int st, ProcessResult* r) {
+  if (WIFEXITED(st)) r->exit_code = WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) r->term_signal = WTERMSIG(st);
+}
+
+class PosixProcessRunner : public ProcessRunner {
+ public:
+  Result<ProcessResult> Run(const ProcessSpec& spec) override {
+    auto start = std::chrono::steady_clock::now();
+    auto spawned = Spawn(spec);
+    if (!spawned.ok()) return spawned.status();
+    const pid_t pid = spawned->pid;
 
     ProcessResult r;
     size_t in_off = 0;
-    int in_fd = in_pipe[1];
+    int in_fd = spawned->in;
     if (spec.stdin_data.empty()) {
       close(in_fd);
       in_fd = -1;
     } else {
       fcntl(in_fd, F_SETFL, O_NONBLOCK);
     }
-    int out_fd = out_pipe[0], err_fd = err_pipe[0];
+    int out_fd = spawned->out, err_fd = spawned->err;
     char buf[65536];
     auto cancelled = [&] { return spec.cancel && spec.cancel->load(); };
     while (out_fd >= 0 || err_fd >= 0) {
@@ -195,8 +217,7 @@ class PosixProcessRunner : public ProcessRunner {
     }
     // Whatever the child left in its process group goes with it.
     kill(-pid, SIGKILL);
-    if (WIFEXITED(st)) r.exit_code = WEXITSTATUS(st);
-    if (WIFSIGNALED(st)) r.term_signal = WTERMSIG(st);
+    SetWaitStatus(st, &r);
     if (r.output_truncated) {
       for (std::string* s : {&r.out, &r.err})
         if (s->size() > spec.max_output_bytes) s->erase(0, s->size() - spec.max_output_bytes);
@@ -207,6 +228,136 @@ class PosixProcessRunner : public ProcessRunner {
 };
 
 }  // namespace
+
+Result<std::unique_ptr<LiveProcess>> LiveProcess::Start(const ProcessSpec& spec) {
+  auto start = std::chrono::steady_clock::now();
+  auto spawned = Spawn(spec);
+  if (!spawned.ok()) return spawned.status();
+  std::unique_ptr<LiveProcess> p(new LiveProcess());
+  p->pid_ = spawned->pid;
+  p->in_ = spawned->in;
+  p->out_ = spawned->out;
+  p->err_ = spawned->err;
+  p->start_ = start;
+  fcntl(p->out_, F_SETFL, O_NONBLOCK);
+  fcntl(p->err_, F_SETFL, O_NONBLOCK);
+  return p;
+}
+
+LiveProcess::~LiveProcess() { Stop(); }
+
+void LiveProcess::DrainStderr() {
+  if (err_ < 0) return;
+  char buf[4096];
+  for (;;) {
+    ssize_t k = read(err_, buf, sizeof(buf));
+    if (k > 0) {
+      AppendCapped(ended_.err, buf, static_cast<size_t>(k), 64u << 10, ended_.output_truncated);
+      continue;
+    }
+    if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
+      close(err_);
+      err_ = -1;
+    }
+    return;
+  }
+}
+
+Status LiveProcess::WriteLine(const std::string& line) {
+  if (in_ < 0) return Status::Unavailable("the process's stdin is closed");
+  std::string data = line + "\n";
+  size_t off = 0;
+  while (off < data.size()) {
+    // MSG_NOSIGNAL is for sockets; a write to a pipe whose reader is gone raises SIGPIPE, so it
+    // is blocked for this thread around the write and a pending one is consumed.
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    ssize_t n = write(in_, data.data() + off, data.size() - off);
+    int err = errno;
+    if (n < 0 && err == EPIPE) {
+      timespec zero{0, 0};
+      sigtimedwait(&block, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (n < 0 && err == EINTR) continue;
+    if (n < 0) {
+      close(in_);
+      in_ = -1;
+      return Status::Unavailable(std::string("writing to the process: ") + std::strerror(err));
+    }
+    off += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> LiveProcess::ReadLine(double timeout_s, const std::atomic<bool>* cancel) {
+  auto t0 = std::chrono::steady_clock::now();
+  char buf[65536];
+  for (;;) {
+    size_t nl = pending_.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return line;
+    }
+    if (out_ < 0) return Status::Unavailable("the process closed its stdout");
+    if (cancel && cancel->load()) return Status::Internal("cancelled");
+    int wait_ms = 1000;
+    if (timeout_s > 0) {
+      double left = timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (left <= 0) return Status::Timeout("no answer from the process within " + std::to_string(timeout_s) + " s");
+      wait_ms = static_cast<int>(std::min(left * 1000.0 + 1, 1000.0));
+    }
+    if (cancel) wait_ms = std::min(wait_ms, kCancelPollMs);
+    pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+    int pr = poll(fds, err_ >= 0 ? 2 : 1, wait_ms);
+    if (pr < 0 && errno != EINTR) return Status::Internal(std::string("poll: ") + std::strerror(errno));
+    if (pr <= 0) continue;
+    if (err_ >= 0 && fds[1].revents) DrainStderr();
+    if (fds[0].revents) {
+      ssize_t k = read(out_, buf, sizeof(buf));
+      if (k > 0) {
+        pending_.append(buf, static_cast<size_t>(k));
+      } else if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
+        close(out_);
+        out_ = -1;
+      }
+    }
+  }
+}
+
+bool LiveProcess::running() {
+  if (reaped_) return false;
+  int st = 0;
+  if (waitpid(pid_, &st, WNOHANG) == pid_) {
+    reaped_ = true;
+    SetWaitStatus(st, &ended_);
+    kill(-pid_, SIGKILL);  // whatever it left in its group goes with it
+    return false;
+  }
+  return true;
+}
+
+ProcessResult LiveProcess::Stop() {
+  if (pid_ > 0 && !reaped_) {
+    kill(-pid_, SIGKILL);
+    int st = 0;
+    while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+    SetWaitStatus(st, &ended_);
+  }
+  DrainStderr();
+  for (int* fd : {&in_, &out_, &err_})
+    if (*fd >= 0) {
+      close(*fd);
+      *fd = -1;
+    }
+  ended_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return ended_;
+}
 
 std::string ProcessResult::Describe(double timeout) const {
   if (timed_out) {

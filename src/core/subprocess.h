@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -51,6 +52,44 @@ class ProcessRunner {
   // Runs to completion. A program that cannot be started is a non-ok Status (NotFound when
   // argv[0] is not on PATH); any exit, signal or timeout of a started program is a result.
   virtual Result<ProcessResult> Run(const ProcessSpec& spec) = 0;
+};
+
+// A child kept running and spoken to in lines: a request on its stdin, an answer on its stdout
+// (kpilot-runner --serve). It runs in a process group of its own; the destructor kills that
+// group and reaps the child. What it prints on stderr is kept (the last 64 KiB). One owner at a
+// time: not thread-safe.
+class LiveProcess {
+ public:
+  // Starts spec.argv with spec's cwd, env and nice (stdin_data, timeout_s, max_output_bytes and
+  // cancel are not used). Errors as ProcessRunner::Run's.
+  static Result<std::unique_ptr<LiveProcess>> Start(const ProcessSpec& spec);
+  ~LiveProcess();
+  LiveProcess(const LiveProcess&) = delete;
+  LiveProcess& operator=(const LiveProcess&) = delete;
+
+  // Writes `line` and a newline. Unavailable when the child no longer reads its stdin.
+  Status WriteLine(const std::string& line);
+  // The next line the child prints on stdout, without its newline. Unavailable once it closed
+  // its stdout (it ended: Stop says how), Timeout after `timeout_s` seconds (0: no limit), and
+  // Internal("cancelled") once `cancel` (may be null) turns true.
+  Result<std::string> ReadLine(double timeout_s, const std::atomic<bool>* cancel = nullptr);
+  // Kills the process group if the child still runs, reaps it, and says how it ended (`err`
+  // holds its stderr). Later calls return the same.
+  ProcessResult Stop();
+  // False once the child has ended (reaped by Stop or seen gone).
+  bool running();
+  int pid() const { return pid_; }
+
+ private:
+  LiveProcess() = default;
+  void DrainStderr();
+
+  int pid_ = -1;
+  int in_ = -1, out_ = -1, err_ = -1;
+  std::string pending_;  // stdout read past the last line returned
+  bool reaped_ = false;
+  ProcessResult ended_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 // The real runner (fork + execvpe). Shared, stateless, thread-safe.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 
 #include "core/fs.h"
 #include "core/sha256.h"
@@ -9,9 +10,10 @@
 namespace kpilot {
 
 LocalExecutor::LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe,
-                             int compile_threads, PythonTaskRunner* python, std::vector<int> devices)
+                             int compile_threads, PythonTaskRunner* python, std::vector<int> devices,
+                             RunnerReuse reuse)
     : toolchain_(toolchain), processes_(processes), runner_exe_(runner_exe),
-      evaluator_(toolchain, processes, std::move(runner_exe), python),
+      evaluator_(toolchain, processes, std::move(runner_exe), python), reuse_(reuse),
       max_footprint_compiles_(std::max(1, compile_threads / 2)), queues_(std::max<size_t>(1, devices.size())) {
   for (int i = 0; i < std::max(1, compile_threads); ++i) compilers_.emplace_back([this] { CompileLoop(); });
   if (devices.empty()) devices = {-1};
@@ -190,6 +192,8 @@ void LocalExecutor::FinishPart(const std::shared_ptr<Pending>& p) {
 }
 
 void LocalExecutor::EvalLoop(int device) {
+  // This queue's served runners, one per GPU its jobs name (one, unless device is -1).
+  std::map<int, std::unique_ptr<ServedRunner>> served;
   for (;;) {
     std::shared_ptr<Pending> p;
     {
@@ -204,11 +208,18 @@ void LocalExecutor::EvalLoop(int device) {
     if (device >= 0) p->job.options.device = device;
     p->result.device = device;
     p->result.eval_start_s = ElapsedSeconds();
+    const Backend backend = p->job.task->backend;
+    ServedRunner* runner = nullptr;
+    if (reuse_ == RunnerReuse::kAll || (reuse_ == RunnerReuse::kCuda && backend == Backend::kCuda)) {
+      auto& slot = served[p->job.options.device];
+      if (!slot) slot = std::make_unique<ServedRunner>(runner_exe_);
+      runner = slot.get();
+    }
     auto e = evaluator_.Evaluate(*p->job.task, p->job.source, [&] {
       EvalOptions o = p->job.options;
       o.params = p->job.params;
       return o;
-    }());
+    }(), runner);
     if (e.ok() && p->job.counter_tools) {
       const Task& task = *p->job.task;
       const Workload* w = p->job.options.workloads.empty() ? &task.workloads.back()

@@ -128,6 +128,16 @@ class Executor {
 // an unprivileged process cannot raise a guess's priority once the draft waits.
 inline constexpr int kCompileNice = 10;
 
+// Which evaluations the local executor sends to a served runner (ServedRunner: one
+// kpilot-runner process per GPU kept across evaluations) instead of a runner of their own.
+//   kNone  every evaluation starts its own runner
+//   kCuda  cuda tasks are served (the default): a fresh runner spends about 0.28 s of a 0.5 s
+//          evaluation on its process, CUDA context and CUPTI set-up (H200, session 22). Host
+//          tasks keep a runner of their own, and with it the PID namespace a served one lacks.
+//   kAll   host tasks too (tests exercise the served path on the CPU this way)
+// Counter profiles always run in a runner of their own.
+enum class RunnerReuse { kNone, kCuda, kAll };
+
 class LocalExecutor : public Executor {
  public:
   // `compile_threads` ≥ 1. Toolchain and process runner are borrowed and must be thread-safe
@@ -135,8 +145,10 @@ class LocalExecutor : public Executor {
   // `devices`: the GPUs to evaluate on, one exclusive queue each; a job goes to the first queue
   // that is free and runs with options.device set to its GPU (EvalJobResult::device). Empty: one
   // queue, each job on its own options.device (`kpilot bench` pins a problem to a GPU this way).
+  // `reuse`: which evaluations a served runner takes (one per queue and GPU).
   LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe, int compile_threads,
-                PythonTaskRunner* python = nullptr, std::vector<int> devices = {});
+                PythonTaskRunner* python = nullptr, std::vector<int> devices = {},
+                RunnerReuse reuse = RunnerReuse::kCuda);
   ~LocalExecutor() override;  // finishes queued work, then joins
   std::future<EvalJobResult> Submit(EvalJob job) override;
   double BusySeconds() const override;
@@ -167,6 +179,7 @@ class LocalExecutor : public Executor {
   ProcessRunner& processes_;
   const std::filesystem::path runner_exe_;
   Evaluator evaluator_;
+  const RunnerReuse reuse_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   std::condition_variable compile_cv_, eval_cv_;

@@ -22,6 +22,20 @@ RunTensor ToRunTensor(const Task& task, const TensorSpec& spec, const Workload& 
   return t;
 }
 
+// The scrubbed environment every runner gets, plus `extra` (NAME=VALUE).
+std::vector<std::string> RunnerEnvironment(const std::vector<std::string>& extra) {
+  std::vector<std::string> env = ScrubbedEnvironment();
+  // OpenMP threads that spin while idle steal the core their partner needs on a loaded machine
+  // and make host timings erratic; a user's own setting wins.
+  if (!std::getenv("OMP_WAIT_POLICY")) env.push_back("OMP_WAIT_POLICY=passive");
+  for (const auto& e : extra) env.push_back(e);
+  return env;
+}
+
+Result<RunResult> ParseRunnerResult(const nlohmann::json& j) {
+  return j.is_discarded() ? Result<RunResult>(Status::Internal("no JSON")) : RunResultFromJson(j);
+}
+
 }  // namespace
 
 Result<std::vector<const Workload*>> SelectWorkloads(const Task& task, const std::vector<std::string>& names) {
@@ -132,7 +146,7 @@ Status Evaluator::CompileFixedObjects(const Task& task, const EvalOptions& opt) 
 }
 
 Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::path& candidate,
-                                       const EvalOptions& opt) {
+                                       const EvalOptions& opt, RunnerChannel* runner) {
   if (task.reference.kind == ReferenceKind::kPython) return EvaluatePython(task, candidate, opt);
   auto t_start = std::chrono::steady_clock::now();
   Evaluation e;
@@ -168,7 +182,7 @@ Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::
   request->candidate_object = compiled->object.string();
 
   auto t_run = std::chrono::steady_clock::now();
-  auto outcome = RunRunnerProcess(processes_, runner_exe_, *request);
+  auto outcome = runner ? runner->Run(*request) : RunRunnerProcess(processes_, runner_exe_, *request);
   e.run_s = SecondsSince(t_run);
   if (!outcome.ok()) return outcome.status();
   RunResult run = std::move(outcome->result);
@@ -192,11 +206,7 @@ Result<RunnerOutcome> RunRunnerProcess(ProcessRunner& processes, const std::file
   for (const std::string& arg : {runner_exe.string(), std::string("--request"), request_path.string()})
     spec.argv.push_back(arg);
   spec.cwd = workdir->path();
-  spec.env = ScrubbedEnvironment();
-  // OpenMP threads that spin while idle steal the core their partner needs on a loaded machine
-  // and make host timings erratic; a user's own setting wins.
-  if (!std::getenv("OMP_WAIT_POLICY")) spec.env->push_back("OMP_WAIT_POLICY=passive");
-  for (const auto& e : launch.extra_env) spec.env->push_back(e);
+  spec.env = RunnerEnvironment(launch.extra_env);
   // Backstop only: the runner enforces request.timeout_s itself, from after its wait for the GPU lock.
   spec.timeout_s = request.timeout_s + launch.backstop_s;
   spec.max_output_bytes = 96u << 20;  // above the supervisor's own cap, so a result is never cut
@@ -216,7 +226,7 @@ Result<RunnerOutcome> RunRunnerProcess(ProcessRunner& processes, const std::file
       if (!j.is_discarded()) break;
     }
   }
-  auto parsed = j.is_discarded() ? Result<RunResult>(Status::Internal("no JSON")) : RunResultFromJson(j);
+  auto parsed = ParseRunnerResult(j);
   if (parsed.ok()) {
     out.result = std::move(parsed).value();
   } else {
@@ -225,6 +235,60 @@ Result<RunnerOutcome> RunRunnerProcess(ProcessRunner& processes, const std::file
     out.result.message = "kpilot-runner ended without a result (" + out.process.Describe(spec.timeout_s) +
                          "): " + Tail(out.process.err, 500);
   }
+  return out;
+}
+
+ServedRunner::ServedRunner(std::filesystem::path runner_exe, double backstop_s)
+    : runner_exe_(std::move(runner_exe)), backstop_s_(backstop_s) {}
+
+ServedRunner::~ServedRunner() = default;  // the LiveProcess kills the server's group
+
+Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
+  auto workdir = TempDir::Create("kpilot-run-");
+  if (!workdir.ok()) return workdir.status();
+  const std::filesystem::path request_path = workdir->path() / "request.json";
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(request_path, ToJson(request).dump()));
+  auto t0 = std::chrono::steady_clock::now();
+  // A server that ended between requests never saw this one: a fresh one may take it.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!server_ || !server_->running()) {
+      server_.reset();
+      ProcessSpec spec;
+      spec.argv = {runner_exe_.string(), "--serve"};
+      spec.cwd = "/";  // each request runs in its own folder; the server holds none between them
+      spec.env = RunnerEnvironment({});
+      auto started = LiveProcess::Start(spec);
+      if (!started.ok()) return started.status().WithContext("starting kpilot-runner --serve");
+      server_ = std::move(started).value();
+      ++servers_started_;
+    }
+    if (server_->WriteLine(request_path.string()).ok()) break;
+    server_.reset();
+    if (attempt == 1) return Status::Internal("kpilot-runner --serve does not read its requests");
+  }
+  RunnerOutcome out;
+  auto line = server_->ReadLine(request.timeout_s + backstop_s_);
+  out.wall_s = SecondsSince(t0);
+  if (line.ok()) {
+    out.process.out = *line;
+    out.process.exit_code = 0;
+    auto parsed = ParseRunnerResult(nlohmann::json::parse(*line, nullptr, false));
+    if (parsed.ok()) {
+      out.result = std::move(parsed).value();
+      const nlohmann::json& served = out.result.details.contains("served") ? out.result.details["served"] : nlohmann::json();
+      if (!served.is_object() || served.value("next", "") != "ready") server_.reset();  // it exits by itself
+      return out;
+    }
+  }
+  // No result: the server died, hung past the backstop or printed something else.
+  out.process = server_->Stop();
+  server_.reset();
+  const bool timed_out = !line.ok() && line.status().code() == StatusCode::kTimeout;
+  out.process.timed_out = timed_out;
+  out.result.status = timed_out ? "timeout" : "runtime_error";
+  out.result.message = "kpilot-runner --serve ended without a result (" +
+                       (line.ok() ? "it printed: " + Tail(*line, 200) : out.process.Describe(request.timeout_s + backstop_s_)) +
+                       "): " + Tail(out.process.err, 500);
   return out;
 }
 

@@ -138,6 +138,8 @@ class PythonTaskRunner {
                                 const EvalOptions& options) = 0;
 };
 
+class RunnerChannel;
+
 class Evaluator {
  public:
   // `runner_exe` is the kpilot-runner binary; `python` serves tasks with a Python reference
@@ -151,7 +153,10 @@ class Evaluator {
   // Tasks with a Python reference take a native `.cu` (compiled here; `.cpp` when the torch device
   // is the cpu), a KernelBench `ModelNew` `.py` or a flashinfer Solution `.json`, and run through
   // the PythonTaskRunner.
-  Result<Evaluation> Evaluate(const Task& task, const std::filesystem::path& candidate, const EvalOptions& options);
+  // `runner` (borrowed, may be null) takes the runner request of a native reference's task in
+  // place of a kpilot-runner started for it alone (a ServedRunner keeps one across evaluations).
+  Result<Evaluation> Evaluate(const Task& task, const std::filesystem::path& candidate, const EvalOptions& options,
+                              RunnerChannel* runner = nullptr);
 
   // Compiles what Evaluate compiles besides the candidate — the task's reference and the
   // baseline that `options` names — with the same options, so that Evaluate finds them in the
@@ -194,6 +199,37 @@ struct RunnerOutcome {
 // the process cannot be started or the request cannot be written.
 Result<RunnerOutcome> RunRunnerProcess(ProcessRunner& processes, const std::filesystem::path& runner_exe,
                                        const RunRequest& request, const RunnerLaunch& launch = {});
+
+// Where runner requests go: a kpilot-runner of their own (RunRunnerProcess), or a served one.
+class RunnerChannel {
+ public:
+  virtual ~RunnerChannel() = default;
+  // As RunRunnerProcess: a non-ok Status only when no runner can be started or the request
+  // cannot be written; every end of the run itself is the outcome's result.
+  virtual Result<RunnerOutcome> Run(const RunRequest& request) = 0;
+};
+
+// kpilot-runner --serve (runner/supervisor.h), kept running from one request to the next, so
+// that an evaluation costs its checks and timing, not a process start, a CUDA context and a
+// CUPTI set-up (about 0.28 s of a 0.5 s evaluation on the H200, session 22). It is started at
+// the first request and again after a result that says "retire" (details["served"]["next"]).
+// Each request runs in a fresh folder of its own, with the scrubbed environment of
+// RunRunnerProcess. A server that ends or stops answering (request.timeout_s + `backstop_s`)
+// is killed with all it started, and the request gets the "runtime_error" or "timeout" result
+// a one-shot runner gets when it prints none. One request at a time: one per evaluation thread.
+class ServedRunner : public RunnerChannel {
+ public:
+  explicit ServedRunner(std::filesystem::path runner_exe, double backstop_s = 900);
+  ~ServedRunner() override;
+  Result<RunnerOutcome> Run(const RunRequest& request) override;
+  int servers_started() const { return servers_started_; }
+
+ private:
+  const std::filesystem::path runner_exe_;
+  const double backstop_s_;
+  std::unique_ptr<LiveProcess> server_;
+  int servers_started_ = 0;
+};
 
 // Builds the runner request for `task` (pure; exposed for tests).
 Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& options);

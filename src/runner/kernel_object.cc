@@ -1,6 +1,7 @@
 #include "runner/kernel_object.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include "core/fs.h"
 
@@ -35,6 +36,17 @@ Result<KernelObject> KernelObject::Open(const std::string& path, const std::stri
     return Status::InvalidInput("the " + role + " does not export kpilot_launch: " + hint);
   }
   return obj;
+}
+
+std::set<std::string> LoadedObjects() {
+  std::set<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        if (info->dlpi_name && *info->dlpi_name) static_cast<std::set<std::string>*>(data)->insert(info->dlpi_name);
+        return 0;
+      },
+      &names);
+  return names;
 }
 
 kpilot_tensor MakeTensor(const RunTensor& spec, void* data) {

@@ -2,11 +2,12 @@
 //
 // The handle is deliberately never dlclose'd: a candidate may leave threads running in a library
 // it pulled in (OpenMP's thread pool keeps spinning after a parallel region), and unloading that
-// library under them crashes the process. The runner lives for one evaluation, so the process
-// exit releases everything.
+// library under them crashes the process. The process exit releases everything; a runner that
+// serves many requests (kpilot-runner --serve) keeps every candidate it loaded.
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 
 #define KPILOT_NO_ABI_EXPORT
@@ -32,6 +33,10 @@ class KernelObject {
   void* handle_ = nullptr;  // never closed, see above
   kpilot_launch_fn launch_ = nullptr;
 };
+
+// The names of every shared object loaded into this process (dl_iterate_phdr): what dlopen was
+// given for objects loaded by path.
+std::set<std::string> LoadedObjects();
 
 // The ABI descriptor of a row-major tensor at `data` (borrowing spec's name).
 kpilot_tensor MakeTensor(const RunTensor& spec, void* data);

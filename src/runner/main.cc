@@ -1,13 +1,15 @@
 // kpilot-runner: evaluates one candidate against a task's reference in isolation.
 //
 //   kpilot-runner --request REQUEST.json     prints one JSON result on stdout
+//   kpilot-runner --serve                    a request file's path per line on stdin, a result
+//                                            line per request on stdout (see supervisor.h)
 //   kpilot-runner --version
 //
-// Spawned by the harness (harness/), once per evaluation, in a fresh working directory.
+// Spawned by the harness (harness/), once per evaluation in a fresh working directory, or once
+// for many evaluations (--serve), each request in a fresh directory of its own.
 #include <cstring>
 #include <iostream>
 
-#include "core/fs.h"
 #include "runner/kernel_object.h"
 #include "runner/protocol.h"
 #include "runner/supervisor.h"
@@ -19,21 +21,13 @@ int main(int argc, char** argv) {
     std::cout << "kpilot-runner protocol " << kRunnerProtocolVersion << " abi " << KPILOT_ABI_VERSION << "\n";
     return 0;
   }
+  if (argc == 2 && std::strcmp(argv[1], "--serve") == 0)
+    return RunServing([](Backend b) { return b == Backend::kCuda ? MakeCudaSession() : MakeHostSession(); });
   if (argc != 3 || std::strcmp(argv[1], "--request") != 0) {
-    std::cerr << "usage: kpilot-runner --request REQUEST.json\n";
+    std::cerr << "usage: kpilot-runner --request REQUEST.json | --serve | --version\n";
     return 2;
   }
-  auto text = ReadFile(argv[2]);
-  if (!text.ok()) {
-    std::cerr << "kpilot-runner: " << text.status().message() << "\n";
-    return 2;
-  }
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    std::cerr << "kpilot-runner: " << argv[2] << ": not valid JSON\n";
-    return 2;
-  }
-  auto request = RunRequestFromJson(j);
+  auto request = ReadRunRequestFile(argv[2]);
   if (!request.ok()) {
     std::cerr << "kpilot-runner: " << request.status().message() << "\n";
     return 2;

@@ -1,5 +1,7 @@
 #include "runner/protocol.h"
 
+#include "core/fs.h"
+
 namespace kpilot {
 namespace {
 
@@ -192,6 +194,16 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
   } catch (const std::exception& e) {
     return Status::InvalidInput(std::string("runner request: ") + e.what());
   }
+}
+
+Result<RunRequest> ReadRunRequestFile(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::InvalidInput(path + ": not valid JSON");
+  auto request = RunRequestFromJson(j);
+  if (!request.ok()) return request.status().WithContext(path);
+  return request;
 }
 
 json ToJson(const RunResult& r) {

@@ -111,6 +111,8 @@ Calibration CalibrationFromJson(const nlohmann::json& j);
 
 nlohmann::json ToJson(const RunRequest& r);
 Result<RunRequest> RunRequestFromJson(const nlohmann::json& j);
+// A request file (kpilot-runner --request FILE, or a line of --serve); errors name the file.
+Result<RunRequest> ReadRunRequestFile(const std::string& path);
 
 // One correctness comparison: one output of one call.
 struct CheckRecord {

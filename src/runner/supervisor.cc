@@ -16,11 +16,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 
 #include "core/fs.h"
+#include "runner/kernel_object.h"
 
 namespace kpilot {
 namespace {
@@ -50,25 +52,48 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
   setrlimit(resource, &rl);
 }
 
-[[noreturn]] void WorkerMain(const RunRequest& req, const WorkerFn& worker) {
+// The limits of one request. RLIMIT_CPU counts the process's whole life, so a serving worker
+// moves its soft limit to what it has used so far plus this request's share (the hard limit
+// cannot be raised again once lowered, so it stays as inherited there).
+void LimitWorker(const RunRequest& req, bool serving) {
   // CPU time adds up over threads: an OpenMP candidate on N cores uses N CPU-seconds per second.
   // The default is a backstop against a runaway process, scaled by the CPUs it may use.
   cpu_set_t cpus;
   int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   double cpu = req.cpu_seconds > 0 ? req.cpu_seconds : std::max(10.0, req.timeout_s * 2 * std::max(1, ncpu));
-  SetLimit(RLIMIT_CPU, static_cast<rlim_t>(cpu), static_cast<rlim_t>(cpu) + 5);
+  if (serving) {
+    rusage use{};
+    getrusage(RUSAGE_SELF, &use);
+    double used = use.ru_utime.tv_sec + use.ru_stime.tv_sec + 1;
+    rlimit rl{};
+    getrlimit(RLIMIT_CPU, &rl);
+    rlim_t soft = static_cast<rlim_t>(used + cpu);
+    if (rl.rlim_max != RLIM_INFINITY && soft > rl.rlim_max) soft = rl.rlim_max;
+    SetLimit(RLIMIT_CPU, soft, rl.rlim_max);
+  } else {
+    SetLimit(RLIMIT_CPU, static_cast<rlim_t>(cpu), static_cast<rlim_t>(cpu) + 5);
+  }
   SetLimit(RLIMIT_FSIZE, static_cast<rlim_t>(req.file_bytes), static_cast<rlim_t>(req.file_bytes));
   if (req.backend == Backend::kHost && req.address_space_bytes > 0)
     SetLimit(RLIMIT_AS, static_cast<rlim_t>(req.address_space_bytes), static_cast<rlim_t>(req.address_space_bytes));
   SetLimit(RLIMIT_CORE, 0, 0);
   signal(SIGXFSZ, SIG_IGN);  // writes past the size limit fail with EFBIG instead of killing us
   signal(SIGPIPE, SIG_IGN);
+}
+
+// The candidate's stdout and stderr go to files in `dir` (one pair per request).
+void RedirectOutput(const std::string& dir) {
+  int out = open((dir + "/candidate.stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err = open((dir + "/candidate.stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out >= 0) dup2(out, 1), close(out);
+  if (err >= 0) dup2(err, 2), close(err);
+}
+
+[[noreturn]] void WorkerMain(const RunRequest& req, const WorkerFn& worker) {
+  LimitWorker(req, /*serving=*/false);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, 0);
-  int out = open("candidate.stdout", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  int err = open("candidate.stderr", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (out >= 0) dup2(out, 1);
-  if (err >= 0) dup2(err, 2);
+  RedirectOutput(".");
   PipeReporter reporter;
   RunResult result = worker(req, reporter);
   PipeReporter::WriteAll("result " + JsonText(ToJson(result)) + "\n");
@@ -198,6 +223,242 @@ bool CallerGone() {
   return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
 }
 
+// What the supervisor saw of one request.
+struct Watched {
+  std::string last_phase, result_line;
+  std::string next_line;  // a serving worker's "next ready" or "next retire WHY", without "next "
+  std::map<std::string, double> parent_loop_ms;
+  int worker_signal = 0, worker_exit = -1;  // reported by the namespace's init, when there is one
+  bool exited = false, timed_out = false, caller_gone = false;
+  int status = 0;  // the worker's wait status, once it exited
+};
+
+// Reads the worker's lines from `fd` until it exits (one evaluation per process), or until it
+// reported its result and its next line (serving). Enforces req.timeout_s from the first phase
+// line on, and kills the worker when no one reads our stdout any more. `buffer` keeps what was
+// read past the last whole line.
+Watched WatchWorker(pid_t pid, int fd, const RunRequest& req, bool serving, std::string& buffer) {
+  Watched w;
+  const auto start = std::chrono::steady_clock::now();
+  auto clock_start = start;  // reset at the worker's first phase line (after the GPU lock)
+  std::map<std::string, double> loop_start_ms;
+  char chunk[65536];
+  for (;;) {
+    // Read what is there; the worker's children may hold the pipe open, so never wait for EOF.
+    for (;;) {
+      ssize_t n = read(fd, chunk, sizeof(chunk));
+      if (n <= 0) break;
+      if (buffer.size() < kMaxResultBytes) buffer.append(chunk, static_cast<size_t>(n));
+    }
+    size_t nl;
+    while ((nl = buffer.find('\n')) != std::string::npos) {
+      std::string line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      if (line.rfind("phase mark ", 0) == 0) {
+        // Timing-loop markers, read on this process's clock: the third, independent clock.
+        std::string mark = line.substr(11);
+        double now_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        if (mark.rfind("loop-start ", 0) == 0) loop_start_ms[mark.substr(11)] = now_ms;
+        else if (mark.rfind("loop-end ", 0) == 0 && loop_start_ms.count(mark.substr(9)))
+          w.parent_loop_ms[mark.substr(9)] = now_ms - loop_start_ms[mark.substr(9)];
+      } else if (line.rfind("worker signal ", 0) == 0) {
+        w.worker_signal = std::atoi(line.c_str() + 14);
+      } else if (line.rfind("worker exit ", 0) == 0) {
+        w.worker_exit = std::atoi(line.c_str() + 12);
+      } else if (line.rfind("phase ", 0) == 0) {
+        if (w.last_phase.empty()) clock_start = std::chrono::steady_clock::now();  // after any GPU-lock wait
+        w.last_phase = line.substr(6);
+      } else if (line.rfind("result ", 0) == 0) {
+        w.result_line = line.substr(7);
+      } else if (serving && line.rfind("next ", 0) == 0) {
+        w.next_line = line.substr(5);
+      }
+    }
+    if (w.exited) break;
+    if (serving && !w.result_line.empty() && !w.next_line.empty()) break;
+    pid_t got = waitpid(pid, &w.status, WNOHANG);
+    if (got == pid) {
+      w.exited = true;
+      continue;  // one more read drains what the worker wrote just before exiting
+    }
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
+    w.caller_gone = CallerGone();
+    w.timed_out = !w.caller_gone && elapsed > req.timeout_s;
+    if (w.caller_gone || w.timed_out) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &w.status, 0);
+      w.exited = true;
+      continue;
+    }
+    pollfd p{fd, POLLIN, 0};
+    poll(&p, 1, 20);
+  }
+  return w;
+}
+
+// The request's result: the worker's own, checked against this process's clock, or one written
+// here when the worker crashed, hung or exited before reporting. `synthesized` holds the sandbox.
+RunResult ResultOf(const Watched& w, const RunRequest& req, const RunResult& synthesized) {
+  RunResult result;
+  bool have_result = false;
+  if (!w.result_line.empty() && !w.timed_out) {
+    try {
+      auto parsed = RunResultFromJson(nlohmann::json::parse(w.result_line));
+      if (parsed.ok()) {
+        result = std::move(parsed).value();
+        have_result = true;
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  std::string during = w.last_phase.empty() ? "" : " during " + w.last_phase;
+  // With an init in between, the worker's own end is what it reported.
+  int status = w.status;
+  if (w.worker_signal > 0) status = w.worker_signal;  // a wait status for "killed by signal N"
+  else if (w.worker_exit >= 0) status = w.worker_exit << 8;
+  if (!have_result) {
+    result = synthesized;
+    result.phase = w.last_phase.substr(0, w.last_phase.find(' '));
+    if (w.timed_out) {
+      result.status = "timeout";
+      result.message = "the run exceeded its wall-clock limit of " + std::to_string(static_cast<long>(req.timeout_s)) +
+                       " s" + during + "; it was killed with every process it started";
+    } else if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU)) {
+      result.status = "timeout";
+      result.message = "the run exceeded its CPU-time limit" + during;
+      result.exit_signal = WTERMSIG(status);
+    } else if (WIFSIGNALED(status)) {
+      result.status = "runtime_error";
+      result.exit_signal = WTERMSIG(status);
+      result.message = "the run was killed by signal " + SignalName(WTERMSIG(status)) + during;
+    } else {
+      result.status = "runtime_error";
+      result.message = "the run exited with code " + std::to_string(WEXITSTATUS(status)) + during +
+                       " before reporting a result (did the candidate call exit()?)";
+    }
+  }
+  if (have_result) CheckAgainstParentClock(w.parent_loop_ms, &result);
+  return result;
+}
+
+// Adds what only the supervisor knows and prints the result as one line on stdout.
+void PrintResult(RunResult result, const RunResult& synthesized, const std::string& dir,
+                 std::chrono::steady_clock::time_point start) {
+  result.pid_namespace = synthesized.pid_namespace;
+  result.net_namespace = synthesized.net_namespace;
+  result.candidate_stdout_tail = FileTail((dir + "/candidate.stdout").c_str(), 4096);
+  result.candidate_stderr_tail = FileTail((dir + "/candidate.stderr").c_str(), 4096);
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // A candidate may print anything: bytes that are not UTF-8 become U+FFFD, not a crash.
+  std::cout << JsonText(ToJson(result)) << std::endl;
+}
+
+// --- Serving (kpilot-runner --serve) ---
+
+constexpr int kRequestFd = 518;  // where a serving worker reads the paths of its requests
+
+// The next non-empty line from `fd` into `line`; false at end of file. With `watch_caller`, polls
+// and gives up too once no one reads our stdout any more.
+bool NextLine(int fd, std::string& pending, std::string* line, bool watch_caller) {
+  char chunk[4096];
+  for (;;) {
+    size_t nl = pending.find('\n');
+    if (nl != std::string::npos) {
+      *line = pending.substr(0, nl);
+      pending.erase(0, nl + 1);
+      if (line->empty()) continue;
+      return true;
+    }
+    if (watch_caller) {
+      if (CallerGone()) return false;
+      pollfd p{fd, POLLIN, 0};
+      int r = poll(&p, 1, 200);
+      if (r <= 0) continue;  // a timeout or EINTR: look at the caller again
+    }
+    ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n == 0) return false;
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return false;
+    }
+    pending.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+int ThreadCount() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+std::string RequestDir(const std::string& request_path) {
+  std::string dir = std::filesystem::path(request_path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+// "" when the worker may serve another request after `req` gave `r`; else why it may not.
+std::string WhyNotServeAgain(const RunRequest& req, const RunResult& r, WorkerSession& session, int threads_open,
+                             const std::set<std::string>& allowed_objects) {
+  if (req.profile_only || req.calibrate_only || !req.sweep_objects.empty())
+    return "a served runner keeps going after evaluations only, not after a profile, calibration or sweep";
+  // A failed run may have left anything behind (a damaged heap, a half-done launch).
+  if (r.status != "passed") return "the run ended " + r.status;
+  if (auto kids = ChildrenOf(getpid()); !kids.empty())
+    return "the candidate left " + std::to_string(kids.size()) + " process(es) running";
+  if (int t = ThreadCount(); t > threads_open)
+    return "the candidate left " + std::to_string(t - threads_open) + " thread(s) running";
+  for (const auto& name : LoadedObjects())
+    if (!allowed_objects.count(name)) return "the candidate brought in " + name + ", which stays loaded";
+  return session.WhyNotAgain();
+}
+
+// The worker of --serve: reads a request file's path per line on kRequestFd, runs it in that
+// file's folder, and writes its result and then "next ready" or "next retire WHY" on kResultFd.
+// After a retire (or when the supervisor closes the pipe) it exits.
+[[noreturn]] void ServeWorkerMain(const RunRequest& first, const std::string& first_dir, const SessionFactory& make) {
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+  RedirectOutput(first_dir);
+  LimitWorker(first, /*serving=*/true);
+  std::unique_ptr<WorkerSession> session = make(first.backend);
+  session->Open(first);
+  const int threads_open = ThreadCount();
+  std::set<std::string> allowed = LoadedObjects();
+  PipeReporter reporter;
+  std::string pending, path;
+  while (NextLine(kRequestFd, pending, &path, /*watch_caller=*/false)) {
+    RunResult result;
+    std::string why;
+    auto req = ReadRunRequestFile(path);
+    if (!req.ok()) {
+      result.status = "error";
+      result.message = req.status().message();
+      why = "its request could not be read";
+    } else {
+      const std::string dir = RequestDir(path);
+      if (chdir(dir.c_str()) != 0) {}  // a candidate's relative paths start there, as in a runner of its own
+      RedirectOutput(dir);
+      LimitWorker(*req, /*serving=*/true);
+      result = session->Run(*req, reporter);
+      std::fflush(nullptr);  // the candidate's buffered output goes to this request's files
+      for (const std::string* o : {&req->reference_object, &req->baseline_object, &req->candidate_object})
+        if (!o->empty()) allowed.insert(*o);
+      why = WhyNotServeAgain(*req, result, *session, threads_open, allowed);
+      // Between requests the worker holds no request's folder or files.
+      if (chdir("/") != 0) {}
+      if (int null = open("/dev/null", O_WRONLY | O_CLOEXEC); null >= 0) dup2(null, 1), dup2(null, 2), close(null);
+    }
+    PipeReporter::WriteAll("result " + JsonText(ToJson(result)) + "\n");
+    PipeReporter::WriteAll(why.empty() ? std::string("next ready\n") : "next retire " + why + "\n");
+    if (!why.empty()) break;
+  }
+  _exit(0);
+}
+
 }  // namespace
 
 int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
@@ -228,110 +489,103 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
   }
   close(fds[1]);
   fcntl(fds[0], F_SETFL, O_NONBLOCK);
-
-  std::string buffer, last_phase, result_line;
-  std::map<std::string, double> loop_start_ms, parent_loop_ms;
-  auto clock_start = start;  // reset at the worker's first phase line (after the GPU lock)
-  int worker_signal = 0, worker_exit = -1;  // reported by the namespace's init, when there is one
-  bool exited = false, timed_out = false, caller_gone = false;
-  int status = 0;
-  char chunk[65536];
-  for (;;) {
-    // Read what is there; the worker's children may hold the pipe open, so never wait for EOF.
-    for (;;) {
-      ssize_t n = read(fds[0], chunk, sizeof(chunk));
-      if (n <= 0) break;
-      if (buffer.size() < kMaxResultBytes) buffer.append(chunk, static_cast<size_t>(n));
-    }
-    size_t nl;
-    while ((nl = buffer.find('\n')) != std::string::npos) {
-      std::string line = buffer.substr(0, nl);
-      buffer.erase(0, nl + 1);
-      if (line.rfind("phase mark ", 0) == 0) {
-        // Timing-loop markers, read on this process's clock: the third, independent clock.
-        std::string mark = line.substr(11);
-        double now_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        if (mark.rfind("loop-start ", 0) == 0) loop_start_ms[mark.substr(11)] = now_ms;
-        else if (mark.rfind("loop-end ", 0) == 0 && loop_start_ms.count(mark.substr(9)))
-          parent_loop_ms[mark.substr(9)] = now_ms - loop_start_ms[mark.substr(9)];
-      } else if (line.rfind("worker signal ", 0) == 0) {
-        worker_signal = std::atoi(line.c_str() + 14);
-      } else if (line.rfind("worker exit ", 0) == 0) {
-        worker_exit = std::atoi(line.c_str() + 12);
-      } else if (line.rfind("phase ", 0) == 0) {
-        if (last_phase.empty()) clock_start = std::chrono::steady_clock::now();  // after any GPU-lock wait
-        last_phase = line.substr(6);
-      }
-      else if (line.rfind("result ", 0) == 0) result_line = line.substr(7);
-    }
-    if (exited) break;
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) {
-      exited = true;
-      continue;  // one more read drains what the worker wrote just before exiting
-    }
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
-    caller_gone = CallerGone();
-    timed_out = !caller_gone && elapsed > req.timeout_s;
-    if (caller_gone || timed_out) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      exited = true;
-      continue;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    poll(&p, 1, 20);
-  }
+  std::string buffer;
+  Watched w = WatchWorker(pid, fds[0], req, /*serving=*/false, buffer);
   close(fds[0]);
   int leftovers = KillLeftovers();
-  if (caller_gone) return kExitCallerGone;  // no one to tell
-
-  RunResult result;
-  bool have_result = false;
-  if (!result_line.empty() && !timed_out) {
-    try {
-      auto parsed = RunResultFromJson(nlohmann::json::parse(result_line));
-      if (parsed.ok()) {
-        result = std::move(parsed).value();
-        have_result = true;
-      }
-    } catch (const std::exception&) {
-    }
-  }
-  std::string during = last_phase.empty() ? "" : " during " + last_phase;
-  // With an init in between, the worker's own end is what it reported.
-  if (worker_signal > 0) status = worker_signal;  // a wait status for "killed by signal N"
-  else if (worker_exit >= 0) status = worker_exit << 8;
-  if (!have_result) {
-    result = synthesized;
-    result.phase = last_phase.substr(0, last_phase.find(' '));
-    if (timed_out) {
-      result.status = "timeout";
-      result.message = "the run exceeded its wall-clock limit of " + std::to_string(static_cast<long>(req.timeout_s)) +
-                       " s" + during + "; it was killed with every process it started";
-    } else if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU)) {
-      result.status = "timeout";
-      result.message = "the run exceeded its CPU-time limit" + during;
-      result.exit_signal = WTERMSIG(status);
-    } else if (WIFSIGNALED(status)) {
-      result.status = "runtime_error";
-      result.exit_signal = WTERMSIG(status);
-      result.message = "the run was killed by signal " + SignalName(WTERMSIG(status)) + during;
-    } else {
-      result.status = "runtime_error";
-      result.message = "the run exited with code " + std::to_string(WEXITSTATUS(status)) + during +
-                       " before reporting a result (did the candidate call exit()?)";
-    }
-  }
-  if (have_result) CheckAgainstParentClock(parent_loop_ms, &result);
-  result.pid_namespace = synthesized.pid_namespace;
-  result.net_namespace = synthesized.net_namespace;
+  if (w.caller_gone) return kExitCallerGone;  // no one to tell
+  RunResult result = ResultOf(w, req, synthesized);
   result.leftover_processes_killed = leftovers;
-  result.candidate_stdout_tail = FileTail("candidate.stdout", 4096);
-  result.candidate_stderr_tail = FileTail("candidate.stderr", 4096);
-  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // A candidate may print anything: bytes that are not UTF-8 become U+FFFD, not a crash.
-  std::cout << JsonText(ToJson(result)) << std::endl;
+  PrintResult(std::move(result), synthesized, ".", start);
+  return 0;
+}
+
+int RunServing(const SessionFactory& make) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  signal(SIGPIPE, SIG_IGN);  // a dead worker's request pipe: write() fails instead
+  RunResult synthesized;
+  Backend backend = Backend::kHost;
+  pid_t pid = -1;
+  int request_fd = -1, result_fd = -1;
+  int served = 0;
+  std::string stdin_pending, buffer, path;
+  auto stop_worker = [&] {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      int st;
+      waitpid(pid, &st, 0);
+      pid = -1;
+    }
+    if (request_fd >= 0) close(request_fd);
+    if (result_fd >= 0) close(result_fd);
+    request_fd = result_fd = -1;
+    return KillLeftovers();
+  };
+  while (NextLine(STDIN_FILENO, stdin_pending, &path, /*watch_caller=*/true)) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string dir = RequestDir(path);
+    ++served;
+    auto req = ReadRunRequestFile(path);
+    if (req.ok() && pid > 0 && req->backend != backend)
+      req = Status::InvalidInput(path + ": this runner serves the " + std::string(BackendName(backend)) +
+                                 " backend; start another runner for the " + std::string(BackendName(req->backend)) +
+                                 " one");
+    if (!req.ok()) {
+      RunResult r;
+      r.status = "error";
+      r.message = req.status().message();
+      r.details["served"] = {{"request", served}, {"pid", getpid()}, {"next", "ready"}, {"why", ""}};
+      PrintResult(std::move(r), synthesized, dir, start);
+      continue;
+    }
+    if (pid < 0) {
+      // The network namespace only: a PID namespace's init would end with the first worker.
+      SandboxChoice sandbox = ChooseSandbox(*req);
+      if (sandbox.net) synthesized.net_namespace = unshare(CLONE_NEWNET) == 0;
+      backend = req->backend;
+      int to_worker[2], from_worker[2];
+      if (pipe2(to_worker, O_CLOEXEC) != 0 || pipe2(from_worker, O_CLOEXEC) != 0) {
+        std::perror("kpilot-runner: pipe");
+        return 1;
+      }
+      std::fflush(stdout);
+      pid = fork();
+      if (pid < 0) {
+        std::perror("kpilot-runner: fork");
+        return 1;
+      }
+      if (pid == 0) {
+        dup2(to_worker[0], kRequestFd);
+        dup2(from_worker[1], kResultFd);
+        for (int fd : {to_worker[0], to_worker[1], from_worker[0], from_worker[1]}) close(fd);
+        ServeWorkerMain(*req, dir, make);
+      }
+      close(to_worker[0]);
+      close(from_worker[1]);
+      request_fd = to_worker[1];
+      result_fd = from_worker[0];
+      fcntl(result_fd, F_SETFL, O_NONBLOCK);
+    }
+    const std::string line = path + "\n";
+    (void)!write(request_fd, line.data(), line.size());  // a dead worker shows in the watch below
+    Watched w = WatchWorker(pid, result_fd, *req, /*serving=*/true, buffer);
+    if (w.caller_gone) {
+      stop_worker();
+      return kExitCallerGone;
+    }
+    RunResult result = ResultOf(w, *req, synthesized);
+    std::string why;
+    if (w.exited) why = "the worker ended with its run";
+    else if (w.next_line.rfind("retire ", 0) == 0) why = w.next_line.substr(7);
+    else if (ChildrenOf(getpid()).size() > 1) why = "the candidate left processes running";
+    if (w.exited) pid = -1;
+    if (!why.empty()) result.leftover_processes_killed = stop_worker();
+    result.details["served"] = {{"request", served}, {"pid", getpid()}, {"next", why.empty() ? "ready" : "retire"},
+                                {"why", why}};
+    PrintResult(std::move(result), synthesized, dir, start);
+    if (!why.empty()) return 0;
+  }
+  stop_worker();
   return 0;
 }
 

@@ -7,25 +7,6 @@
 #include "runner/worker_cuda.h"
 
 namespace kpilot {
-namespace {
-
-// "" while the context works; else the sticky error (an illegal address, a trap, …) that now
-// fails every CUDA call of this process.
-std::string StickyError() {
-  cudaError_t e = cudaDeviceSynchronize();
-  (void)cudaGetLastError();  // clears an error that is not sticky
-  if (e == cudaSuccess) return "";
-  e = cudaDeviceSynchronize();
-  if (e == cudaSuccess) {
-    auto probe = DeviceBuffer::Allocate(256);
-    if (probe.ok()) return "";
-    e = cudaGetLastError();
-  }
-  return e == cudaSuccess ? "" : CudaErrorText(e);
-}
-
-}  // namespace
-
 RunResult CudaWorker::RunSweep() {
   // Setup opened the request's candidate_object too; the sweep swaps its own objects in.
   const RunResult setup = result_;

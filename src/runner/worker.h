@@ -1,6 +1,7 @@
 // The worker side of kpilot-runner: what runs inside the sandbox, loads objects and calls them.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "runner/protocol.h"
@@ -24,5 +25,24 @@ RunResult RunHostWorker(const RunRequest& request, PhaseReporter& reporter);
 // exploit checks (off-stream work, library use, lowered precision, degenerate outputs, clocks
 // that disagree, faster than the measured physical floor), timing and energy. See README.
 RunResult RunCudaWorker(const RunRequest& request, PhaseReporter& reporter);
+
+// A worker that serves one request after another in one process (kpilot-runner --serve), so
+// that a request costs its checks and timing, not a process, a CUDA context and a CUPTI set-up.
+class WorkerSession {
+ public:
+  virtual ~WorkerSession() = default;
+  // Readies what the requests share, from the first one (the cuda backend: context, stream,
+  // NVML, CUPTI). A failure is left for Run to report.
+  virtual void Open(const RunRequest& first) = 0;
+  // One request, as RunHostWorker / RunCudaWorker would run it in a process of its own.
+  virtual RunResult Run(const RunRequest& request, PhaseReporter& reporter) = 0;
+  // After Run: "" when the process is still fit to serve another request, else why it is not
+  // (a poisoned CUDA context, GPU memory the candidate kept). The supervisor's own checks
+  // (status, threads, processes, libraries) come on top of these.
+  virtual std::string WhyNotAgain() = 0;
+};
+
+std::unique_ptr<WorkerSession> MakeHostSession();
+std::unique_ptr<WorkerSession> MakeCudaSession();
 
 }  // namespace kpilot

@@ -19,17 +19,6 @@
 namespace kpilot {
 namespace {
 
-std::set<std::string> LoadedObjects() {
-  std::set<std::string> names;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        if (info->dlpi_name && *info->dlpi_name) static_cast<std::set<std::string>*>(data)->insert(info->dlpi_name);
-        return 0;
-      },
-      &names);
-  return names;
-}
-
 std::string Basename(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -38,8 +27,8 @@ std::string Basename(const std::string& path) {
 // Unit roundoff of a float type (half the machine epsilon).
 double UnitRoundoff(DType t) { return DTypeEpsilon(t) / 2; }
 
-// The per-GPU timing lock: an flock on a file, held for the worker's life (released by the
-// kernel when the process ends, however it ends).
+// The per-GPU timing lock: an flock on a file, held while one request runs (released when its
+// descriptor is closed, or by the kernel when the process ends, however it ends).
 int AcquireGpuLock(const std::string& dir, int device, double* waited_s) {
   std::string path = dir + "/kpilot-gpu-" + std::to_string(device) + ".lock";
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
@@ -59,7 +48,19 @@ bool IsVendorLibrary(const std::string& name) {
   return std::regex_search(name, kVendor);
 }
 
-CudaWorker::CudaWorker(const RunRequest& request, PhaseReporter& reporter) : req_(request), report_(reporter) {}
+CudaWorker::CudaWorker(const RunRequest& request, PhaseReporter& reporter, CudaDevice& device)
+    : req_(request),
+      report_(reporter),
+      dev_(device),
+      stream_(device.stream),
+      tracer_(device.tracer),
+      stream_id_(device.stream_id),
+      nvml_(device.nvml),
+      nvml_index_(device.nvml_index) {}
+
+CudaWorker::~CudaWorker() {
+  if (lock_fd_ >= 0) close(lock_fd_);  // closing the descriptor drops its flock
+}
 
 bool CudaWorker::Finish(const std::string& status, const std::string& message) {
   result_.status = status;
@@ -73,35 +74,23 @@ void CudaWorker::Stamp(const std::string& step) {
   timeline_[step] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
 }
 
-bool CudaWorker::Setup() {
-  result_.phase = "load";
-  double waited = 0;
-  int lock = AcquireGpuLock(req_.lock_dir, req_.device, &waited);
-  // The supervisor's wall-clock limit starts at this first phase line, after the lock.
-  report_.Phase("load", "");
-  Stamp("gpu_lock");
-  if (lock < 0)
-    result_.warnings.push_back("could not open the GPU lock file in " + req_.lock_dir +
-                               "; another kpilot may time on this GPU at the same time");
-  result_.details["gpu_lock_wait_s"] = waited;
-
+bool CudaWorker::OpenDevice() {
   cudaError_t e = cudaSetDevice(req_.device);
   if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
   if (e != cudaSuccess) return Finish("error", "cannot use CUDA device " + std::to_string(req_.device) + ": " + CudaErrorText(e));
+  dev_.device = req_.device;
   stream_.emplace();
-  Stamp("context");
-  cudaDeviceProp prop{};
+  cudaDeviceProp& prop = dev_.prop;
   cudaGetDeviceProperties(&prop, req_.device);
-  sm_count_ = prop.multiProcessorCount;
-  l2_bytes_ = prop.l2CacheSize;
   char pci[32] = {0};
   cudaDeviceGetPCIBusId(pci, sizeof(pci), req_.device);
   int driver = 0;
   cudaDriverGetVersion(&driver);
-  result_.details["gpu"] = {{"name", prop.name}, {"sm_count", sm_count_},
-                            {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
-                            {"l2_bytes", l2_bytes_}, {"memory_bytes", prop.totalGlobalMem}, {"pci_bus_id", pci},
-                            {"driver", std::to_string(driver / 1000) + "." + std::to_string((driver % 1000) / 10)}};
+  dev_.gpu = {{"name", prop.name}, {"sm_count", prop.multiProcessorCount},
+              {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+              {"l2_bytes", prop.l2CacheSize}, {"memory_bytes", prop.totalGlobalMem}, {"pci_bus_id", pci},
+              {"driver", std::to_string(driver / 1000) + "." + std::to_string((driver % 1000) / 10)}};
+  Stamp("context");
 
   auto nvml = Nvml::Open();
   if (nvml.ok()) {
@@ -109,23 +98,8 @@ bool CudaWorker::Setup() {
     auto idx = nvml_->NvmlIndexForPciBusId(pci);
     if (idx.ok()) nvml_index_ = *idx;
   } else {
-    result_.warnings.push_back("NVML unavailable (" + nvml.status().message() + "): no energy, no process list");
+    dev_.warnings.push_back("NVML unavailable (" + nvml.status().message() + "): no energy, no process list");
   }
-  if (nvml_ && nvml_index_ >= 0) {
-    auto procs = nvml_->ComputeProcesses(nvml_index_);
-    if (procs.ok()) {
-      nlohmann::json list = nlohmann::json::array();
-      for (const auto& p : *procs) list.push_back({{"pid", p.pid}, {"name", p.name}, {"used_bytes", p.used_bytes}});
-      result_.details["gpu_processes"] = list;
-      // This process is one of them once its context exists.
-      if (procs->size() > 1) {
-        std::string names;
-        for (const auto& p : *procs) names += (names.empty() ? "" : ", ") + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
-        result_.warnings.push_back("other processes use this GPU while kpilot times on it: " + names);
-      }
-    }
-  }
-
   // KPILOT_NO_CUPTI=1 leaves CUPTI to a profiler (ncu) that needs it for itself. A profile-only
   // run needs no launch trace (and CUPTI's counters replay kernels without one).
   const char* no_cupti = std::getenv("KPILOT_NO_CUPTI");
@@ -139,8 +113,50 @@ bool CudaWorker::Setup() {
       else tracer_.reset();
     }
     if (!tracer_)
-      result_.warnings.push_back("CUPTI unavailable (" + (tracer.ok() ? std::string("no stream id") : tracer.status().message()) +
-                                 "): no launch trace; side-stream work is judged by the host clock alone");
+      dev_.warnings.push_back("CUPTI unavailable (" + (tracer.ok() ? std::string("no stream id") : tracer.status().message()) +
+                              "): no launch trace; side-stream work is judged by the host clock alone");
+  }
+  return true;
+}
+
+bool CudaWorker::Setup() {
+  result_.phase = "load";
+  double waited = 0;
+  lock_fd_ = AcquireGpuLock(req_.lock_dir, req_.device, &waited);
+  // The supervisor's wall-clock limit starts at this first phase line, after the lock.
+  report_.Phase("load", "");
+  Stamp("gpu_lock");
+  if (lock_fd_ < 0)
+    result_.warnings.push_back("could not open the GPU lock file in " + req_.lock_dir +
+                               "; another kpilot may time on this GPU at the same time");
+  result_.details["gpu_lock_wait_s"] = waited;
+
+  if (dev_.device < 0) {
+    if (!OpenDevice()) return false;
+  } else if (dev_.device != req_.device) {
+    return Finish("error", "this runner serves CUDA device " + std::to_string(dev_.device) + ", not device " +
+                               std::to_string(req_.device) + "; start another runner for it");
+  } else {
+    Stamp("context");
+  }
+  const cudaDeviceProp& prop = dev_.prop;
+  sm_count_ = prop.multiProcessorCount;
+  l2_bytes_ = prop.l2CacheSize;
+  result_.details["gpu"] = dev_.gpu;
+  for (const auto& w : dev_.warnings) result_.warnings.push_back(w);
+  if (nvml_ && nvml_index_ >= 0) {
+    auto procs = nvml_->ComputeProcesses(nvml_index_);
+    if (procs.ok()) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& p : *procs) list.push_back({{"pid", p.pid}, {"name", p.name}, {"used_bytes", p.used_bytes}});
+      result_.details["gpu_processes"] = list;
+      // This process is one of them once its context exists.
+      if (procs->size() > 1) {
+        std::string names;
+        for (const auto& p : *procs) names += (names.empty() ? "" : ", ") + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
+        result_.warnings.push_back("other processes use this GPU while kpilot times on it: " + names);
+      }
+    }
   }
   result_.details["cupti"] = tracer_ != nullptr;
   Stamp("nvml_and_trace");
@@ -599,12 +615,17 @@ void CudaWorker::ProfileCandidate() {
   Finish("passed", "profiled (the candidate was called once per workload; nothing was checked)");
 }
 
-RunResult RunCudaWorker(const RunRequest& request, PhaseReporter& reporter) {
-  CudaWorker worker(request, reporter);
+RunResult RunCudaRequest(const RunRequest& request, PhaseReporter& reporter, CudaDevice& device) {
+  CudaWorker worker(request, reporter, device);
   RunResult result = worker.Run();
   worker.Stamp("end");
   result.details["timeline_s"] = worker.timeline();
   return result;
+}
+
+RunResult RunCudaWorker(const RunRequest& request, PhaseReporter& reporter) {
+  CudaDevice device;
+  return RunCudaRequest(request, reporter, device);
 }
 
 }  // namespace kpilot

@@ -32,10 +32,31 @@ struct DeviceTensors {
   bool guarded = false;  // outputs with canaries: tensors[i].data = buffers[i] + kCanaryBytes
 };
 
+// What the cuda worker keeps from one request to the next when it serves many
+// (kpilot-runner --serve): the context on `device`, the stream every call runs on, the CUPTI
+// trace of that stream and NVML. One request at a time; never shared between threads.
+struct CudaDevice {
+  int device = -1;                    // -1: not opened yet
+  cudaDeviceProp prop{};
+  std::optional<CudaStream> stream;
+  std::unique_ptr<CuptiTracer> tracer;
+  uint32_t stream_id = 0;
+  std::unique_ptr<Nvml> nvml;
+  int nvml_index = -1;
+  nlohmann::json gpu = nlohmann::json::object();  // details["gpu"]
+  std::vector<std::string> warnings;  // from opening it (no NVML, no CUPTI): in every result
+};
+
 class CudaWorker {
  public:
-  CudaWorker(const RunRequest& request, PhaseReporter& reporter);
+  // `device` is opened by the first request that needs it and reused by later ones.
+  CudaWorker(const RunRequest& request, PhaseReporter& reporter, CudaDevice& device);
+  ~CudaWorker();  // releases the GPU lock
+  CudaWorker(const CudaWorker&) = delete;
+  CudaWorker& operator=(const CudaWorker&) = delete;
   RunResult Run();
+  // Opens the device now (the serving session's Open); false when it cannot be used.
+  bool OpenDeviceOnly() { return OpenDevice(); }
   // Seconds since construction at the end of each step (context, checks, timing, counters …):
   // where a run's wall time goes (details["timeline_s"]).
   void Stamp(const std::string& step);
@@ -44,6 +65,9 @@ class CudaWorker {
  private:
   // Each returns false when the run's outcome is decided (result_ filled in).
   bool Setup();
+  // Creates the context, the stream, NVML and the CUPTI trace on req_.device; false (result_
+  // finished) when the device cannot be used.
+  bool OpenDevice();
   bool Calibrate();  // calibrate_only requests: every ceiling, into details["calibration"]
   // profile_only requests: the candidate alone, once per workload, under in-process counters
   // when the request names any (details["counters"]), else for an outside profiler (ncu).
@@ -76,11 +100,14 @@ class CudaWorker {
   const RunRequest& req_;
   PhaseReporter& report_;
   RunResult result_;
-  std::optional<CudaStream> stream_;
-  std::unique_ptr<CuptiTracer> tracer_;
-  uint32_t stream_id_ = 0;
-  std::unique_ptr<Nvml> nvml_;
-  int nvml_index_ = -1;
+  CudaDevice& dev_;
+  // Bound to dev_'s members, under the names the checks and timing use.
+  std::optional<CudaStream>& stream_;
+  std::unique_ptr<CuptiTracer>& tracer_;
+  uint32_t& stream_id_;
+  std::unique_ptr<Nvml>& nvml_;
+  int& nvml_index_;
+  int lock_fd_ = -1;  // the per-GPU timing lock, held while this request runs
   std::optional<KernelObject> reference_, candidate_, baseline_;
   std::set<std::string> libraries_before_;
   int64_t l2_bytes_ = 0;
@@ -95,6 +122,13 @@ class CudaWorker {
 // call's trace: the latest "context" synchronization. Whatever the candidate synchronized itself
 // stays, so the trace's syncs are the candidate's alone.
 void DropRunnerSync(LaunchTrace* trace);
+
+// One request on `device` (opened by the first): RunCudaWorker with state kept across requests.
+RunResult RunCudaRequest(const RunRequest& request, PhaseReporter& reporter, CudaDevice& device);
+
+// "" while the context works; else the sticky error (an illegal address, a trap, …) that now
+// fails every CUDA call of this process.
+std::string StickyError();
 
 // Shared-object names that mean a vendor library is in use.
 bool IsVendorLibrary(const std::string& name);

@@ -254,4 +254,18 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
   return CheckAndTime(req, report, *reference, *candidate, *baseline);
 }
 
+namespace {
+
+// The host backend keeps nothing between requests.
+class HostSession : public WorkerSession {
+ public:
+  void Open(const RunRequest&) override {}
+  RunResult Run(const RunRequest& request, PhaseReporter& reporter) override { return RunHostWorker(request, reporter); }
+  std::string WhyNotAgain() override { return ""; }
+};
+
+}  // namespace
+
+std::unique_ptr<WorkerSession> MakeHostSession() { return std::make_unique<HostSession>(); }
+
 }  // namespace kpilot

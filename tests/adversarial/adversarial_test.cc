@@ -159,6 +159,11 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
 
   auto toolchain = MakeSystemToolchain(cache->path(), include_dir);
   Evaluator evaluator(*toolchain, SystemProcessRunner(), runner);
+  // KPILOT_ADVERSARIAL_RUNNER=served: every case through one served runner (kpilot-runner
+  // --serve, kept across cases until a case retires it), as kpilot optimize evaluates.
+  std::unique_ptr<ServedRunner> served;
+  if (const char* mode = getenv("KPILOT_ADVERSARIAL_RUNNER"); mode && std::string(mode) == "served")
+    served = std::make_unique<ServedRunner>(runner);
   std::vector<Outcome> outcomes;
   Calibration calibration;  // the GPU's ceilings, measured by the first run and reused
   for (const Case* c : cases) {
@@ -182,7 +187,7 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
     auto t0 = std::chrono::steady_clock::now();
     Result<Evaluation> e = [&] {
       ScopedTmpdir scoped(tmp->path());
-      return evaluator.Evaluate(task, c->source(), opt);
+      return evaluator.Evaluate(task, c->source(), opt, served.get());
     }();
     o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!e.ok()) {
@@ -255,6 +260,7 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
   table << "\n" << right << "/" << outcomes.size() << " right, " << crashes << " harness crash"
         << (crashes == 1 ? "" : "es") << "\n";
   std::printf("%s", table.str().c_str());
+  if (served) std::printf("served runner: %d processes for %zu cases\n", served->servers_started(), outcomes.size());
   std::fflush(stdout);
 
   if (const char* report = getenv("KPILOT_ADVERSARIAL_REPORT"); report && *report) {
@@ -265,6 +271,8 @@ TEST(Adversarial, EveryCaseGetsItsVerdict) {
     j["score"] = std::to_string(right) + "/" + std::to_string(outcomes.size()) + " right, " + std::to_string(crashes) +
                  " harness crashes";
     j["gpu"] = gpus.front().name;
+    j["runner"] = served ? "served" : "per-eval";
+    if (served) j["served_processes"] = served->servers_started();
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& o : outcomes)
       rows.push_back({{"case", o.c->name},

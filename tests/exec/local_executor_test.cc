@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "core/fs.h"
@@ -76,6 +77,48 @@ TEST(LocalExecutor, EachListedDeviceHasItsOwnExclusiveQueue) {
       EXPECT_LE(spans[i - 1].second, spans[i].first) << "two evaluations at once on device " << device;
   }
   EXPECT_LE(executor.BusySeconds(), 2 * executor.ElapsedSeconds() + 1e-6);
+}
+
+// With RunnerReuse::kAll each queue keeps one served runner: its evaluations run in the same
+// process, numbered in order. By default (kCuda) a host task's evaluations start runners of
+// their own.
+TEST(LocalExecutor, EachQueueKeepsOneServedRunnerForItsEvaluations) {
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  auto reference_job = [&] {
+    EvalJob j = SaxpyJob(saxpy.task, 0.1);
+    j.source = saxpy.task.reference.path;  // single-threaded: nothing stays behind, so the runner is kept
+    return j;
+  };
+  {
+    LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 2, nullptr, {3, 7},
+                           RunnerReuse::kAll);
+    std::vector<std::future<EvalJobResult>> futures;
+    for (int i = 0; i < 6; ++i) futures.push_back(executor.Submit(reference_job()));
+    std::map<int, std::vector<int>> requests_by_pid;
+    std::map<int, std::set<int>> pids_by_device;
+    for (auto& f : futures) {
+      EvalJobResult r = f.get();
+      ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+      ASSERT_TRUE(r.evaluation.verdict.passed()) << r.evaluation.verdict.summary;
+      const nlohmann::json& served = r.evaluation.run.details["served"];
+      ASSERT_TRUE(served.is_object()) << r.evaluation.run.details.dump();
+      EXPECT_EQ(served.value("next", ""), "ready");
+      requests_by_pid[served.value("pid", 0)].push_back(served.value("request", 0));
+      pids_by_device[r.device].insert(served.value("pid", 0));
+    }
+    EXPECT_LE(requests_by_pid.size(), 2u) << "one runner per queue";
+    for (auto& [device, pids] : pids_by_device) EXPECT_EQ(pids.size(), 1u) << "device " << device;
+    for (auto& [pid, requests] : requests_by_pid) {
+      std::sort(requests.begin(), requests.end());
+      for (size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(requests[i], static_cast<int>(i) + 1) << "runner " << pid;
+    }
+  }
+  LocalExecutor per_eval(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1);
+  EvalJobResult r = per_eval.Submit(reference_job()).get();
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_TRUE(r.evaluation.verdict.passed());
+  EXPECT_FALSE(r.evaluation.run.details.contains("served")) << "a host task's runner is its own by default";
 }
 
 TEST(LocalExecutor, WithoutDevicesOneQueueRunsEachJobOnItsOwnDevice) {

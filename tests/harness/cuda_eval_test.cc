@@ -30,13 +30,13 @@ class CudaEval : public ::testing::Test {
     cache_ = std::make_unique<TempDir>(std::move(dir).value());
     toolchain_ = MakeSystemToolchain(cache_->path(), testing::SourceDir() / "include");
   }
-  Evaluation Eval(const Task& task, const fs::path& candidate) {
+  Evaluation Eval(const Task& task, const fs::path& candidate, RunnerChannel* runner = nullptr) {
     Evaluator ev(*toolchain_, SystemProcessRunner(), testing::RunnerPath());
     EvalOptions opt;
     opt.compile.cuda_arch = arch_;
     opt.timing.max_seconds = 1.0;
     opt.calibration = calibration_;
-    auto e = ev.Evaluate(task, candidate, opt);
+    auto e = ev.Evaluate(task, candidate, opt, runner);
     EXPECT_TRUE(e.ok()) << e.status().ToString();
     if (!e.ok()) return {};
     if (e->run.calibration.valid()) calibration_ = e->run.calibration;
@@ -72,6 +72,38 @@ TEST_F(CudaEval, ReferencesPassAsCandidatesAndOptimizedOnesAreFaster) {
     }
   }
   EXPECT_GE(tasks, 8);
+}
+
+// A served runner evaluates one after another in one process: the CUDA context, stream and
+// CUPTI set-up of the first request serve the later ones, and the results are those of a runner
+// of its own.
+TEST_F(CudaEval, AServedRunnerKeepsItsContextAcrossEvaluations) {
+  auto task = LoadTask(testing::SourceDir() / "examples" / "cuda" / "vector_add");
+  ASSERT_TRUE(task.ok()) << task.status().message();
+  ServedRunner served(testing::RunnerPath());
+  std::vector<fs::path> candidates = {task->reference.path};
+  for (auto& c : fs::directory_iterator(task->dir / "candidates")) candidates.push_back(c.path());
+  candidates.push_back(task->reference.path);
+  int pid = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Evaluation e = Eval(*task, candidates[i], &served);
+    EXPECT_EQ(e.verdict.kind, VerdictKind::kPassed) << candidates[i] << ": " << e.verdict.summary;
+    const nlohmann::json& s = e.run.details["served"];
+    ASSERT_TRUE(s.is_object()) << e.run.details.dump();
+    EXPECT_EQ(s.value("request", 0), static_cast<int>(i) + 1) << s.dump();
+    EXPECT_EQ(s.value("next", ""), "ready") << s.dump();
+    if (i == 0) pid = s.value("pid", 0);
+    EXPECT_EQ(s.value("pid", 0), pid);
+    const nlohmann::json& tl = e.run.details["timeline_s"];
+    const double context_s = tl.value("context", -1.0) - tl.value("gpu_lock", 0.0);
+    std::cout << fmt::format("served request {} {:<24} context {:.4f} s, runner {:.3f} s, speedup {:.3f}\n", i + 1,
+                             candidates[i].filename().string(), context_s, e.run.wall_s, e.speedup_geomean);
+    if (i > 0) EXPECT_LT(context_s, 0.01) << "request " << i + 1 << " made a context again";
+    EXPECT_TRUE(e.run.details.value("cupti", false)) << "the launch trace works in every request";
+    if (candidates[i] == task->reference.path)
+      for (const auto& t : e.timings) EXPECT_NEAR(t.speedup.ratio, 1.0, 0.05) << t.workload;
+  }
+  EXPECT_EQ(served.servers_started(), 1);
 }
 
 }  // namespace

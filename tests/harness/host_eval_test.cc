@@ -152,32 +152,39 @@ struct BrokenCase {
   const char* phrase;  // expected in the summary
 };
 
+const BrokenCase kBrokenCases[] = {
+    {"compile_error.cpp", VerdictKind::kCompileError, "compile_error.cpp:"},
+    {"wrong_result.cpp", VerdictKind::kIncorrect, "differs from the reference"},
+    {"nan_output.cpp", VerdictKind::kIncorrect, "differs from the reference"},
+    {"segfault.cpp", VerdictKind::kRuntimeError, "signal 11"},
+    {"hang.cpp", VerdictKind::kTimeout, "wall-clock limit"},
+    {"exit0.cpp", VerdictKind::kRuntimeError, "exit()"},
+    {"returns_error.cpp", VerdictKind::kRuntimeError, "returned status 7"},
+    {"missing_symbol.cpp", VerdictKind::kRuntimeError, "kpilot_launch"},
+    {"wrong_abi.cpp", VerdictKind::kRuntimeError, "ABI version 999"},
+    {"out_of_bounds.cpp", VerdictKind::kIncorrect, "outside output"},
+    {"mutates_input.cpp", VerdictKind::kIncorrect, "modified input"},
+    {"fork_child.cpp", VerdictKind::kPassed, ""},
+    {"setsid_child.cpp", VerdictKind::kPassed, ""},
+    {"stdout_flood.cpp", VerdictKind::kPassed, ""},
+    {"prints_non_utf8.cpp", VerdictKind::kPassed, ""},
+};
+
+// One seed on the first workload, short timing; hang.cpp gets a 3-s limit.
+EvalOptions BrokenOptions(const Task& task, const BrokenCase& c) {
+  EvalOptions opt;
+  opt.timing.max_reps = 400;
+  opt.workloads = {task.workloads.front().name};
+  opt.seeds = {1};
+  opt.timing.max_seconds = 0.3;
+  opt.timeout_s = std::string(c.file) == "hang.cpp" ? 3 : 30;
+  return opt;
+}
+
 TEST_F(HostEval, BrokenCandidatesGetTheirVerdictAndLeaveNothingBehind) {
   Task task = Load("saxpy");
-  const BrokenCase cases[] = {
-      {"compile_error.cpp", VerdictKind::kCompileError, "compile_error.cpp:"},
-      {"wrong_result.cpp", VerdictKind::kIncorrect, "differs from the reference"},
-      {"nan_output.cpp", VerdictKind::kIncorrect, "differs from the reference"},
-      {"segfault.cpp", VerdictKind::kRuntimeError, "signal 11"},
-      {"hang.cpp", VerdictKind::kTimeout, "wall-clock limit"},
-      {"exit0.cpp", VerdictKind::kRuntimeError, "exit()"},
-      {"returns_error.cpp", VerdictKind::kRuntimeError, "returned status 7"},
-      {"missing_symbol.cpp", VerdictKind::kRuntimeError, "kpilot_launch"},
-      {"wrong_abi.cpp", VerdictKind::kRuntimeError, "ABI version 999"},
-      {"out_of_bounds.cpp", VerdictKind::kIncorrect, "outside output"},
-      {"mutates_input.cpp", VerdictKind::kIncorrect, "modified input"},
-      {"fork_child.cpp", VerdictKind::kPassed, ""},
-      {"setsid_child.cpp", VerdictKind::kPassed, ""},
-      {"stdout_flood.cpp", VerdictKind::kPassed, ""},
-      {"prints_non_utf8.cpp", VerdictKind::kPassed, ""},
-  };
-  for (const auto& c : cases) {
-    EvalOptions opt = Quick();
-    opt.workloads = {task.workloads.front().name};
-    opt.seeds = {1};
-    opt.timing.max_seconds = 0.3;
-    opt.timeout_s = std::string(c.file) == "hang.cpp" ? 3 : 30;
-    Evaluation e = Eval(task, kExamples / "saxpy" / "broken" / c.file, opt);
+  for (const auto& c : kBrokenCases) {
+    Evaluation e = Eval(task, kExamples / "saxpy" / "broken" / c.file, BrokenOptions(task, c));
     EXPECT_EQ(e.verdict.kind, c.expected) << c.file << ": " << VerdictName(e.verdict.kind) << " — " << e.verdict.summary;
     EXPECT_NE(e.verdict.summary.find(c.phrase), std::string::npos) << c.file << ": " << e.verdict.summary;
     EXPECT_EQ(Leftovers(), std::vector<std::string>{}) << c.file << " left processes behind";
@@ -239,6 +246,135 @@ TEST_F(HostEval, ARunnerWhoseCallerIsKilledStopsAtOnce) {
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   EXPECT_EQ(Leftovers(), std::vector<std::string>{});
   EXPECT_LT(took, 5) << "the runner outlived its caller by " << took << " s";
+}
+
+// A served runner: evaluations that pass run one after another in one process; one that leaves
+// a thread behind (OpenMP's pool) retires it, and the next evaluation starts a fresh one.
+TEST_F(HostEval, AServedRunnerKeepsItsProcessWhileEvaluationsLeaveNothingBehind) {
+  Task task = Load("saxpy");
+  EvalOptions opt = Quick();
+  opt.workloads = {task.workloads.front().name};
+  opt.timing.max_seconds = 0.2;
+  Evaluator ev(*toolchain_, SystemProcessRunner(), testing::RunnerPath());
+  ServedRunner served(testing::RunnerPath());
+  auto eval = [&](const fs::path& candidate) {
+    auto e = ev.Evaluate(task, candidate, opt, &served);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? *e : Evaluation{};
+  };
+  int pid = 0;
+  for (int i = 1; i <= 3; ++i) {
+    Evaluation e = eval(task.reference.path);
+    EXPECT_EQ(e.verdict.kind, VerdictKind::kPassed) << e.verdict.summary;
+    EXPECT_EQ(e.timings.size(), 1u);
+    const nlohmann::json& s = e.run.details["served"];
+    ASSERT_TRUE(s.is_object()) << e.run.details.dump();
+    EXPECT_EQ(s.value("request", 0), i);
+    EXPECT_EQ(s.value("next", ""), "ready") << s.dump();
+    if (i == 1) pid = s.value("pid", 0);
+    EXPECT_EQ(s.value("pid", 0), pid) << "the same process served every request";
+  }
+  Evaluation omp = eval(kExamples / "saxpy" / "candidates" / "omp_simd.cpp");
+  EXPECT_EQ(omp.verdict.kind, VerdictKind::kPassed) << omp.verdict.summary;
+  const nlohmann::json& s = omp.run.details["served"];
+  EXPECT_EQ(s.value("next", ""), "retire");
+  const std::string why = s.value("why", "");
+  EXPECT_TRUE(why.find("thread") != std::string::npos || why.find("libgomp") != std::string::npos) << why;
+  EXPECT_EQ(Leftovers(), std::vector<std::string>{}) << "a retired runner is gone with its worker";
+  Evaluation again = eval(task.reference.path);
+  EXPECT_EQ(again.verdict.kind, VerdictKind::kPassed);
+  EXPECT_EQ(again.run.details["served"].value("request", 0), 1);
+  EXPECT_NE(again.run.details["served"].value("pid", 0), pid);
+  EXPECT_EQ(served.servers_started(), 2);
+}
+
+// Every broken candidate gets the verdict a runner of its own gives it; a failed run retires
+// the served runner, and nothing it started outlives it.
+TEST_F(HostEval, AServedRunnerGivesBrokenCandidatesTheirVerdicts) {
+  Task task = Load("saxpy");
+  Evaluator ev(*toolchain_, SystemProcessRunner(), testing::RunnerPath());
+  {
+    ServedRunner served(testing::RunnerPath());
+    for (const auto& c : kBrokenCases) {
+      auto got = ev.Evaluate(task, kExamples / "saxpy" / "broken" / c.file, BrokenOptions(task, c), &served);
+      ASSERT_TRUE(got.ok()) << c.file << ": " << got.status().ToString();
+      const Evaluation& e = *got;
+      EXPECT_EQ(e.verdict.kind, c.expected) << c.file << ": " << VerdictName(e.verdict.kind) << " — " << e.verdict.summary;
+      EXPECT_NE(e.verdict.summary.find(c.phrase), std::string::npos) << c.file << ": " << e.verdict.summary;
+      if (e.verdict.kind == VerdictKind::kCompileError) continue;  // no runner ran
+      const nlohmann::json& s = e.run.details["served"];
+      const bool kept = s.value("next", "") == "ready";
+      EXPECT_EQ(kept, c.expected == VerdictKind::kPassed && std::string(c.file).find("child") == std::string::npos)
+          << c.file << ": " << s.dump();
+      if (std::string(c.file).find("child") != std::string::npos)
+        EXPECT_GE(e.run.leftover_processes_killed, 1) << c.file;
+      if (!kept) EXPECT_EQ(Leftovers(), std::vector<std::string>{}) << c.file << " left processes behind";
+    }
+  }
+  EXPECT_EQ(Leftovers(), std::vector<std::string>{});
+}
+
+// The process that reads a served runner's results goes away (killed with -9) while a candidate
+// hangs: the runner stops at once with its worker, as a runner of its own does.
+TEST_F(HostEval, AServedRunnerWhoseCallerIsGoneStopsAtOnce) {
+  Task task = Load("saxpy");
+  EvalOptions opt = Quick();
+  opt.workloads = {task.workloads.front().name};
+  opt.timeout_s = 120;
+  auto request = BuildRunRequest(task, opt);
+  ASSERT_TRUE(request.ok()) << request.status().ToString();
+  auto reference = toolchain_->Compile(task.reference.path, {}, {});
+  auto hang = toolchain_->Compile(kExamples / "saxpy" / "broken" / "hang.cpp", {}, {});
+  ASSERT_TRUE(reference.ok() && reference->ok && hang.ok() && hang->ok);
+  request->reference_object = request->baseline_object = reference->object.string();
+  request->candidate_object = hang->object.string();
+  const fs::path request_path = tmp_->path() / "request.json";
+  ASSERT_TRUE(WriteFileAtomic(request_path, ToJson(*request).dump()).ok());
+
+  for (bool busy : {true, false}) {
+    int to_runner[2], from_runner[2];
+    ASSERT_EQ(pipe(to_runner), 0);
+    ASSERT_EQ(pipe(from_runner), 0);
+    std::string runner = testing::RunnerPath().string();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      dup2(to_runner[0], 0);
+      dup2(from_runner[1], 1);
+      for (int fd : {to_runner[0], to_runner[1], from_runner[0], from_runner[1]}) close(fd);
+      execl(runner.c_str(), runner.c_str(), "--serve", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(to_runner[0]);
+    close(from_runner[1]);
+    if (busy) {
+      std::string line = request_path.string() + "\n";
+      ASSERT_EQ(write(to_runner[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // into the candidate's endless call
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // idle, waiting for a request
+    }
+    close(from_runner[0]);  // the caller is gone: no one reads the results
+    if (!busy) close(to_runner[1]);
+    auto gone = std::chrono::steady_clock::now();
+    int st = 0;
+    pid_t got = 0;
+    while ((got = waitpid(pid, &st, WNOHANG)) == 0 && std::chrono::steady_clock::now() - gone < std::chrono::seconds(20))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - gone).count();
+    if (got == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+    }
+    if (busy) close(to_runner[1]);
+    EXPECT_EQ(got, pid) << (busy ? "busy" : "idle") << ": the served runner outlived its caller";
+    EXPECT_LT(took, 5) << (busy ? "busy" : "idle");
+    if (busy) EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 3) << "kExitCallerGone";
+    auto t0 = std::chrono::steady_clock::now();
+    while (!Leftovers().empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(Leftovers(), std::vector<std::string>{}) << (busy ? "busy" : "idle");
+  }
 }
 
 TEST_F(HostEval, UnknownWorkloadIsAnInputError) {
