@@ -37,7 +37,19 @@ if command -v cuobjdump > /dev/null; then
   mkdir "$tmp/elf"
   t0=$(now); (cd "$tmp/elf" && cuobjdump -xelf all "$tmp/alone2.so" > /dev/null && cuobjdump -sass *.cubin > /dev/null)
   t1=$(now); echo "cuobjdump -xelf all, then -sass on $(ls "$tmp/elf" | tr '\n' ' '): $(secs $t0 $t1) s"
+  # Their parts (session 23: with a served runner an evaluation is shorter than the SASS extract).
+  mkdir "$tmp/elf2"
+  t0=$(now); (cd "$tmp/elf2" && cuobjdump -xelf all "$tmp/alone2.so" > /dev/null); t1=$(now)
+  echo "  cuobjdump -xelf all alone: $(secs $t0 $t1) s"
+  cubin=$(ls "$tmp"/elf2/*.cubin | head -1)
+  t0=$(now); cuobjdump -sass "$cubin" > /dev/null; t1=$(now); echo "  cuobjdump -sass on the cubin alone: $(secs $t0 $t1) s"
+  t0=$(now); nvdisasm "$cubin" > /dev/null 2>&1; t1=$(now); echo "  nvdisasm on the cubin: $(secs $t0 $t1) s"
+  # nvcc keeping its intermediates: the cubin without an extract, and what keeping costs.
+  mkdir "$tmp/keep"
+  t0=$(now); nvcc "${flags[@]}" "${defs[@]}" -DKP_LAT_KEEP=1 -keep -keep-dir "$tmp/keep" -o "$tmp/keep.so" "$src" > /dev/null 2>&1
+  t1=$(now); echo "  nvcc -keep: $(secs $t0 $t1) s; kept cubins: $(cd "$tmp/keep" && ls *.cubin 2>/dev/null | tr '\n' ' ')"
 fi
+[[ -n "${CL_SASS_ONLY:-}" ]] && exit 0
 # N at once: every compile gets its own -D value so none is a copy of another.
 for n in ${CL_PAR:-1 4 8 16}; do
   t0=$(now)

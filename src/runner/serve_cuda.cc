@@ -9,7 +9,9 @@ namespace kpilot {
 namespace {
 
 // GPU memory a candidate may leave allocated (a static workspace, cached across calls) before
-// the process is retired: past it, later candidates would time on a fuller device.
+// the process is retired: past it, later candidates would time on a fuller device. The free
+// memory is the device's, so another process allocating this much on the GPU retires the
+// runner too: a fresh one then costs a context, never a wrong result.
 constexpr size_t kMaxKeptDeviceBytes = 512ull << 20;
 
 class NullReporter : public PhaseReporter {
@@ -21,7 +23,7 @@ class CudaSession : public WorkerSession {
  public:
   void Open(const RunRequest& first) override {
     NullReporter quiet;
-    CudaWorker opener(first, quiet, device_);
+    CudaWorker opener(first, quiet, device_);  // holds the GPU lock until Open returns
     if (!opener.OpenDeviceOnly()) return;  // the first Run tries again and reports why
     // Whatever CUPTI and the runtime start lazily (activity buffers, their threads) starts now,
     // so that the supervisor's count of threads after a request sees only the candidate's.

@@ -85,8 +85,14 @@ void LimitWorker(const RunRequest& req, bool serving) {
 void RedirectOutput(const std::string& dir) {
   int out = open((dir + "/candidate.stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   int err = open((dir + "/candidate.stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (out >= 0) dup2(out, 1), close(out);
-  if (err >= 0) dup2(err, 2), close(err);
+  if (out >= 0) {
+    dup2(out, 1);
+    close(out);
+  }
+  if (err >= 0) {
+    dup2(err, 2);
+    close(err);
+  }
 }
 
 [[noreturn]] void WorkerMain(const RunRequest& req, const WorkerFn& worker) {
@@ -440,7 +446,7 @@ std::string WhyNotServeAgain(const RunRequest& req, const RunResult& r, WorkerSe
       why = "its request could not be read";
     } else {
       const std::string dir = RequestDir(path);
-      if (chdir(dir.c_str()) != 0) {}  // a candidate's relative paths start there, as in a runner of its own
+      (void)!chdir(dir.c_str());  // a candidate's relative paths start there, as in a runner of its own
       RedirectOutput(dir);
       LimitWorker(*req, /*serving=*/true);
       result = session->Run(*req, reporter);
@@ -449,8 +455,12 @@ std::string WhyNotServeAgain(const RunRequest& req, const RunResult& r, WorkerSe
         if (!o->empty()) allowed.insert(*o);
       why = WhyNotServeAgain(*req, result, *session, threads_open, allowed);
       // Between requests the worker holds no request's folder or files.
-      if (chdir("/") != 0) {}
-      if (int null = open("/dev/null", O_WRONLY | O_CLOEXEC); null >= 0) dup2(null, 1), dup2(null, 2), close(null);
+      (void)!chdir("/");
+      if (int null = open("/dev/null", O_WRONLY | O_CLOEXEC); null >= 0) {
+        dup2(null, 1);
+        dup2(null, 2);
+        close(null);
+      }
     }
     PipeReporter::WriteAll("result " + JsonText(ToJson(result)) + "\n");
     PipeReporter::WriteAll(why.empty() ? std::string("next ready\n") : "next retire " + why + "\n");

@@ -119,6 +119,12 @@ bool CudaWorker::OpenDevice() {
   return true;
 }
 
+bool CudaWorker::OpenDeviceOnly() {
+  double waited = 0;
+  lock_fd_ = AcquireGpuLock(req_.lock_dir, req_.device, &waited);
+  return OpenDevice();
+}
+
 bool CudaWorker::Setup() {
   result_.phase = "load";
   double waited = 0;

@@ -306,9 +306,12 @@ TEST_F(HostEval, AServedRunnerGivesBrokenCandidatesTheirVerdicts) {
       const bool kept = s.value("next", "") == "ready";
       EXPECT_EQ(kept, c.expected == VerdictKind::kPassed && std::string(c.file).find("child") == std::string::npos)
           << c.file << ": " << s.dump();
-      if (std::string(c.file).find("child") != std::string::npos)
+      if (std::string(c.file).find("child") != std::string::npos) {
         EXPECT_GE(e.run.leftover_processes_killed, 1) << c.file;
-      if (!kept) EXPECT_EQ(Leftovers(), std::vector<std::string>{}) << c.file << " left processes behind";
+      }
+      if (!kept) {
+        EXPECT_EQ(Leftovers(), std::vector<std::string>{}) << c.file << " left processes behind";
+      }
     }
   }
   EXPECT_EQ(Leftovers(), std::vector<std::string>{});
@@ -369,7 +372,9 @@ TEST_F(HostEval, AServedRunnerWhoseCallerIsGoneStopsAtOnce) {
     if (busy) close(to_runner[1]);
     EXPECT_EQ(got, pid) << (busy ? "busy" : "idle") << ": the served runner outlived its caller";
     EXPECT_LT(took, 5) << (busy ? "busy" : "idle");
-    if (busy) EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 3) << "kExitCallerGone";
+    if (busy) {
+      EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 3) << "kExitCallerGone";
+    }
     auto t0 = std::chrono::steady_clock::now();
     while (!Leftovers().empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
