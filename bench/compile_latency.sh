@@ -48,6 +48,16 @@ if command -v cuobjdump > /dev/null; then
   mkdir "$tmp/keep"
   t0=$(now); nvcc "${flags[@]}" "${defs[@]}" -DKP_LAT_KEEP=1 -keep -keep-dir "$tmp/keep" -o "$tmp/keep.so" "$src" > /dev/null 2>&1
   t1=$(now); echo "  nvcc -keep: $(secs $t0 $t1) s; kept cubins: $(cd "$tmp/keep" && ls *.cubin 2>/dev/null | tr '\n' ' ')"
+  # SASS beside the compile (session 24, SystemToolchain::SassBeside): a device-only compile
+  # into a cubin and cuobjdump on it, started with the full compile; when each ends.
+  noshared=()
+  for f in "${flags[@]}"; do [[ $f != -shared ]] && noshared+=("$f"); done
+  t0=$(now)
+  (nvcc -cubin "${noshared[@]}" "${defs[@]}" -DKP_LAT_BESIDE=1 -o "$tmp/beside.cubin" "$src" > /dev/null 2>&1 \
+     && t1=$(now) && cuobjdump -sass "$tmp/beside.cubin" > "$tmp/beside.sass" && t2=$(now) \
+     && echo "  beside: cubin at $(secs $t0 $t1) s, its SASS at $(secs $t0 $t2) s") &
+  nvcc "${flags[@]}" "${defs[@]}" -DKP_LAT_BESIDE=1 -o "$tmp/beside.so" "$src" > /dev/null 2>&1
+  t1=$(now); wait; echo "  beside: the object at $(secs $t0 $t1) s"
 fi
 [[ -n "${CL_SASS_ONLY:-}" ]] && exit 0
 # N at once: every compile gets its own -D value so none is a copy of another.

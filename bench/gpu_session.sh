@@ -246,6 +246,9 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
     served) # Figure c: the same short optimize with one served runner per GPU and with a runner per evaluation
             # (session 23, --runner).
             short_runs served rn --runner "${RN_MODES:-served per-eval}" ;;
+    depth) # Figure c: the same short optimize at fixed expansions in flight (--in-flight), against the
+           # adaptive depth of the served step (session 24).
+            short_runs depth dp --in-flight "${DP_MODES:-4}" ;;
     advserved) # The adversarial suite with every case through one served runner (KPILOT_ADVERSARIAL_RUNNER).
             [[ -x .stage/bin/adversarial_test ]] && KPILOT_ADVERSARIAL_RUNNER=served \
               KPILOT_ADVERSARIAL_REPORT=$OUT/adversarial_served.json timeout 300 .stage/bin/adversarial_test 2>&1 \

@@ -104,11 +104,14 @@ void LocalExecutor::CompileLoop() {
     // Compilers yield the cores to the runner timing on a GPU (kCompileNice).
     p->job.options.compile.nice = std::max(p->job.options.compile.nice, kCompileNice);
     // SASS is not on the way to the GPU: a compile-only job's result does not carry it, and a
-    // draft's is extracted while it is evaluated (Pending::sass_deferred). A counter profile's
-    // tools read it before they run, so its job keeps it inline (a cache hit by then).
-    const CompileOptions with_sass = p->job.options.compile;
+    // draft takes only the SASS that is ready with its object (made beside its compile, or
+    // cached); the rest is extracted while it is evaluated (Pending::sass_deferred). A counter
+    // profile's tools read it before they run, so its job keeps it inline (a cache hit by then).
+    CompileOptions with_sass = p->job.options.compile;
+    with_sass.sass_inline = true;
     const bool defer_sass = !p->job.compile_only && !p->job.counter_tools && with_sass.want_sass;
-    if (p->job.compile_only || defer_sass) p->job.options.compile.want_sass = false;
+    if (p->job.compile_only) p->job.options.compile.want_sass = false;
+    if (defer_sass) p->job.options.compile.sass_inline = false;
     p->result.compile_start_s = ElapsedSeconds();
     // The reference and baseline too, beside the draft (cache hits but the first time), so that
     // the evaluation does not compile them while it holds the GPU. A failure here is the
@@ -134,7 +137,8 @@ void LocalExecutor::CompileLoop() {
       if (admitted && p->job.admit) admitted = p->job.admit(p->result.object_sha);
     }
     // A source that did not compile has no SASS to wait for.
-    const bool sass_later = defer_sass && admitted && compiled.ok() && compiled->ok;
+    const bool sass_later =
+        defer_sass && admitted && compiled.ok() && compiled->ok && compiled->sass_status == kSassLater;
     const std::filesystem::path source = p->job.source;
     const ParamValues params = p->job.params;
     {

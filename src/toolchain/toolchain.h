@@ -56,6 +56,11 @@ struct CompileOptions {
   std::optional<std::vector<std::string>> flags;  // replaces the defaults when set
   double timeout_s = 120;
   bool want_sass = true;                 // run cuobjdump -sass on cuda objects
+  // With want_sass: false takes only the SASS that is ready with the object (made beside the
+  // compile, or cached), never a cuobjdump on the object after it (0.6 s on the H200's host):
+  // where that would be needed, CompileOutput::sass_status is kSassLater, and a second Compile
+  // with this true makes it (a cache hit then). Not part of the cache key.
+  bool sass_inline = true;
   // When set and it turns true, a running compiler is killed and Compile returns Unavailable
   // ("compile cancelled"); nothing is cached. Not part of the cache key. May be null.
   std::shared_ptr<const std::atomic<bool>> cancel;
@@ -79,6 +84,9 @@ struct CompileOutput {
   std::string sass;                      // raw cuobjdump output, "" when unavailable
   std::string sass_status;               // "ok", or why it is unavailable
 };
+
+// CompileOutput::sass_status of a compile whose SASS was left for later (sass_inline false).
+inline constexpr const char* kSassLater = "later: needs cuobjdump on the object";
 
 // The seam the harness compiles through. The real one runs nvcc / g++ as subprocesses.
 class Toolchain {

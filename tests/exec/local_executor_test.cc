@@ -243,22 +243,26 @@ TEST(LocalExecutor, CompilesTheReferenceBeforeTheEvaluationHoldsTheGpu) {
   EXPECT_LT(r.evaluation.compile_s, 0.5) << "the evaluation compiled nothing itself";
 }
 
-// Delegates to a real toolchain; a compile asking for SASS waits until released and reports
-// "FAKE SASS", standing in for a slow cuobjdump. Records what each compile of the candidate asked.
+// Delegates to a real toolchain; a compile asking for SASS inline waits until released and
+// reports "FAKE SASS", standing in for a slow cuobjdump on the object. One that takes only the
+// SASS ready with the object gets kSassLater, or "FAKE SASS" at once when `ready_with_object`
+// (made beside the compile). Records what each compile of the candidate asked.
 class SlowSassToolchain : public Toolchain {
  public:
-  explicit SlowSassToolchain(Toolchain& real) : real_(real) {}
+  explicit SlowSassToolchain(Toolchain& real, bool ready_with_object = false)
+      : real_(real), ready_with_object_(ready_with_object) {}
   Result<CompileOutput> Compile(const std::filesystem::path& source, const ParamValues& params,
                                 const CompileOptions& options) override {
+    const bool inline_sass = options.want_sass && options.sass_inline;
     if (source.stem() != "reference") {
       std::unique_lock<std::mutex> lock(mu_);
-      asked_.push_back(source.stem().string() + (options.want_sass ? " sass" : ""));
-      if (options.want_sass) cv_.wait(lock, [&] { return open_; });
+      asked_.push_back(source.stem().string() + (inline_sass ? " sass" : options.want_sass ? " ready sass" : ""));
+      if (inline_sass) cv_.wait(lock, [&] { return open_; });
     }
     auto out = real_.Compile(source, params, options);
     if (out.ok() && options.want_sass) {
-      out->sass = "FAKE SASS";
-      out->sass_status = "ok";
+      out->sass = inline_sass || ready_with_object_ ? "FAKE SASS" : "";
+      out->sass_status = inline_sass || ready_with_object_ ? "ok" : kSassLater;
     }
     return out;
   }
@@ -274,6 +278,7 @@ class SlowSassToolchain : public Toolchain {
 
  private:
   Toolchain& real_;
+  const bool ready_with_object_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = false;
@@ -317,15 +322,34 @@ TEST(LocalExecutor, ExtractsADraftsSassWhileItIsEvaluated) {
   EXPECT_EQ(r.evaluation.compile.sass_status, "ok");
   EXPECT_TRUE(done_called);
   EXPECT_TRUE(done_saw_sass);
-  // The guess, the draft's compile stage, then its evaluation's cache hit and its SASS, in either
-  // order: only the one beside the evaluation asks for SASS.
+  // The guess, the draft's compile stage (the SASS ready with the object: none), then its
+  // evaluation's cache hit and its SASS, in either order: only the one beside the evaluation
+  // asks for SASS inline.
   auto asked = slow.Asked();
   ASSERT_EQ(asked.size(), 4u);
   EXPECT_EQ(asked[0], "guess");
-  EXPECT_EQ(asked[1], "omp_simd");
+  EXPECT_EQ(asked[1], "omp_simd ready sass");
   std::sort(asked.begin() + 2, asked.end());
-  EXPECT_EQ(asked[2], "omp_simd");
+  EXPECT_EQ(asked[2], "omp_simd ready sass");
   EXPECT_EQ(asked[3], "omp_simd sass");
+}
+
+// SASS made beside the compile (SystemToolchain::SassBeside) is in the result with the object:
+// nothing is extracted after it, and the job does not wait for anything but its evaluation.
+TEST(LocalExecutor, TakesTheSassThatIsReadyWithTheObject) {
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  SlowSassToolchain slow(*saxpy.toolchain, /*ready_with_object=*/true);  // never opened
+  LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 2);
+  auto future = executor.Submit(SaxpyJob(saxpy.task, 0.1));
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(60)), std::future_status::ready)
+      << "the job waited for an inline SASS extract";
+  EvalJobResult r = future.get();
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_TRUE(r.evaluation.verdict.passed()) << r.evaluation.verdict.summary;
+  EXPECT_EQ(r.evaluation.compile.sass, "FAKE SASS");
+  EXPECT_EQ(r.sass_end_s, 0) << "no SASS was extracted beside the evaluation";
+  EXPECT_EQ(slow.Asked(), (std::vector<std::string>{"omp_simd ready sass", "omp_simd ready sass"}));
 }
 
 // Compile-only jobs (the params generator's footprints) take a compile thread only when no job

@@ -395,6 +395,10 @@ TEST_F(ToolchainTest, SassExtractedWhenCuobjdumpIsAvailable) {
 class CuobjdumpRecorder : public ProcessRunner {
  public:
   Result<ProcessResult> Run(const ProcessSpec& spec) override {
+    if (fs::path(spec.argv[0]).filename() == "nvcc" && Contains(spec.argv, "-cubin")) {
+      std::lock_guard<std::mutex> lock(mu_);
+      calls_.push_back("nvcc -cubin");
+    }
     if (fs::path(spec.argv[0]).filename() == "cuobjdump") {
       std::lock_guard<std::mutex> lock(mu_);
       std::string call = spec.argv[1];
@@ -410,18 +414,27 @@ class CuobjdumpRecorder : public ProcessRunner {
   std::mutex mu_;
 };
 
-// The SASS comes from the kernels' ELF alone (docs: ExtractSass); it must hold every function
-// and instruction that cuobjdump finds in the whole object.
+const ParamValues kRowSoftmaxParams = {{"REG_TILE", "8"}, {"ROWS_PER_BLOCK", "2"}, {"ROW_THREADS", "64"}, {"VEC", "2"}};
+fs::path RowSoftmaxSource() {
+  return fs::path(KPILOT_SOURCE_DIR) / "examples" / "cuda" / "row_softmax" / "candidates" / "block_in_registers.cu";
+}
+
+// An entry cached without SASS gets it from the kernels' ELF alone (docs: ExtractSass); it must
+// hold every function and instruction that cuobjdump finds in the whole object.
 TEST_F(ToolchainTest, SassOfTheKernelsElfMatchesTheWholeObjects) {
   REQUIRE_TOOL("nvcc");
   const std::string cuobjdump = FindCuobjdump();
   if (cuobjdump.empty()) GTEST_SKIP() << "cuobjdump not found: run scripts/setup-venv.sh";
   CuobjdumpRecorder recorder;
   toolchain_ = MakeSystemToolchain(cache_, kIncludeDir, recorder);
-  const fs::path src = fs::path(KPILOT_SOURCE_DIR) / "examples" / "cuda" / "row_softmax" / "candidates" / "block_in_registers.cu";
-  auto out = toolchain_->Compile(src, {{"REG_TILE", "8"}, {"ROWS_PER_BLOCK", "2"}, {"ROW_THREADS", "64"}, {"VEC", "2"}},
-                                 CompileOptions{});
+  CompileOptions no_sass;
+  no_sass.want_sass = false;
+  auto first = toolchain_->Compile(RowSoftmaxSource(), kRowSoftmaxParams, no_sass);
+  ASSERT_TRUE(first.ok() && first->ok) << (first.ok() ? first->log : first.status().ToString());
+  EXPECT_EQ(recorder.calls_, std::vector<std::string>{}) << "no SASS was asked for";
+  auto out = toolchain_->Compile(RowSoftmaxSource(), kRowSoftmaxParams, CompileOptions{});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE(out->cache_hit);
   ASSERT_TRUE(out->ok) << out->log;
   ASSERT_EQ(out->sass_status, "ok");
   auto whole = SystemProcessRunner().Run({.argv = {cuobjdump, "-sass", out->object.string()}});
@@ -436,6 +449,55 @@ TEST_F(ToolchainTest, SassOfTheKernelsElfMatchesTheWholeObjects) {
   }
   // nvcc -shared's layout: the listing, the extract, then the one cubin left, not the object.
   EXPECT_EQ(recorder.calls_, (std::vector<std::string>{"-lelf .so", "-xelf all .so", "-sass .cubin"}));
+}
+
+// A compile that wants SASS makes it beside the object, from a device-only compile's cubin
+// (SystemToolchain::SassBeside): the same text, byte for byte, as the object's kernels' ELF gives,
+// and no cuobjdump on the object.
+TEST_F(ToolchainTest, SassBesideTheCompileIsTheObjectsSass) {
+  REQUIRE_TOOL("nvcc");
+  if (FindCuobjdump().empty()) GTEST_SKIP() << "cuobjdump not found: run scripts/setup-venv.sh";
+  CuobjdumpRecorder recorder;
+  toolchain_ = MakeSystemToolchain(cache_, kIncludeDir, recorder);
+  auto beside = toolchain_->Compile(RowSoftmaxSource(), kRowSoftmaxParams, CompileOptions{});
+  ASSERT_TRUE(beside.ok()) << beside.status().ToString();
+  ASSERT_TRUE(beside->ok) << beside->log;
+  ASSERT_EQ(beside->sass_status, "ok");
+  EXPECT_EQ(recorder.calls_, (std::vector<std::string>{"nvcc -cubin", "-sass .cubin"}));
+  EXPECT_TRUE(fs::exists(cache_ / beside->key / "sass.txt"));
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(cache_ / beside->key, ec))
+    EXPECT_NE(f.path().extension(), ".cubin") << "the cubin stays out of the cache entry";
+
+  // The same compile in a cache of its own, SASS added later from the object.
+  auto other = MakeSystemToolchain(dir_->path() / "other-cache", kIncludeDir);
+  CompileOptions no_sass;
+  no_sass.want_sass = false;
+  ASSERT_TRUE(other->Compile(RowSoftmaxSource(), kRowSoftmaxParams, no_sass).ok());
+  auto from_object = other->Compile(RowSoftmaxSource(), kRowSoftmaxParams, CompileOptions{});
+  ASSERT_TRUE(from_object.ok() && from_object->cache_hit);
+  ASSERT_EQ(from_object->sass_status, "ok");
+  EXPECT_EQ(beside->sass, from_object->sass);
+  EXPECT_GE(ParseSass(beside->sass).size(), 2u);
+}
+
+// Flags the device-only compile cannot take (two targets: nvcc -cubin allows one) leave the SASS
+// to the object, as before.
+TEST_F(ToolchainTest, SassComesFromTheObjectWhenTheCubinCompileFails) {
+  REQUIRE_TOOL("nvcc");
+  if (FindCuobjdump().empty()) GTEST_SKIP() << "cuobjdump not found: run scripts/setup-venv.sh";
+  CuobjdumpRecorder recorder;
+  toolchain_ = MakeSystemToolchain(cache_, kIncludeDir, recorder);
+  CompileOptions two_targets;
+  two_targets.extra_flags = {"-gencode=arch=compute_90a,code=compute_90a"};
+  auto out = toolchain_->Compile(WriteSource("small.cu", kCudaSmall), {{"BLOCK", "64"}}, two_targets);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_TRUE(out->ok) << out->log;
+  ASSERT_EQ(out->sass_status, "ok");
+  EXPECT_EQ(ParseSass(out->sass).size(), 1u) << out->sass;
+  ASSERT_FALSE(recorder.calls_.empty());
+  EXPECT_EQ(recorder.calls_.front(), "nvcc -cubin");
+  EXPECT_TRUE(Contains(recorder.calls_, "-lelf .so")) << "the object was disassembled";
 }
 
 TEST_F(ToolchainTest, SassAddedToAnEntryCachedWithoutIt) {
