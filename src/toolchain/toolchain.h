@@ -135,6 +135,10 @@ std::string FindTool(const std::string& name, const ToolSearch& search);
 // The compiler runs in the source's folder with the source named by its file name, so error
 // locations read "file.cu:12: ..." and the key does not depend on where the file lies.
 // `command` is reported with `-o <cache_dir>/<key>/object.so`, where the object ends up.
+// A cuda compile that wants SASS runs a device-only compile of the same argv (`nvcc -cubin`) and
+// `cuobjdump -sass` on its cubin beside the full compile, so the SASS is ready with the object;
+// when that fails or its functions are not the kernels ptxas reported, the object's own SASS is
+// extracted after it (or left for later: CompileOptions::sass_inline).
 // An empty CompileOptions::cuda_arch asks `nvidia-smi` for the first GPU's compute capability
 // (9.0 → sm_90a, 8.0 → sm_80: the arch-specific "a" variant from 9.0 on) and uses sm_90a when
 // no GPU answers.
