@@ -481,6 +481,35 @@ TEST_F(ToolchainTest, SassBesideTheCompileIsTheObjectsSass) {
   EXPECT_GE(ParseSass(beside->sass).size(), 2u);
 }
 
+// sass_inline false: the SASS made beside the compile is kept, but an entry without SASS is
+// given back as it is (kSassLater), with no cuobjdump on the object.
+TEST_F(ToolchainTest, SassLeftForLaterRunsNoCuobjdumpOnTheObject) {
+  REQUIRE_TOOL("nvcc");
+  if (FindCuobjdump().empty()) GTEST_SKIP() << "cuobjdump not found: run scripts/setup-venv.sh";
+  CuobjdumpRecorder recorder;
+  toolchain_ = MakeSystemToolchain(cache_, kIncludeDir, recorder);
+  CompileOptions ready_only;
+  ready_only.sass_inline = false;
+  auto beside = toolchain_->Compile(WriteSource("small.cu", kCudaSmall), {{"BLOCK", "64"}}, ready_only);
+  ASSERT_TRUE(beside.ok() && beside->ok) << (beside.ok() ? beside->log : beside.status().ToString());
+  EXPECT_EQ(beside->sass_status, "ok");
+  EXPECT_EQ(ParseSass(beside->sass).size(), 1u);
+
+  CompileOptions no_sass;
+  no_sass.want_sass = false;
+  ASSERT_TRUE(toolchain_->Compile(WriteSource("small.cu", kCudaSmall), {{"BLOCK", "32"}}, no_sass).ok());
+  recorder.calls_.clear();
+  auto later = toolchain_->Compile(WriteSource("small.cu", kCudaSmall), {{"BLOCK", "32"}}, ready_only);
+  ASSERT_TRUE(later.ok() && later->ok);
+  EXPECT_TRUE(later->cache_hit);
+  EXPECT_EQ(later->sass_status, kSassLater);
+  EXPECT_EQ(later->sass, "");
+  EXPECT_EQ(recorder.calls_, std::vector<std::string>{});
+  auto now = toolchain_->Compile(WriteSource("small.cu", kCudaSmall), {{"BLOCK", "32"}}, CompileOptions{});
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->sass_status, "ok") << "a second compile with sass_inline makes it";
+}
+
 // Flags the device-only compile cannot take (two targets: nvcc -cubin allows one) leave the SASS
 // to the object, as before.
 TEST_F(ToolchainTest, SassComesFromTheObjectWhenTheCubinCompileFails) {
