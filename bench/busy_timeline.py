@@ -150,6 +150,15 @@ def idle_report(ev):
              (f"  evaluation runners, start to exit: {runners:.1f} s ({100 * runners / end:.0f}%); " if runners else "  ") +
              f"their checks and timing proper: {strict:.1f} s ({100 * strict / end:.0f}%) (the rest: process "
              f"start-up, CUDA context, loading, counter profiles)"]
+    # Counter jobs (session 24): each evaluates its node again on one workload, then profiles it
+    # ("wall_s" of its counters event); how much of the busy time went to them.
+    profiles = [e for e in ev if e.get("event") == "counters" and "eval_end_s" in (e.get("times") or {})]
+    if profiles:
+        on_gpu = sum(e["times"]["eval_end_s"] - e["times"]["eval_start_s"] for e in profiles)
+        again = sum(e["times"].get("runner_s", 0.0) for e in profiles)
+        profiling = sum(e.get("wall_s", 0.0) for e in profiles)
+        lines.append(f"  counter jobs: {len(profiles)}, {on_gpu:.1f} s on the GPU ({100 * on_gpu / end:.0f}%): "
+                     f"their evaluation again {again:.1f} s, the counter profile {profiling:.1f} s")
     stretches.sort(key=lambda x: -x[0])
     for g, at, cause, label, t, parts in stretches[:8]:
         split = ", ".join(f"{k} {v:.2f} s" for k, v in parts.items() if v >= 0.01)
