@@ -249,6 +249,16 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
     depth) # Figure c: the same short optimize at fixed expansions in flight (--in-flight), against the
            # adaptive depth of the served step (session 24).
             short_runs depth dp --in-flight "${DP_MODES:-4}" ;;
+    depthtime) # The open question of session 24: at a wall-clock budget (--time), which fixed depth
+           # ends with the best speedup? DT_SEEDS x DT_DEPTHS runs of DT_TIME on each DT_TASKS task.
+           for seed in ${DT_SEEDS:-1 2}; do
+             for d in ${DT_DEPTHS:-2 3 4}; do
+               timeout 200 python3 bench/optimize_figures.py --kpilot $K --budget 1000 --out $OUT/depthtime \
+                 --tag _d${d}_s$seed --extra "--time ${DT_TIME:-20s} --seed $seed --in-flight $d" \
+                 ${DT_TASKS:-examples/cuda/row_softmax examples/cuda/transpose} 2>&1 | grep -v '^{' | tail -3
+             done
+           done 2>&1 | tee "$OUT/depthtime.txt"
+           (cd "$OUT" && tar czf depthtime.tgz depthtime && rm -rf depthtime) ;;
     advserved) # The adversarial suite with every case through one served runner (KPILOT_ADVERSARIAL_RUNNER).
             [[ -x .stage/bin/adversarial_test ]] && KPILOT_ADVERSARIAL_RUNNER=served \
               KPILOT_ADVERSARIAL_REPORT=$OUT/adversarial_served.json timeout 300 .stage/bin/adversarial_test 2>&1 \
