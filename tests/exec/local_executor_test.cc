@@ -339,8 +339,12 @@ TEST(LocalExecutor, ExtractsADraftsSassWhileItIsEvaluated) {
 TEST(LocalExecutor, TakesTheSassThatIsReadyWithTheObject) {
   Saxpy saxpy;
   ASSERT_NO_FATAL_FAILURE(saxpy.Load());
-  SlowSassToolchain slow(*saxpy.toolchain, /*ready_with_object=*/true);  // never opened
+  SlowSassToolchain slow(*saxpy.toolchain, /*ready_with_object=*/true);  // opened only on the way out
   LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 2);
+  struct OpenOnExit {  // destroyed before the executor, which waits for its jobs
+    SlowSassToolchain& slow;
+    ~OpenOnExit() { slow.Open(); }
+  } open_on_exit{slow};
   auto future = executor.Submit(SaxpyJob(saxpy.task, 0.1));
   ASSERT_EQ(future.wait_for(std::chrono::seconds(60)), std::future_status::ready)
       << "the job waited for an inline SASS extract";
