@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <iostream>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 
@@ -237,13 +239,18 @@ struct Watched {
   int worker_signal = 0, worker_exit = -1;  // reported by the namespace's init, when there is one
   bool exited = false, timed_out = false, caller_gone = false;
   int status = 0;  // the worker's wait status, once it exited
+  // Serving: "result"/"next" lines that did not carry this request's tag. The candidate runs in
+  // the worker and inherits its result pipe; what it writes there must not pass for a result.
+  int untagged = 0;
 };
 
 // Reads the worker's lines from `fd` until it exits (one evaluation per process), or until it
-// reported its result and its next line (serving). Enforces req.timeout_s from the first phase
-// line on, and kills the worker when no one reads our stdout any more. `buffer` keeps what was
-// read past the last whole line.
-Watched WatchWorker(pid_t pid, int fd, const RunRequest& req, bool serving, std::string& buffer) {
+// reported its result and its next line (serving: both tagged `tag`, as the worker echoes the
+// request line's tag; others are counted in Watched::untagged and ignored). Enforces
+// req.timeout_s from the first phase line on, and kills the worker when no one reads our stdout
+// any more. `buffer` keeps what was read past the last whole line.
+Watched WatchWorker(pid_t pid, int fd, const RunRequest& req, bool serving, std::string& buffer,
+                    const std::string& tag = "") {
   Watched w;
   const auto start = std::chrono::steady_clock::now();
   auto clock_start = start;  // reset at the worker's first phase line (after the GPU lock)
@@ -274,10 +281,16 @@ Watched WatchWorker(pid_t pid, int fd, const RunRequest& req, bool serving, std:
       } else if (line.rfind("phase ", 0) == 0) {
         if (w.last_phase.empty()) clock_start = std::chrono::steady_clock::now();  // after any GPU-lock wait
         w.last_phase = line.substr(6);
-      } else if (line.rfind("result ", 0) == 0) {
+      } else if (!serving && line.rfind("result ", 0) == 0) {
         w.result_line = line.substr(7);
-      } else if (serving && line.rfind("next ", 0) == 0) {
-        w.next_line = line.substr(5);
+      } else if (serving && (line.rfind("result ", 0) == 0 || line.rfind("next ", 0) == 0)) {
+        const bool result = line[0] == 'r';
+        const std::string rest = line.substr(result ? 7 : 5);
+        if (rest.rfind(tag + " ", 0) != 0 || (result ? !w.result_line.empty() : !w.next_line.empty())) {
+          ++w.untagged;
+        } else {
+          (result ? w.result_line : w.next_line) = rest.substr(tag.size() + 1);
+        }
       }
     }
     if (w.exited) break;
@@ -419,12 +432,19 @@ std::string WhyNotServeAgain(const RunRequest& req, const RunResult& r, WorkerSe
     return "the candidate left " + std::to_string(t - threads_open) + " thread(s) running";
   for (const auto& name : LoadedObjects())
     if (!allowed_objects.count(name)) return "the candidate brought in " + name + ", which stays loaded";
+  // A timer left armed would fire in a later candidate's run, and its signal be blamed on it.
+  for (int which : {ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF}) {
+    itimerval t{};
+    if (getitimer(which, &t) == 0 && (t.it_value.tv_sec != 0 || t.it_value.tv_usec != 0))
+      return "the candidate left an interval timer armed";
+  }
   return session.WhyNotAgain();
 }
 
-// The worker of --serve: reads a request file's path per line on kRequestFd, runs it in that
-// file's folder, and writes its result and then "next ready" or "next retire WHY" on kResultFd.
-// After a retire (or when the supervisor closes the pipe) it exits.
+// The worker of --serve: reads "TAG PATH" per line on kRequestFd (PATH a request file), runs the
+// request in that file's folder, and writes "result TAG JSON" and then "next TAG ready" or
+// "next TAG retire WHY" on kResultFd. After a retire (or when the supervisor closes the pipe) it
+// exits.
 [[noreturn]] void ServeWorkerMain(const RunRequest& first, const std::string& first_dir, const SessionFactory& make) {
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, 0);
@@ -435,8 +455,11 @@ std::string WhyNotServeAgain(const RunRequest& req, const RunResult& r, WorkerSe
   const int threads_open = ThreadCount();
   std::set<std::string> allowed = LoadedObjects();
   PipeReporter reporter;
-  std::string pending, path;
-  while (NextLine(kRequestFd, pending, &path, /*watch_caller=*/false)) {
+  std::string pending, line;
+  while (NextLine(kRequestFd, pending, &line, /*watch_caller=*/false)) {
+    const size_t space = line.find(' ');
+    const std::string tag = line.substr(0, space);
+    const std::string path = space == std::string::npos ? std::string() : line.substr(space + 1);
     RunResult result;
     std::string why;
     auto req = ReadRunRequestFile(path);
@@ -462,8 +485,8 @@ std::string WhyNotServeAgain(const RunRequest& req, const RunResult& r, WorkerSe
         close(null);
       }
     }
-    PipeReporter::WriteAll("result " + JsonText(ToJson(result)) + "\n");
-    PipeReporter::WriteAll(why.empty() ? std::string("next ready\n") : "next retire " + why + "\n");
+    PipeReporter::WriteAll("result " + tag + " " + JsonText(ToJson(result)) + "\n");
+    PipeReporter::WriteAll("next " + tag + (why.empty() ? std::string(" ready\n") : " retire " + why + "\n"));
     if (!why.empty()) break;
   }
   _exit(0);
@@ -519,6 +542,10 @@ int RunServing(const SessionFactory& make) {
   int request_fd = -1, result_fd = -1;
   int served = 0;
   std::string stdin_pending, buffer, path;
+  // Each request line carries a fresh tag that the worker echoes: a line the candidate writes to
+  // the result pipe it inherits does not carry it, so it cannot pass for this request's result,
+  // nor be read as the next one's.
+  std::mt19937_64 tags(std::random_device{}());
   auto stop_worker = [&] {
     if (pid > 0) {
       kill(pid, SIGKILL);
@@ -548,6 +575,17 @@ int RunServing(const SessionFactory& make) {
       PrintResult(std::move(r), synthesized, dir, start);
       continue;
     }
+    // A worker that ended while idle (a timer a passing candidate left, the OOM killer) is not
+    // this request's doing: it gets a fresh worker, and its result says why.
+    std::string restarted;
+    if (int st = 0; pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
+      restarted = "the served runner's worker had ended since its last request (" +
+                  (WIFSIGNALED(st) ? "signal " + std::to_string(WTERMSIG(st)) : "exit " + std::to_string(WEXITSTATUS(st))) +
+                  "); this request ran in a fresh one";
+      pid = -1;
+      stop_worker();
+      buffer.clear();
+    }
     if (pid < 0) {
       // The network namespace only: a PID namespace's init would end with the first worker.
       SandboxChoice sandbox = ChooseSandbox(*req);
@@ -576,18 +614,28 @@ int RunServing(const SessionFactory& make) {
       result_fd = from_worker[0];
       fcntl(result_fd, F_SETFL, O_NONBLOCK);
     }
-    const std::string line = path + "\n";
+    char tag_text[17];
+    std::snprintf(tag_text, sizeof(tag_text), "%016llx", static_cast<unsigned long long>(tags()));
+    const std::string tag = tag_text;
+    const std::string line = tag + " " + path + "\n";
     (void)!write(request_fd, line.data(), line.size());  // a dead worker shows in the watch below
-    Watched w = WatchWorker(pid, result_fd, *req, /*serving=*/true, buffer);
+    Watched w = WatchWorker(pid, result_fd, *req, /*serving=*/true, buffer, tag);
     if (w.caller_gone) {
       stop_worker();
       return kExitCallerGone;
     }
     RunResult result = ResultOf(w, *req, synthesized);
+    if (!restarted.empty()) result.warnings.push_back(restarted);
     std::string why;
     if (w.exited) why = "the worker ended with its run";
     else if (w.next_line.rfind("retire ", 0) == 0) why = w.next_line.substr(7);
     else if (ChildrenOf(getpid()).size() > 1) why = "the candidate left processes running";
+    else if (w.untagged > 0 || buffer.find('\n') != std::string::npos)
+      why = "the candidate wrote result lines to the runner's result pipe";
+    if (w.untagged > 0)
+      result.warnings.push_back(std::to_string(w.untagged) +
+                                " result line(s) without this request's tag were ignored: the candidate wrote to the "
+                                "runner's result pipe");
     if (w.exited) pid = -1;
     if (!why.empty()) result.leftover_processes_killed = stop_worker();
     result.details["served"] = {{"request", served}, {"pid", getpid()}, {"next", why.empty() ? "ready" : "retire"},

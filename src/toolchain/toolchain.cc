@@ -582,9 +582,15 @@ Result<CompileOutput> SystemToolchain::CompileMiss(const fs::path& source, bool 
   // but the one that reads it.
   struct Beside {
     std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
+    std::atomic<bool> done{false};
     CompileOutput got;
     std::thread thread;
-    void Join() {
+    // Waits for it; a `cancel` that turns true meanwhile stops it (its processes watch `stop`).
+    void Join(const std::shared_ptr<const std::atomic<bool>>& cancel = nullptr) {
+      while (cancel && thread.joinable() && !done.load()) {
+        if (cancel->load()) stop->store(true);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
       if (thread.joinable()) thread.join();
     }
     ~Beside() {
@@ -594,7 +600,10 @@ Result<CompileOutput> SystemToolchain::CompileMiss(const fs::path& source, bool 
   } beside;
   const std::string cuobjdump = cuda && options.want_sass ? FindCuobjdump(search_) : std::string();
   if (!cuobjdump.empty())
-    beside.thread = std::thread([&, cuobjdump] { SassBeside(spec, cuobjdump, beside.stop, options.cancel, beside.got); });
+    beside.thread = std::thread([&, cuobjdump] {
+      SassBeside(spec, cuobjdump, beside.stop, options.cancel, beside.got);
+      beside.done.store(true);
+    });
   auto run = runner_.Run(spec);
   if (!run.ok()) {
     return run.status().WithContext("compiling " + source.string());
@@ -630,7 +639,7 @@ Result<CompileOutput> SystemToolchain::CompileMiss(const fs::path& source, bool 
   } else if (!options.want_sass) {
     out.sass_status = "not requested";
   } else {
-    beside.Join();
+    beside.Join(options.cancel);
     if (beside.got.sass_status == "ok" && SassCoversKernels(beside.got.sass, out.resources)) {
       out.sass = std::move(beside.got.sass);
       out.sass_status = "ok";
