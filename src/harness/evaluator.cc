@@ -263,8 +263,11 @@ Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
       ++servers_started_;
     }
     if (server_->WriteLine(request_path.string()).ok()) break;
+    const ProcessResult gone = server_->Stop();
     server_.reset();
-    if (attempt == 1) return Status::Internal("kpilot-runner --serve does not read its requests");
+    if (attempt == 1)
+      return Status::Internal(runner_exe_.string() + " --serve ended before it read a request, twice (" +
+                              gone.Describe(0) + "): " + Tail(gone.err, 500));
   }
   RunnerOutcome out;
   auto line = server_->ReadLine(request.timeout_s + backstop_s_);
@@ -286,7 +289,7 @@ Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
   const bool timed_out = !line.ok() && line.status().code() == StatusCode::kTimeout;
   out.process.timed_out = timed_out;
   out.result.status = timed_out ? "timeout" : "runtime_error";
-  out.result.message = "kpilot-runner --serve ended without a result (" +
+  out.result.message = runner_exe_.string() + " --serve ended without a result (" +
                        (line.ok() ? "it printed: " + Tail(*line, 200) : out.process.Describe(request.timeout_s + backstop_s_)) +
                        "): " + Tail(out.process.err, 500);
   return out;

@@ -321,6 +321,26 @@ TEST_F(HostEval, AServedRunnerWhoseWorkerDiedIdleStartsAFreshOne) {
   EXPECT_EQ(served.servers_started(), 1);
 }
 
+// A "runner" that exits at once: the evaluation ends with an error or a runtime_error that says
+// which program did not answer, at once and with no process left.
+TEST_F(HostEval, AServedRunnerThatExitsAtOnceIsAnErrorNamingIt) {
+  Task task = Load("saxpy");
+  Evaluator ev(*toolchain_, SystemProcessRunner(), testing::RunnerPath());
+  ServedRunner served("/bin/false");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto e = ev.Evaluate(task, task.reference.path, QuickOnFirstWorkload(task), &served);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  std::cout << "served /bin/false: " << (e.ok() ? e->run.message : e.status().ToString()) << "\n";
+  if (e.ok()) {
+    EXPECT_EQ(e->verdict.kind, VerdictKind::kRuntimeError) << e->verdict.summary;
+    EXPECT_NE(e->run.message.find("/bin/false --serve ended without a result"), std::string::npos) << e->run.message;
+  } else {
+    EXPECT_NE(e.status().message().find("/bin/false --serve ended before it read a request"), std::string::npos)
+        << e.status().ToString();
+  }
+  EXPECT_EQ(Leftovers(), std::vector<std::string>{});
+}
+
 // Every broken candidate gets the verdict a runner of its own gives it; a failed run retires
 // the served runner, and nothing it started outlives it.
 TEST_F(HostEval, AServedRunnerGivesBrokenCandidatesTheirVerdicts) {
