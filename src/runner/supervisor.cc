@@ -582,7 +582,7 @@ int RunServing(const SessionFactory& make) {
       restarted = "the served runner's worker had ended since its last request (" +
                   (WIFSIGNALED(st) ? "signal " + std::to_string(WTERMSIG(st)) : "exit " + std::to_string(WEXITSTATUS(st))) +
                   "); this request ran in a fresh one";
-      pid = -1;
+      pid = -1;      // reaped above: stop_worker only closes its pipes and sweeps what it left
       stop_worker();
       buffer.clear();
     }

@@ -68,6 +68,16 @@ bool SassCoversKernels(const std::string& sass, const std::vector<KernelResource
   return functions == kernels;
 }
 
+// Runs `spec` (a cuobjdump -sass) and takes its output as the SASS when it succeeded and found
+// a function; false leaves `out` as it was.
+bool TakeSass(ProcessRunner& runner, const ProcessSpec& spec, CompileOutput& out) {
+  auto r = runner.Run(spec);
+  if (!r.ok() || !r->Succeeded() || r->out.find("Function : ") == std::string::npos) return false;
+  out.sass = r->out;
+  out.sass_status = "ok";
+  return true;
+}
+
 // Whether `cuobjdump -xelf all` into one folder keeps every ELF that can hold kernels, from the
 // `cuobjdump -lelf` listing ("ELF file    1: name.sm_90a.cubin"): all names differ, or there are
 // two of one name (nvcc -shared's empty device-link ELF, then the kernels' one, which is kept).
@@ -223,9 +233,10 @@ class SystemToolchain : public Toolchain {
   // compile of the same argv into a cubin (CubinCommand), then `cuobjdump -sass` on the cubin.
   // The object is ready later than the cubin (nvcc compiles the host side and links after
   // ptxas), so its SASS is ready with it rather than after a cuobjdump on the object (0.6 s on
-  // the H200's host, session 22). `stop` ends it early; fills out.sass / out.sass_status.
+  // the H200's host, session 22). `stop` ends it early (the caller sets it on a cancel); fills
+  // out.sass / out.sass_status.
   void SassBeside(const ProcessSpec& compile, const std::string& cuobjdump, std::shared_ptr<const std::atomic<bool>> stop,
-                  std::shared_ptr<const std::atomic<bool>> cancel, CompileOutput& out);
+                  CompileOutput& out);
   // Runs the compiler for a key no other call of this toolchain is compiling (Compile).
   Result<CompileOutput> CompileMiss(const fs::path& source, bool cuda, const Compiler& compiler,
                                     const std::vector<std::string>& keyed, const std::string& key,
@@ -346,12 +357,7 @@ void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out,
       std::sort(cubins.begin(), cubins.end());
       spec.argv = {tool, "-sass"};
       spec.argv.insert(spec.argv.end(), cubins.begin(), cubins.end());
-      auto r = runner_.Run(spec);
-      if (r.ok() && r->Succeeded() && r->out.find("Function : ") != std::string::npos) {
-        out.sass = r->out;
-        out.sass_status = "ok";
-        return;
-      }
+      if (TakeSass(runner_, spec, out)) return;
     }
     spec.cwd.reset();
   }
@@ -372,8 +378,7 @@ void SystemToolchain::ExtractSass(const fs::path& object, CompileOutput& out,
 }
 
 void SystemToolchain::SassBeside(const ProcessSpec& compile, const std::string& cuobjdump,
-                                 std::shared_ptr<const std::atomic<bool>> stop,
-                                 std::shared_ptr<const std::atomic<bool>> cancel, CompileOutput& out) {
+                                 std::shared_ptr<const std::atomic<bool>> stop, CompileOutput& out) {
   auto dir = TempDir::Create("kpilot-cubin-");
   if (!dir.ok()) {
     out.sass_status = "unavailable: " + dir.status().message();
@@ -384,7 +389,7 @@ void SystemToolchain::SassBeside(const ProcessSpec& compile, const std::string& 
   spec.argv = CubinCommand(compile.argv, cubin);
   spec.cancel = stop;
   auto built = runner_.Run(spec);
-  if (!built.ok() || !built->Succeeded() || (cancel && cancel->load())) {
+  if (!built.ok() || !built->Succeeded()) {
     out.sass_status = "unavailable: the device-only compile did not succeed";
     return;
   }
@@ -393,13 +398,8 @@ void SystemToolchain::SassBeside(const ProcessSpec& compile, const std::string& 
   dump.timeout_s = kCuobjdumpTimeoutS;
   dump.cancel = stop;
   dump.nice = compile.nice;
-  auto r = runner_.Run(dump);
-  if (r.ok() && r->Succeeded() && r->out.find("Function : ") != std::string::npos) {
-    out.sass = r->out;
-    out.sass_status = "ok";
-  } else {
+  if (!TakeSass(runner_, dump, out))
     out.sass_status = "unavailable: cuobjdump on the device-only compile's cubin did not succeed";
-  }
 }
 
 std::optional<CompileOutput> SystemToolchain::LoadEntry(const fs::path& entry, const CompileOptions& options,
@@ -601,7 +601,7 @@ Result<CompileOutput> SystemToolchain::CompileMiss(const fs::path& source, bool 
   const std::string cuobjdump = cuda && options.want_sass ? FindCuobjdump(search_) : std::string();
   if (!cuobjdump.empty())
     beside.thread = std::thread([&, cuobjdump] {
-      SassBeside(spec, cuobjdump, beside.stop, options.cancel, beside.got);
+      SassBeside(spec, cuobjdump, beside.stop, beside.got);
       beside.done.store(true);
     });
   auto run = runner_.Run(spec);
