@@ -450,7 +450,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--drafts", a->drafts, "Drafts per expansion (compiled in parallel)")->capture_default_str();
   cmd->add_option("--in-flight", a->in_flight,
                   "Expansions in flight: the next batches compile while the GPU evaluates (more keeps the GPU busier, "
-                  "the tree further behind its results). 0 (default): adaptive, from 2 up to 4 while the GPU is "
+                  "the tree further behind its results). 0 (default): adaptive, from 3 up to 4 while the GPU is "
                   "measured idle; replays stay at 2")
       ->check(CLI::Range(0, 16))
       ->capture_default_str();

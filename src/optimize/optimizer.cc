@@ -25,7 +25,7 @@ namespace kpilot {
 // Expansions in flight at once: the next one's drafts compile on the CPU cores while the GPU
 // evaluates the current one's, so the evaluation queue does not wait on nvcc. Two keep the tree
 // at most one batch behind its results; the adaptive default (OptimizeOptions::pipeline_depth 0)
-// starts there and goes deeper only while the evaluation queue is measured idle.
+// starts one deeper and goes further only while the evaluation queue is measured idle.
 int NextPipelineDepth(int depth, double busy_s, double elapsed_s, int devices) {
   devices = std::max(1, devices);
   depth = std::max(depth, MinPipelineDepth(devices));
@@ -258,7 +258,9 @@ class Optimizer::Loop {
   std::map<int64_t, std::vector<std::string>> offered_;
   std::map<std::string, std::string> card_text_;  // SKILL.md text by card id, read once per run
   // Expansions kept in flight: opts_.pipeline_depth, or (0: adaptive) grown by NextPipelineDepth.
-  int depth_ = opts_.pipeline_depth > 0 ? opts_.pipeline_depth : MinPipelineDepth(o_.executor_.Devices());
+  int depth_ = opts_.pipeline_depth > 0 ? opts_.pipeline_depth
+               : opts_.replay.empty()  ? MinPipelineDepth(o_.executor_.Devices())
+                                       : kReplayPipelineDepth;
   std::unique_ptr<ExecutorFootprints> footprints_;  // null: none (--footprints off, not cuda)
   std::atomic<double> best_ended_ = 0;  // the best passing speedup among evaluations ended (AnticipateAfter)
   std::map<int64_t, std::future<EvalJobResult>> counters_pending_;  // by node

@@ -59,9 +59,9 @@ struct OptimizeOptions {
   int drafts_per_expansion = 2;         // drafts asked per selected node (compiled in parallel)
   // Expansions in flight: while the GPU evaluates one batch the next ones compile. 2 keeps the
   // tree one batch behind its results; more keeps the GPU busier when compiles are much slower
-  // than evaluations (docs/search.md). 0 = adaptive (the default): start at 2 and add one, up to
+  // than evaluations (docs/search.md). 0 = adaptive (the default): start at 3 and add one, up to
   // kMaxAutoPipelineDepth, whenever a batch left the evaluation queue idle more than 20% of the
-  // time (NextPipelineDepth); replays, whose clock is simulated, stay at 2.
+  // time (NextPipelineDepth); replays, whose clock is simulated, stay at kReplayPipelineDepth.
   int pipeline_depth = 0;
   uint64_t seed = 1;
   // Skill cards (docs/skills.md): retrieved for every expansion and offered to the generator;
@@ -102,8 +102,12 @@ struct OptimizeOptions {
 // clock) on `devices` GPUs: one more when they were busy less than kAutoPipelineBusyGoal of the
 // time, never more than MaxPipelineDepth(devices), never less than `depth`. Each GPU beyond the
 // first adds one expansion in flight at the start and two to the cap, so every queue has a batch
-// to take while the next ones compile.
-inline constexpr int kMinAutoPipelineDepth = 2;
+// to take while the next ones compile. Three at the start: on the H200 at a wall-clock budget it
+// ended better than two and four (docs/search.md, "Pipeline depth"). A replay, whose clock does
+// not model compiles, keeps kReplayPipelineDepth (its figures count evaluations, where deeper
+// only costs).
+inline constexpr int kMinAutoPipelineDepth = 3;
+inline constexpr int kReplayPipelineDepth = 2;
 inline constexpr int kMaxAutoPipelineDepth = 4;
 inline constexpr double kAutoPipelineBusyGoal = 0.8;
 inline int MinPipelineDepth(int devices) { return kMinAutoPipelineDepth + std::max(0, devices - 1); }

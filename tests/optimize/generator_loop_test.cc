@@ -185,23 +185,24 @@ TEST_F(GeneratorLoopTest, FailedDraftsAreRememberedAndAFailingNodeIsClosed) {
 }
 
 TEST(PipelineDepth, GrowsByOneWhileTheQueueIsIdleAndStopsAtFour) {
-  EXPECT_EQ(NextPipelineDepth(2, 0.5, 1.0), 3);
+  EXPECT_EQ(NextPipelineDepth(3, 0.5, 1.0), 4);
   EXPECT_EQ(NextPipelineDepth(3, 0.79, 1.0), 4);
   EXPECT_EQ(NextPipelineDepth(4, 0.1, 1.0), 4) << "kMaxAutoPipelineDepth";
-  EXPECT_EQ(NextPipelineDepth(2, 0.8, 1.0), 2) << "busy 80% is the goal";
-  EXPECT_EQ(NextPipelineDepth(3, 1.0, 1.0), 3) << "never shallower once deeper";
-  EXPECT_EQ(NextPipelineDepth(2, 0, 0), 2) << "no time passed: nothing measured";
-  EXPECT_EQ(NextPipelineDepth(1, 1.0, 1.0), 2) << "kMinAutoPipelineDepth";
+  EXPECT_EQ(NextPipelineDepth(3, 0.8, 1.0), 3) << "busy 80% is the goal";
+  EXPECT_EQ(NextPipelineDepth(4, 1.0, 1.0), 4) << "never shallower once deeper";
+  EXPECT_EQ(NextPipelineDepth(3, 0, 0), 3) << "no time passed: nothing measured";
+  EXPECT_EQ(NextPipelineDepth(1, 1.0, 1.0), 3) << "kMinAutoPipelineDepth";
+  EXPECT_EQ(NextPipelineDepth(2, 1.0, 1.0), 3) << "kMinAutoPipelineDepth";
 }
 
 TEST(PipelineDepth, EachMoreGpuStartsOneDeeperAndMayGrowTwoMore) {
-  EXPECT_EQ(MinPipelineDepth(1), 2);
+  EXPECT_EQ(MinPipelineDepth(1), 3);
   EXPECT_EQ(MaxPipelineDepth(1), 4);
-  EXPECT_EQ(MinPipelineDepth(2), 3);
+  EXPECT_EQ(MinPipelineDepth(2), 4);
   EXPECT_EQ(MaxPipelineDepth(2), 6);
-  EXPECT_EQ(NextPipelineDepth(2, 2.0, 1.0, 2), 3) << "never below the two-GPU minimum";
-  EXPECT_EQ(NextPipelineDepth(3, 1.5, 1.0, 2), 4) << "busy 1.5 of 2 GPU-seconds is 75%, under the goal";
-  EXPECT_EQ(NextPipelineDepth(3, 1.7, 1.0, 2), 3) << "85% of both";
+  EXPECT_EQ(NextPipelineDepth(3, 2.0, 1.0, 2), 4) << "never below the two-GPU minimum";
+  EXPECT_EQ(NextPipelineDepth(4, 1.5, 1.0, 2), 5) << "busy 1.5 of 2 GPU-seconds is 75%, under the goal";
+  EXPECT_EQ(NextPipelineDepth(4, 1.7, 1.0, 2), 4) << "85% of both";
   EXPECT_EQ(NextPipelineDepth(6, 0.1, 1.0, 2), 6) << "the two-GPU cap";
 }
 
@@ -213,7 +214,19 @@ TEST_F(GeneratorLoopTest, AnIdleQueueDeepensTheAdaptivePipeline) {
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->pipeline_depth, 4);
-  EXPECT_EQ(progress_.Count("pipeline"), 2) << "2 → 3 → 4, then no further";
+  EXPECT_EQ(progress_.Count("pipeline"), 1) << "3 → 4, then no further";
+}
+
+TEST_F(GeneratorLoopTest, AReplayKeepsItsOwnDepthHoweverIdleItsClockLooks) {
+  proposer_.cost = 0;
+  o_.pipeline_depth = 0;
+  o_.replay = "space.json";  // the executor double serves it; only the depth rule differs
+  executor_.busy_per_job = 0.1;
+  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->pipeline_depth, kReplayPipelineDepth);
+  EXPECT_EQ(progress_.Count("pipeline"), 0);
 }
 
 TEST_F(GeneratorLoopTest, ABusyQueueOrAFixedDepthKeepsThePipeline) {
@@ -223,7 +236,7 @@ TEST_F(GeneratorLoopTest, ABusyQueueOrAFixedDepthKeepsThePipeline) {
   Optimizer busy(task_, proposer_, executor_, *store_, progress_);
   auto res = busy.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ(res->pipeline_depth, 2);
+  EXPECT_EQ(res->pipeline_depth, kMinAutoPipelineDepth);
   o_.pipeline_depth = 1;
   executor_.busy_per_job = 0.1;
   Optimizer fixed(task_, proposer_, executor_, *store_, progress_);
