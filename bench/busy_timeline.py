@@ -150,15 +150,33 @@ def idle_report(ev):
              (f"  evaluation runners, start to exit: {runners:.1f} s ({100 * runners / end:.0f}%); " if runners else "  ") +
              f"their checks and timing proper: {strict:.1f} s ({100 * strict / end:.0f}%) (the rest: process "
              f"start-up, CUDA context, loading, counter profiles)"]
-    # Counter jobs (session 24): each evaluates its node again on one workload, then profiles it
-    # ("wall_s" of its counters event); how much of the busy time went to them.
+    # Counter jobs (session 24): each evaluates its node again on one workload, unless it took the
+    # evaluation the loop had (session 25: "evaluation_reused"), then profiles it ("wall_s" of its
+    # counters event); how much of the busy time went to them.
     profiles = [e for e in ev if e.get("event") == "counters" and "eval_end_s" in (e.get("times") or {})]
     if profiles:
         on_gpu = sum(e["times"]["eval_end_s"] - e["times"]["eval_start_s"] for e in profiles)
         again = sum(e["times"].get("runner_s", 0.0) for e in profiles)
+        reused = sum(1 for e in profiles if e["times"].get("evaluation_reused"))
         profiling = sum(e.get("wall_s", 0.0) for e in profiles)
         lines.append(f"  counter jobs: {len(profiles)}, {on_gpu:.1f} s on the GPU ({100 * on_gpu / end:.0f}%): "
-                     f"their evaluation again {again:.1f} s, the counter profile {profiling:.1f} s")
+                     f"their evaluation again {again:.1f} s ({reused} took the evaluation the loop had), "
+                     f"the counter profile {profiling:.1f} s")
+        # The profiler runner's own steps (session 25's "profiler_info"; cumulative stamps since
+        # it started): what a profile in the served runner could save (process, context, set-up).
+        infos = [e.get("profiler_info") or {} for e in profiles]
+        tls = [i.get("runner_timeline_s") or {} for i in infos]
+        if all("end" in tl and "counters_setup" in tl and "calls" in tl for tl in tls):
+            outside = sum(e.get("wall_s", 0.0) - i.get("runner_wall_s", tl["end"]) for e, i, tl in zip(profiles, infos, tls))
+            context = sum(tl.get("context", 0.0) for tl in tls)
+            to_setup = sum(tl["counters_setup"] - tl.get("inputs", tl.get("objects", 0.0)) for tl in tls)
+            before = sum(tl.get("inputs", tl.get("objects", 0.0)) - tl.get("context", 0.0) for tl in tls)
+            calls = sum(tl["calls"] - tl["counters_setup"] for tl in tls)
+            rest = sum(tl["end"] - tl["calls"] for tl in tls)
+            passes = [i.get("passes_run", 0) for i in infos]
+            lines.append(f"    the profiles' runners: outside the runner {outside:.2f} s, context {context:.2f} s, "
+                         f"lock/objects/inputs {before:.2f} s, CUPTI set-up {to_setup:.2f} s, passes {calls:.2f} s "
+                         f"({'/'.join(str(p) for p in passes)} passes), decode and exit {rest:.2f} s")
     stretches.sort(key=lambda x: -x[0])
     for g, at, cause, label, t, parts in stretches[:8]:
         split = ", ".join(f"{k} {v:.2f} s" for k, v in parts.items() if v >= 0.01)

@@ -222,15 +222,22 @@ void LocalExecutor::EvalLoop(int device) {
       if (!slot) slot = std::make_unique<ServedRunner>(runner_exe_);
       runner = slot.get();
     }
-    auto e = evaluator_.Evaluate(*p->job.task, p->job.source, [&] {
-      EvalOptions o = p->job.options;
-      o.params = p->job.params;
-      return o;
-    }(), runner);
-    if (e.ok() && p->job.counter_tools) {
-      const Task& task = *p->job.task;
-      const Workload* w = p->job.options.workloads.empty() ? &task.workloads.back()
+    const Task& task = *p->job.task;
+    const Workload* w = task.workloads.empty()              ? nullptr
+                        : p->job.options.workloads.empty() ? &task.workloads.back()
                                                            : task.FindWorkload(p->job.options.workloads.back());
+    // A counter job whose caller has the candidate's evaluation already profiles it at once.
+    const std::shared_ptr<const Evaluation>& have = p->job.counters_of;
+    std::error_code ec;
+    p->result.evaluation_reused = p->job.counter_tools && have && w && CounterProfileCanTake(*have, *w) &&
+                                  std::filesystem::exists(have->compile.object, ec);
+    auto e = p->result.evaluation_reused ? Result<Evaluation>(*have)
+                                         : evaluator_.Evaluate(task, p->job.source, [&] {
+                                             EvalOptions o = p->job.options;
+                                             o.params = p->job.params;
+                                             return o;
+                                           }(), runner);
+    if (e.ok() && p->job.counter_tools) {
       if (!e->verdict.passed()) {
         // Not Unavailable: the profiler is not at fault, and the next best is profiled as usual.
         p->result.counters_status = Status::InvalidInput("the candidate did not pass this time: " + e->verdict.summary);

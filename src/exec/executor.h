@@ -60,6 +60,11 @@ struct EvalJob {
   // Null: none. Borrowed; must outlive the job.
   const std::vector<std::unique_ptr<Tool>>* counter_tools = nullptr;
   CounterProfileOptions counters;
+  // With counter_tools: an evaluation of this same source and params made already (the node's
+  // own, or the promotion gate's), which the counters take instead of evaluating the candidate
+  // again when it holds all they need (CounterProfileCanTake) and its object still exists. The
+  // job's result then carries it with `evaluation_reused` set. Null: evaluate first.
+  std::shared_ptr<const Evaluation> counters_of;
   // Goes ahead of the evaluations waiting in the queue: the caller waits for it before it submits
   // more (a counter profile, a promotion check, the final re-evaluation). Behind them, the loop
   // proposed nothing for up to 2.7 s while the GPU worked through the queue (session 20).
@@ -94,6 +99,7 @@ struct EvalJobResult {
   std::optional<CounterProfile> counters;
   Status counters_status = Status::Ok();
   double counters_s = 0;               // wall seconds the counter collection held the GPU
+  bool evaluation_reused = false;      // `evaluation` is the job's counters_of: nothing was evaluated
 };
 
 // An evaluation job's result as JSON and back, exactly (status, skipped and counters are not

@@ -197,13 +197,16 @@ class Optimizer::Loop {
   Status RecordNode(int64_t node, int64_t parent, int64_t proposal, const NodeData& n, const Outcome& out,
                     const Evaluation* e, const std::string& object_sha);
   void Analyze(const Evaluation& e, NodeData* n) const;
-  Status MaybePromote(int64_t node);
+  // `own`: the node's evaluation when the caller has it (a new best's counter profile takes it,
+  // or the promotion gate's, instead of evaluating the node again).
+  Status MaybePromote(int64_t node, const Evaluation* own = nullptr);
   // Counter profiles of new bests (opts_.counters): RequestCounters queues node's profile on the
-  // executor; CollectCounters applies those finished — waiting for `wait_for`'s, or for all — and
-  // records each as event `counters`; ApplyCounters puts a recorded profile's findings and class
-  // on the node (also on resume).
+  // executor (with `have`, an evaluation of the node it may profile instead of evaluating the
+  // node again: EvalJob::counters_of); CollectCounters applies those finished — waiting for
+  // `wait_for`'s, or for all — and records each as event `counters`; ApplyCounters puts a
+  // recorded profile's findings and class on the node (also on resume).
   bool CountersWanted() const;
-  void RequestCounters(int64_t node);
+  void RequestCounters(int64_t node, std::shared_ptr<const Evaluation> have = nullptr);
   Status CollectCounters(std::optional<int64_t> wait_for, bool wait_all = false);
   void ApplyCounters(int64_t node, const json& payload);
   Status Event(const std::string& kind, json payload);
@@ -300,7 +303,7 @@ bool Optimizer::Loop::CountersWanted() const {
          opts_.feedback != FeedbackMode::kNone;
 }
 
-void Optimizer::Loop::RequestCounters(int64_t node) {
+void Optimizer::Loop::RequestCounters(int64_t node, std::shared_ptr<const Evaluation> have) {
   if (!CountersWanted() || counters_done_.count(node) || counters_pending_.count(node)) return;
   const NodeData& n = data_.at(node);
   // Only a compiled kernel is profiled (a KernelBench ModelNew .py or a flashinfer solution is not).
@@ -315,6 +318,7 @@ void Optimizer::Loop::RequestCounters(int64_t node) {
   job.options.energy = false;  // the profile needs the time and trace, not joules
   job.counter_tools = &tools_;
   job.ahead = true;  // a proposal may wait for it
+  job.counters_of = std::move(have);
   if (!ncu_) ncu_ = FindOnPath("ncu");
   job.counters.ncu_path = *ncu_;
   counters_pending_[node] = o_.executor_.Submit(std::move(job));
@@ -378,6 +382,8 @@ Status Optimizer::Loop::CollectCounters(std::optional<int64_t> wait_for, bool wa
     payload["findings"] = findings;
     payload["kernels"] = kernels;
     if (!cp.fallback_note.empty()) payload["note"] = cp.fallback_note;
+    // Where the profile's time went (runner steps, CUPTI's set-up, passes): bench/busy_timeline.py.
+    if (!cp.info.empty()) payload["profiler_info"] = cp.info;
     ApplyCounters(node, payload);
     ++counter_profiles_;
     counters_s_ += r.counters_s;
@@ -400,6 +406,12 @@ json Optimizer::Loop::Times(const EvalJobResult& r) const {
   json t = {{"now_s", o_.executor_.ElapsedSeconds()}, {"submitted_s", r.submitted_s},
             {"compile_start_s", r.compile_start_s}, {"compile_end_s", r.compile_end_s},
             {"eval_start_s", r.eval_start_s},      {"eval_end_s", r.eval_end_s}};
+  // A counter job that took an evaluation made before ran no runner of its own for it.
+  if (r.evaluation_reused) {
+    t["evaluation_reused"] = true;
+    if (r.sass_end_s > 0) t["sass_end_s"] = r.sass_end_s;
+    return t;
+  }
   // The runner's own steps (seconds since it started: context, objects, checks, timing, end),
   // which say how much of the time on the GPU went to checks and timing.
   const json& d = r.evaluation.run.details;
@@ -786,11 +798,11 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
                                              {"evaluations", evaluations_}, {"budget", opts_.budget},
                                              {"device", r.device}, {"times", Times(r)},
                                              {"best", incumbent_ >= 0 ? data_.at(incumbent_).speedup : 0.0}}));
-  KPILOT_RETURN_IF_ERROR(MaybePromote(node));
+  KPILOT_RETURN_IF_ERROR(MaybePromote(node, &r.evaluation));
   return true;
 }
 
-Status Optimizer::Loop::MaybePromote(int64_t node) {
+Status Optimizer::Loop::MaybePromote(int64_t node, const Evaluation* own) {
   const NodeData& c = data_.at(node);
   if (c.verdict != "passed") return Status::Ok();
   if (incumbent_ < 0) {
@@ -799,7 +811,7 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
     KPILOT_RETURN_IF_ERROR(
         Event("promote", {{"node", node}, {"speedup", c.speedup}, {"reason", "first passing candidate"}}));
     KPILOT_RETURN_IF_ERROR(RecordBest());
-    RequestCounters(node);
+    RequestCounters(node, own ? std::make_shared<const Evaluation>(*own) : nullptr);
     return Status::Ok();
   }
   const NodeData& inc = data_.at(incumbent_);
@@ -831,7 +843,9 @@ Status Optimizer::Loop::MaybePromote(int64_t node) {
   since_promotion_ = 0;
   KPILOT_RETURN_IF_ERROR(Event("promote", payload));
   KPILOT_RETURN_IF_ERROR(RecordBest());
-  RequestCounters(node);
+  // The gate has just evaluated the challenger (its checks, timing and trace): the profile takes
+  // that evaluation.
+  RequestCounters(node, std::make_shared<const Evaluation>(e));
   return Status::Ok();
 }
 
@@ -897,7 +911,7 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
                                              {"speedup", data_[id].speedup}, {"params", ParamsText(root.params, "(defaults)")},
                                              {"summary", root.summary}, {"evaluations", evaluations_},
                                              {"budget", opts_.budget}, {"device", r.device}, {"times", Times(r)}}));
-  KPILOT_RETURN_IF_ERROR(MaybePromote(id));
+  KPILOT_RETURN_IF_ERROR(MaybePromote(id, &r.evaluation));
   return Iterate();
 }
 

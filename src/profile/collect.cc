@@ -186,10 +186,15 @@ RooflineInput StageOneInput(const Workload& workload, const Evaluation& e, Profi
   *trace = LaunchTrace{};
   const auto& d = e.run.details;
   if (d.is_object() && d.contains("launch_trace") && d["launch_trace"].is_array() && !d["launch_trace"].empty()) {
-    // The last traced call (the eval checks one workload, several seeds): the first is cold —
-    // CUDA loads each kernel's module at its first launch, which shows up as milliseconds
-    // between kernels (histogram-global-atomics: 54% of its call, classed launch-bound).
-    const nlohmann::json& traced = d["launch_trace"].back();
+    // The last traced call on the workload (a counter job's eval checks that one only, several
+    // seeds; a search node's own eval checks every workload): the first is cold — CUDA loads
+    // each kernel's module at its first launch, which shows up as milliseconds between kernels
+    // (histogram-global-atomics: 54% of its call, classed launch-bound).
+    const nlohmann::json& calls = d["launch_trace"];
+    const nlohmann::json* last = &calls.back();
+    for (const auto& c : calls)
+      if (c.is_object() && c.value("workload", "") == workload.name) last = &c;
+    const nlohmann::json& traced = *last;
     auto t = traced.contains("trace") ? LaunchTraceFromJson(traced["trace"]) : Result<LaunchTrace>(Status::NotFound(""));
     if (t.ok()) {
       *trace = *t;
@@ -204,6 +209,19 @@ RooflineInput StageOneInput(const Workload& workload, const Evaluation& e, Profi
     }
   }
   return in;
+}
+
+bool CounterProfileCanTake(const Evaluation& e, const Workload& workload) {
+  if (!e.verdict.passed() || !e.compile.ok || e.compile.object.empty()) return false;
+  if (e.compile.sass.empty() && e.compile.sass_status == kSassLater) return false;
+  bool timed = false;
+  for (const auto& t : e.timings) timed |= t.workload == workload.name && t.candidate.median > 0;
+  if (!timed) return false;
+  const auto& d = e.run.details;
+  if (!d.is_object() || !d.contains("launch_trace") || !d["launch_trace"].is_array()) return true;
+  for (const auto& c : d["launch_trace"])
+    if (c.is_object() && c.value("workload", "") == workload.name && c.contains("trace")) return true;
+  return false;
 }
 
 std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace, const SmLimits* limits, int sm_count) {

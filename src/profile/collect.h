@@ -66,9 +66,18 @@ ProfileContext SharedProfileContext(const Task& task, const Workload& workload, 
 double LaunchGapShare(double kernel_busy_ns, double span_ns, double call_ms);
 
 // Stage 1's roofline input from a passing evaluation (time, calibration) and the facts of its
-// last traced call (kernels, memcpys, syncs, LaunchGapShare) copied into `shared`; `trace`
-// receives that call's launch trace (empty when the evaluation traced none).
+// last traced call on `workload` (kernels, memcpys, syncs, LaunchGapShare; its last traced call
+// of any workload when none was on that one) copied into `shared`; `trace` receives that call's
+// launch trace (empty when the evaluation traced none).
 RooflineInput StageOneInput(const Workload& workload, const Evaluation& e, ProfileContext* shared, LaunchTrace* trace);
+
+// Pure: whether `e`, an evaluation already made, holds everything ProfileWithCounters takes from
+// one on `workload`, so that a counter profile need not evaluate its candidate again (about
+// 0.2 s of GPU time per profile on the H200, session 24): it passed, its compile has an object
+// and its SASS (not left for later), it timed `workload`, and — when it traced calls at all — one
+// of them was on `workload` (the runner traces the first six check calls only, so a later
+// workload's may be missing). Whether the object still exists on disk is the caller's check.
+bool CounterProfileCanTake(const Evaluation& e, const Workload& workload);
 
 // ncu's launch__ metrics and theoretical occupancy from a launch trace, for the first launch of
 // each kernel (by mangled name): the CUPTI path reads these from the trace, not the counters.

@@ -439,6 +439,44 @@ TEST(LocalExecutor, AJobMarkedAheadGoesBeforeTheQueuedEvaluations) {
   EXPECT_EQ(executor.EvaluationsReady(), 0);
 }
 
+// A counter job handed an evaluation of its candidate (the node's own, or the promotion gate's)
+// profiles it without evaluating it again; one whose evaluation lacks what the profile needs is
+// evaluated first, as before. Host jobs stand in: whether the profiler then runs is not the point.
+TEST(LocalExecutor, ACounterJobTakesTheEvaluationItIsHandedWhenItHoldsWhatTheProfileNeeds) {
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1);
+  EvalJobResult own = executor.Submit(SaxpyJob(saxpy.task, 0.05)).get();
+  ASSERT_TRUE(own.status.ok()) << own.status.ToString();
+  ASSERT_TRUE(own.evaluation.verdict.passed()) << own.evaluation.verdict.summary;
+  const std::vector<std::unique_ptr<Tool>> no_tools;
+  auto counter_job = [&](std::shared_ptr<const Evaluation> have) {
+    EvalJob j = SaxpyJob(saxpy.task, 0.05);
+    j.counter_tools = &no_tools;
+    j.counters_of = std::move(have);
+    return executor.Submit(std::move(j)).get();
+  };
+  EvalJobResult taken = counter_job(std::make_shared<const Evaluation>(own.evaluation));
+  ASSERT_TRUE(taken.status.ok()) << taken.status.ToString();
+  EXPECT_TRUE(taken.evaluation_reused);
+  EXPECT_EQ(taken.evaluation.run_s, own.evaluation.run_s) << "the evaluation handed over, not a new one";
+  ASSERT_FALSE(taken.evaluation.timings.empty());
+  EXPECT_EQ(taken.evaluation.timings.front().candidate.median, own.evaluation.timings.front().candidate.median);
+
+  Evaluation other = own.evaluation;  // timed on another workload only: the profile's is missing
+  for (auto& t : other.timings) t.workload = "not-" + t.workload;
+  EvalJobResult fresh = counter_job(std::make_shared<const Evaluation>(other));
+  ASSERT_TRUE(fresh.status.ok()) << fresh.status.ToString();
+  EXPECT_FALSE(fresh.evaluation_reused);
+  EXPECT_TRUE(fresh.evaluation.verdict.passed()) << fresh.evaluation.verdict.summary;
+  EXPECT_NE(fresh.evaluation.run_s, own.evaluation.run_s) << "evaluated again";
+
+  Evaluation gone = own.evaluation;  // its object was evicted from the cache since
+  gone.compile.object = saxpy.dir->path() / "evicted.so";
+  EXPECT_FALSE(counter_job(std::make_shared<const Evaluation>(gone)).evaluation_reused);
+  EXPECT_FALSE(counter_job(nullptr).evaluation_reused);
+}
+
 // Counts how many compiles run at once; each takes 100 ms and fails (nothing is evaluated).
 class SlowToolchain : public Toolchain {
  public:

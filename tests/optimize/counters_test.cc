@@ -32,9 +32,11 @@ class CountersExecutor : public Executor {
     const bool paired = job.options.baseline_source.has_value();
     e.speedup_geomean = paired ? 1.2 : speedups_.at(v);
     e.speedup_geomean_ci = paired ? Interval{1.1, 1.3} : Interval{e.speedup_geomean * 0.99, e.speedup_geomean * 1.01};
+    e.candidate = (paired ? "gate " : "own ") + v;  // which evaluation a counter job is handed
     if (job.counter_tools) {
       counter_jobs.push_back(v);
       workloads.push_back(job.options.workloads);
+      handed.push_back(job.counters_of ? job.counters_of->candidate : "none");
       if (!failure.ok()) {
         r.counters_status = failure;
       } else {
@@ -50,6 +52,7 @@ class CountersExecutor : public Executor {
         k.findings.push_back(f);
         k.context.metrics["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 42;
         cp.reports.push_back(k);
+        cp.info = {{"passes_run", 3}};
         r.counters = cp;
         r.counters_s = 0.5;
       }
@@ -66,6 +69,7 @@ class CountersExecutor : public Executor {
 
   std::vector<std::string> counter_jobs;
   std::vector<std::vector<std::string>> workloads;
+  std::vector<std::string> handed;  // per counter job: the evaluation it was handed (EvalJob::counters_of)
   Status failure = Status::Ok();
 
  private:
@@ -148,6 +152,8 @@ TEST(Counters, EachNewBestIsProfiledAndItsDraftsSeeTheFindings) {
   EXPECT_DOUBLE_EQ(res->counters_s, 1.5);
   // One workload per profile: the task's last.
   for (const auto& w : exec.workloads) EXPECT_EQ(w, (std::vector<std::string>{f.task.workloads.back().name}));
+  // Each is handed the evaluation the loop has: the root's own, then each promotion gate's.
+  EXPECT_EQ(exec.handed, (std::vector<std::string>{"own root", "gate a", "gate b"}));
   // Each expansion was proposed from the newest best, after its counters arrived.
   ASSERT_GE(proposer.seen.size(), 2u);
   EXPECT_EQ(proposer.seen[0].parent, 0);
@@ -162,6 +168,7 @@ TEST(Counters, EachNewBestIsProfiledAndItsDraftsSeeTheFindings) {
   EXPECT_EQ(recorded[0].value("profiler", ""), "cupti");
   EXPECT_EQ(recorded[0]["findings"][0].value("id", ""), "uncoalesced-root");
   EXPECT_EQ(recorded[0]["kernels"][0].value("kernel", ""), "Kernelroot");
+  EXPECT_EQ(recorded[0]["profiler_info"].value("passes_run", 0), 3) << "where the profile's time went";
   // The exported report's profile summary is the best's counter profile.
   ASSERT_TRUE(ExportRun(*f.store, res->run_id, f.dir.path() / "out").ok());
   auto report = ReadFile(f.dir.path() / "out" / "report.json");

@@ -285,6 +285,70 @@ TEST(StageOne, TracingGapsDoNotMakeAFastTwoKernelCallLaunchBound) {
   EXPECT_GT(shared.launch_gap_share, 0.9);
 }
 
+// A search node's own evaluation checks every workload, so its traces are of several: stage 1
+// takes the profiled workload's, not whichever call was traced last.
+TEST(StageOne, TakesTheTraceOfTheProfiledWorkload) {
+  auto task = LoadTask(testing::SourceDir() / "examples" / "cuda" / "sum_reduction");
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  const Workload* w = task->FindWorkload("64M");
+  ASSERT_NE(w, nullptr);
+  auto text = ReadFile(testing::SourceDir() / "tests" / "fixtures" / "traces" / "h200_sum_reduction_two_kernels.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  Evaluation e;
+  e.verdict.kind = VerdictKind::kPassed;
+  const auto trace_json = nlohmann::json::parse(*text);
+  e.run.details["launch_trace"] = nlohmann::json::array(
+      {{{"workload", "64M"}, {"seed", 1}, {"trace", trace_json}, {"kernels_total", 2}},
+       {{"workload", "other"}, {"seed", 1}, {"trace", trace_json}, {"kernels_total", 50}}});
+  ProfileContext shared;
+  LaunchTrace trace;
+  StageOneInput(*w, e, &shared, &trace);
+  EXPECT_EQ(shared.kernels_per_call, 2) << "the 64M call's, not the last traced call's";
+  Workload untraced = *w;
+  untraced.name = "1K";
+  StageOneInput(untraced, e, &shared, &trace);
+  EXPECT_EQ(shared.kernels_per_call, 50) << "no call on the workload: the last traced call";
+}
+
+// What a counter profile needs of an evaluation made already, so that it need not evaluate the
+// candidate again.
+TEST(CounterProfileCanTake, NeedsAPassWithObjectSassTimingAndTheWorkloadsTrace) {
+  Workload w;
+  w.name = "64M";
+  Evaluation e;
+  e.verdict.kind = VerdictKind::kPassed;
+  e.compile.ok = true;
+  e.compile.object = "/cache/ab/candidate.so";
+  e.compile.sass = "Function : Kernel";
+  e.compile.sass_status = "ok";
+  WorkloadTiming t;
+  t.workload = "64M";
+  t.candidate.median = 0.065;
+  e.timings = {t};
+  EXPECT_TRUE(CounterProfileCanTake(e, w)) << "nothing traced at all: the re-evaluation would trace nothing either";
+  e.run.details["launch_trace"] = nlohmann::json::array({{{"workload", "1K"}, {"trace", nlohmann::json::object()}}});
+  EXPECT_FALSE(CounterProfileCanTake(e, w)) << "traced, but not on 64M (past the runner's six calls)";
+  e.run.details["launch_trace"].push_back({{"workload", "64M"}, {"trace", nlohmann::json::object()}});
+  EXPECT_TRUE(CounterProfileCanTake(e, w));
+
+  Evaluation failed = e;
+  failed.verdict.kind = VerdictKind::kIncorrect;
+  EXPECT_FALSE(CounterProfileCanTake(failed, w));
+  Evaluation no_object = e;
+  no_object.compile.object.clear();
+  EXPECT_FALSE(CounterProfileCanTake(no_object, w));
+  Evaluation sass_later = e;
+  sass_later.compile.sass.clear();
+  sass_later.compile.sass_status = kSassLater;
+  EXPECT_FALSE(CounterProfileCanTake(sass_later, w)) << "its SASS never came";
+  Evaluation no_sass_tool = sass_later;
+  no_sass_tool.compile.sass_status = "cuobjdump not found";
+  EXPECT_TRUE(CounterProfileCanTake(no_sass_tool, w)) << "a fresh compile would have none either";
+  Evaluation other_timing = e;
+  other_timing.timings.front().workload = "1K";
+  EXPECT_FALSE(CounterProfileCanTake(other_timing, w));
+}
+
 TEST(FindingJson, RoundTripsEveryField) {
   Finding f;
   f.id = "barrier-stall";
