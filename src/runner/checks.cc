@@ -1,5 +1,6 @@
 #include "runner/checks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -115,6 +116,15 @@ CheckRecord CompareOutput(DType dtype, const void* out, const void* ref, int64_t
   double allowed = (1.0 - tol.matched_ratio) * static_cast<double>(n);
   rec.ok = static_cast<double>(rec.mismatches) <= allowed + 1e-9;
   return rec;
+}
+
+std::string FirstChange(const StateValues& before, const StateValues& after) {
+  for (const auto& [name, value] : after) {
+    auto it = std::find_if(before.begin(), before.end(), [&](const auto& b) { return b.first == name; });
+    if (it == before.end()) return name + " changed from unknown to " + std::to_string(value);
+    if (it->second != value) return name + " changed from " + std::to_string(it->second) + " to " + std::to_string(value);
+  }
+  return "";
 }
 
 }  // namespace kpilot

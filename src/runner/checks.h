@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "runner/protocol.h"
@@ -30,5 +32,11 @@ bool GuardIntact(const void* data, size_t bytes);
 CheckRecord CompareOutput(DType dtype, const void* out, const void* ref, int64_t n, const Tolerance& tol);
 
 int64_t Numel(const std::vector<int64_t>& shape);
+
+// Named values of a process's state read at two moments (a served runner's CUDA state after it
+// opened and after a request: serve_cuda.cc). Pure: "NAME changed from A to B" for the first
+// value of `after` that differs from `before`'s, or is missing there; "" when none does.
+using StateValues = std::vector<std::pair<std::string, int64_t>>;
+std::string FirstChange(const StateValues& before, const StateValues& after);
 
 }  // namespace kpilot

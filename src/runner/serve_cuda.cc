@@ -3,6 +3,7 @@
 // another one.
 #include <cuda_runtime_api.h>
 
+#include "runner/checks.h"
 #include "runner/worker_cuda.h"
 
 namespace kpilot {
@@ -13,6 +14,46 @@ namespace {
 // memory is the device's, so another process allocating this much on the GPU retires the
 // runner too: a fresh one then costs a context, never a wrong result.
 constexpr size_t kMaxKeptDeviceBytes = 512ull << 20;
+
+// The CUDA state a candidate can change that outlives its request and would change a later
+// candidate's run: the current device (cudaSetDevice: later work would go elsewhere), the
+// device's limits (a persisting-L2 set-aside changes every later timing; the printf FIFO and
+// malloc heap, the device memory left), its cache preference, its flags (spin or blocking sync:
+// the host-side clock), and the runner's stream's attributes (an access-policy window makes
+// later candidates' accesses persisting). The stack-size limit is left out: the driver raises it
+// by itself for a kernel that needs more. A value that cannot be read is -1.
+StateValues ReadCudaState(cudaStream_t stream) {
+  StateValues v;
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) device = -1;
+  v.emplace_back("the current device", device);
+  const std::pair<const char*, cudaLimit> limits[] = {
+      {"the printf FIFO size limit", cudaLimitPrintfFifoSize},
+      {"the malloc heap size limit", cudaLimitMallocHeapSize},
+      {"the device runtime's pending launch limit", cudaLimitDevRuntimePendingLaunchCount},
+      {"the L2 fetch granularity limit", cudaLimitMaxL2FetchGranularity},
+      {"the persisting L2 cache size limit", cudaLimitPersistingL2CacheSize}};
+  for (const auto& [name, limit] : limits) {
+    size_t value = 0;
+    v.emplace_back(name, cudaDeviceGetLimit(&value, limit) == cudaSuccess ? static_cast<int64_t>(value) : -1);
+  }
+  cudaFuncCache cache = cudaFuncCachePreferNone;
+  v.emplace_back("the cache preference", cudaDeviceGetCacheConfig(&cache) == cudaSuccess ? cache : -1);
+  unsigned flags = 0;
+  v.emplace_back("the device flags", cudaGetDeviceFlags(&flags) == cudaSuccess ? flags : -1);
+  cudaStreamAttrValue attr{};
+  v.emplace_back("the runner stream's access-policy window (bytes)",
+                 cudaStreamGetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &attr) == cudaSuccess
+                     ? static_cast<int64_t>(attr.accessPolicyWindow.num_bytes)
+                     : -1);
+  attr = {};
+  v.emplace_back("the runner stream's synchronization policy",
+                 cudaStreamGetAttribute(stream, cudaStreamAttributeSynchronizationPolicy, &attr) == cudaSuccess
+                     ? static_cast<int64_t>(attr.syncPolicy)
+                     : -1);
+  (void)cudaGetLastError();  // a read that failed leaves nothing for the next request to find
+  return v;
+}
 
 class NullReporter : public PhaseReporter {
  public:
@@ -35,6 +76,7 @@ class CudaSession : public WorkerSession {
     }
     size_t total = 0;
     if (cudaMemGetInfo(&free_at_open_, &total) != cudaSuccess) free_at_open_ = 0;
+    state_at_open_ = ReadCudaState(device_.stream->get());
   }
 
   RunResult Run(const RunRequest& request, PhaseReporter& reporter) override {
@@ -49,12 +91,17 @@ class CudaSession : public WorkerSession {
     if (cudaMemGetInfo(&free, &total) != cudaSuccess) return "cudaMemGetInfo failed";
     if (free_at_open_ > 0 && free + kMaxKeptDeviceBytes < free_at_open_)
       return "the candidates kept " + std::to_string((free_at_open_ - free) >> 20) + " MiB of GPU memory allocated";
+    if (!state_at_open_.empty() && device_.stream) {
+      if (std::string changed = FirstChange(state_at_open_, ReadCudaState(device_.stream->get())); !changed.empty())
+        return "the candidate left the CUDA state changed: " + changed;
+    }
     return "";
   }
 
  private:
   CudaDevice device_;
   size_t free_at_open_ = 0;
+  StateValues state_at_open_;  // ReadCudaState after Open (empty: the device never opened)
 };
 
 }  // namespace

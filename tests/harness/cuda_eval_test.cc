@@ -109,5 +109,37 @@ TEST_F(CudaEval, AServedRunnerKeepsItsContextAcrossEvaluations) {
   EXPECT_EQ(served.servers_started(), 1);
 }
 
+// A candidate whose result is right but which leaves CUDA state behind that would change a later
+// candidate's run (the adversarial suite's "leave CUDA state behind" cases) gets its verdict, and
+// the served runner then retires: the next request runs in a fresh process, and is ready again.
+TEST_F(CudaEval, AServedRunnerRetiresAfterACandidateLeavesCudaStateChanged) {
+  const fs::path suite = testing::SourceDir() / "tests" / "adversarial";
+  auto task = LoadTask(suite / "tasks" / "vadd");
+  ASSERT_TRUE(task.ok()) << task.status().message();
+  ServedRunner served(testing::RunnerPath());
+  const fs::path honest = suite / "candidates" / "honest_vadd.cu";
+  const std::pair<const char*, const char*> cases[] = {{"persisting_l2_limit.cu", "persisting L2"},
+                                                       {"stream_access_window.cu", "access-policy window"},
+                                                       {"l2_fetch_granularity.cu", "fetch granularity"}};
+  Evaluation first = Eval(*task, honest, &served);
+  ASSERT_TRUE(first.run.details["served"].is_object()) << first.run.details.dump();
+  EXPECT_EQ(first.run.details["served"].value("next", ""), "ready") << first.run.details["served"].dump();
+  int started = served.servers_started();
+  for (const auto& [file, named] : cases) {
+    Evaluation e = Eval(*task, suite / "candidates" / file, &served);
+    EXPECT_EQ(e.verdict.kind, VerdictKind::kPassed) << file << ": " << e.verdict.summary;
+    const nlohmann::json& s = e.run.details["served"];
+    ASSERT_TRUE(s.is_object()) << file << ": " << e.run.details.dump();
+    EXPECT_EQ(s.value("next", ""), "retire") << file << ": " << s.dump();
+    EXPECT_NE(s.value("why", "").find(named), std::string::npos) << file << ": " << s.dump();
+    std::cout << fmt::format("{:<26} retired: {}\n", file, s.value("why", ""));
+    Evaluation after = Eval(*task, honest, &served);
+    EXPECT_EQ(after.verdict.kind, VerdictKind::kPassed) << after.verdict.summary;
+    EXPECT_EQ(after.run.details["served"].value("next", ""), "ready") << after.run.details["served"].dump();
+    EXPECT_EQ(served.servers_started(), started + 1) << "after " << file << ": a fresh runner";
+    started = served.servers_started();
+  }
+}
+
 }  // namespace
 }  // namespace kpilot

@@ -109,5 +109,16 @@ TEST(Guard, DetectsAnyChangedByte) {
   EXPECT_FALSE(GuardIntact(g.data(), g.size()));
 }
 
+TEST(FirstChange, NamesTheFirstValueThatDiffersOrIsNew) {
+  const StateValues open = {{"the current device", 0}, {"the persisting L2 cache size limit", 0}};
+  EXPECT_EQ(FirstChange(open, open), "");
+  EXPECT_EQ(FirstChange(open, {{"the current device", 0}, {"the persisting L2 cache size limit", 78643200}}),
+            "the persisting L2 cache size limit changed from 0 to 78643200");
+  EXPECT_EQ(FirstChange(open, {{"the current device", 1}, {"the persisting L2 cache size limit", 5}}),
+            "the current device changed from 0 to 1");
+  EXPECT_EQ(FirstChange(open, {{"the device flags", 4}}), "the device flags changed from unknown to 4");
+  EXPECT_EQ(FirstChange(open, {}), "") << "only what was read after is compared";
+}
+
 }  // namespace
 }  // namespace kpilot
