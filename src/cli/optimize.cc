@@ -426,8 +426,9 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   cmd->add_option("--counters", a->counters,
-                  "on | off — profile each new best's kernels with the counters its class's tools need (CUPTI, "
-                  "else ncu) and steer its next drafts by those findings (live cuda runs; docs/search.md)")
+                  "on | off — profile each new best's kernels, when the search first expands it and the final best's, "
+                  "with the counters its class's tools need (CUPTI, else ncu), and steer its next drafts by "
+                  "those findings (live cuda runs; docs/search.md)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   cmd->add_option("--devices", a->devices,

@@ -200,12 +200,16 @@ class Optimizer::Loop {
   // `own`: the node's evaluation when the caller has it (a new best's counter profile takes it,
   // or the promotion gate's, instead of evaluating the node again).
   Status MaybePromote(int64_t node, const Evaluation* own = nullptr);
-  // Counter profiles of new bests (opts_.counters): RequestCounters queues node's profile on the
-  // executor (with `have`, an evaluation of the node it may profile instead of evaluating the
-  // node again: EvalJob::counters_of); CollectCounters applies those finished — waiting for
-  // `wait_for`'s, or for all — and records each as event `counters`; ApplyCounters puts a
-  // recorded profile's findings and class on the node (also on resume).
+  // Counter profiles of new bests (opts_.counters), made only for the bests the search acts on:
+  // WantCounters marks a new best (with `have`, an evaluation of it a profile may take instead
+  // of evaluating the node again: EvalJob::counters_of); ProfileIfWanted queues a marked node's
+  // profile on the executor (RequestCounters) when the tree selects it for expansion, or for the
+  // final best at the end; CollectCounters applies those finished — waiting for `wait_for`'s, or
+  // for all — and records each as event `counters`; ApplyCounters puts a recorded profile's
+  // findings and class on the node (also on resume).
   bool CountersWanted() const;
+  void WantCounters(int64_t node, std::shared_ptr<const Evaluation> have);
+  void ProfileIfWanted(int64_t node);
   void RequestCounters(int64_t node, std::shared_ptr<const Evaluation> have = nullptr);
   Status CollectCounters(std::optional<int64_t> wait_for, bool wait_all = false);
   void ApplyCounters(int64_t node, const json& payload);
@@ -269,6 +273,9 @@ class Optimizer::Loop {
   std::map<int64_t, std::future<EvalJobResult>> counters_pending_;  // by node
   std::deque<Batch> in_flight_;  // Iterate's expansions in flight (waited for by ~Loop)
   std::set<int64_t> counters_done_;     // nodes whose counter profile was recorded (or failed)
+  // New bests not profiled yet, with the evaluation a profile may take (null: none at hand). A
+  // best superseded before the tree selects it is never profiled (WantCounters).
+  std::map<int64_t, std::shared_ptr<const Evaluation>> counters_wanted_;
   std::string counters_off_;            // why counter profiles stopped for this run ("" = they did not)
   std::optional<std::string> ncu_;      // ncu's path, looked up at the first profile ("" = none)
   std::mutex journal_mu_;
@@ -301,6 +308,19 @@ bool Optimizer::Loop::CountersWanted() const {
   // spent for nothing.
   return opts_.counters && opts_.replay.empty() && o_.task_.backend == Backend::kCuda && counters_off_.empty() &&
          opts_.feedback != FeedbackMode::kNone;
+}
+
+void Optimizer::Loop::WantCounters(int64_t node, std::shared_ptr<const Evaluation> have) {
+  if (!CountersWanted() || counters_done_.count(node) || counters_pending_.count(node)) return;
+  counters_wanted_[node] = std::move(have);
+}
+
+void Optimizer::Loop::ProfileIfWanted(int64_t node) {
+  auto it = counters_wanted_.find(node);
+  if (it == counters_wanted_.end()) return;
+  std::shared_ptr<const Evaluation> have = std::move(it->second);
+  counters_wanted_.erase(it);
+  RequestCounters(node, std::move(have));
 }
 
 void Optimizer::Loop::RequestCounters(int64_t node, std::shared_ptr<const Evaluation> have) {
@@ -811,7 +831,7 @@ Status Optimizer::Loop::MaybePromote(int64_t node, const Evaluation* own) {
     KPILOT_RETURN_IF_ERROR(
         Event("promote", {{"node", node}, {"speedup", c.speedup}, {"reason", "first passing candidate"}}));
     KPILOT_RETURN_IF_ERROR(RecordBest());
-    RequestCounters(node, own ? std::make_shared<const Evaluation>(*own) : nullptr);
+    WantCounters(node, own ? std::make_shared<const Evaluation>(*own) : nullptr);
     return Status::Ok();
   }
   const NodeData& inc = data_.at(incumbent_);
@@ -843,9 +863,9 @@ Status Optimizer::Loop::MaybePromote(int64_t node, const Evaluation* own) {
   since_promotion_ = 0;
   KPILOT_RETURN_IF_ERROR(Event("promote", payload));
   KPILOT_RETURN_IF_ERROR(RecordBest());
-  // The gate has just evaluated the challenger (its checks, timing and trace): the profile takes
+  // The gate has just evaluated the challenger (its checks, timing and trace): a profile takes
   // that evaluation.
-  RequestCounters(node, std::make_shared<const Evaluation>(e));
+  WantCounters(node, std::make_shared<const Evaluation>(e));
   return Status::Ok();
 }
 
@@ -1033,8 +1053,9 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
   // A kill between a node's record and its promotion decision: decide now, in order.
   for (const auto& r : nodes)
     if (!decided.count(r.node)) KPILOT_RETURN_IF_ERROR(MaybePromote(r.node));
-  // A kill between a promotion and its counter profile: profile the incumbent again.
-  if (incumbent_ >= 0) RequestCounters(incumbent_);
+  // A kill between a promotion and its counter profile: the incumbent is profiled when it is
+  // next selected, or at the end.
+  if (incumbent_ >= 0) WantCounters(incumbent_, nullptr);
   for (const auto& [seq, p] : pending) {
     if (evaluated_proposals.count(seq) || evaluations_ >= opts_.budget) continue;
     Draft d;
@@ -1107,8 +1128,10 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
         if (in_flight.empty()) stop = "exhausted";
         break;  // results in flight may open new nodes
       }
-      // A node's drafts see its counter profile: wait for the selected node's, apply any other
-      // that finished.
+      // A node's drafts see its counter profile: a new best is profiled when it is first selected
+      // (session 25: in budget-20 H200 runs, 5 of 11 bests profiled at promotion were never
+      // expanded); wait for the selected node's, apply any other that finished.
+      ProfileIfWanted(*sel);
       KPILOT_RETURN_IF_ERROR(CollectCounters(*sel));
       auto drafts = o_.proposer_.Propose(ContextFor(*sel)).get();
       Status spent = RecordSpend();
@@ -1223,6 +1246,10 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
           (data_.at(best).joules <= 0 || n.joules < data_.at(best).joules))
         best = id;
   }
+  // The report's profile is the final best's: it is profiled now if it never was. The other bests
+  // the search never expanded are not.
+  ProfileIfWanted(best);
+  counters_wanted_.clear();
   KPILOT_RETURN_IF_ERROR(CollectCounters(std::nullopt, true));
   res.counter_profiles = counter_profiles_;
   res.counters_s = counters_s_;

@@ -189,6 +189,35 @@ TEST(Counters, EachNewBestIsProfiledAndItsDraftsSeeTheFindings) {
       << shown->out;
 }
 
+// Profiles go to the bests the search acts on: with two expansions in flight, a and b are both
+// drafted from the root, a is promoted and then superseded by b before the tree could select it,
+// and the budget ends there. The root was profiled when it was selected, b (the final best) at the
+// end for the report; a never.
+TEST(Counters, ABestSupersededBeforeItIsExpandedIsNotProfiled) {
+  Fixture f = Make("cuda/vector_add", "vector_grid_stride.cu");
+  f.options.budget = 3;
+  f.options.pipeline_depth = 2;
+  CountersExecutor exec({{"root", 1.0}, {"a", 1.5}, {"b", 2.0}});
+  RecordingProposer proposer({"a", "b"});
+  Collect progress;
+  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  auto res = optimizer.Run(f.options);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  ASSERT_EQ(proposer.seen.size(), 2u);
+  EXPECT_EQ(proposer.seen[1].parent, 0) << "b was drafted before a's result came back";
+  EXPECT_EQ(progress.Of("promote").size(), 3u) << "root, a, then b";
+  EXPECT_EQ(exec.counter_jobs, (std::vector<std::string>{"root", "b"}));
+  EXPECT_EQ(exec.handed, (std::vector<std::string>{"own root", "gate b"}));
+  EXPECT_EQ(res->counter_profiles, 2);
+  EXPECT_EQ(res->best_params.at("V"), "b");
+  ASSERT_TRUE(ExportRun(*f.store, res->run_id, f.dir.path() / "out").ok());
+  auto report = ReadFile(f.dir.path() / "out" / "report.json");
+  ASSERT_TRUE(report.ok());
+  auto j = nlohmann::json::parse(*report);
+  ASSERT_EQ(j["profile"]["findings"].size(), 1u) << j["profile"].dump(1);
+  EXPECT_EQ(j["profile"]["findings"][0].value("id", ""), "uncoalesced-b") << "the final best's own profile";
+}
+
 // The counter jobs a two-node run with `f`'s options submits.
 std::vector<std::string> CounterJobsOf(Fixture& f) {
   CountersExecutor exec({{"root", 1.0}, {"a", 1.5}});
