@@ -229,7 +229,8 @@ void LocalExecutor::EvalLoop(int device) {
     // A counter job whose caller has the candidate's evaluation already profiles it at once.
     const std::shared_ptr<const Evaluation>& have = p->job.counters_of;
     std::error_code ec;
-    p->result.evaluation_reused = p->job.counter_tools && have && w && CounterProfileCanTake(*have, *w) &&
+    const bool same_gpu = p->job.counters_of_device < 0 || device < 0 || p->job.counters_of_device == device;
+    p->result.evaluation_reused = p->job.counter_tools && have && same_gpu && w && CounterProfileCanTake(*have, *w) &&
                                   std::filesystem::exists(have->compile.object, ec);
     auto e = p->result.evaluation_reused ? Result<Evaluation>(*have)
                                          : evaluator_.Evaluate(task, p->job.source, [&] {

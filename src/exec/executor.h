@@ -65,6 +65,9 @@ struct EvalJob {
   // again when it holds all they need (CounterProfileCanTake) and its object still exists. The
   // job's result then carries it with `evaluation_reused` set. Null: evaluate first.
   std::shared_ptr<const Evaluation> counters_of;
+  // The GPU queue's device that made counters_of (-1: any). A job that another queue takes
+  // evaluates again, so that its time, trace and counters come from one GPU.
+  int counters_of_device = -1;
   // Goes ahead of the evaluations waiting in the queue: the caller waits for it before it submits
   // more (a counter profile, a promotion check, the final re-evaluation). Behind them, the loop
   // proposed nothing for up to 2.7 s while the GPU worked through the queue (session 20).

@@ -131,6 +131,16 @@ struct Optimizer::NodeData {
   std::string verdict_summary, verdict_evidence, metrics;  // for generators (EvidenceFromJson)
 };
 
+namespace {
+
+// An evaluation of a node that its counter profile may take (EvalJob::counters_of).
+struct ProfileSource {
+  std::shared_ptr<const Evaluation> evaluation;  // null: none at hand (the node is evaluated again)
+  int device = -1;                               // the GPU queue that made it
+};
+
+}  // namespace
+
 class Optimizer::Loop {
  public:
   Loop(Optimizer& o, OptimizeOptions opts, int64_t run_id)
@@ -197,20 +207,20 @@ class Optimizer::Loop {
   Status RecordNode(int64_t node, int64_t parent, int64_t proposal, const NodeData& n, const Outcome& out,
                     const Evaluation* e, const std::string& object_sha);
   void Analyze(const Evaluation& e, NodeData* n) const;
-  // `own`: the node's evaluation when the caller has it (a new best's counter profile takes it,
-  // or the promotion gate's, instead of evaluating the node again).
-  Status MaybePromote(int64_t node, const Evaluation* own = nullptr);
+  // `own`: the node's evaluation job when the caller has it (a new best's counter profile takes
+  // its evaluation, or the promotion gate's, instead of evaluating the node again).
+  Status MaybePromote(int64_t node, const EvalJobResult* own = nullptr);
   // Counter profiles of new bests (opts_.counters), made only for the bests the search acts on:
   // WantCounters marks a new best (with `have`, an evaluation of it a profile may take instead
-  // of evaluating the node again: EvalJob::counters_of); ProfileIfWanted queues a marked node's
-  // profile on the executor (RequestCounters) when the tree selects it for expansion, or for the
-  // final best at the end; CollectCounters applies those finished — waiting for `wait_for`'s, or
-  // for all — and records each as event `counters`; ApplyCounters puts a recorded profile's
-  // findings and class on the node (also on resume).
+  // of evaluating the node again: EvalJob::counters_of; ProfileSource);
+  // ProfileIfWanted queues a marked node's profile on the executor (RequestCounters) when the
+  // tree selects it for expansion, or for the final best at the end; CollectCounters applies
+  // those finished — waiting for `wait_for`'s, or for all — and records each as event `counters`;
+  // ApplyCounters puts a recorded profile's findings and class on the node (also on resume).
   bool CountersWanted() const;
-  void WantCounters(int64_t node, std::shared_ptr<const Evaluation> have);
+  void WantCounters(int64_t node, ProfileSource have);
   void ProfileIfWanted(int64_t node);
-  void RequestCounters(int64_t node, std::shared_ptr<const Evaluation> have = nullptr);
+  void RequestCounters(int64_t node, ProfileSource have = {});
   Status CollectCounters(std::optional<int64_t> wait_for, bool wait_all = false);
   void ApplyCounters(int64_t node, const json& payload);
   Status Event(const std::string& kind, json payload);
@@ -273,9 +283,10 @@ class Optimizer::Loop {
   std::map<int64_t, std::future<EvalJobResult>> counters_pending_;  // by node
   std::deque<Batch> in_flight_;  // Iterate's expansions in flight (waited for by ~Loop)
   std::set<int64_t> counters_done_;     // nodes whose counter profile was recorded (or failed)
-  // New bests not profiled yet, with the evaluation a profile may take (null: none at hand). A
-  // best superseded before the tree selects it is never profiled (WantCounters).
-  std::map<int64_t, std::shared_ptr<const Evaluation>> counters_wanted_;
+  // Bests not profiled yet, with the evaluation a profile may take. A best superseded before the
+  // tree selects it is profiled only if the tree selects it later; at the end, only the final
+  // best is (Finish).
+  std::map<int64_t, ProfileSource> counters_wanted_;
   std::string counters_off_;            // why counter profiles stopped for this run ("" = they did not)
   std::optional<std::string> ncu_;      // ncu's path, looked up at the first profile ("" = none)
   std::mutex journal_mu_;
@@ -310,20 +321,22 @@ bool Optimizer::Loop::CountersWanted() const {
          opts_.feedback != FeedbackMode::kNone;
 }
 
-void Optimizer::Loop::WantCounters(int64_t node, std::shared_ptr<const Evaluation> have) {
+void Optimizer::Loop::WantCounters(int64_t node, ProfileSource have) {
   if (!CountersWanted() || counters_done_.count(node) || counters_pending_.count(node)) return;
-  counters_wanted_[node] = std::move(have);
+  // An evaluation at hand is kept over none (a resumed run wants its incumbent again with none).
+  auto [it, added] = counters_wanted_.try_emplace(node, have);
+  if (!added && !it->second.evaluation) it->second = std::move(have);
 }
 
 void Optimizer::Loop::ProfileIfWanted(int64_t node) {
   auto it = counters_wanted_.find(node);
   if (it == counters_wanted_.end()) return;
-  std::shared_ptr<const Evaluation> have = std::move(it->second);
+  ProfileSource have = std::move(it->second);
   counters_wanted_.erase(it);
   RequestCounters(node, std::move(have));
 }
 
-void Optimizer::Loop::RequestCounters(int64_t node, std::shared_ptr<const Evaluation> have) {
+void Optimizer::Loop::RequestCounters(int64_t node, ProfileSource have) {
   if (!CountersWanted() || counters_done_.count(node) || counters_pending_.count(node)) return;
   const NodeData& n = data_.at(node);
   // Only a compiled kernel is profiled (a KernelBench ModelNew .py or a flashinfer solution is not).
@@ -338,7 +351,8 @@ void Optimizer::Loop::RequestCounters(int64_t node, std::shared_ptr<const Evalua
   job.options.energy = false;  // the profile needs the time and trace, not joules
   job.counter_tools = &tools_;
   job.ahead = true;  // a proposal may wait for it
-  job.counters_of = std::move(have);
+  job.counters_of = std::move(have.evaluation);
+  job.counters_of_device = have.device;
   if (!ncu_) ncu_ = FindOnPath("ncu");
   job.counters.ncu_path = *ncu_;
   counters_pending_[node] = o_.executor_.Submit(std::move(job));
@@ -818,11 +832,11 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
                                              {"evaluations", evaluations_}, {"budget", opts_.budget},
                                              {"device", r.device}, {"times", Times(r)},
                                              {"best", incumbent_ >= 0 ? data_.at(incumbent_).speedup : 0.0}}));
-  KPILOT_RETURN_IF_ERROR(MaybePromote(node, &r.evaluation));
+  KPILOT_RETURN_IF_ERROR(MaybePromote(node, &r));
   return true;
 }
 
-Status Optimizer::Loop::MaybePromote(int64_t node, const Evaluation* own) {
+Status Optimizer::Loop::MaybePromote(int64_t node, const EvalJobResult* own) {
   const NodeData& c = data_.at(node);
   if (c.verdict != "passed") return Status::Ok();
   if (incumbent_ < 0) {
@@ -831,7 +845,8 @@ Status Optimizer::Loop::MaybePromote(int64_t node, const Evaluation* own) {
     KPILOT_RETURN_IF_ERROR(
         Event("promote", {{"node", node}, {"speedup", c.speedup}, {"reason", "first passing candidate"}}));
     KPILOT_RETURN_IF_ERROR(RecordBest());
-    WantCounters(node, own ? std::make_shared<const Evaluation>(*own) : nullptr);
+    WantCounters(node, own ? ProfileSource{std::make_shared<const Evaluation>(own->evaluation), own->device}
+                           : ProfileSource{});
     return Status::Ok();
   }
   const NodeData& inc = data_.at(incumbent_);
@@ -865,7 +880,7 @@ Status Optimizer::Loop::MaybePromote(int64_t node, const Evaluation* own) {
   KPILOT_RETURN_IF_ERROR(RecordBest());
   // The gate has just evaluated the challenger (its checks, timing and trace): a profile takes
   // that evaluation.
-  WantCounters(node, std::make_shared<const Evaluation>(e));
+  WantCounters(node, {std::make_shared<const Evaluation>(e), r.device});
   return Status::Ok();
 }
 
@@ -931,7 +946,7 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
                                              {"speedup", data_[id].speedup}, {"params", ParamsText(root.params, "(defaults)")},
                                              {"summary", root.summary}, {"evaluations", evaluations_},
                                              {"budget", opts_.budget}, {"device", r.device}, {"times", Times(r)}}));
-  KPILOT_RETURN_IF_ERROR(MaybePromote(id, &r.evaluation));
+  KPILOT_RETURN_IF_ERROR(MaybePromote(id, &r));
   return Iterate();
 }
 
@@ -1053,9 +1068,13 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
   // A kill between a node's record and its promotion decision: decide now, in order.
   for (const auto& r : nodes)
     if (!decided.count(r.node)) KPILOT_RETURN_IF_ERROR(MaybePromote(r.node));
-  // A kill between a promotion and its counter profile: the incumbent is profiled when it is
-  // next selected, or at the end.
-  if (incumbent_ >= 0) WantCounters(incumbent_, nullptr);
+  // Bests not profiled before the kill (a kill between a promotion and its profile, or a best
+  // never selected since) are profiled as in a run that was not interrupted: when next selected,
+  // the final one at the end.
+  for (const auto& e : events)
+    if (e.kind == "promote")
+      if (json p = json::parse(e.payload_json, nullptr, false); p.is_object() && p.value("node", int64_t{-1}) >= 0)
+        WantCounters(p.value("node", int64_t{-1}), {});
   for (const auto& [seq, p] : pending) {
     if (evaluated_proposals.count(seq) || evaluations_ >= opts_.budget) continue;
     Draft d;
@@ -1246,9 +1265,11 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
           (data_.at(best).joules <= 0 || n.joules < data_.at(best).joules))
         best = id;
   }
-  // The report's profile is the final best's: it is profiled now if it never was. The other bests
-  // the search never expanded are not.
+  // The report's profile is the final best's: it is profiled now if it never was (with the
+  // energy objective it may be a node that was never promoted). The other bests the search
+  // never expanded are not.
   ProfileIfWanted(best);
+  if (data_.at(best).verdict == "passed") RequestCounters(best);  // nothing if done or queued
   counters_wanted_.clear();
   KPILOT_RETURN_IF_ERROR(CollectCounters(std::nullopt, true));
   res.counter_profiles = counter_profiles_;

@@ -91,17 +91,20 @@ class CudaSession : public WorkerSession {
     if (cudaMemGetInfo(&free, &total) != cudaSuccess) return "cudaMemGetInfo failed";
     if (free_at_open_ > 0 && free + kMaxKeptDeviceBytes < free_at_open_)
       return "the candidates kept " + std::to_string((free_at_open_ - free) >> 20) + " MiB of GPU memory allocated";
-    if (!state_at_open_.empty() && device_.stream) {
-      if (std::string changed = FirstChange(state_at_open_, ReadCudaState(device_.stream->get())); !changed.empty())
-        return "the candidate left the CUDA state changed: " + changed;
-    }
+    // Without the state (and free memory) read before the first candidate ran, nothing it
+    // changed could be seen: that happens when Open could not open the device and the first
+    // request did.
+    if (state_at_open_.empty() || !device_.stream)
+      return "its CUDA state was not read before its first request (the device opened late)";
+    if (std::string changed = FirstChange(state_at_open_, ReadCudaState(device_.stream->get())); !changed.empty())
+      return "the candidate left the CUDA state changed: " + changed;
     return "";
   }
 
  private:
   CudaDevice device_;
   size_t free_at_open_ = 0;
-  StateValues state_at_open_;  // ReadCudaState after Open (empty: the device never opened)
+  StateValues state_at_open_;  // ReadCudaState after Open (empty: Open did not open the device)
 };
 
 }  // namespace

@@ -477,6 +477,28 @@ TEST(LocalExecutor, ACounterJobTakesTheEvaluationItIsHandedWhenItHoldsWhatThePro
   EXPECT_FALSE(counter_job(nullptr).evaluation_reused);
 }
 
+// With GPU queues, an evaluation made on another GPU is not taken: the profile's time, trace and
+// counters must come from one GPU.
+TEST(LocalExecutor, ACounterJobTakesOnlyAnEvaluationItsOwnGpuMade) {
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1, nullptr, {7});
+  EvalJobResult own = executor.Submit(SaxpyJob(saxpy.task, 0.05)).get();
+  ASSERT_TRUE(own.status.ok()) << own.status.ToString();
+  ASSERT_EQ(own.device, 7);
+  const std::vector<std::unique_ptr<Tool>> no_tools;
+  auto counter_job = [&](int made_on) {
+    EvalJob j = SaxpyJob(saxpy.task, 0.05);
+    j.counter_tools = &no_tools;
+    j.counters_of = std::make_shared<const Evaluation>(own.evaluation);
+    j.counters_of_device = made_on;
+    return executor.Submit(std::move(j)).get();
+  };
+  EXPECT_TRUE(counter_job(7).evaluation_reused);
+  EXPECT_TRUE(counter_job(-1).evaluation_reused) << "made on no particular GPU";
+  EXPECT_FALSE(counter_job(3).evaluation_reused);
+}
+
 // Counts how many compiles run at once; each takes 100 ms and fails (nothing is evaluated).
 class SlowToolchain : public Toolchain {
  public:
