@@ -5,7 +5,9 @@ naive start, with NVML utilization sampled while each run goes.
 For each task: the best speedup over the naive reference (with its CI), the achieved fraction of
 the roofline ceiling (from `kpilot profile` of the exported best, whose source carries its params),
 and the pipelining share — the share of the run's wall time the evaluation queue held the GPU
-(kpilot's own timestamps, `busy_share`) next to the share of NVML samples with utilization > 0.
+(kpilot's own timestamps, `busy_share`), the runners' checks and timing proper within it (`proper`,
+`checks_timing_share`: figure c's own definition), and the share of NVML samples with utilization
+> 0.
 
   bench/optimize_figures.py --kpilot .stage/bin/kpilot --budget 24 --out $OUT \
       examples/cuda/vector_add examples/cuda/transpose examples/cuda/row_softmax examples/cuda/sgemm
@@ -134,7 +136,8 @@ def main():
         final = j.get("final", {})
         row.update({"evaluations": j.get("evaluations"), "stop": j.get("stop_reason"), "best_params": j.get("best_params"),
                     "speedup": final.get("speedup_geomean"), "speedup_ci": final.get("speedup_geomean_ci"),
-                    "baseline": final.get("baseline"), "busy_share": j.get("busy_share")})
+                    "baseline": final.get("baseline"), "busy_share": j.get("busy_share"),
+                    "checks_timing_share": j.get("checks_timing_share")})
         if sampler:
             util = read_samples(samples)
             row["nvml_samples"] = len(util)
@@ -159,14 +162,15 @@ def main():
     with open(os.path.join(a.out, f"optimize_figures{a.tag}.json"), "w") as f:
         json.dump(rows, f, indent=1)
     print(f"{'task':<14} {'evals':>5} {'speedup':>9} {'CI':>17} {'class':<14} {'ceiling':<8} {'fraction':>8} "
-          f"{'busy':>5} {'nvml':>5} {'wall s':>7}")
+          f"{'busy':>5} {'proper':>6} {'nvml':>5} {'wall s':>7}")
     for r in rows:
         ci = r.get("speedup_ci") or [0, 0]
         ci_text = f"[{ci[0]:.2f}, {ci[1]:.2f}]" if len(ci) == 2 else ""
         fmt = lambda v, spec: format(v, spec) if isinstance(v, (int, float)) else "-"
         print(f"{r['task']:<14} {fmt(r.get('evaluations'), '>5')} {fmt(r.get('speedup'), '>8.2f')}x {ci_text:>17} "
               f"{str(r.get('class', '-')):<14} {str(r.get('ceiling', '-')):<8} {fmt(r.get('achieved_fraction'), '>8.1%')} "
-              f"{fmt(r.get('busy_share'), '>5.0%')} {fmt(r.get('nvml_busy_share'), '>5.0%')} {r['wall_s']:>7.1f}")
+              f"{fmt(r.get('busy_share'), '>5.0%')} {fmt(r.get('checks_timing_share'), '>6.0%')} "
+              f"{fmt(r.get('nvml_busy_share'), '>5.0%')} {r['wall_s']:>7.1f}")
         if "error" in r:
             print("   error:", r["error"][-300:])
 

@@ -336,7 +336,8 @@ int RunOptimize(const OptimizeArgs& a) {
                         {"evaluations", res->evaluations}, {"promotion_checks", res->promotion_checks},
                         {"duplicates", res->duplicates}, {"best_node", res->best_node},
                         {"best_params", res->best_params}, {"exported_to", out_dir},
-                        {"busy_share", res->busy_share},  {"pipeline_depth", res->pipeline_depth},
+                        {"busy_share", res->busy_share},  {"checks_timing_share", res->checks_timing_share},
+                        {"pipeline_depth", res->pipeline_depth},
                         {"devices", o.devices},          {"counter_profiles", res->counter_profiles},
                         {"counters_s", res->counters_s}, {"anticipated", res->anticipated},
                         {"final", ToJson(f)},
@@ -360,8 +361,11 @@ int RunOptimize(const OptimizeArgs& a) {
     std::cout << fmt::format("speedup    {:.3f}× over {} (geomean, CI [{:.3f}, {:.3f}])\n", f.speedup_geomean, f.baseline,
                              f.speedup_geomean_ci.lo, f.speedup_geomean_ci.hi);
     std::cout << fmt::format(
-        "pipeline   evaluation queue{} busy {:.0f}% of the run ({} expansions in flight at the end)\n",
-        res->devices > 1 ? fmt::format("s of {} GPUs", res->devices) : "", 100 * res->busy_share, res->pipeline_depth);
+        "pipeline   evaluation queue{} busy {:.0f}% of the run{} ({} expansions in flight at the end)\n",
+        res->devices > 1 ? fmt::format("s of {} GPUs", res->devices) : "", 100 * res->busy_share,
+        res->checks_timing_share > 0 ? fmt::format(", checks and timing proper {:.0f}%", 100 * res->checks_timing_share)
+                                     : "",
+        res->pipeline_depth);
     if (res->anticipated > 0)
       std::cout << fmt::format("compiles   {} configs compiled ahead on idle cores, as the generator anticipated\n",
                                res->anticipated);

@@ -59,6 +59,20 @@ int LocalExecutor::EvaluationsReady() const {
   return evaluations_ready_;
 }
 
+double RunnerChecksAndTimingSeconds(const nlohmann::json& run_details) {
+  if (!run_details.is_object() || !run_details.contains("timeline_s")) return 0;
+  const nlohmann::json& tl = run_details["timeline_s"];
+  if (!tl.is_object() || !tl.contains("objects") || !tl["objects"].is_number()) return 0;
+  const char* last = tl.contains("timing") ? "timing" : "checks";
+  if (!tl.contains(last) || !tl[last].is_number()) return 0;
+  return std::max(0.0, tl[last].get<double>() - tl["objects"].get<double>());
+}
+
+double LocalExecutor::ChecksAndTimingSeconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return checks_timing_s_;
+}
+
 double LocalExecutor::BusySeconds() const {
   std::lock_guard<std::mutex> lock(mu_);
   return busy_s_;
@@ -257,6 +271,7 @@ void LocalExecutor::EvalLoop(int device) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       busy_s_ += p->result.eval_end_s - p->result.eval_start_s;
+      if (e.ok() && !p->result.evaluation_reused) checks_timing_s_ += RunnerChecksAndTimingSeconds(e->run.details);
       --evaluations_ready_;
     }
     if (e.ok()) p->result.evaluation = std::move(e).value();

@@ -105,6 +105,11 @@ struct EvalJobResult {
   bool evaluation_reused = false;      // `evaluation` is the job's counters_of: nothing was evaluated
 };
 
+// Pure: the seconds a runner spent on checks and timing proper, from its details["timeline_s"]
+// (seconds since it started at each step's end): from its objects being loaded to the end of
+// its timing, or of its checks when it timed nothing. 0 without those steps.
+double RunnerChecksAndTimingSeconds(const nlohmann::json& run_details);
+
 // An evaluation job's result as JSON and back, exactly (status, skipped and counters are not
 // kept: only a finished evaluation is journaled). EvalJobResultFromRecord: InvalidInput naming
 // what is malformed.
@@ -118,6 +123,10 @@ class Executor {
   // Seconds the evaluation queues were busy, summed over them (counter profiles included) /
   // seconds since the executor started.
   virtual double BusySeconds() const = 0;
+  // Of BusySeconds, the runners' checks and timing proper (RunnerChecksAndTimingSeconds of every
+  // evaluation run: no process start, CUDA context, loading or counter profile), the share of
+  // the wall time that figure c of issue #5 asks for. 0 where nothing says (a replay).
+  virtual double ChecksAndTimingSeconds() const { return 0; }
   virtual double ElapsedSeconds() const = 0;
   // Evaluation queues: BusySeconds can reach Devices() × ElapsedSeconds.
   virtual int Devices() const { return 1; }
@@ -161,6 +170,7 @@ class LocalExecutor : public Executor {
   ~LocalExecutor() override;  // finishes queued work, then joins
   std::future<EvalJobResult> Submit(EvalJob job) override;
   double BusySeconds() const override;
+  double ChecksAndTimingSeconds() const override;
   double ElapsedSeconds() const override;
   int Devices() const override;
   int EvaluationsReady() const override;
@@ -201,6 +211,7 @@ class LocalExecutor : public Executor {
   int footprints_compiling_ = 0;
   const int max_footprint_compiles_;  // half the compile threads, at least one
   double busy_s_ = 0;
+  double checks_timing_s_ = 0;
   std::vector<std::thread> compilers_;
   const size_t queues_;
   std::vector<std::thread> evaluators_;

@@ -1253,6 +1253,9 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
   res.busy_share = o_.executor_.ElapsedSeconds() > 0 ? o_.executor_.BusySeconds() /
                                                             (o_.executor_.ElapsedSeconds() * o_.executor_.Devices())
                                                       : 0;
+  if (o_.executor_.ElapsedSeconds() > 0)
+    res.checks_timing_share =
+        o_.executor_.ChecksAndTimingSeconds() / (o_.executor_.ElapsedSeconds() * o_.executor_.Devices());
   res.devices = o_.executor_.Devices();
   res.pipeline_depth = depth_;
   res.anticipated = footprints_ ? static_cast<int>(footprints_->Prefetched()) : 0;

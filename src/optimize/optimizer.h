@@ -153,6 +153,9 @@ struct OptimizeResult {
   std::string best_source_name;
   Evaluation final;                     // the best, evaluated again against the task's baseline
   double busy_share = 0;                // evaluation queues busy / (wall time × devices)
+  // Of that, the runners' checks and timing proper / (wall time × devices): figure c's share
+  // (Executor::ChecksAndTimingSeconds; 0 for a replay).
+  double checks_timing_share = 0;
   int pipeline_depth = 0;               // expansions in flight at the end (adaptive: where it got to)
   int anticipated = 0;                  // compiles ahead of configs the generator anticipated
 };

@@ -2,7 +2,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "core/stats.h"
 #include "runner/checks.h"
@@ -103,9 +105,24 @@ RunResult Fail(RunResult r, const std::string& status, const std::string& messag
   return r;
 }
 
-// The correctness trials and the timing of one candidate (an evaluation's body).
+// Seconds since the worker started at each step's end, as the cuda worker's details["timeline_s"]
+// ("objects", "checks", "timing"): what share of a run was checks and timing proper.
+class Timeline {
+ public:
+  void Stamp(const std::string& step) {
+    steps_[step] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  nlohmann::json ToJson() const { return steps_; }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::map<std::string, double> steps_;
+};
+
+// The correctness trials and the timing of one candidate (an evaluation's body). `timeline` (may
+// be null) gets the ends of the checks and of the timing.
 RunResult CheckAndTime(const RunRequest& req, PhaseReporter& report, const KernelObject& reference,
-                       const KernelObject& candidate, const KernelObject& baseline) {
+                       const KernelObject& candidate, const KernelObject& baseline, Timeline* timeline = nullptr) {
   RunResult r;
   r.phase = "load";
   for (const auto& w : req.workloads) {
@@ -166,6 +183,7 @@ RunResult CheckAndTime(const RunRequest& req, PhaseReporter& report, const Kerne
     }
   }
 
+  if (timeline) timeline->Stamp("checks");
   if (req.time) {
     r.phase = "timing";
     for (const auto& w : req.workloads) {
@@ -213,6 +231,7 @@ RunResult CheckAndTime(const RunRequest& req, PhaseReporter& report, const Kerne
       }
       r.timings.push_back(std::move(t));
     }
+    if (timeline) timeline->Stamp("timing");
   }
   r.phase = "done";
   r.status = "passed";
@@ -241,6 +260,7 @@ RunResult Sweep(const RunRequest& req, PhaseReporter& report, const KernelObject
 }  // namespace
 
 RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
+  Timeline timeline;
   RunResult r;
   r.phase = "load";
   report.Phase("load", "");
@@ -251,7 +271,12 @@ RunResult RunHostWorker(const RunRequest& req, PhaseReporter& report) {
   if (!req.sweep_objects.empty()) return Sweep(req, report, *reference, *baseline);
   auto candidate = KernelObject::Open(req.candidate_object, "candidate");
   if (!candidate.ok()) return Fail(r, "runtime_error", candidate.status().message());
-  return CheckAndTime(req, report, *reference, *candidate, *baseline);
+  timeline.Stamp("objects");
+  r = CheckAndTime(req, report, *reference, *candidate, *baseline, &timeline);
+  timeline.Stamp("end");
+  if (!r.details.is_object()) r.details = nlohmann::json::object();
+  r.details["timeline_s"] = timeline.ToJson();
+  return r;
 }
 
 namespace {

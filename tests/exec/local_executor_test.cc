@@ -77,6 +77,20 @@ TEST(LocalExecutor, EachListedDeviceHasItsOwnExclusiveQueue) {
       EXPECT_LE(spans[i - 1].second, spans[i].first) << "two evaluations at once on device " << device;
   }
   EXPECT_LE(executor.BusySeconds(), 2 * executor.ElapsedSeconds() + 1e-6);
+  EXPECT_GT(executor.ChecksAndTimingSeconds(), 0.0) << "the host runner's timeline";
+  EXPECT_LT(executor.ChecksAndTimingSeconds(), executor.BusySeconds());
+}
+
+TEST(RunnerChecksAndTimingSeconds, FromObjectsToTheEndOfTimingOrOfTheChecks) {
+  using nlohmann::json;
+  EXPECT_DOUBLE_EQ(RunnerChecksAndTimingSeconds(json{{"timeline_s", {{"context", 0.2}, {"objects", 0.25},
+                                                                      {"checks", 0.4}, {"timing", 0.9}}}}),
+                   0.65);
+  EXPECT_DOUBLE_EQ(RunnerChecksAndTimingSeconds(json{{"timeline_s", {{"objects", 0.25}, {"checks", 0.4}}}}), 0.15)
+      << "nothing timed";
+  EXPECT_EQ(RunnerChecksAndTimingSeconds(json{{"timeline_s", {{"checks", 0.4}}}}), 0.0) << "no objects step";
+  EXPECT_EQ(RunnerChecksAndTimingSeconds(json::object()), 0.0);
+  EXPECT_EQ(RunnerChecksAndTimingSeconds(json{{"timeline_s", "garbled"}}), 0.0);
 }
 
 // With RunnerReuse::kAll each queue keeps one served runner: its evaluations run in the same
