@@ -211,12 +211,12 @@ class Optimizer::Loop {
   // its evaluation, or the promotion gate's, instead of evaluating the node again).
   Status MaybePromote(int64_t node, const EvalJobResult* own = nullptr);
   // Counter profiles of new bests (opts_.counters), made only for the bests the search acts on:
-  // WantCounters marks a new best (with `have`, an evaluation of it a profile may take instead
-  // of evaluating the node again: EvalJob::counters_of; ProfileSource);
-  // ProfileIfWanted queues a marked node's profile on the executor (RequestCounters) when the
-  // tree selects it for expansion, or for the final best at the end; CollectCounters applies
-  // those finished — waiting for `wait_for`'s, or for all — and records each as event `counters`;
-  // ApplyCounters puts a recorded profile's findings and class on the node (also on resume).
+  // WantCounters marks a new best (with `have`, an evaluation of it that a profile may take
+  // instead of evaluating the node again: ProfileSource, EvalJob::counters_of); ProfileIfWanted
+  // queues a marked node's profile on the executor (RequestCounters) when the tree selects it
+  // for expansion, or for the final best at the end; CollectCounters applies those finished —
+  // waiting for `wait_for`'s, or for all — and records each as event `counters`; ApplyCounters
+  // puts a recorded profile's findings and class on the node (also on resume).
   bool CountersWanted() const;
   void WantCounters(int64_t node, ProfileSource have);
   void ProfileIfWanted(int64_t node);
@@ -324,8 +324,9 @@ bool Optimizer::Loop::CountersWanted() const {
 void Optimizer::Loop::WantCounters(int64_t node, ProfileSource have) {
   if (!CountersWanted() || counters_done_.count(node) || counters_pending_.count(node)) return;
   // An evaluation at hand is kept over none (a resumed run wants its incumbent again with none).
-  auto [it, added] = counters_wanted_.try_emplace(node, have);
-  if (!added && !it->second.evaluation) it->second = std::move(have);
+  auto it = counters_wanted_.find(node);
+  if (it == counters_wanted_.end()) counters_wanted_.emplace(node, std::move(have));
+  else if (!it->second.evaluation) it->second = std::move(have);
 }
 
 void Optimizer::Loop::ProfileIfWanted(int64_t node) {
