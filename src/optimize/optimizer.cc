@@ -1149,8 +1149,9 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
         break;  // results in flight may open new nodes
       }
       // A node's drafts see its counter profile: a new best is profiled when it is first selected
-      // (session 25: in budget-20 H200 runs, 5 of 11 bests profiled at promotion were never
-      // expanded); wait for the selected node's, apply any other that finished.
+      // (session 25: in budget-20 H200 runs, 7 of 11 bests profiled at promotion were never
+      // expanded, 3 of them final bests); wait for the selected node's, apply any other that
+      // finished.
       ProfileIfWanted(*sel);
       KPILOT_RETURN_IF_ERROR(CollectCounters(*sel));
       auto drafts = o_.proposer_.Propose(ContextFor(*sel)).get();
