@@ -259,6 +259,15 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
              done
            done 2>&1 | tee "$OUT/depthtime.txt"
            (cd "$OUT" && tar czf depthtime.tgz depthtime && rm -rf depthtime) ;;
+    objectives) # Issue #5 item 6 live: --objective energy and mix (NVML joules per call), then what the exported
+            # report says the best was verified on (driver, toolkit, dtypes).
+            for obj in ${OBJ_MODES:-energy mix time}; do
+              timeout 200 $K optimize examples/cuda/${OBJ_TASK:-vector_add} --budget ${BUDGET:-12} --objective $obj --json \
+                --store /tmp/kp-obj-$obj --out /tmp/kp-obj-$obj/best > "$OUT/objective_$obj.json" 2> "$OUT/objective_$obj.events"
+              echo "--objective $obj: exit $?"
+              python3 bench/objective_summary.py "$OUT/objective_$obj.json" "$OUT/objective_$obj.events" /tmp/kp-obj-$obj/best/report.json
+            done 2>&1 | tee "$OUT/objectives.txt"
+            (cd "$OUT" && tar czf objectives.tgz objective_* && rm -f objective_*) ;;
     advserved) # The adversarial suite with every case through one served runner (KPILOT_ADVERSARIAL_RUNNER).
             [[ -x .stage/bin/adversarial_test ]] && KPILOT_ADVERSARIAL_RUNNER=served \
               KPILOT_ADVERSARIAL_REPORT=$OUT/adversarial_served.json timeout 300 .stage/bin/adversarial_test 2>&1 \

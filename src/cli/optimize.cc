@@ -44,6 +44,8 @@ struct OptimizeArgs {
   bool json = false;
   std::string llm_config;
   double max_cost = -1;   // < 0: the LLM config's max_cost_usd (llm:), none otherwise
+  int64_t max_tokens = -1;  // < 0: none given (a resumed run keeps its own)
+  double energy_weight = 0.5;
   bool raw_metrics = false;
   TaskSourceArgs source;  // --python, --workloads FILE.jsonl
   std::string feedback = "tools";     // ablations (docs/bench.md)
@@ -209,6 +211,7 @@ int RunOptimize(const OptimizeArgs& a) {
     o.plateau = a.plateau;
     o.target_fraction = a.target;
     o.objective = a.objective;
+    o.energy_weight = a.energy_weight;
     o.drafts_per_expansion = a.drafts;
     o.pipeline_depth = a.in_flight;
     o.seed = a.seed;
@@ -239,6 +242,7 @@ int RunOptimize(const OptimizeArgs& a) {
   // The spending cap: --max-cost, else (llm:) the LLM config's; a resumed run keeps its own
   // unless --max-cost raises it.
   if (a.max_cost >= 0) o.max_cost_usd = a.max_cost;
+  if (a.max_tokens >= 0) o.max_tokens = a.max_tokens;
   // A replay's clock is simulated, and --time counts real seconds.
   if (!o.replay.empty() && o.time_limit_s > 0)
     return Fail(Status::InvalidInput("--time cannot limit a replay (its clock is simulated); use --budget"));
@@ -323,6 +327,7 @@ int RunOptimize(const OptimizeArgs& a) {
                                        : "");
   Optimizer::ResumeOverrides overrides;
   if (a.max_cost >= 0) overrides.max_cost_usd = a.max_cost;
+  if (a.max_tokens >= 0) overrides.max_tokens = a.max_tokens;
   if (!o.devices.empty()) overrides.devices = o.devices;
   auto res = a.resume > 0 ? optimizer.Resume(a.resume, overrides) : optimizer.Run(o);
   if (!res.ok()) return Fail(res.status());
@@ -344,7 +349,8 @@ int RunOptimize(const OptimizeArgs& a) {
                         {"generator", {{"name", o.generator}, {"requests", res->spend.requests},
                                        {"input_tokens", res->spend.input_tokens}, {"output_tokens", res->spend.output_tokens},
                                        {"cost_usd", res->spend.cost_usd}, {"priced", res->spend.priced},
-                                       {"max_cost_usd", o.max_cost_usd}}}};
+                                       {"max_cost_usd", o.max_cost_usd}, {"max_tokens", o.max_tokens}}},
+                        {"objective", o.objective}};
     std::cout << j.dump(2) << "\n";
   } else {
     std::string params;
@@ -360,6 +366,13 @@ int RunOptimize(const OptimizeArgs& a) {
                                t.speedup.ci.hi);
     std::cout << fmt::format("speedup    {:.3f}× over {} (geomean, CI [{:.3f}, {:.3f}])\n", f.speedup_geomean, f.baseline,
                              f.speedup_geomean_ci.lo, f.speedup_geomean_ci.hi);
+    if (o.objective != "time") {
+      const double ratio = JoulesRatio(f);
+      std::cout << (ratio > 0 ? fmt::format("energy     {:.3f}× fewer joules per call than {} (geomean; --objective {})\n",
+                                            ratio, f.baseline, o.objective)
+                              : fmt::format("energy     not measured (NVML energy unavailable); --objective {} chose by "
+                                            "time\n", o.objective));
+    }
     std::cout << fmt::format(
         "pipeline   evaluation queue{} busy {:.0f}% of the run{} ({} expansions in flight at the end)\n",
         res->devices > 1 ? fmt::format("s of {} GPUs", res->devices) : "", 100 * res->busy_share,
@@ -405,6 +418,10 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "Stop the run once the generator has spent this many US dollars (0 = no cap; default: max_cost_usd "
                   "of the LLM config, 2.00)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-tokens", a->max_tokens,
+                  "Stop the run once the generator has used this many tokens, input and output together (0 = no cap, "
+                  "the default); with --resume, a new cap")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--raw-metrics", a->raw_metrics,
                 "llm:/command: also see raw numbers (registers, times, finding evidence), not only the guidance");
   cmd->add_option("--feedback", a->feedback,
@@ -449,8 +466,13 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--time", a->time, "Wall-clock limit, e.g. 30m");
   cmd->add_option("--plateau", a->plateau, "Stop after this many evaluations without a promotion (0 = off)");
   cmd->add_option("--target", a->target, "Stop at this fraction of the roofline ceiling (0 = off)");
-  cmd->add_option("--objective", a->objective, "time | energy | mix")
+  cmd->add_option("--objective", a->objective,
+                  "time | energy (the fewest joules among candidates within the fastest's time CI) | mix (speedup "
+                  "weighed with the energy saving by --energy-weight); energy and mix need NVML on a cuda task")
       ->check(CLI::IsMember({"time", "energy", "mix"}))
+      ->capture_default_str();
+  cmd->add_option("--energy-weight", a->energy_weight,
+                  "--objective mix: score = log(speedup) + W · log(baseline joules / candidate joules), W in (0, 10]")
       ->capture_default_str();
   cmd->add_option("--drafts", a->drafts, "Drafts per expansion (compiled in parallel)")->capture_default_str();
   cmd->add_option("--in-flight", a->in_flight,
@@ -474,11 +496,11 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "when the space file records none");
   cmd->add_flag("--json", a->json, "JSON result on stdout, progress as JSON lines on stderr");
   cmd->callback([a, cmd, exit_code]() {
-    // Everything but --resume, --store, --out, --json, --max-cost, --devices, --runner and the task-source
-    // options (--python, --workloads FILE) defines the run.
+    // Everything but --resume, --store, --out, --json, --max-cost, --max-tokens, --devices, --runner and the
+    // task-source options (--python, --workloads FILE) defines the run.
     for (const char* name : {"task", "--from", "--generator", "--llm-config", "--raw-metrics", "--feedback", "--tools",
-                             "--memory", "--footprints", "--anticipate", "--counters", "--policy", "--budget", "--time", "--plateau",
-                             "--target", "--objective", "--drafts", "--in-flight", "--seed", "--workload", "--skills",
+                             "--memory", "--footprints", "--anticipate", "--counters", "--policy", "--budget", "--time",
+                             "--plateau", "--energy-weight", "--target", "--objective", "--drafts", "--in-flight", "--seed", "--workload", "--skills",
                              "--arch", "--replay", "--calibration"})
       if (cmd->count(name) > 0) a->given.push_back(name == std::string("task") ? "TASK" : name);
     *exit_code = RunOptimize(*a);

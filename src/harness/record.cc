@@ -123,7 +123,7 @@ json RecordJson(const Evaluation& e) {
           {"compile", {{"ok", c.ok}, {"object", c.object.string()}, {"log", c.log}, {"first_error", c.first_error},
                        {"timed_out", c.timed_out}, {"seconds", c.seconds}, {"cache_hit", c.cache_hit},
                        {"key", c.key}, {"command", c.command}, {"resources", resources}, {"sass", c.sass},
-                       {"sass_status", c.sass_status}}},
+                       {"sass_status", c.sass_status}, {"compiler_version", c.compiler_version}}},
           {"timings", timings},
           {"speedup_geomean", JsonNumber(e.speedup_geomean)},
           {"speedup_geomean_ci", IntervalJson(e.speedup_geomean_ci)},
@@ -160,6 +160,7 @@ Result<Evaluation> EvaluationFromRecord(const json& j) {
     for (const auto& r : c.at("resources")) e.compile.resources.push_back(KernelResourcesFromJson(r));
     e.compile.sass = c.at("sass").get<std::string>();
     e.compile.sass_status = c.at("sass_status").get<std::string>();
+    e.compile.compiler_version = c.value("compiler_version", "");  // records before it existed have none
     for (const auto& t : j.at("timings")) {
       WorkloadTiming w;
       w.workload = t.at("workload").get<std::string>();

@@ -7,6 +7,36 @@
 
 namespace kpilot {
 
+namespace {
+
+// What a final evaluation was verified on: the task's dtypes, workloads, backend, baseline, GPU,
+// driver and toolkit. The GPU and driver come from the cuda runner ("driver" is the driver's
+// release from NVML, "cuda_driver" the CUDA version it supports); the toolkit is the compiler
+// that built the object.
+nlohmann::json VerifiedOn(const nlohmann::json& evaluation, const nlohmann::json& dtypes) {
+  const nlohmann::json gpu = evaluation.value("run_details", nlohmann::json::object()).value("gpu", nlohmann::json());
+  const nlohmann::json compile = evaluation.value("compile", nlohmann::json::object());
+  nlohmann::json v = {{"backend", evaluation.value("backend", "")},
+                      {"baseline", evaluation.value("baseline", "")},
+                      {"dtypes", dtypes},
+                      {"workloads", evaluation.value("timings", nlohmann::json::array())},
+                      {"gpu", gpu},
+                      {"toolkit", compile.is_object() ? compile.value("compiler_version", "") : ""},
+                      {"compile", compile}};
+  if (gpu.is_object()) {
+    v["driver"] = gpu.value("driver_version", "");
+    v["cuda_driver"] = gpu.value("driver", "");
+  }
+  // Samples are long; the report keeps the summary per workload.
+  for (auto& w : v["workloads"]) {
+    w.erase("candidate_samples_ms");
+    w.erase("baseline_samples_ms");
+  }
+  return v;
+}
+
+}  // namespace
+
 Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir) {
   auto run = store.GetRun(run_id);
   if (!run.ok()) return run.status();
@@ -18,12 +48,14 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
   // The reported best: the last "final" event's node, else the last promoted one, else the root.
   int64_t best = (*run)->best_node >= 0 ? (*run)->best_node : 0;
   nlohmann::json final_eval;
+  nlohmann::json dtypes;  // the task's tensors, from the run's start event
   std::map<int64_t, nlohmann::json> counters;  // counter profiles by node
   for (const auto& e : *events) {
     auto p = nlohmann::json::parse(e.payload_json, nullptr, false);
     if (!p.is_object()) continue;
     if (e.kind == "counters" && !p.contains("error")) counters[p.value("node", int64_t{-1})] = p;
     if (e.kind == "promote") best = p.value("node", best);
+    if (e.kind == "start" && p.contains("dtypes")) dtypes = p["dtypes"];
     if (e.kind == "final") {
       best = p.value("node", best);
       final_eval = p.value("evaluation", nlohmann::json());
@@ -83,21 +115,8 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
       {"profile", profile},
       {"speedup_ci", evaluation.is_object() ? evaluation.value("speedup_geomean_ci", nlohmann::json::array())
                                              : nlohmann::json::array()},
-      // What it was verified on: the evaluation holds workloads, backend, GPU, driver and toolchain.
-      {"verified_on", evaluation.is_object() ? nlohmann::json{{"backend", evaluation.value("backend", "")},
-                                                              {"baseline", evaluation.value("baseline", "")},
-                                                              {"workloads", evaluation.value("timings", nlohmann::json::array())},
-                                                              {"gpu", evaluation.value("run_details", nlohmann::json::object())
-                                                                          .value("gpu", nlohmann::json())},
-                                                              {"compile", evaluation.value("compile", nlohmann::json())}}
-                                             : nlohmann::json()},
+      {"verified_on", evaluation.is_object() ? VerifiedOn(evaluation, dtypes) : nlohmann::json()},
   };
-  // Samples are long; the report keeps the summary per workload.
-  if (report["verified_on"].is_object())
-    for (auto& w : report["verified_on"]["workloads"]) {
-      w.erase("candidate_samples_ms");
-      w.erase("baseline_samples_ms");
-    }
   return WriteFileAtomic(dir / "report.json", report.dump(2) + "\n");
 }
 

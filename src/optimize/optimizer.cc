@@ -116,6 +116,22 @@ ParamValues ParamsFromJson(const std::string& text) {
 
 }  // namespace
 
+double JoulesRatio(const Evaluation& e) {
+  double log_sum = 0;
+  int n = 0;
+  for (const auto& t : e.timings)
+    if (t.joules_per_call > 0 && t.baseline_joules_per_call > 0) {
+      log_sum += std::log(t.baseline_joules_per_call / t.joules_per_call);
+      ++n;
+    }
+  return n > 0 ? std::exp(log_sum / n) : 0;
+}
+
+double MixScore(double speedup, double joules_ratio, double weight) {
+  if (speedup <= 0 || joules_ratio <= 0) return speedup;
+  return std::exp(std::log(speedup) + weight * std::log(joules_ratio));
+}
+
 // What the loop keeps per node beyond the tree's numbers.
 struct Optimizer::NodeData {
   std::string source;
@@ -124,6 +140,10 @@ struct Optimizer::NodeData {
   ParamValues params;
   std::string verdict;
   double speedup = 0;
+  double speedup_lo = 0;           // the lower end of its speedup's CI (energy objective)
+  // What the tree and the promotion rule compare: the speedup, or under --objective mix the
+  // speedup weighed with the energy saving (MixScore).
+  double score = 0;
   double joules = 0;               // mean joules per call over workloads (energy objective)
   std::string bottleneck;
   double achieved_fraction = 0;    // of the roofline floor (cuda with a calibration; 0 = unknown)
@@ -161,9 +181,11 @@ class Optimizer::Loop {
   ~Loop() {
     // Jobs in flight call back into this loop (admit, on_done) and borrow the task and tools_:
     // wait for them, also when an exception unwinds the loop.
-    for (auto& b : in_flight_)
+    for (auto& b : in_flight_) {
       for (auto& f : b.futures)
         if (f.valid()) f.wait();
+      if (b.drafts.valid()) b.drafts.wait();  // a generator still writing borrows the context's task
+    }
     for (auto& [node, f] : counters_pending_)
       if (f.valid()) f.wait();
   }
@@ -176,6 +198,10 @@ class Optimizer::Loop {
  private:
   Result<OptimizeResult> Iterate();
   Result<OptimizeResult> Finish(const std::string& reason);
+  // --objective energy: among passed nodes whose speedup lies within the fastest's CI (at or
+  // above its lower end), the one with the fewest joules per call; `fastest` when none of them
+  // measured joules.
+  int64_t EnergyBest(int64_t fastest) const;
   Result<std::filesystem::path> Materialize(const std::string& source, const std::string& name);
   EvalOptions BaseEvalOptions() const;
   // Evaluates one draft proposed from `parent` (recorded as event `proposal`); false when the
@@ -240,12 +266,34 @@ class Optimizer::Loop {
   Status RecordSpend();
   GeneratorSpend TotalSpend() const;
 
-  // One expansion's drafts: recorded, submitted (compiling), not yet evaluated.
+  // One expansion: its drafts still being written by the generator (`drafts` valid), or
+  // recorded, submitted (compiling) and not yet evaluated.
   struct Batch {
     int64_t parent;
     std::vector<std::pair<int64_t, Draft>> proposed;
     std::vector<std::future<EvalJobResult>> futures;
+    std::future<Result<std::vector<Draft>>> drafts;
+    bool proposing() const { return drafts.valid(); }
   };
+  // What became of an expansion's answer from the generator (TakeDrafts).
+  enum class Taken {
+    kSubmitted,        // its drafts are recorded and submitted into the batch
+    kFailed,           // the generator failed to make any: tried again on a later selection
+    kClosed,           // the node was closed (failures in a row, or nothing new)
+    kChildrenPending,  // nothing new, but the node's other expansions are still in flight
+    kNone,             // drafts, but the budget is spent: none was submitted
+  };
+  // Records the generator's spend and the drafts it failed to make, closes a node whose
+  // expansions keep failing or that has nothing new (unless `siblings_in_flight`), and otherwise
+  // records each proposal (so a crash can resume it) and submits it into `b`, counting `pending`.
+  Result<Taken> TakeDrafts(int64_t sel, Result<std::vector<Draft>> drafts, bool siblings_in_flight, Batch* b,
+                           int* pending);
+  // Under a spending cap (--max-cost, --max-tokens) another request goes out beside the
+  // `proposing` ones only while the spend so far plus what those are expected to cost (this
+  // process's mean per answered expansion) stays under the cap; before any answer, one at a time.
+  // So concurrent requests overshoot a cap no more than sequential ones would, give or take the
+  // spread of a request's cost.
+  bool CapAllowsAnotherRequest(int proposing) const;
 
   Optimizer& o_;
   OptimizeOptions opts_;
@@ -260,6 +308,7 @@ class Optimizer::Loop {
   std::vector<ParamValues> tried_params_;
   int64_t incumbent_ = -1;
   int evaluations_ = 0, promotion_checks_ = 0, duplicates_ = 0, since_promotion_ = 0;
+  int answered_ = 0;  // expansions the generator answered in this process (CapAllowsAnotherRequest)
   // Drafts in a row whose binary was evaluated already: they hand their budget back, so a
   // generator that only ever repeats itself (an LLM rewording the same kernel) would otherwise
   // never end the run.
@@ -582,6 +631,9 @@ void Optimizer::Loop::AnticipateAfter(const std::filesystem::path& source, const
 void Optimizer::Loop::Analyze(const Evaluation& e, NodeData* n) const {
   n->verdict = std::string(VerdictName(e.verdict.kind));
   n->speedup = e.verdict.passed() ? e.speedup_geomean : 0;
+  n->speedup_lo = e.verdict.passed() ? e.speedup_geomean_ci.lo : 0;
+  n->score = n->speedup;
+  if (opts_.objective == "mix" && e.verdict.passed()) n->score = MixScore(e.speedup_geomean, JoulesRatio(e), opts_.energy_weight);
   double joules = 0;
   for (const auto& t : e.timings) joules += t.joules_per_call;
   n->joules = e.timings.empty() ? 0 : joules / static_cast<double>(e.timings.size());
@@ -799,13 +851,7 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
   n.params = d.params;
   Analyze(r.evaluation, &n);
   n.path = *path;
-  Outcome out{r.evaluation.verdict.passed(), n.speedup, d.summary, d.targeted_finding};
-  if (opts_.objective == "mix" && out.passed && n.joules > 0) {
-    double base_j = 0;
-    for (const auto& t : r.evaluation.timings) base_j += t.baseline_joules_per_call;
-    base_j /= std::max<size_t>(1, r.evaluation.timings.size());
-    if (base_j > 0) out.speedup = std::exp(std::log(out.speedup) + opts_.energy_weight * std::log(base_j / n.joules));
-  }
+  Outcome out{r.evaluation.verdict.passed(), n.score, d.summary, d.targeted_finding};
   int64_t node = tree_.AddChild(parent, out);
   ++evaluations_;
   ++since_promotion_;
@@ -851,9 +897,10 @@ Status Optimizer::Loop::MaybePromote(int64_t node, const EvalJobResult* own) {
     return Status::Ok();
   }
   const NodeData& inc = data_.at(incumbent_);
-  if (c.speedup <= inc.speedup) return Status::Ok();
+  if (c.score <= inc.score) return Status::Ok();
   // The paired gate: time the challenger against the incumbent in one process; accept only when
-  // the speedup's CI lies above 1.
+  // the speedup's CI lies above 1 (under --objective mix: the score at the CI's lower end, with
+  // the joules both used in that process).
   EvalJob job;
   job.task = &o_.task_;
   job.source = c.path;
@@ -874,6 +921,13 @@ Status Optimizer::Loop::MaybePromote(int64_t node, const EvalJobResult* own) {
   bool accept = e.speedup_geomean_ci.lo > 1.0;
   json payload = {{"node", node}, {"incumbent", incumbent_}, {"paired_speedup", e.speedup_geomean},
                   {"ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}}, {"times", Times(r)}};
+  if (opts_.objective == "mix") {
+    const double ratio = JoulesRatio(e);  // the incumbent's joules over the challenger's
+    const double score_lo = MixScore(e.speedup_geomean_ci.lo, ratio, opts_.energy_weight);
+    accept = score_lo > 1.0;
+    payload["joules_ratio"] = ratio;
+    payload["score_lo"] = score_lo;
+  }
   if (!accept) return Event("reject", payload);
   incumbent_ = node;
   since_promotion_ = 0;
@@ -887,6 +941,12 @@ Status Optimizer::Loop::MaybePromote(int64_t node, const EvalJobResult* own) {
 
 Result<OptimizeResult> Optimizer::Loop::Start() {
   json start = {{"options", ToJson(opts_)}};
+  // What the run is verified on besides what each evaluation records (kpilot export).
+  json dtypes = {{"inputs", json::object()}, {"outputs", json::object()}};
+  for (const auto& t : o_.task_.inputs) dtypes["inputs"][t.name] = std::string(DTypeName(t.dtype));
+  for (const auto& t : o_.task_.outputs) dtypes["outputs"][t.name] = std::string(DTypeName(t.dtype));
+  if (o_.task_.compute_precision) dtypes["compute_precision"] = std::string(DTypeName(*o_.task_.compute_precision));
+  start["dtypes"] = dtypes;
   if (opts_.replay.empty()) start["times"] = {{"now_s", o_.executor_.ElapsedSeconds()}};
   KPILOT_RETURN_IF_ERROR(Event("start", start));
   // A resumed run evaluates the source its root proposal recorded, which the journaled result
@@ -936,7 +996,7 @@ Result<OptimizeResult> Optimizer::Loop::Start() {
   n.path = *path;
   n.params = root.params;
   Analyze(r.evaluation, &n);
-  Outcome out{r.evaluation.verdict.passed(), n.speedup, root.summary, ""};
+  Outcome out{r.evaluation.verdict.passed(), n.score, root.summary, ""};
   int64_t id = tree_.AddRoot(out);
   ++evaluations_;
   tried_params_.push_back(root.params);
@@ -975,6 +1035,8 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
         n.achieved_fraction = j.value("achieved_fraction", 0.0);
         EvidenceFromJson(j, &n.verdict_summary, &n.verdict_evidence, &n.metrics);
         tree_speedup = j.value("tree_speedup", 0.0);
+        const json ci = j.value("speedup_geomean_ci", json::array());
+        if (r.verdict == "passed" && ci.is_array() && !ci.empty() && ci[0].is_number()) n.speedup_lo = ci[0].get<double>();
         if (j.contains("object_sha")) seen_binaries_.insert(j["object_sha"].get<std::string>());
         n.findings = FindingsFromJson(j.value("findings", json::array()));
         if (!n.verdict_summary.empty() && r.verdict != "passed") failure = n.verdict_summary;
@@ -983,7 +1045,8 @@ Result<OptimizeResult> Optimizer::Loop::Continue(const std::vector<RunNodeRecord
     auto path = Materialize(n.source, n.source_name);
     if (!path.ok()) return path.status();
     n.path = *path;
-    Outcome out{r.verdict == "passed", tree_speedup > 0 ? tree_speedup : r.speedup, r.summary, r.finding};
+    n.score = tree_speedup > 0 ? tree_speedup : r.speedup;
+    Outcome out{r.verdict == "passed", n.score, r.summary, r.finding};
     int64_t id = r.parent < 0 ? tree_.AddRoot(out) : tree_.AddChild(r.parent, out);
     if (id != r.node) return Status::Internal("run " + std::to_string(run_id_) + ": stored node ids are not contiguous");
     evaluated_proposals.insert(r.proposal);
@@ -1122,6 +1185,70 @@ Status Optimizer::Loop::RecordSpend() {
                          {"cost_usd", s.cost_usd}, {"priced", s.priced}, {"max_cost_usd", opts_.max_cost_usd}});
 }
 
+Result<Optimizer::Loop::Taken> Optimizer::Loop::TakeDrafts(int64_t sel, Result<std::vector<Draft>> drafts,
+                                                            bool siblings_in_flight, Batch* b, int* pending) {
+  Status spent = RecordSpend();
+  if (!drafts.ok() || !spent.ok())
+    return !spent.ok() ? spent : drafts.status().WithContext("the " + o_.proposer_.name() + " generator");
+  ++answered_;
+  // Drafts the generator failed to make are remembered, not evaluated; a node whose expansions
+  // fail kGeneratorFailuresToClose times in a row is closed.
+  size_t asked = drafts->size();
+  std::string last_failure;
+  for (const auto& d : *drafts)
+    if (!d.failure.empty()) {
+      KPILOT_RETURN_IF_ERROR(RecordGeneratorFailure(sel, d));
+      last_failure = d.failure;
+    }
+  std::erase_if(*drafts, [](const Draft& d) { return !d.failure.empty(); });
+  if (asked > 0 && drafts->empty()) {
+    if (++generator_failures_[sel] < kGeneratorFailuresToClose) return Taken::kFailed;
+    std::string reason = "the generator failed " + std::to_string(kGeneratorFailuresToClose) +
+                         " times in a row: " + last_failure.substr(0, 200);
+    tree_.Close(sel, reason);
+    KPILOT_RETURN_IF_ERROR(Event("close", {{"node", sel}, {"reason", reason}}));
+    return Taken::kClosed;
+  }
+  if (asked > 0) generator_failures_.erase(sel);
+  if (drafts->empty()) {
+    if (siblings_in_flight) return Taken::kChildrenPending;
+    tree_.Close(sel, "the generator has nothing new for it");
+    KPILOT_RETURN_IF_ERROR(Event("close", {{"node", sel}, {"reason", "the generator has nothing new for it"}}));
+    return Taken::kClosed;
+  }
+  // Record every proposal first (so a crash can resume them), then compile them in parallel
+  // and evaluate them one at a time.
+  for (auto& d : *drafts) {
+    if (evaluations_ + *pending >= opts_.budget) break;
+    if (d.source.empty()) {
+      d.source = data_.at(sel).source;
+      d.source_name = data_.at(sel).source_name;
+    }
+    tried_params_.push_back(d.params);
+    json payload = {{"parent", sel},       {"source", d.source},     {"source_name", d.source_name},
+                    {"params", d.params},  {"summary", d.summary},   {"finding", d.targeted_finding},
+                    {"skills_applied", d.skills_applied}, {"skills_offered", offered_[sel]}};
+    auto seq = o_.store_.AddRunEvent(run_id_, "proposal", JsonText(payload));
+    auto path = seq.ok() ? Materialize(d.source, d.source_name) : Result<std::filesystem::path>(seq.status());
+    if (!path.ok()) return path.status();
+    b->futures.push_back(SubmitDraft(d, *path, *seq));
+    b->proposed.push_back({*seq, d});
+    ++*pending;
+  }
+  return b->proposed.empty() ? Taken::kNone : Taken::kSubmitted;
+}
+
+bool Optimizer::Loop::CapAllowsAnotherRequest(int proposing) const {
+  if (proposing == 0 || (opts_.max_cost_usd <= 0 && opts_.max_tokens <= 0)) return true;
+  if (answered_ == 0) return false;
+  const GeneratorSpend mine = o_.proposer_.Spent(), total = TotalSpend();
+  const double expected = static_cast<double>(proposing) / answered_;
+  if (opts_.max_cost_usd > 0 && total.cost_usd + expected * mine.cost_usd >= opts_.max_cost_usd) return false;
+  const double tokens = static_cast<double>(total.input_tokens + total.output_tokens);
+  const double per = static_cast<double>(mine.input_tokens + mine.output_tokens);
+  return !(opts_.max_tokens > 0 && tokens + expected * per >= static_cast<double>(opts_.max_tokens));
+}
+
 Result<OptimizeResult> Optimizer::Loop::Iterate() {
   // Batches in flight are waited for by ~Loop, the one being built or evaluated by its guard:
   // an error return or an exception leaves no job calling into a dead loop.
@@ -1134,15 +1261,20 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
     // Keep the next expansions compiling while the GPU evaluates the current one (depth_
     // expansions in flight; with 2 the tree is one batch behind).
     while (stop.empty() && static_cast<int>(in_flight.size()) < depth_) {
-      if (evaluations_ + pending >= opts_.budget) stop = "budget";
+      int proposing = 0;  // expansions the generator is still writing: at most --drafts each
+      for (const auto& other : in_flight) proposing += other.proposing() ? 1 : 0;
+      if (evaluations_ + pending + proposing * std::max(1, opts_.drafts_per_expansion) >= opts_.budget) stop = "budget";
       else if (opts_.time_limit_s > 0 && earlier_processes_s_ + Seconds(start_) > opts_.time_limit_s) stop = "time";
       else if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) stop = "plateau";
       else if (opts_.max_cost_usd > 0 && TotalSpend().cost_usd >= opts_.max_cost_usd) stop = "cost";
+      else if (opts_.max_tokens > 0 && TotalSpend().input_tokens + TotalSpend().output_tokens >= opts_.max_tokens)
+        stop = "tokens";
       else if (duplicates_in_a_row_ >= std::max(kMinDuplicatesToStop, opts_.budget)) stop = "duplicates";
       else if (opts_.target_fraction > 0 && incumbent_ >= 0 &&
                data_.at(incumbent_).achieved_fraction >= opts_.target_fraction)
         stop = "target";
       if (!stop.empty()) break;
+      if (!CapAllowsAnotherRequest(proposing)) break;  // the answers in flight decide
       std::optional<int64_t> sel = tree_.Select(rng_);
       if (!sel) {
         if (in_flight.empty()) stop = "exhausted";
@@ -1154,60 +1286,41 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       // finished.
       ProfileIfWanted(*sel);
       KPILOT_RETURN_IF_ERROR(CollectCounters(*sel));
-      auto drafts = o_.proposer_.Propose(ContextFor(*sel)).get();
-      Status spent = RecordSpend();
-      if (!drafts.ok() || !spent.ok())
-        return !spent.ok() ? spent : drafts.status().WithContext("the " + o_.proposer_.name() + " generator");
-      // Drafts the generator failed to make are remembered, not evaluated; a node whose
-      // expansions fail kGeneratorFailuresToClose times in a row is closed.
-      size_t asked = drafts->size();
-      Status failures = Status::Ok();
-      std::string last_failure;
-      for (const auto& d : *drafts)
-        if (!d.failure.empty() && failures.ok()) {
-          failures = RecordGeneratorFailure(*sel, d);
-          last_failure = d.failure;
-        }
-      KPILOT_RETURN_IF_ERROR(failures);
-      std::erase_if(*drafts, [](const Draft& d) { return !d.failure.empty(); });
-      if (asked > 0 && drafts->empty()) {
-        if (++generator_failures_[*sel] < kGeneratorFailuresToClose) continue;
-        std::string reason = "the generator failed " + std::to_string(kGeneratorFailuresToClose) +
-                             " times in a row: " + last_failure.substr(0, 200);
-        tree_.Close(*sel, reason);
-        KPILOT_RETURN_IF_ERROR(Event("close", {{"node", *sel}, {"reason", reason}}));
-        continue;
-      }
-      if (asked > 0) generator_failures_.erase(*sel);
-      if (drafts->empty()) {
-        if (!in_flight.empty() && in_flight.back().parent == *sel) break;  // its children are pending
-        tree_.Close(*sel, "the generator has nothing new for it");
-        KPILOT_RETURN_IF_ERROR(Event("close", {{"node", *sel}, {"reason", "the generator has nothing new for it"}}));
-        continue;
-      }
-      // Record every proposal first (so a crash can resume them), then compile them in parallel
-      // and evaluate them one at a time.
-      Batch b{*sel, {}, {}};
+      Batch b{*sel, {}, {}, o_.proposer_.Propose(ContextFor(*sel))};
       WaitForAll guard{b.futures};
-      for (auto& d : *drafts) {
-        if (evaluations_ + pending >= opts_.budget) break;
-        if (d.source.empty()) {
-          d.source = data_.at(*sel).source;
-          d.source_name = data_.at(*sel).source_name;
-        }
-        tried_params_.push_back(d.params);
-        json payload = {{"parent", *sel},       {"source", d.source},     {"source_name", d.source_name},
-                        {"params", d.params},    {"summary", d.summary},   {"finding", d.targeted_finding},
-                        {"skills_applied", d.skills_applied}, {"skills_offered", offered_[*sel]}};
-        auto seq = o_.store_.AddRunEvent(run_id_, "proposal", JsonText(payload));
-        auto path = seq.ok() ? Materialize(d.source, d.source_name) : Result<std::filesystem::path>(seq.status());
-        if (!path.ok()) return path.status();
-        b.futures.push_back(SubmitDraft(d, *path, *seq));
-        b.proposed.push_back({*seq, d});
-        ++pending;
+      // A generator still writing (an llm: or command: request can take minutes) leaves its
+      // expansion in flight and the loop selects the next: several requests run at once, each
+      // counted against the budget at --drafts until it answers (TakeDrafts below).
+      if (b.drafts.wait_for(std::chrono::seconds(0)) == std::future_status::timeout) {
+        in_flight.push_back(std::move(b));
+        continue;
       }
-      in_flight.push_back(std::move(b));
+      bool siblings = false;
+      for (const auto& other : in_flight) siblings = siblings || other.parent == *sel;
+      auto taken = TakeDrafts(*sel, b.drafts.get(), siblings, &b, &pending);
+      if (!taken.ok()) return taken.status();
+      if (*taken == Taken::kChildrenPending) break;
+      if (*taken == Taken::kSubmitted) in_flight.push_back(std::move(b));
     }
+    // Take the answers of the generators that have answered, oldest first; the oldest expansion
+    // is waited for when it is still being written, since it is evaluated next. A batch just
+    // submitted is compiling, so the loop goes back to fill the pipeline before it waits for it.
+    bool took = false;
+    for (auto it = in_flight.begin(); it != in_flight.end();) {
+      if (!it->proposing() ||
+          (it != in_flight.begin() && it->drafts.wait_for(std::chrono::seconds(0)) == std::future_status::timeout)) {
+        ++it;
+        continue;
+      }
+      bool siblings = false;
+      for (auto other = in_flight.begin(); other != in_flight.end(); ++other)
+        siblings = siblings || (other != it && other->parent == it->parent);
+      auto taken = TakeDrafts(it->parent, it->drafts.get(), siblings, &*it, &pending);
+      if (!taken.ok()) return taken.status();
+      took = true;
+      it = *taken == Taken::kSubmitted ? std::next(it) : in_flight.erase(it);
+    }
+    if (took && stop.empty()) continue;
     if (in_flight.empty()) return Finish(stop.empty() ? "exhausted" : stop);
     // The oldest batch, even when a later one has ended first: a run's node order then follows
     // its proposals, which replay:DIR needs to reproduce a run. Taking whichever batch ended
@@ -1262,13 +1375,23 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
   res.pipeline_depth = depth_;
   res.anticipated = footprints_ ? static_cast<int>(footprints_->Prefetched()) : 0;
   int64_t best = incumbent_ >= 0 ? incumbent_ : 0;
+  if (opts_.objective != "time" && incumbent_ >= 0) {
+    bool measured = false;
+    for (const auto& [id, n] : data_) measured = measured || n.joules > 0;
+    if (!measured)
+      KPILOT_RETURN_IF_ERROR(Event("warning", {{"message", "no evaluation measured joules (NVML energy is unavailable "
+                                                           "on this GPU or to this user): the best is by time alone"}}));
+  }
   if (opts_.objective == "energy" && incumbent_ >= 0) {
-    // Lexicographic: among passed candidates within 2% of the best time, the fewest joules.
-    double best_speedup = data_.at(incumbent_).speedup;
-    for (const auto& [id, n] : data_)
-      if (n.verdict == "passed" && n.speedup >= best_speedup * 0.98 && n.joules > 0 &&
-          (data_.at(best).joules <= 0 || n.joules < data_.at(best).joules))
-        best = id;
+    const int64_t fastest = incumbent_;
+    best = EnergyBest(fastest);
+    if (best != fastest)
+      KPILOT_RETURN_IF_ERROR(Event("energy_choice", {{"fastest", fastest},
+                                                     {"fastest_speedup", data_.at(fastest).speedup},
+                                                     {"fastest_joules", data_.at(fastest).joules},
+                                                     {"chosen", best},
+                                                     {"chosen_speedup", data_.at(best).speedup},
+                                                     {"chosen_joules", data_.at(best).joules}}));
   }
   // The report's profile is the final best's: it is profiled now if it never was (with the
   // energy objective it may be a node that was never promoted). The other bests the search
@@ -1310,6 +1433,18 @@ Result<OptimizeResult> Optimizer::Loop::Finish(const std::string& reason) {
   return res;
 }
 
+int64_t Optimizer::Loop::EnergyBest(int64_t fastest) const {
+  const NodeData& f = data_.at(fastest);
+  const double floor = f.speedup_lo > 0 ? std::min(f.speedup_lo, f.speedup) : f.speedup;
+  int64_t best = fastest;
+  for (const auto& [id, n] : data_) {
+    if (n.verdict != "passed" || n.joules <= 0 || n.speedup < floor) continue;
+    const NodeData& b = data_.at(best);
+    if (b.joules <= 0 || n.joules < b.joules) best = id;
+  }
+  return best;
+}
+
 namespace {
 
 std::filesystem::path RunLockPath(const Store& store, int64_t run_id) {
@@ -1343,6 +1478,7 @@ Optimizer::Optimizer(const Task& task, Proposer& proposer, Executor& executor, S
 
 Result<OptimizeResult> Optimizer::Run(const OptimizeOptions& options) {
   if (options.budget < 1) return Status::InvalidInput("--budget must be at least 1");
+  KPILOT_RETURN_IF_ERROR(CheckOptions(task_, options));
   RunRecord r;
   r.task_name = task_.name;
   r.task_dir = task_.dir.string();
@@ -1376,6 +1512,7 @@ Result<OptimizeResult> Optimizer::Resume(int64_t run_id, const ResumeOverrides& 
   auto opts = OptimizeOptionsFromJson(json::parse((*run)->config_json, nullptr, false));
   if (!opts.ok()) return opts.status();
   if (overrides.max_cost_usd) opts->max_cost_usd = *overrides.max_cost_usd;
+  if (overrides.max_tokens) opts->max_tokens = *overrides.max_tokens;
   if (overrides.devices && !overrides.devices->empty()) {
     opts->devices = *overrides.devices;
     opts->device = overrides.devices->front();

@@ -49,13 +49,21 @@ struct OptimizeOptions {
   std::string llm_config;               // --llm-config FILE for llm:/command: ("" = the default places)
   bool raw_metrics = false;             // llm:/command: see raw counters, not only guidance
   double max_cost_usd = 0;              // stop (reason "cost") once the generator spent this many US$ (0 = no cap)
+  int64_t max_tokens = 0;               // stop (reason "tokens") once the generator used this many tokens, input
+                                        // and output together (0 = no cap)
   SearchConfig search;
   int budget = 24;                      // candidate evaluations, the starting one included
   double time_limit_s = 0;              // wall-clock limit (0 = none)
   int plateau = 0;                      // stop after this many evaluations without a promotion (0 = off)
   double target_fraction = 0;           // stop once the best reaches this share of the roofline floor (0 = off)
-  std::string objective = "time";       // time | energy (lexicographic) | mix
-  double energy_weight = 0.5;           // mix: reward = log(speedup) + w · log(baseline J / candidate J)
+  // time: the fastest candidate. energy (lexicographic, as KernelPro): the tree and promotion go
+  // by time; the reported best is, among passed candidates whose speedup lies within the
+  // fastest's CI (at or above its lower end), the one with the fewest joules per call. mix: the
+  // tree, promotion and the best go by MixScore(speedup, joules ratio, energy_weight), and a
+  // paired check promotes when that score at the lower end of its speedup CI is above 1. energy
+  // and mix need joules per call: NVML, on live cuda runs (CheckOptions).
+  std::string objective = "time";
+  double energy_weight = 0.5;           // mix: score = log(speedup) + w · log(baseline J / candidate J), w in (0, 10]
   int drafts_per_expansion = 2;         // drafts asked per selected node (compiled in parallel)
   // Expansions in flight: while the GPU evaluates one batch the next ones compile. 2 keeps the
   // tree one batch behind its results; more keeps the GPU busier when compiles are much slower
@@ -113,6 +121,17 @@ inline constexpr double kAutoPipelineBusyGoal = 0.8;
 inline int MinPipelineDepth(int devices) { return kMinAutoPipelineDepth + std::max(0, devices - 1); }
 inline int MaxPipelineDepth(int devices) { return kMaxAutoPipelineDepth + 2 * std::max(0, devices - 1); }
 int NextPipelineDepth(int depth, double busy_s, double elapsed_s, int devices = 1);
+
+// Energy (--objective energy | mix). JoulesRatio: the baseline's joules per call over the
+// candidate's, as the geometric mean over the workloads where both were measured; 0 when none
+// was. In a paired check the baseline is the incumbent. MixScore: the mix objective's score,
+// as a speedup: exp(log(speedup) + weight · log(joules ratio)); the speedup alone when no ratio
+// was measured (joules_ratio ≤ 0).
+double JoulesRatio(const Evaluation& e);
+double MixScore(double speedup, double joules_ratio, double weight);
+// Options a run cannot go with, before anything is recorded: InvalidInput naming the flag and
+// the fix (an objective or stop rule the task's backend cannot measure, a weight out of range).
+Status CheckOptions(const Task& task, const OptimizeOptions& o);
 
 nlohmann::json ToJson(const OptimizeOptions& o);
 // Pure: the proposal context as the ablation switches let the generator see it (feedback, tools,
@@ -177,6 +196,7 @@ class Optimizer {
   // What a resumed run may take from the command line instead of its stored options.
   struct ResumeOverrides {
     std::optional<double> max_cost_usd;      // --max-cost: a new spending cap
+    std::optional<int64_t> max_tokens;       // --max-tokens: a new token cap
     std::optional<std::vector<int>> devices;  // the GPUs of this machine (the first one is `device`)
   };
   // Continues run `run_id` with its stored options (and `overrides`): rebuilds the tree and the

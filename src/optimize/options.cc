@@ -56,6 +56,7 @@ json ToJson(const OptimizeOptions& o) {
           {"llm_config", o.llm_config},
           {"raw_metrics", o.raw_metrics},
           {"max_cost_usd", o.max_cost_usd},
+          {"max_tokens", o.max_tokens},
           {"policy", PolicyName(o.search.policy)},
           {"exploration", o.search.exploration},
           {"widen_c", o.search.widen_c},
@@ -94,6 +95,36 @@ json ToJson(const OptimizeOptions& o) {
           {"replay_calibration", o.replay_calibration}};
 }
 
+Status CheckOptions(const Task& task, const OptimizeOptions& o) {
+  if (o.objective != "time" && o.objective != "energy" && o.objective != "mix")
+    return Status::InvalidInput("--objective " + o.objective + ": use time, energy or mix");
+  if (o.max_tokens < 0) return Status::InvalidInput("--max-tokens must be 0 (no cap) or more");
+  if (o.plateau < 0) return Status::InvalidInput("--plateau must be 0 (off) or more");
+  if (!(o.target_fraction >= 0 && o.target_fraction <= 2))
+    return Status::InvalidInput("--target " + std::to_string(o.target_fraction) +
+                                ": give a fraction of the roofline ceiling such as 0.85 (0 = off)");
+  const bool live_cuda = task.backend == Backend::kCuda && o.replay.empty();
+  if (o.objective != "time") {
+    if (task.backend != Backend::kCuda || task.reference.kind == ReferenceKind::kPython)
+      return Status::InvalidInput("--objective " + o.objective + " needs each candidate's joules per call, which kpilot "
+                                  "measures through NVML for native cuda tasks only; task " + task.name +
+                                  (task.backend != Backend::kCuda ? " runs on the host" : " is PyTorch-defined") +
+                                  " — use --objective time");
+    if (!live_cuda)
+      return Status::InvalidInput("--objective " + o.objective + " cannot be replayed: a sweep space stores no joules "
+                                  "— use --objective time with --replay");
+  }
+  if (o.objective == "mix" && !(o.energy_weight > 0 && o.energy_weight <= 10))
+    return Status::InvalidInput("--energy-weight " + std::to_string(o.energy_weight) +
+                                ": give a weight above 0 and at most 10 (1 values a halving of the joules like a "
+                                "doubling of the speed)");
+  if (o.target_fraction > 0 && task.backend != Backend::kCuda)
+    return Status::InvalidInput("--target needs the roofline ceiling, which kpilot measures for cuda tasks only (kpilot "
+                                "calibrate); task " + task.name + " runs on the host — stop it with --budget, --time "
+                                "or --plateau");
+  return Status::Ok();
+}
+
 Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
   try {
     OptimizeOptions o;
@@ -103,6 +134,7 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.llm_config = j.value("llm_config", "");
     o.raw_metrics = j.value("raw_metrics", false);
     o.max_cost_usd = j.value("max_cost_usd", 0.0);
+    o.max_tokens = j.value("max_tokens", int64_t{0});  // runs stored before it existed had no token cap
     auto policy = ParsePolicy(j.at("policy").get<std::string>());
     if (!policy) return Status::InvalidInput("stored run options: unknown policy");
     o.search.policy = *policy;

@@ -56,6 +56,7 @@ struct Nvml::Api {
   nvmlReturn_t (*GetComputeProcesses)(nvmlDevice_t, unsigned int*, NvmlProcessInfo*) = nullptr;
   nvmlReturn_t (*GetUuid)(nvmlDevice_t, char*, unsigned int) = nullptr;
   nvmlReturn_t (*GetName)(nvmlDevice_t, char*, unsigned int) = nullptr;
+  nvmlReturn_t (*GetDriverVersion)(char*, unsigned int) = nullptr;  // optional: older libraries may lack it
   const char* (*ErrorString)(nvmlReturn_t) = nullptr;
 
   // A Status for a failed call: "NVML <function>: <NVML's message>", coded by what went wrong.
@@ -118,6 +119,7 @@ Result<std::unique_ptr<Nvml>> Nvml::Open() {
   need("nvmlErrorString", api->ErrorString);
   if (missing)
     return Status::Unavailable(std::string("NVML: libnvidia-ml.so.1 lacks ") + missing + " (driver too old?)");
+  resolve("nvmlSystemGetDriverVersion", api->GetDriverVersion);
   if (nvmlReturn_t r = api->Init(); r != kNvmlSuccess) {
     Status s = api->Error("nvmlInit_v2", r);
     return Status::Unavailable(s.message());
@@ -126,6 +128,14 @@ Result<std::unique_ptr<Nvml>> Nvml::Open() {
 }
 
 Nvml::Nvml(std::unique_ptr<Api> api) : api_(std::move(api)) {}
+
+Result<std::string> Nvml::DriverVersion() {
+  if (!api_->GetDriverVersion) return Status::Unavailable("NVML: libnvidia-ml.so.1 lacks nvmlSystemGetDriverVersion");
+  char buf[kNvmlStringBytes] = {};
+  if (nvmlReturn_t r = api_->GetDriverVersion(buf, sizeof buf); r != kNvmlSuccess)
+    return api_->Error("nvmlSystemGetDriverVersion", r);
+  return std::string(buf);
+}
 
 Nvml::~Nvml() {
   if (api_ && api_->Shutdown) api_->Shutdown();

@@ -42,6 +42,9 @@ class Nvml {
   // "GPU-xxxxxxxx-xxxx-..." (nvmlDeviceGetUUID).
   Result<std::string> Uuid(int index);
 
+  // The installed driver's version, e.g. "580.82.07" (nvmlSystemGetDriverVersion).
+  Result<std::string> DriverVersion();
+
   // The product name, e.g. "NVIDIA H200" (nvmlDeviceGetName).
   Result<std::string> Name(int index);
 

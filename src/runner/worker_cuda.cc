@@ -97,6 +97,8 @@ bool CudaWorker::OpenDevice() {
     nvml_ = std::move(nvml).value();
     auto idx = nvml_->NvmlIndexForPciBusId(pci);
     if (idx.ok()) nvml_index_ = *idx;
+    // "driver" above is the CUDA version the driver supports; this is the driver's own release.
+    if (auto v = nvml_->DriverVersion(); v.ok()) dev_.gpu["driver_version"] = *v;
   } else {
     dev_.warnings.push_back("NVML unavailable (" + nvml.status().message() + "): no energy, no process list");
   }

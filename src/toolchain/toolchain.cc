@@ -503,6 +503,7 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
     if (hit) {
       hit->key = key;
       hit->command = CommandWithOutput(keyed, entry / kObjectName, file_name);
+      hit->compiler_version = compiler->version;
       return *std::move(hit);
     }
     std::shared_ptr<Flight> theirs;
@@ -517,9 +518,12 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
       if (auto late = LoadEntry(entry, options, cuda)) {
         late->key = key;
         late->command = CommandWithOutput(keyed, entry / kObjectName, file_name);
+        late->compiler_version = compiler->version;
         return *std::move(late);
       }
-      return CompileMiss(source, cuda, *compiler, keyed, key, options);
+      auto fresh = CompileMiss(source, cuda, *compiler, keyed, key, options);
+      if (fresh.ok()) fresh->compiler_version = compiler->version;
+      return fresh;
     }
     // Another call compiles this key: wait for it, then read what it published (next round), or
     // compile it here when it published nothing.

@@ -83,6 +83,7 @@ struct CompileOutput {
   std::vector<KernelResources> resources;  // cuda only
   std::string sass;                      // raw cuobjdump output, "" when unavailable
   std::string sass_status;               // "ok", or why it is unavailable
+  std::string compiler_version;          // "nvcc 13.0.88", "g++ 12.2.0" ("" when unknown)
 };
 
 // CompileOutput::sass_status of a compile whose SASS was left for later (sass_inline false).

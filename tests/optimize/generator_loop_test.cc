@@ -3,6 +3,10 @@
 // the node when it keeps failing), and the context carries the parent's verdict evidence.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
 #include "core/fs.h"
 #include "optimize/optimizer.h"
 #include "skills/skills.h"
@@ -56,6 +60,8 @@ class SpendingProposer : public Proposer {
     contexts.push_back(ctx);
     spent_.requests += 1;
     spent_.cost_usd += cost;
+    spent_.input_tokens += 1000;
+    spent_.output_tokens += 500;
     Draft d;
     if (fail) {
       d.failure = "the reply has no fenced code block; several files";
@@ -94,6 +100,46 @@ class Collect : public ProgressSink {
     return n;
   }
   std::vector<nlohmann::json> events;
+};
+
+// Answers each request on a thread of its own, once another request has run beside it (or after
+// 1 s alone): a loop that waits for each answer before it asks again never sees two at once.
+class ConcurrentProposer : public Proposer {
+ public:
+  std::string name() const override { return "concurrent"; }
+  std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
+    std::string source = ctx.parent_source + "// variant " + std::to_string(calls_++) + "\n";
+    return std::async(std::launch::async, [this, source]() -> Result<std::vector<Draft>> {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        max_running = std::max(max_running, ++running_);
+        cv_.notify_all();
+        if (wait_for_company) cv_.wait_for(lock, std::chrono::seconds(1), [this] { return max_running >= 2; });
+        --running_;
+        spent_.requests += 1;
+        spent_.cost_usd += cost;
+      }
+      Draft d;
+      d.source = source;
+      d.source_name = "llm.cpp";
+      d.summary = "variant";
+      return std::vector<Draft>{d};
+    });
+  }
+  GeneratorSpend Spent() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return spent_;
+  }
+  int max_running = 0;  // read after the run
+  bool wait_for_company = true;
+  double cost = 0;  // dollars a request
+
+ private:
+  GeneratorSpend spent_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  int running_ = 0;
+  int calls_ = 0;
 };
 
 class GeneratorLoopTest : public ::testing::Test {
@@ -138,6 +184,54 @@ TEST_F(GeneratorLoopTest, TheSpendingCapStopsTheRun) {
   ASSERT_TRUE(run.ok() && run->has_value());
   EXPECT_EQ((*run)->stop_reason, "cost");
   EXPECT_EQ(proposer_.contexts.front().run_id, res->run_id);
+}
+
+TEST_F(GeneratorLoopTest, TheTokenCapStopsTheRun) {
+  o_.max_tokens = 3000;  // 1500 a request: the second reaches it
+  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->stop_reason, "tokens");
+  EXPECT_EQ(proposer_.contexts.size(), 2u);
+  EXPECT_EQ(res->spend.input_tokens + res->spend.output_tokens, 3000);
+}
+
+TEST_F(GeneratorLoopTest, SeveralRequestsAreInFlightAtOnce) {
+  ConcurrentProposer proposer;
+  o_.pipeline_depth = 3;
+  o_.budget = 7;
+  o_.search.policy = Policy::kGreedy;
+  Optimizer optimizer(task_, proposer, executor_, *store_, progress_);
+  auto started = std::chrono::steady_clock::now();
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_GE(proposer.max_running, 2) << "the loop asked for the next expansion while a request was unanswered";
+  EXPECT_EQ(res->stop_reason, "budget");
+  EXPECT_EQ(res->evaluations, 7) << "requests in flight count against the budget: none evaluated beyond it";
+  auto events = store_->ListRunEvents(res->run_id);
+  ASSERT_TRUE(events.ok());
+  int proposals = 0;
+  for (const auto& e : *events) proposals += e.kind == "proposal";
+  EXPECT_EQ(proposals, 7) << "every draft the requests made is recorded and evaluated";
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 5.0);
+}
+
+TEST_F(GeneratorLoopTest, UnderASpendingCapRequestsGoOutOnlyWhileTheCapAllowsThem) {
+  // $1 a request, cap $2.50: the first goes out alone (no cost known yet); after its answer two
+  // may be in flight ($1 spent + $1 expected < $2.50), not three. Sequential requests would also
+  // stop after the third.
+  ConcurrentProposer proposer;
+  proposer.wait_for_company = false;
+  proposer.cost = 1;
+  o_.pipeline_depth = 4;
+  o_.max_cost_usd = 2.5;
+  o_.search.policy = Policy::kGreedy;
+  Optimizer optimizer(task_, proposer, executor_, *store_, progress_);
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->stop_reason, "cost");
+  EXPECT_EQ(res->spend.requests, 3);
+  EXPECT_LE(proposer.max_running, 2);
 }
 
 TEST_F(GeneratorLoopTest, WithoutACapTheBudgetStopsIt) {
