@@ -14,8 +14,9 @@ def main(result_path, events_path, report_path):
     events = [json.loads(l) for l in open(events_path) if l.startswith("{")]
     final = res["final"]
     timings = final.get("timings", [])
-    ratios = [t["baseline_joules_per_call"] / t["joules_per_call"]
-              for t in timings if t.get("joules_per_call", 0) > 0 and t.get("baseline_joules_per_call", 0) > 0]
+    energy = [t.get("energy", {}) for t in timings]
+    ratios = [e["baseline_joules_per_call"] / e["joules_per_call"]
+              for e in energy if e.get("joules_per_call", 0) > 0 and e.get("baseline_joules_per_call", 0) > 0]
     ratio = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else 0
     ci = final.get("speedup_geomean_ci", [0, 0])
     print(f"  objective {res.get('objective')}: {res['evaluations']} evaluations, stop {res['stop_reason']}, "

@@ -45,6 +45,7 @@ struct OptimizeArgs {
   std::string llm_config;
   double max_cost = -1;   // < 0: the LLM config's max_cost_usd (llm:), none otherwise
   int64_t max_tokens = -1;  // < 0: none given (a resumed run keeps its own)
+  std::vector<std::string> search;  // --search NAME=VALUE: the tree's constants
   double energy_weight = 0.5;
   bool raw_metrics = false;
   TaskSourceArgs source;  // --python, --workloads FILE.jsonl
@@ -119,8 +120,16 @@ class PrintProgress : public ProgressSink {
     if (kind == "evaluated") {
       std::string verdict = e.value("verdict", "");
       std::string result = verdict == "passed" ? fmt::format("{:.3f}×", e.value("speedup", 0.0)) : verdict;
-      std::string why = e.value("bottleneck", "");
-      if (!e.value("finding", "").empty()) why += (why.empty() ? "" : ", ") + e.value("finding", "");
+      // What was being worked on: the parent's class and the finding the draft aimed at; for a
+      // draft that aimed at none, the new node's own class and top finding.
+      std::string why;
+      if (!e.value("targeted", "").empty()) {
+        why = e.value("parent_bottleneck", "");
+        why += (why.empty() ? "aimed at " : ": aimed at ") + e.value("targeted", "");
+      } else {
+        why = e.value("bottleneck", "");
+        if (!e.value("finding", "").empty()) why += (why.empty() ? "" : ", ") + e.value("finding", "");
+      }
       double incumbent = e.value("best", 0.0);
       std::cerr << fmt::format("[{}/{}] node {} ← {}: {} → {}{}{}\n", e.value("evaluations", 0), e.value("budget", 0),
                                e.value("node", 0), e.value("parent", -1), e.value("params", ""), result,
@@ -150,8 +159,8 @@ class PrintProgress : public ProgressSink {
       std::cerr << fmt::format("        closed node {}: {}\n", e.value("node", 0), e.value("reason", ""));
     } else if (kind == "pipeline") {
       const int gpus = std::max(1, e.value("devices", 1));
-      std::cerr << fmt::format("        the GPU{} busy {:.0f}% of the last batch: {} expansions in flight now\n",
-                               gpus > 1 ? fmt::format("s ({}) were", gpus) : " was",
+      std::cerr << fmt::format("        the evaluation queue{} busy {:.0f}% of the last batch: {} expansions in flight now\n",
+                               gpus > 1 ? fmt::format("s ({} GPUs) were", gpus) : " was",
                                100 * e.value("busy_s", 0.0) / std::max(1e-9, e.value("elapsed_s", 1.0) * gpus),
                                e.value("depth", 0));
     } else if (kind == "counters") {
@@ -204,6 +213,12 @@ int RunOptimize(const OptimizeArgs& a) {
     if (!policy) return Fail(Status::InvalidInput("--policy " + a.policy + ": use mcts, greedy, beam or random"));
     o.search.policy = *policy;
     FitSearchToGenerator(&o);
+    for (const auto& kv : a.search) {  // after the generator's defaults: what is given wins
+      const size_t eq = kv.find('=');
+      std::string error = eq == std::string::npos ? "expected NAME=VALUE, e.g. widen_alpha=0.5"
+                                                  : SetSearchConstant(kv.substr(0, eq), kv.substr(eq + 1), &o.search);
+      if (!error.empty()) return Fail(Status::InvalidInput("--search " + kv + ": " + error));
+    }
     o.budget = a.budget;
     auto t = ParseDuration(a.time);
     if (!t.ok()) return Fail(t.status());
@@ -462,6 +477,10 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"served", "per-eval"}))
       ->capture_default_str();
   cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();
+  cmd->add_option("--search", a->search,
+                  "NAME=VALUE: one of the tree's constants (repeatable): exploration, max_weight, widen_c, widen_alpha, "
+                  "asymmetry, failure_reward, prune_window, regress_margin, beam_width (defaults and why: "
+                  "docs/search.md, Constants)");
   cmd->add_option("--budget", a->budget, "Candidate evaluations, the starting one included")->capture_default_str();
   cmd->add_option("--time", a->time, "Wall-clock limit, e.g. 30m");
   cmd->add_option("--plateau", a->plateau, "Stop after this many evaluations without a promotion (0 = off)");
@@ -499,7 +518,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
     // Everything but --resume, --store, --out, --json, --max-cost, --max-tokens, --devices, --runner and the
     // task-source options (--python, --workloads FILE) defines the run.
     for (const char* name : {"task", "--from", "--generator", "--llm-config", "--raw-metrics", "--feedback", "--tools",
-                             "--memory", "--footprints", "--anticipate", "--counters", "--policy", "--budget", "--time",
+                             "--memory", "--footprints", "--anticipate", "--counters", "--policy", "--search", "--budget", "--time",
                              "--plateau", "--energy-weight", "--target", "--objective", "--drafts", "--in-flight", "--seed", "--workload", "--skills",
                              "--arch", "--replay", "--calibration"})
       if (cmd->count(name) > 0) a->given.push_back(name == std::string("task") ? "TASK" : name);

@@ -92,6 +92,16 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
   std::cout << fmt::format("run        {} — {} ({})\n", r.id, r.task_name, r.task_dir);
   std::cout << fmt::format("status     {} ({}); best {:.3f}× at node {}\n", ShownRunStatus(**store, r), r.stop_reason, r.best_speedup,
                            r.best_node);
+  for (const auto& n : *nodes)
+    if (n.node == r.best_node) {
+      std::string params;
+      auto pj = nlohmann::json::parse(n.params_json, nullptr, false);
+      if (pj.is_object())
+        for (auto it = pj.begin(); it != pj.end(); ++it)
+          params += fmt::format(" {}={}", it.key(), it->is_string() ? it->get<std::string>() : it->dump());
+      std::cout << fmt::format("best       {}{}  (kpilot export {} DIR writes it out)\n", n.source_name,
+                               params.empty() ? "" : ":" + params, r.id);
+    }
   std::cout << fmt::format("tree       {} nodes, {} passed, {} failed\n", nodes->size(), passed, nodes->size() - passed);
   if (spend.value("requests", 0) > 0 || transcripts > 0)
     std::cout << fmt::format("generator  {} requests, {} input + {} output tokens, US${:.4f}{}; {} transcripts archived\n",

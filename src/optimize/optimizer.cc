@@ -876,6 +876,8 @@ Result<bool> Optimizer::Loop::EvaluateDraft(int64_t parent, int64_t proposal, co
                                              {"summary", d.summary}, {"bottleneck", nd.bottleneck},
                                              {"skills_applied", d.skills_applied},
                                              {"finding", nd.findings.empty() ? "" : nd.findings.front().id},
+                                             {"targeted", d.targeted_finding},
+                                             {"parent_bottleneck", data_.count(parent) ? data_.at(parent).bottleneck : ""},
                                              {"evaluations", evaluations_}, {"budget", opts_.budget},
                                              {"device", r.device}, {"times", Times(r)},
                                              {"best", incumbent_ >= 0 ? data_.at(incumbent_).speedup : 0.0}}));

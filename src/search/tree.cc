@@ -4,6 +4,8 @@
 #include <cassert>
 #include <climits>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace kpilot {
@@ -24,6 +26,13 @@ constexpr struct {
 // libraries: a seed must reproduce a run everywhere. The modulo bias over 2^64 is negligible.
 size_t Draw(std::mt19937_64& rng, size_t n) { return static_cast<size_t>(rng() % n); }
 
+// 0.01 → "0.01", 1000 → "1000" (for messages).
+std::string FormatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 }  // namespace
 
 std::string_view PolicyName(Policy p) {
@@ -36,6 +45,43 @@ std::optional<Policy> ParsePolicy(std::string_view name) {
   for (const auto& e : kPolicyNames)
     if (e.name == name) return e.policy;
   return std::nullopt;
+}
+
+std::string SetSearchConstant(std::string_view name, std::string_view value, SearchConfig* c) {
+  struct Constant {
+    std::string_view name;
+    double lo, hi;  // the allowed range, both ends included
+    bool integer;
+    double SearchConfig::*real;
+    int SearchConfig::*whole;
+  };
+  static const Constant kConstants[] = {
+      {"exploration", 0, 100, false, &SearchConfig::exploration, nullptr},
+      {"max_weight", 0, 1, false, &SearchConfig::max_weight, nullptr},
+      {"widen_c", 0.01, 1000, false, &SearchConfig::widen_c, nullptr},
+      {"widen_alpha", 0, 1, false, &SearchConfig::widen_alpha, nullptr},
+      {"asymmetry", 0, 100, false, &SearchConfig::asymmetry, nullptr},
+      {"failure_reward", -100, -0.01, false, &SearchConfig::failure_reward, nullptr},
+      {"prune_window", 0, 1000, true, nullptr, &SearchConfig::prune_window},
+      {"regress_margin", -1, 1, false, &SearchConfig::regress_margin, nullptr},
+      {"beam_width", 1, 1000, true, nullptr, &SearchConfig::beam_width},
+  };
+  std::string names;
+  for (const auto& k : kConstants) {
+    names += (names.empty() ? "" : ", ") + std::string(k.name);
+    if (k.name != name) continue;
+    std::string text(value);
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    const bool number = !text.empty() && end == text.c_str() + text.size() && std::isfinite(v);
+    if (!number || v < k.lo || v > k.hi || (k.integer && v != std::floor(v)))
+      return std::string(name) + "=" + text + ": expected " + (k.integer ? "a whole number" : "a number") + " from " +
+             FormatNumber(k.lo) + " to " + FormatNumber(k.hi);
+    if (k.integer) c->*k.whole = static_cast<int>(v);
+    else c->*k.real = v;
+    return "";
+  }
+  return "unknown search constant \"" + std::string(name) + "\" (known: " + names + ")";
 }
 
 SearchTree::SearchTree(SearchConfig config) : config_(config) {}

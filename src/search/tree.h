@@ -40,6 +40,11 @@ struct SearchConfig {
   int beam_width = 4;              // beam: expand among the best `beam_width` open nodes
 };
 
+// Sets one constant of `c` by its field name above and a decimal value ("widen_alpha", "0.5"), as
+// `kpilot optimize --search NAME=VALUE` gives it. Returns "" when set, else what is wrong: an
+// unknown name (the known ones listed) or a value that is not a number in the constant's range.
+std::string SetSearchConstant(std::string_view name, std::string_view value, SearchConfig* c);
+
 // The UCT exploration constant for a generator whose drafts are ranked over the whole space by a
 // model (the params generator: restarts, crossovers and jumps join each parent's own moves), so a
 // child need not be near its parent and the tree's job is to spread the parents. Measured on the

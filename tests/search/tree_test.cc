@@ -43,6 +43,26 @@ TEST(Policy, NamesRoundTrip) {
   EXPECT_EQ(ParsePolicy("best-first"), std::nullopt);
 }
 
+TEST(SearchConstants, AreSetByNameWithinTheirRanges) {
+  SearchConfig c;
+  EXPECT_EQ(SetSearchConstant("widen_alpha", "0.5", &c), "");
+  EXPECT_DOUBLE_EQ(c.widen_alpha, 0.5);
+  EXPECT_EQ(SetSearchConstant("prune_window", "6", &c), "");
+  EXPECT_EQ(c.prune_window, 6);
+  EXPECT_EQ(SetSearchConstant("exploration", "0", &c), "");
+  EXPECT_DOUBLE_EQ(c.exploration, 0);
+  EXPECT_NE(SetSearchConstant("prune_window", "2.5", &c).find("a whole number from 0 to 1000"), std::string::npos);
+  EXPECT_NE(SetSearchConstant("widen_alpha", "1.5", &c).find("from 0 to 1"), std::string::npos);
+  EXPECT_NE(SetSearchConstant("failure_reward", "0", &c).find("from -100 to -0.01"), std::string::npos);
+  EXPECT_NE(SetSearchConstant("exploration", "lots", &c).find("expected a number"), std::string::npos);
+  EXPECT_NE(SetSearchConstant("exploration", "", &c).find("expected a number"), std::string::npos);
+  std::string unknown = SetSearchConstant("widening", "1", &c);
+  EXPECT_NE(unknown.find("unknown search constant \"widening\""), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("widen_c, widen_alpha"), std::string::npos) << unknown;
+  EXPECT_DOUBLE_EQ(c.widen_alpha, 0.5) << "a refused value leaves the constant as it was";
+  EXPECT_EQ(c.prune_window, 6);
+}
+
 TEST(SearchTree, RewardIsLogSpeedupWithAFloorForFailures) {
   SearchTree t(Config());
   t.AddRoot(Pass(1.0));
