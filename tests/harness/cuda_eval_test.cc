@@ -2,6 +2,8 @@
 // with a speedup near 1; each hand-optimized candidate passes and is faster.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <filesystem>
 #include <iostream>
 
@@ -56,6 +58,11 @@ TEST_F(CudaEval, ReferencesPassAsCandidatesAndOptimizedOnesAreFaster) {
     ++tasks;
     Evaluation ref = Eval(*task, task->reference.path);
     EXPECT_EQ(ref.verdict.kind, VerdictKind::kPassed) << task->name << " reference: " << ref.verdict.summary;
+    // Every workload's launches are traced (a counter profile of that workload reads them).
+    std::set<std::string> traced;
+    if (ref.run.details.contains("launch_trace"))
+      for (const auto& c : ref.run.details["launch_trace"]) traced.insert(c.value("workload", ""));
+    for (const auto& w : task->workloads) EXPECT_TRUE(traced.count(w.name)) << task->name << "/" << w.name << " untraced";
     for (const auto& t : ref.timings) {
       EXPECT_NEAR(t.speedup.ratio, 1.0, 0.05) << task->name << "/" << t.workload;
       std::cout << fmt::format("{:<14} {:<12} reference-as-candidate {:8.4f} ms  speedup {:.3f}\n", task->name,
