@@ -518,8 +518,9 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
     // Everything but --resume, --store, --out, --json, --max-cost, --max-tokens, --devices, --runner and the
     // task-source options (--python, --workloads FILE) defines the run.
     for (const char* name : {"task", "--from", "--generator", "--llm-config", "--raw-metrics", "--feedback", "--tools",
-                             "--memory", "--footprints", "--anticipate", "--counters", "--policy", "--search", "--budget", "--time",
-                             "--plateau", "--energy-weight", "--target", "--objective", "--drafts", "--in-flight", "--seed", "--workload", "--skills",
+                             "--memory", "--footprints", "--anticipate", "--counters", "--policy", "--search",
+                             "--budget", "--time", "--plateau", "--energy-weight", "--target", "--objective",
+                             "--drafts", "--in-flight", "--seed", "--workload", "--skills",
                              "--arch", "--replay", "--calibration"})
       if (cmd->count(name) > 0) a->given.push_back(name == std::string("task") ? "TASK" : name);
     *exit_code = RunOptimize(*a);
