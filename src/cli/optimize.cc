@@ -165,6 +165,15 @@ class PrintProgress : public ProgressSink {
                                e.value("depth", 0));
     } else if (kind == "counters") {
       std::cerr << "        counter profile, " << CountersGist(e) << "\n";
+    } else if (kind == "energy_choice") {
+      const double fastest = e.value("fastest_joules", 0.0), chosen = e.value("chosen_joules", 0.0);
+      std::cerr << fmt::format("energy: node {} ({:.3f}×) uses {:.1f}% fewer joules a call than the fastest, node {} "
+                               "({:.3f}×), whose time CI it lies within: it is the best\n",
+                               e.value("chosen", 0), e.value("chosen_speedup", 0.0),
+                               fastest > 0 ? 100 * (1 - chosen / fastest) : 0.0, e.value("fastest", 0),
+                               e.value("fastest_speedup", 0.0));
+    } else if (kind == "warning") {
+      std::cerr << "kpilot: warning: " << e.value("message", "") << "\n";
     } else if (kind == "resume") {
       std::cerr << "resuming with " << e.value("nodes", 0) << " recorded nodes\n";
     }
