@@ -3,7 +3,10 @@
 // script, and the spending cap — the binary as a user runs it.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "core/fs.h"
 #include "fake_llm_server.h"
@@ -113,6 +116,29 @@ TEST_F(GeneratorsCli, TheSpendingCapStopsTheRun) {
   EXPECT_EQ(j["stop_reason"], "cost");
   EXPECT_EQ(j["generator"]["requests"], 2);
   EXPECT_EQ(server.RequestCount(), 2u);
+}
+
+TEST_F(GeneratorsCli, SlowRequestsRunSideBySide) {
+  // Each reply takes 0.4 s and is a distinct kernel (one more exported function). After the
+  // first answer the cap ($1000 at $100 a request) lets the next expansions' requests go out
+  // together, up to the expansions in flight.
+  FakeLlmServer server;
+  std::atomic<int> n{0};
+  server.SetFallback([&n](const llm::testing::RecordedRequest&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    const int i = ++n;
+    return FakeReply::Code(ParallelReference() + "\nextern \"C\" int kpilot_test_variant_" + std::to_string(i) +
+                           "() { return " + std::to_string(i) + "; }\n");
+  });
+  auto args = Args(server.OpenAISpec("fake-model"), 5);
+  args.insert(args.end(), {"--max-cost", "1000", "--in-flight", "3"});
+  ProcessResult r = testing::RunKpilot(dir_->path(), args, 600);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stop_reason"], "budget");
+  EXPECT_EQ(j["evaluations"], 5);
+  EXPECT_GE(server.MaxConcurrent(), 2) << "requests for several expansions were in flight at once";
+  EXPECT_EQ(server.RequestCount(), 4u) << "one request per draft: none beyond the budget";
 }
 
 TEST_F(GeneratorsCli, OptimizeThroughACommandAgent) {
