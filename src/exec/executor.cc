@@ -75,7 +75,10 @@ double LocalExecutor::ChecksAndTimingSeconds() const {
 
 double LocalExecutor::BusySeconds() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return busy_s_;
+  const double now = ElapsedSeconds();
+  double busy = busy_s_;
+  for (const auto& [job, since] : running_) busy += std::max(0.0, now - since);
+  return busy;
 }
 
 void LocalExecutor::CompileLoop() {
@@ -225,10 +228,11 @@ void LocalExecutor::EvalLoop(int device) {
       if (eval_queue_.empty()) return;
       p = std::move(eval_queue_.front());
       eval_queue_.pop_front();
+      p->result.eval_start_s = ElapsedSeconds();
+      running_[p.get()] = p->result.eval_start_s;
     }
     if (device >= 0) p->job.options.device = device;
     p->result.device = device;
-    p->result.eval_start_s = ElapsedSeconds();
     const Backend backend = p->job.task->backend;
     ServedRunner* runner = nullptr;
     if (reuse_ == RunnerReuse::kAll || (reuse_ == RunnerReuse::kCuda && backend == Backend::kCuda)) {
@@ -271,6 +275,7 @@ void LocalExecutor::EvalLoop(int device) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       busy_s_ += p->result.eval_end_s - p->result.eval_start_s;
+      running_.erase(p.get());
       if (e.ok() && !p->result.evaluation_reused) checks_timing_s_ += RunnerChecksAndTimingSeconds(e->run.details);
       --evaluations_ready_;
     }

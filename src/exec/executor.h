@@ -120,8 +120,8 @@ class Executor {
  public:
   virtual ~Executor() = default;
   virtual std::future<EvalJobResult> Submit(EvalJob job) = 0;
-  // Seconds the evaluation queues were busy, summed over them (counter profiles included) /
-  // seconds since the executor started.
+  // Seconds the evaluation queues were busy, summed over them (counter profiles included, and the
+  // evaluations running now up to this moment) / seconds since the executor started.
   virtual double BusySeconds() const = 0;
   // Of BusySeconds, the runners' checks and timing proper (RunnerChecksAndTimingSeconds of every
   // evaluation run: no process start, CUDA context, loading or counter profile), the share of
@@ -210,7 +210,8 @@ class LocalExecutor : public Executor {
   int evaluations_ready_ = 0;  // EvaluationsReady()
   int footprints_compiling_ = 0;
   const int max_footprint_compiles_;  // half the compile threads, at least one
-  double busy_s_ = 0;
+  double busy_s_ = 0;  // of evaluations that have ended
+  std::map<const Pending*, double> running_;  // evaluations running now: since when (ElapsedSeconds)
   double checks_timing_s_ = 0;
   std::vector<std::thread> compilers_;
   const size_t queues_;

@@ -285,9 +285,11 @@ class Optimizer::Loop {
   };
   // Records the generator's spend and the drafts it failed to make, closes a node whose
   // expansions keep failing or that has nothing new (unless `siblings_in_flight`), and otherwise
-  // records each proposal (so a crash can resume it) and submits it into `b`, counting `pending`.
-  Result<Taken> TakeDrafts(int64_t sel, Result<std::vector<Draft>> drafts, bool siblings_in_flight, Batch* b,
-                           int* pending);
+  // records each proposal (so a crash can resume it) and submits it into `b`, counting pending_.
+  Result<Taken> TakeDrafts(int64_t sel, Result<std::vector<Draft>> drafts, bool siblings_in_flight, Batch* b);
+  // Evaluations the budget still has room for: less those done, the drafts submitted and not yet
+  // evaluated, and --drafts for each expansion the generator is still writing.
+  int BudgetLeft() const;
   // Under a spending cap (--max-cost, --max-tokens) another request goes out beside the
   // `proposing` ones only while the spend so far plus what those are expected to cost (this
   // process's mean per answered expansion) stays under the cap; before any answer, one at a time.
@@ -309,6 +311,7 @@ class Optimizer::Loop {
   int64_t incumbent_ = -1;
   int evaluations_ = 0, promotion_checks_ = 0, duplicates_ = 0, since_promotion_ = 0;
   int answered_ = 0;  // expansions the generator answered in this process (CapAllowsAnotherRequest)
+  int pending_ = 0;   // drafts submitted and not yet evaluated (Iterate)
   // Drafts in a row whose binary was evaluated already: they hand their budget back, so a
   // generator that only ever repeats itself (an LLM rewording the same kernel) would otherwise
   // never end the run.
@@ -816,7 +819,7 @@ ProposalContext Optimizer::Loop::ContextFor(int64_t node) {
   for (const auto& [id, d] : data_)
     c.evaluated.push_back({d.params, tree_.node(id).outcome.passed, tree_.node(id).outcome.speedup});
   for (int64_t child : tree_.node(node).children) c.sibling_summaries.push_back(tree_.node(child).outcome.summary);
-  c.remaining_budget = opts_.budget - evaluations_;
+  c.remaining_budget = BudgetLeft();
   c.k = std::max(1, std::min(opts_.drafts_per_expansion, c.remaining_budget));
   c.seed = opts_.seed * 1000003u + static_cast<uint64_t>(tree_.size());
   c.skills_enabled = opts_.skills;
@@ -1188,7 +1191,7 @@ Status Optimizer::Loop::RecordSpend() {
 }
 
 Result<Optimizer::Loop::Taken> Optimizer::Loop::TakeDrafts(int64_t sel, Result<std::vector<Draft>> drafts,
-                                                            bool siblings_in_flight, Batch* b, int* pending) {
+                                                            bool siblings_in_flight, Batch* b) {
   Status spent = RecordSpend();
   if (!drafts.ok() || !spent.ok())
     return !spent.ok() ? spent : drafts.status().WithContext("the " + o_.proposer_.name() + " generator");
@@ -1221,7 +1224,7 @@ Result<Optimizer::Loop::Taken> Optimizer::Loop::TakeDrafts(int64_t sel, Result<s
   // Record every proposal first (so a crash can resume them), then compile them in parallel
   // and evaluate them one at a time.
   for (auto& d : *drafts) {
-    if (evaluations_ + *pending >= opts_.budget) break;
+    if (evaluations_ + pending_ >= opts_.budget) break;
     if (d.source.empty()) {
       d.source = data_.at(sel).source;
       d.source_name = data_.at(sel).source_name;
@@ -1235,9 +1238,15 @@ Result<Optimizer::Loop::Taken> Optimizer::Loop::TakeDrafts(int64_t sel, Result<s
     if (!path.ok()) return path.status();
     b->futures.push_back(SubmitDraft(d, *path, *seq));
     b->proposed.push_back({*seq, d});
-    ++*pending;
+    ++pending_;
   }
   return b->proposed.empty() ? Taken::kNone : Taken::kSubmitted;
+}
+
+int Optimizer::Loop::BudgetLeft() const {
+  int proposing = 0;
+  for (const auto& b : in_flight_) proposing += b.proposing() ? 1 : 0;
+  return opts_.budget - evaluations_ - pending_ - proposing * std::max(1, opts_.drafts_per_expansion);
 }
 
 bool Optimizer::Loop::CapAllowsAnotherRequest(int proposing) const {
@@ -1255,17 +1264,19 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
   // Batches in flight are waited for by ~Loop, the one being built or evaluated by its guard:
   // an error return or an exception leaves no job calling into a dead loop.
   std::deque<Batch>& in_flight = in_flight_;
-  int pending = 0;  // drafts submitted and not yet evaluated
   // The executor's busy and elapsed seconds at the end of the last batch (adaptive depth).
   double busy0 = o_.executor_.BusySeconds(), elapsed0 = o_.executor_.ElapsedSeconds();
   for (;;) {
+    // Spend of requests answered but not yet taken is recorded now: a kill before they are taken
+    // must not hide it from a resumed run's caps.
+    KPILOT_RETURN_IF_ERROR(RecordSpend());
     std::string stop;  // decided afresh each round: skipped duplicates give budget back
     // Keep the next expansions compiling while the GPU evaluates the current one (depth_
     // expansions in flight; with 2 the tree is one batch behind).
     while (stop.empty() && static_cast<int>(in_flight.size()) < depth_) {
-      int proposing = 0;  // expansions the generator is still writing: at most --drafts each
+      int proposing = 0;  // expansions the generator is still writing
       for (const auto& other : in_flight) proposing += other.proposing() ? 1 : 0;
-      if (evaluations_ + pending + proposing * std::max(1, opts_.drafts_per_expansion) >= opts_.budget) stop = "budget";
+      if (BudgetLeft() <= 0) stop = "budget";
       else if (opts_.time_limit_s > 0 && earlier_processes_s_ + Seconds(start_) > opts_.time_limit_s) stop = "time";
       else if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) stop = "plateau";
       else if (opts_.max_cost_usd > 0 && TotalSpend().cost_usd >= opts_.max_cost_usd) stop = "cost";
@@ -1299,30 +1310,32 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
       }
       bool siblings = false;
       for (const auto& other : in_flight) siblings = siblings || other.parent == *sel;
-      auto taken = TakeDrafts(*sel, b.drafts.get(), siblings, &b, &pending);
+      auto taken = TakeDrafts(*sel, b.drafts.get(), siblings, &b);
       if (!taken.ok()) return taken.status();
       if (*taken == Taken::kChildrenPending) break;
       if (*taken == Taken::kSubmitted) in_flight.push_back(std::move(b));
     }
-    // Take the answers of the generators that have answered, oldest first; the oldest expansion
-    // is waited for when it is still being written, since it is evaluated next. A batch just
-    // submitted is compiling, so the loop goes back to fill the pipeline before it waits for it.
+    // Take the generators' answers in the order they were asked for, up to the first still being
+    // written (so proposals are recorded in the order their batches are evaluated: a resumed run
+    // evaluates what was recorded in that order); the oldest expansion is waited for, since it is
+    // evaluated next. A batch just submitted is compiling, so the loop then goes back to decide
+    // the stop and fill the pipeline before it waits for it.
     bool took = false;
     for (auto it = in_flight.begin(); it != in_flight.end();) {
-      if (!it->proposing() ||
-          (it != in_flight.begin() && it->drafts.wait_for(std::chrono::seconds(0)) == std::future_status::timeout)) {
+      if (!it->proposing()) {
         ++it;
         continue;
       }
+      if (it != in_flight.begin() && it->drafts.wait_for(std::chrono::seconds(0)) == std::future_status::timeout) break;
       bool siblings = false;
       for (auto other = in_flight.begin(); other != in_flight.end(); ++other)
         siblings = siblings || (other != it && other->parent == it->parent);
-      auto taken = TakeDrafts(it->parent, it->drafts.get(), siblings, &*it, &pending);
+      auto taken = TakeDrafts(it->parent, it->drafts.get(), siblings, &*it);
       if (!taken.ok()) return taken.status();
       took = true;
       it = *taken == Taken::kSubmitted ? std::next(it) : in_flight.erase(it);
     }
-    if (took && stop.empty()) continue;
+    if (took) continue;
     if (in_flight.empty()) return Finish(stop.empty() ? "exhausted" : stop);
     // The oldest batch, even when a later one has ended first: a run's node order then follows
     // its proposals, which replay:DIR needs to reproduce a run. Taking whichever batch ended
@@ -1331,7 +1344,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
     in_flight.pop_front();
     WaitForAll guard{b.futures};
     for (size_t i = 0; i < b.proposed.size(); ++i) {
-      --pending;
+      --pending_;
       auto done = EvaluateDraft(b.parent, b.proposed[i].first, b.proposed[i].second, std::move(b.futures[i]));
       if (!done.ok()) return done.status();
     }

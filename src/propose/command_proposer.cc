@@ -89,7 +89,10 @@ class CommandProposer : public Proposer {
       for (int start = 0; start < k; start += width) {
         std::vector<std::future<Result<Draft>>> wave;
         for (int i = start; i < std::min(k, start + width); ++i)
-          wave.push_back(std::async(std::launch::async, [this, c, i] { return OneDraft(*c, i); }));
+          wave.push_back(std::async(std::launch::async, [this, c, i] {
+          RunTranscripts::Scope scope(c->run_id, c->parent_node);  // requests for other parents run beside it
+          return OneDraft(*c, i);
+        }));
         for (auto& f : wave) {
           Result<Draft> d = f.get();
           if (!d.ok()) return d.status();  // kpilot's own failure (workspace, the program missing)

@@ -44,7 +44,10 @@ class LlmProposer : public Proposer {
     return std::async(std::launch::async, [this, c]() -> Result<std::vector<Draft>> {
       std::vector<std::future<Result<Draft>>> each;
       for (int i = 0; i < std::max(1, c->k); ++i)
-        each.push_back(std::async(std::launch::async, [this, c, i] { return OneDraft(*c, i); }));
+        each.push_back(std::async(std::launch::async, [this, c, i] {
+          RunTranscripts::Scope scope(c->run_id, c->parent_node);  // requests for other parents run beside it
+          return OneDraft(*c, i);
+        }));
       std::vector<Draft> drafts;
       Status first_error = Status::Ok();
       for (auto& f : each) {

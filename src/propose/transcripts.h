@@ -16,12 +16,24 @@ class RunTranscripts : public llm::TranscriptSink {
  public:
   // `store` is borrowed (null: nothing is archived). Thread-safe (the Store serializes calls).
   explicit RunTranscripts(Store* store) : store_(store) {}
-  // The run and parent node the next exchanges belong to (the optimizer proposes from one
-  // parent at a time); before the first call nothing is archived.
+  // The run and parent node the next exchanges belong to; before the first call nothing is
+  // archived. Exchanges made on a thread inside a Scope belong to the Scope's instead.
   void SetContext(int64_t run_id, int64_t parent) {
     run_id_ = run_id;
     parent_ = parent;
   }
+  // While it lives, the exchanges this thread makes belong to `run_id` and `parent`: the
+  // optimizer keeps requests for several parents in flight at once, each on threads of its own.
+  class Scope {
+   public:
+    Scope(int64_t run_id, int64_t parent);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    int64_t run_id_before_, parent_before_;
+  };
   void Record(const llm::Exchange& exchange) override;
   int64_t recorded() const { return recorded_; }
 

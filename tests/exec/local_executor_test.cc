@@ -81,6 +81,26 @@ TEST(LocalExecutor, EachListedDeviceHasItsOwnExclusiveQueue) {
   EXPECT_LT(executor.ChecksAndTimingSeconds(), executor.BusySeconds());
 }
 
+// The adaptive pipeline depth reads the busy seconds over each batch's window: an evaluation
+// that spans windows counts in each as it runs, not all in the window where it ends (a window
+// inside one long evaluation read 0% busy and deepened the pipeline, session 26).
+TEST(LocalExecutor, BusySecondsCountAnEvaluationWhileItRuns) {
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 2);
+  auto f = executor.Submit(SaxpyJob(saxpy.task, 1.0));
+  bool seen = false;
+  while (f.wait_for(std::chrono::milliseconds(10)) == std::future_status::timeout)
+    if (executor.BusySeconds() > 0.2) {
+      seen = true;
+      break;
+    }
+  EXPECT_TRUE(seen) << "busy seconds grew while the evaluation ran";
+  EvalJobResult r = f.get();
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_NEAR(executor.BusySeconds(), r.eval_end_s - r.eval_start_s, 1e-9) << "counted once when it ended";
+}
+
 TEST(RunnerChecksAndTimingSeconds, FromObjectsToTheEndOfTimingOrOfTheChecks) {
   using nlohmann::json;
   EXPECT_DOUBLE_EQ(RunnerChecksAndTimingSeconds(json{{"timeline_s", {{"context", 0.2}, {"objects", 0.25},

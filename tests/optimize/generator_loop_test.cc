@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 
 #include "core/fs.h"
 #include "optimize/optimizer.h"
@@ -108,8 +109,9 @@ class ConcurrentProposer : public Proposer {
  public:
   std::string name() const override { return "concurrent"; }
   std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
-    std::string source = ctx.parent_source + "// variant " + std::to_string(calls_++) + "\n";
-    return std::async(std::launch::async, [this, source]() -> Result<std::vector<Draft>> {
+    const int call = calls_++;
+    std::string source = ctx.parent_source + "// variant " + std::to_string(call) + "\n";
+    return std::async(std::launch::async, [this, source, call]() -> Result<std::vector<Draft>> {
       {
         std::unique_lock<std::mutex> lock(mu_);
         max_running = std::max(max_running, ++running_);
@@ -123,6 +125,10 @@ class ConcurrentProposer : public Proposer {
       d.source = source;
       d.source_name = "llm.cpp";
       d.summary = "variant";
+      if (failing.count(call)) {
+        d.failure = "the reply has no fenced code block";
+        d.summary = "fake: no usable candidate";
+      }
       return std::vector<Draft>{d};
     });
   }
@@ -132,6 +138,7 @@ class ConcurrentProposer : public Proposer {
   }
   int max_running = 0;  // read after the run
   bool wait_for_company = true;
+  std::set<int> failing;  // calls (from 0) whose draft the generator fails to make
   double cost = 0;  // dollars a request
 
  private:
@@ -232,6 +239,25 @@ TEST_F(GeneratorLoopTest, UnderASpendingCapRequestsGoOutOnlyWhileTheCapAllowsThe
   EXPECT_EQ(res->stop_reason, "cost");
   EXPECT_EQ(res->spend.requests, 3);
   EXPECT_LE(proposer.max_running, 2);
+}
+
+TEST_F(GeneratorLoopTest, ARequestInFlightThatFailsGivesItsBudgetBack) {
+  // Budget 3, two drafts an expansion: after the start, the first request reserves the rest and
+  // is the only one in flight. It fails: the run asks again instead of ending with "budget" at
+  // one evaluation.
+  ConcurrentProposer proposer;
+  proposer.wait_for_company = false;
+  proposer.failing = {0};
+  o_.pipeline_depth = 3;
+  o_.drafts_per_expansion = 2;
+  o_.budget = 3;
+  o_.search.policy = Policy::kGreedy;
+  Optimizer optimizer(task_, proposer, executor_, *store_, progress_);
+  auto res = optimizer.Run(o_);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->stop_reason, "budget");
+  EXPECT_EQ(res->evaluations, 3);
+  EXPECT_EQ(progress_.Count("generator_failure"), 1);
 }
 
 TEST_F(GeneratorLoopTest, WithoutACapTheBudgetStopsIt) {

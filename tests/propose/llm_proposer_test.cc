@@ -2,6 +2,10 @@
 // the tool loop and its budget, parallel drafts, the spending cap, transcripts.
 #include <gtest/gtest.h>
 
+#include <thread>
+
+#include <set>
+
 #include <deque>
 #include <mutex>
 
@@ -357,6 +361,38 @@ TEST_F(LlmProposerTest, TranscriptsGoToTheRunInTheStore) {
   auto blob = (*store)->GetBlob(j["blob"].get<std::string>());
   ASSERT_TRUE(blob.ok());
   EXPECT_NE(blob->find("\"model\\\":\\\"fake\\\""), std::string::npos) << *blob;
+}
+
+TEST_F(LlmProposerTest, TranscriptsOfRequestsInFlightForSeveralParentsNameTheirOwn) {
+  auto dir = TempDir::Create("kpilot-llm-store-");
+  ASSERT_TRUE(dir.ok());
+  auto store = Store::Open(dir->path());
+  ASSERT_TRUE(store.ok());
+  RunRecord run;
+  run.task_name = "saxpy";
+  run.status = "running";
+  auto id = (*store)->CreateRun(run);
+  ASSERT_TRUE(id.ok());
+  RunTranscripts sink(store->get());
+  sink.SetContext(*id, 9);  // the last parent asked for; requests for 3 and 5 are still running
+  llm::Exchange e;
+  e.endpoint = "openai fake";
+  std::thread a([&] {
+    RunTranscripts::Scope scope(*id, 3);
+    sink.Record(e);
+  });
+  std::thread b([&] {
+    RunTranscripts::Scope scope(*id, 5);
+    sink.Record(e);
+  });
+  a.join();
+  b.join();
+  sink.Record(e);  // outside any scope: the context's
+  auto events = (*store)->ListRunEvents(*id);
+  ASSERT_TRUE(events.ok());
+  std::multiset<int> parents;
+  for (const auto& ev : *events) parents.insert(nlohmann::json::parse(ev.payload_json)["parent"].get<int>());
+  EXPECT_EQ(parents, (std::multiset<int>{3, 5, 9}));
 }
 
 }  // namespace
