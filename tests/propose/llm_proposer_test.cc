@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include <memory>
+#include <optional>
 #include <set>
 
 #include <deque>
@@ -332,18 +334,32 @@ TEST_F(LlmProposerTest, DisclosureSaysWhatGoesWhere) {
     EXPECT_NE(s.find(want), std::string::npos) << want;
 }
 
+// A store in a fresh folder holding one running run, for the transcript tests.
+struct StoreWithRun {
+  void Open() {
+    auto d = TempDir::Create("kpilot-llm-store-");
+    ASSERT_TRUE(d.ok());
+    dir.emplace(std::move(d).value());
+    auto s = Store::Open(dir->path());
+    ASSERT_TRUE(s.ok());
+    store = std::move(s).value();
+    RunRecord run;
+    run.task_name = "saxpy";
+    run.status = "running";
+    auto created = store->CreateRun(run);
+    ASSERT_TRUE(created.ok());
+    id = *created;
+  }
+  std::optional<TempDir> dir;
+  std::unique_ptr<Store> store;
+  int64_t id = 0;
+};
+
 TEST_F(LlmProposerTest, TranscriptsGoToTheRunInTheStore) {
-  auto dir = TempDir::Create("kpilot-llm-store-");
-  ASSERT_TRUE(dir.ok());
-  auto store = Store::Open(dir->path());
-  ASSERT_TRUE(store.ok());
-  RunRecord run;
-  run.task_name = "saxpy";
-  run.status = "running";
-  auto id = (*store)->CreateRun(run);
-  ASSERT_TRUE(id.ok());
-  RunTranscripts sink(store->get());
-  sink.SetContext(*id, 4);
+  StoreWithRun sr;
+  ASSERT_NO_FATAL_FAILURE(sr.Open());
+  RunTranscripts sink(sr.store.get());
+  sink.SetContext(sr.id, 4);
   llm::Exchange e;
   e.endpoint = "openai fake";
   e.request_json = R"({"model":"fake"})";
@@ -351,44 +367,37 @@ TEST_F(LlmProposerTest, TranscriptsGoToTheRunInTheStore) {
   e.status = 200;
   e.usage.input_tokens = 12;
   sink.Record(e);
-  auto events = (*store)->ListRunEvents(*id);
+  auto events = sr.store->ListRunEvents(sr.id);
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 1u);
   EXPECT_EQ((*events)[0].kind, "transcript");
   auto j = nlohmann::json::parse((*events)[0].payload_json);
   EXPECT_EQ(j["parent"], 4);
   EXPECT_EQ(j["usage"]["input_tokens"], 12);
-  auto blob = (*store)->GetBlob(j["blob"].get<std::string>());
+  auto blob = sr.store->GetBlob(j["blob"].get<std::string>());
   ASSERT_TRUE(blob.ok());
   EXPECT_NE(blob->find("\"model\\\":\\\"fake\\\""), std::string::npos) << *blob;
 }
 
 TEST_F(LlmProposerTest, TranscriptsOfRequestsInFlightForSeveralParentsNameTheirOwn) {
-  auto dir = TempDir::Create("kpilot-llm-store-");
-  ASSERT_TRUE(dir.ok());
-  auto store = Store::Open(dir->path());
-  ASSERT_TRUE(store.ok());
-  RunRecord run;
-  run.task_name = "saxpy";
-  run.status = "running";
-  auto id = (*store)->CreateRun(run);
-  ASSERT_TRUE(id.ok());
-  RunTranscripts sink(store->get());
-  sink.SetContext(*id, 9);  // the last parent asked for; requests for 3 and 5 are still running
+  StoreWithRun sr;
+  ASSERT_NO_FATAL_FAILURE(sr.Open());
+  RunTranscripts sink(sr.store.get());
+  sink.SetContext(sr.id, 9);  // the last parent asked for; requests for 3 and 5 are still running
   llm::Exchange e;
   e.endpoint = "openai fake";
   std::thread a([&] {
-    RunTranscripts::Scope scope(*id, 3);
+    RunTranscripts::Scope scope(sr.id, 3);
     sink.Record(e);
   });
   std::thread b([&] {
-    RunTranscripts::Scope scope(*id, 5);
+    RunTranscripts::Scope scope(sr.id, 5);
     sink.Record(e);
   });
   a.join();
   b.join();
   sink.Record(e);  // outside any scope: the context's
-  auto events = (*store)->ListRunEvents(*id);
+  auto events = sr.store->ListRunEvents(sr.id);
   ASSERT_TRUE(events.ok());
   std::multiset<int> parents;
   for (const auto& ev : *events) parents.insert(nlohmann::json::parse(ev.payload_json)["parent"].get<int>());
