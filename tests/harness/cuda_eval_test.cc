@@ -2,10 +2,9 @@
 // with a speedup near 1; each hand-optimized candidate passes and is faster.
 #include <gtest/gtest.h>
 
-#include <set>
-
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include <fmt/format.h>
 

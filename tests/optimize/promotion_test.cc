@@ -1,6 +1,7 @@
-// The promotion gate with controlled timings: a test double of the executor returns evaluations
-// whose speedups and CIs the test chooses, so the rule is checked exactly (two shared CI cores
-// cannot time honestly to 1%).
+// The promotion gate, the stop rules (plateau, target) and the objectives (time, energy, mix) with
+// controlled timings: a test double of the executor returns evaluations whose speedups, CIs and
+// joules the test chooses, so each rule is checked exactly (two shared CI cores cannot time
+// honestly to 1%, and have no NVML).
 #include <gtest/gtest.h>
 
 #include <functional>

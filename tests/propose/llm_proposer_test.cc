@@ -2,14 +2,12 @@
 // the tool loop and its budget, parallel drafts, the spending cap, transcripts.
 #include <gtest/gtest.h>
 
-#include <thread>
-
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
-
-#include <deque>
-#include <mutex>
+#include <thread>
 
 #include "core/fs.h"
 #include "propose/llm_proposer.h"
