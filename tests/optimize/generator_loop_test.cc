@@ -1,6 +1,8 @@
-// How the loop treats LLM-style generators, with an executor double: the spending cap stops the
-// run ("cost"), drafts a generator failed to make go to search memory and the events (and close
-// the node when it keeps failing), and the context carries the parent's verdict evidence.
+// How the loop treats LLM-style generators, with an executor double: the spending and token caps
+// stop the run ("cost", "tokens"), slow requests for several expansions are in flight at once
+// within the caps and the budget, drafts a generator failed to make go to search memory and the
+// events (and close the node when it keeps failing), and the context carries the parent's
+// verdict evidence.
 #include <gtest/gtest.h>
 
 #include <chrono>
