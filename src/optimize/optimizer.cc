@@ -287,6 +287,8 @@ class Optimizer::Loop {
   // expansions keep failing or that has nothing new (unless `siblings_in_flight`), and otherwise
   // records each proposal (so a crash can resume it) and submits it into `b`, counting pending_.
   Result<Taken> TakeDrafts(int64_t sel, Result<std::vector<Draft>> drafts, bool siblings_in_flight, Batch* b);
+  // Expansions in flight that the generator is still writing.
+  int Proposing() const;
   // Evaluations the budget still has room for: less those done, the drafts submitted and not yet
   // evaluated, and --drafts for each expansion the generator is still writing.
   int BudgetLeft() const;
@@ -1243,10 +1245,12 @@ Result<Optimizer::Loop::Taken> Optimizer::Loop::TakeDrafts(int64_t sel, Result<s
   return b->proposed.empty() ? Taken::kNone : Taken::kSubmitted;
 }
 
+int Optimizer::Loop::Proposing() const {
+  return static_cast<int>(std::count_if(in_flight_.begin(), in_flight_.end(), [](const Batch& b) { return b.proposing(); }));
+}
+
 int Optimizer::Loop::BudgetLeft() const {
-  int proposing = 0;
-  for (const auto& b : in_flight_) proposing += b.proposing() ? 1 : 0;
-  return opts_.budget - evaluations_ - pending_ - proposing * std::max(1, opts_.drafts_per_expansion);
+  return opts_.budget - evaluations_ - pending_ - Proposing() * std::max(1, opts_.drafts_per_expansion);
 }
 
 bool Optimizer::Loop::CapAllowsAnotherRequest(int proposing) const {
@@ -1274,8 +1278,6 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
     // Keep the next expansions compiling while the GPU evaluates the current one (depth_
     // expansions in flight; with 2 the tree is one batch behind).
     while (stop.empty() && static_cast<int>(in_flight.size()) < depth_) {
-      int proposing = 0;  // expansions the generator is still writing
-      for (const auto& other : in_flight) proposing += other.proposing() ? 1 : 0;
       if (BudgetLeft() <= 0) stop = "budget";
       else if (opts_.time_limit_s > 0 && earlier_processes_s_ + Seconds(start_) > opts_.time_limit_s) stop = "time";
       else if (opts_.plateau > 0 && since_promotion_ >= opts_.plateau) stop = "plateau";
@@ -1287,7 +1289,7 @@ Result<OptimizeResult> Optimizer::Loop::Iterate() {
                data_.at(incumbent_).achieved_fraction >= opts_.target_fraction)
         stop = "target";
       if (!stop.empty()) break;
-      if (!CapAllowsAnotherRequest(proposing)) break;  // the answers in flight decide
+      if (!CapAllowsAnotherRequest(Proposing())) break;  // the answers in flight decide
       std::optional<int64_t> sel = tree_.Select(rng_);
       if (!sel) {
         if (in_flight.empty()) stop = "exhausted";
