@@ -177,6 +177,37 @@ namespace kpilot {
 namespace {
 
 // The default store is ".kpilot" relative to where the user stands; compilers run elsewhere.
+// The run listing and one run's view a user reads after optimize, as text and as JSON; options
+// the task cannot measure are refused before a run is recorded.
+TEST_F(Cli, RunsListsAndShowShowsAnOptimizeRun) {
+  ProcessResult refused = Kpilot({"optimize", Example("host/saxpy"), "--objective", "energy", "--store", Store()});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--objective energy needs each candidate's joules"), std::string::npos) << refused.err;
+  ProcessResult bad = Kpilot({"optimize", Example("host/saxpy"), "--search", "widen_alpha=2", "--store", Store()});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--search widen_alpha=2: widen_alpha=2: expected a number from 0 to 1"), std::string::npos)
+      << bad.err;
+  ProcessResult run = Kpilot({"optimize", Example("host/saxpy"), "--budget", "2", "--workload", "12M-odd",
+                              "--search", "prune_window=6", "--store", Store(), "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ProcessResult runs = Kpilot({"runs", "--store", Store(), "--json"});
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  auto list = nlohmann::json::parse(runs.out);
+  ASSERT_EQ(list.size(), 1u) << "the refused runs were never recorded: " << runs.out;
+  EXPECT_EQ(list[0]["id"], 1);
+  EXPECT_EQ(list[0]["task"], "saxpy");
+  EXPECT_EQ(list[0]["status"], "finished");
+  EXPECT_GT(list[0]["best_speedup"].get<double>(), 0);
+  ProcessResult show = Kpilot({"show", "1", "--store", Store(), "--json"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  auto j = nlohmann::json::parse(show.out);
+  EXPECT_EQ(j["options"]["prune_window"], 6) << "--search is stored with the run";
+  EXPECT_EQ(j["nodes"].size(), 2u);
+  ProcessResult text = Kpilot({"show", "1", "--store", Store()});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("best       omp_simd.cpp:"), std::string::npos) << text.out;
+}
+
 TEST_F(Cli, DefaultRelativeStoreWorks) {
   ProcessResult r = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/reference.cpp"), "--workload",
                             "12M-odd", "--no-time"});
