@@ -274,10 +274,16 @@ def run(request, channel):
 def hold_gpu_lock(lock_dir, index):
     """Takes the per-GPU timing lock kpilot-runner takes (an flock on
     LOCK_DIR/kpilot-gpu-INDEX.lock), so two kpilot processes never check or time on one GPU at
-    once. Held until the process ends, however it ends. Returns (seconds waited, warning or "")."""
+    once. Held until the process ends, however it ends. Returns (seconds waited, warning or "").
+    In kpilot's sandbox the lock's folder is hidden: the sandbox passes the file, opened, at the
+    descriptor KPILOT_GPU_LOCK_FD names."""
     path = os.path.join(lock_dir, "kpilot-gpu-%d.lock" % index)
+    inherited = os.environ.get("KPILOT_GPU_LOCK_FD")
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        if inherited and os.readlink("/proc/self/fd/%s" % inherited) == path:
+            fd = int(inherited)
+        else:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
     except OSError as e:
         return 0.0, "could not open the GPU lock file %s (%s); another kpilot may time on this GPU at the same time" % (
             path, e.strerror)
@@ -304,7 +310,9 @@ class Run:
         self.request = request
         self.res = res
         self.details = res["details"]
-        self.exploit = bool(request.get("exploit_checks", True))
+        # Every timing procedure keeps every check: an official-aligned timing changes how time is
+        # measured, never what is checked.
+        self.exploit = True
         self.timing = dict(request.get("timing") or {})
         self.mode = self.timing.get("mode", "default")
         if self.mode not in ("default", "kernelbench", "flashinfer"):

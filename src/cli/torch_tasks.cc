@@ -26,6 +26,7 @@ Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task,
   if (task.reference.kind != ReferenceKind::kPython) return std::unique_ptr<PythonTaskRunner>();
   auto worker = FindPythonWorker(python, PythonPackageDir());
   if (!worker.ok()) return worker.status();
+  worker->sandbox_runner = RunnerPath();
   return std::unique_ptr<PythonTaskRunner>(std::make_unique<WorkerTaskRunner>(SystemProcessRunner(), *worker));
 }
 

@@ -61,7 +61,11 @@ Status WriteFileAtomic(const fs::path& path, const std::string& data) {
 
 Result<TempDir> TempDir::Create(const std::string& prefix) {
   const char* base = getenv("TMPDIR");
-  std::string templ = std::string(base && *base ? base : "/tmp") + "/" + prefix + "XXXXXX";
+  return CreateIn(base && *base ? base : "/tmp", prefix);
+}
+
+Result<TempDir> TempDir::CreateIn(const fs::path& parent, const std::string& prefix) {
+  std::string templ = (parent / (prefix + "XXXXXX")).string();
   if (mkdtemp(templ.data()) == nullptr)
     return Status::Internal("cannot create temporary directory " + templ + ": " + std::strerror(errno));
   return TempDir(fs::path(templ));

@@ -22,6 +22,8 @@ class TempDir {
  public:
   // `prefix` starts the folder's name, e.g. "kpilot-eval-".
   static Result<TempDir> Create(const std::string& prefix);
+  // The same inside `parent`.
+  static Result<TempDir> CreateIn(const std::filesystem::path& parent, const std::string& prefix);
   TempDir(TempDir&& other) noexcept;
   TempDir& operator=(TempDir&& other) noexcept;
   TempDir(const TempDir&) = delete;

@@ -1,5 +1,7 @@
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include "core/fs.h"
@@ -63,6 +65,51 @@ std::string GpuLockDir() {
   return dir && *dir ? dir : "/tmp";
 }
 
+std::vector<std::string> SandboxHiddenPaths(const Task& task) {
+  std::vector<std::string> hide;
+  if (!task.dir.empty()) hide.push_back(task.dir.string());
+  if (const char* home = std::getenv("HOME"); home && *home && std::string(home) != "/") hide.push_back(home);
+  return hide;
+}
+
+Status StageObjects(RunRequest& request, const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string*> objects = {&request.reference_object, &request.baseline_object, &request.candidate_object};
+  for (auto& o : request.sweep_objects) objects.push_back(&o);
+  std::error_code ec;
+  fs::create_directories(dir / "objects", ec);
+  if (ec) return Status::Internal("creating " + (dir / "objects").string() + ": " + ec.message());
+  std::map<std::string, std::string> staged;  // original → copy (reference and baseline are often one)
+  auto hide = [&](const fs::path& p) {
+    if (p.empty() || p == p.root_path()) return;
+    if (std::find(request.sandbox_hide.begin(), request.sandbox_hide.end(), p.string()) == request.sandbox_hide.end())
+      request.sandbox_hide.push_back(p.string());
+  };
+  for (std::string* o : objects) {
+    if (o->empty()) continue;
+    if (auto it = staged.find(*o); it != staged.end()) {
+      *o = it->second;
+      continue;
+    }
+    const fs::path from(*o);
+    // Cache entries are <cache>/<key>/object.so: the key keeps copies apart.
+    const fs::path to = dir / "objects" / (std::to_string(staged.size()) + "-" + from.parent_path().filename().string() +
+                                           "-" + from.filename().string());
+    fs::create_hard_link(from, to, ec);
+    if (ec) {
+      ec.clear();
+      fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+      if (ec) return Status::Internal("copying " + from.string() + " for the runner: " + ec.message());
+    }
+    staged[*o] = to.string();
+    const fs::path cache = from.parent_path().parent_path();
+    hide(cache);
+    if (fs::exists(cache.parent_path() / "kpilot.db", ec)) hide(cache.parent_path());
+    *o = to.string();
+  }
+  return Status::Ok();
+}
+
 Verdict CompileErrorVerdict(const CompileOutput& c) {
   Verdict v;
   v.kind = VerdictKind::kCompileError;
@@ -103,6 +150,7 @@ Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
   req.compute_precision = task.compute_precision;
   req.calibration = opt.calibration;
   req.lock_dir = GpuLockDir();
+  req.sandbox_hide = SandboxHiddenPaths(task);
   return req;
 }
 
@@ -198,8 +246,10 @@ Result<RunnerOutcome> RunRunnerProcess(ProcessRunner& processes, const std::file
                                        const RunRequest& request, const RunnerLaunch& launch) {
   auto workdir = TempDir::Create("kpilot-run-");
   if (!workdir.ok()) return workdir.status();
+  RunRequest staged = request;
+  KPILOT_RETURN_IF_ERROR(StageObjects(staged, workdir->path()));
   std::filesystem::path request_path = workdir->path() / "request.json";
-  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(request_path, ToJson(request).dump()));
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(request_path, ToJson(staged).dump()));
 
   ProcessSpec spec;
   spec.argv = launch.wrapper;
@@ -244,10 +294,17 @@ ServedRunner::ServedRunner(std::filesystem::path runner_exe, double backstop_s)
 ServedRunner::~ServedRunner() = default;  // the LiveProcess kills the server's group
 
 Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
-  auto workdir = TempDir::Create("kpilot-run-");
+  if (!requests_) {
+    auto root = TempDir::Create("kpilot-serve-");
+    if (!root.ok()) return root.status();
+    requests_.emplace(std::move(root).value());
+  }
+  auto workdir = TempDir::CreateIn(requests_->path(), "run-");
   if (!workdir.ok()) return workdir.status();
+  RunRequest staged = request;
+  KPILOT_RETURN_IF_ERROR(StageObjects(staged, workdir->path()));
   const std::filesystem::path request_path = workdir->path() / "request.json";
-  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(request_path, ToJson(request).dump()));
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(request_path, ToJson(staged).dump()));
   auto t0 = std::chrono::steady_clock::now();
   // A server that ended between requests never saw this one: a fresh one may take it.
   for (int attempt = 0; attempt < 2; ++attempt) {

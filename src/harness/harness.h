@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/fs.h"
 #include "core/stats.h"
 #include "core/subprocess.h"
 #include "runner/protocol.h"
@@ -227,9 +228,20 @@ class ServedRunner : public RunnerChannel {
  private:
   const std::filesystem::path runner_exe_;
   const double backstop_s_;
+  std::optional<TempDir> requests_;  // the server's request folders live here (its sandbox keeps it)
   std::unique_ptr<LiveProcess> server_;
   int servers_started_ = 0;
 };
+
+// Readies `request` for a sandboxed runner working in `dir`: each object it names (reference,
+// baseline, candidate, sweep objects) is linked or copied into dir/objects/ and the request
+// names the copy, and the folders the objects came from (the compile cache, and the store that
+// holds it) join request.sandbox_hide, so the worker sees neither.
+Status StageObjects(RunRequest& request, const std::filesystem::path& dir);
+
+// What a runner's worker must not see of a task's evaluation: the task folder and the user's
+// home folder (the objects' own folders are added by StageObjects).
+std::vector<std::string> SandboxHiddenPaths(const Task& task);
 
 // Builds the runner request for `task` (pure; exposed for tests).
 Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& options);

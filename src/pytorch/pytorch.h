@@ -24,6 +24,10 @@ namespace kpilot {
 struct PythonWorker {
   std::filesystem::path python;      // an interpreter with torch (checked when first used)
   std::filesystem::path pythonpath;  // the folder holding kpilot_torch/
+  // kpilot-runner, which confines `run` requests (the candidate's code runs in them) with
+  // `--sandbox`; empty: they run unconfined (tests of the worker's own procedures).
+  std::filesystem::path sandbox_runner;
+  bool sandbox = true;               // false: --no-sandbox
 };
 
 // `python_flag`: --python as given ("" = `python3` on PATH). `package_dir`: the folder holding
@@ -43,6 +47,9 @@ Result<PythonWorker> FindPythonWorker(const std::string& python_flag, const std:
 //     status "timeout" or "runtime_error" naming the exit and the tail of stderr;
 //   - mode "describe" → InvalidInput with the exit and the tail of stderr.
 // `timeout_s` bounds the worker's own work; the process gets a backstop beyond it.
+// A `run` request with worker.sandbox_runner set runs confined (sandbox/sandbox.h): the problem,
+// candidate and objects are copied into its folder, which is all it sees of kpilot's files; the
+// reply's "sandbox" holds the report, and a denied attempt makes a passing reply "suspicious".
 Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& worker, const std::string& mode,
                                  const nlohmann::json& request, double timeout_s);
 
@@ -62,8 +69,8 @@ class WorkerTaskRunner : public PythonTaskRunner {
 // The worker's `run` request (docs/pytorch.md, "run") for `task` (pure). Workloads: kernelbench
 // [{"name": "default"}]; flashinfer each selected workload's record with "name" added (the
 // options' workloads, all when empty; an unknown name is InvalidInput listing the known ones).
-// Timing, seeds, timeout and exploit checks (off with --timing kernelbench/flashinfer) from
-// `options`; the device from TorchDevice(options).
+// Timing, seeds and timeout from `options` (every timing procedure keeps every exploit check);
+// the device from TorchDevice(options).
 Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject& candidate,
                                           const PythonSubject& baseline, const EvalOptions& options);
 

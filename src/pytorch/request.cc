@@ -22,7 +22,6 @@ Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject&
     workloads.push_back(std::move(record));
   }
   const TimingConfig& t = opt.timing;
-  bool kpilot_procedure = t.mode == TimingMode::kDefault;
   nlohmann::json seeds = opt.seeds;
   return nlohmann::json{
       {"version", 1},
@@ -44,7 +43,6 @@ Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject&
         {"max_seconds", t.max_seconds},
         {"target_rel_ci", t.target_rel_ci}}},
       {"tolerance", nullptr},  // the format's rule
-      {"exploit_checks", kpilot_procedure},
       {"device", TorchDevice(opt)},
       {"lock_dir", GpuLockDir()},
       {"timeout_s", opt.timeout_s}};

@@ -1,9 +1,12 @@
 // Running kpilot's Python worker (python/kpilot_torch/worker.py): finding an interpreter and the
 // package, one process per request, and the harness seam built on it.
+#include <algorithm>
 #include <sstream>
 
 #include "core/fs.h"
 #include "pytorch/pytorch.h"
+#include "runner/worker.h"
+#include "sandbox/sandbox.h"
 
 namespace kpilot {
 namespace fs = std::filesystem;
@@ -27,6 +30,89 @@ std::optional<nlohmann::json> LastJsonLine(const std::string& out) {
 }
 
 bool Mentions(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+void AddUnique(std::vector<std::string>& list, const fs::path& p) {
+  if (p.empty() || p == p.root_path()) return;
+  if (std::find(list.begin(), list.end(), p.string()) == list.end()) list.push_back(p.string());
+}
+
+// Copies what the request names into `dir`/inputs/ and points the request at the copies, so that
+// the sandbox can hide where they came from (the task folder, the compile cache and its store).
+Status StageRequestFiles(nlohmann::json& request, const fs::path& dir, SandboxSpec& spec) {
+  std::error_code ec;
+  fs::create_directories(dir / "inputs", ec);
+  int n = 0;
+  auto stage = [&](nlohmann::json& holder, const char* key, bool hide_folder) -> Status {
+    if (!holder.is_object() || !holder.contains(key) || !holder[key].is_string()) return Status::Ok();
+    const fs::path from = holder[key].get<std::string>();
+    if (from.empty()) return Status::Ok();
+    const fs::path to = dir / "inputs" / (std::to_string(n++) + "-" + from.filename().string());
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (ec) return Status::Internal("copying " + from.string() + " for the torch worker: " + ec.message());
+    fs::permissions(to, fs::perms(0644), ec);
+    holder[key] = to.string();
+    if (hide_folder) AddUnique(spec.hide, from.parent_path());
+    return Status::Ok();
+  };
+  // A KernelBench problem is one file; a flashinfer definition reads its dataset beside it.
+  const bool kernelbench = request.value("format", "") == "kernelbench";
+  KPILOT_RETURN_IF_ERROR(stage(request, "problem", kernelbench));
+  for (const char* side : {"candidate", "baseline"}) {
+    if (!request.contains(side)) continue;
+    KPILOT_RETURN_IF_ERROR(stage(request[side], "path", true));
+    if (request[side].contains("object") && request[side]["object"].is_string()) {
+      const fs::path object = request[side]["object"].get<std::string>();
+      KPILOT_RETURN_IF_ERROR(stage(request[side], "object", false));
+      const fs::path cache = object.parent_path().parent_path();  // <cache>/<key>/object.so
+      AddUnique(spec.hide, cache);
+      if (fs::exists(cache.parent_path() / "kpilot.db", ec)) AddUnique(spec.hide, cache.parent_path());
+    }
+  }
+  return Status::Ok();
+}
+
+// The sandbox of a `run` request: its folder writable, the worker's package and interpreter
+// readable, the user's home and the staged files' origins hidden; a GPU's timing lock inherited.
+Result<SandboxSpec> WorkerSandbox(const PythonWorker& worker, nlohmann::json& request, const fs::path& dir) {
+  const std::string device = request.value("device", "cpu");
+  const bool cuda = device.rfind("cuda", 0) == 0;
+  SandboxSpec spec = DefaultSandboxSpec(cuda);
+  if (const char* home = std::getenv("HOME"); home && *home) AddUnique(spec.hide, home);
+  KPILOT_RETURN_IF_ERROR(StageRequestFiles(request, dir, spec));
+  spec.keep_writable = {dir.string()};
+  AddUnique(spec.keep_read_only, worker.pythonpath);
+  // A virtual environment's folder and the interpreter's own prefix, wherever they are.
+  std::error_code ec;
+  const fs::path python = worker.python.is_absolute() ? worker.python : fs::path(FindOnPath(worker.python.string()));
+  AddUnique(spec.keep_read_only, python.parent_path().parent_path());
+  AddUnique(spec.keep_read_only, fs::canonical(python, ec).parent_path().parent_path());
+  if (cuda) {
+    const size_t colon = device.find(':');
+    const std::string index = colon == std::string::npos ? "0" : device.substr(colon + 1);
+    spec.inherit_file = request.value("lock_dir", "/tmp") + "/kpilot-gpu-" + index + ".lock";
+    spec.inherit_fd = kGpuLockFd;
+  }
+  return spec;
+}
+
+// A confined run's reply: its sandbox report, and a passing verdict turned suspicious when the
+// candidate tried something the sandbox denied.
+void MergeSandboxReport(const SandboxReport& report, nlohmann::json& reply) {
+  nlohmann::json s = ToJson(report);
+  if (reply.contains("sandbox") && reply["sandbox"].is_object())
+    s["leftover_processes_killed"] = reply["sandbox"].value("leftover_processes_killed", 0);
+  reply["sandbox"] = s;
+  if (report.denied.empty() || reply.value("status", "") == "error") return;
+  std::string tried;
+  for (size_t i = 0; i < report.denied.size() && i < 3; ++i) tried += (i ? "; " : "") + report.denied[i];
+  const std::string what = "the sandbox denied what the candidate tried: " + tried;
+  if (reply.value("status", "") == "passed") {
+    reply["status"] = "suspicious";
+    reply["message"] = what;
+  } else {
+    reply["message"] = reply.value("message", "") + " (" + what + ")";
+  }
+}
 
 }  // namespace
 
@@ -55,26 +141,55 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
   auto workdir = TempDir::Create("kpilot-torch-");
   if (!workdir.ok()) return workdir.status();
   fs::path request_path = workdir->path() / "request.json";
-  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(request_path, request.dump()));
+  nlohmann::json sent = request;
+  const bool confined = mode == "run" && worker.sandbox && !worker.sandbox_runner.empty();
+  SandboxSpec sandbox;
+  if (confined) {
+    auto s = WorkerSandbox(worker, sent, workdir->path());
+    if (!s.ok()) return s.status();
+    sandbox = *s;
+    bool enabled = true;
+    auto over = ApplySandboxOverride(sandbox, std::getenv("KPILOT_SANDBOX"), &enabled);
+    if (!over.ok()) return over.status();
+    sandbox = *over;
+    if (!enabled) sandbox = SandboxSpec{.pid_namespace = false, .network = true, .drop_user = false,
+                                        .mount_namespace = false, .syscall_filter = false};
+    KPILOT_RETURN_IF_ERROR(WriteFileAtomic(workdir->path() / "sandbox.json", ToJson(sandbox).dump()));
+    std::error_code ec;
+    fs::permissions(workdir->path(), fs::perms(0755), ec);
+  }
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(request_path, sent.dump()));
 
   ProcessSpec spec;
-  spec.argv = {worker.python.string(), "-m", "kpilot_torch.worker", mode, request_path.string()};
+  if (confined)
+    spec.argv = {worker.sandbox_runner.string(), "--sandbox", (workdir->path() / "sandbox.json").string(), "--"};
+  for (const std::string& a : {worker.python.string(), std::string("-m"), std::string("kpilot_torch.worker"), mode,
+                               request_path.string()})
+    spec.argv.push_back(a);
   spec.cwd = workdir->path();
   spec.env = std::vector<std::string>{};
   for (auto& entry : ScrubbedEnvironment())
-    if (entry.rfind("PYTHONPATH=", 0) != 0 && entry.rfind("PYTHONHOME=", 0) != 0) spec.env->push_back(entry);
+    if (entry.rfind("PYTHONPATH=", 0) != 0 && entry.rfind("PYTHONHOME=", 0) != 0 &&
+        !(confined && entry.rfind("HOME=", 0) == 0))
+      spec.env->push_back(entry);
   spec.env->push_back("PYTHONPATH=" + worker.pythonpath.string());
   spec.env->push_back("PYTHONDONTWRITEBYTECODE=1");
+  if (confined) {
+    spec.env->push_back("HOME=/tmp");  // the sandbox's private /tmp: caches land there, not in the user's home
+    if (sandbox.inherit_fd >= 0) spec.env->push_back("KPILOT_GPU_LOCK_FD=" + std::to_string(sandbox.inherit_fd));
+  }
   spec.timeout_s = timeout_s + kWorkerBackstopS;
   spec.max_output_bytes = 96u << 20;
   auto proc = processes.Run(spec);
   if (!proc.ok()) return proc.status().WithContext("starting " + worker.python.string());
   std::string python = worker.python.string();
   const std::string no_torch = python + " has no torch — pass --python PATH to an interpreter with torch";
+  const std::optional<SandboxReport> report = confined ? FindSandboxReport(proc->err) : std::nullopt;
   if (auto reply = LastJsonLine(proc->out)) {
     // The worker itself says so when torch does not import.
     if (reply->value("status", "") == "error" && Mentions(reply->value("message", ""), "torch is not importable"))
       return Status::Unavailable(no_torch + " (" + reply->value("message", "") + ")");
+    if (report) MergeSandboxReport(*report, *reply);
     return *reply;
   }
 
@@ -92,6 +207,7 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
                             {"message", what},
                             {"phase", "load"},
                             {"wall_s", proc->wall_s}};
+  if (report) MergeSandboxReport(*report, made_up);
   return made_up;
 }
 
@@ -102,7 +218,9 @@ Result<RunResult> WorkerTaskRunner::Run(const Task& task, const PythonSubject& c
                                         const EvalOptions& options) {
   auto request = BuildWorkerRequest(task, candidate, baseline, options);
   if (!request.ok()) return request.status();
-  auto reply = RunWorker(processes_, worker_, "run", *request, options.timeout_s);
+  PythonWorker worker = worker_;
+  worker.sandbox = options.sandbox;
+  auto reply = RunWorker(processes_, worker, "run", *request, options.timeout_s);
   if (!reply.ok()) return reply.status();
   // The worker speaks the runner's result format; an error reply (or a short one) carries only
   // what it knows, so fill in the empty lists and the version under the runner's key.

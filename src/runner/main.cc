@@ -3,6 +3,8 @@
 //   kpilot-runner --request REQUEST.json     prints one JSON result on stdout
 //   kpilot-runner --serve                    a request file's path per line on stdin, a result
 //                                            line per request on stdout (see supervisor.h)
+//   kpilot-runner --sandbox SPEC.json -- PROGRAM ARGS...
+//                                            runs PROGRAM confined (sandbox/sandbox.h: RunConfined)
 //   kpilot-runner --version
 //
 // Spawned by the harness (harness/), once per evaluation in a fresh working directory, or once
@@ -14,6 +16,8 @@
 #include "runner/protocol.h"
 #include "runner/supervisor.h"
 #include "runner/worker.h"
+#include "core/fs.h"
+#include "sandbox/sandbox.h"
 
 int main(int argc, char** argv) {
   using namespace kpilot;
@@ -21,10 +25,20 @@ int main(int argc, char** argv) {
     std::cout << "kpilot-runner protocol " << kRunnerProtocolVersion << " abi " << KPILOT_ABI_VERSION << "\n";
     return 0;
   }
+  if (argc >= 4 && std::strcmp(argv[1], "--sandbox") == 0 && std::strcmp(argv[3], "--") == 0) {
+    auto text = ReadFile(argv[2]);
+    auto spec = text.ok() ? SandboxSpecFromJson(nlohmann::json::parse(*text, nullptr, false)) : Result<SandboxSpec>(text.status());
+    if (!spec.ok()) {
+      std::cerr << "kpilot-runner: " << argv[2] << ": " << spec.status().message() << "\n";
+      return 2;
+    }
+    return RunConfined(*spec, std::vector<std::string>(argv + 4, argv + argc));
+  }
   if (argc == 2 && std::strcmp(argv[1], "--serve") == 0)
     return RunServing([](Backend b) { return b == Backend::kCuda ? MakeCudaSession() : MakeHostSession(); });
   if (argc != 3 || std::strcmp(argv[1], "--request") != 0) {
-    std::cerr << "usage: kpilot-runner --request REQUEST.json | --serve | --version\n";
+    std::cerr << "usage: kpilot-runner --request REQUEST.json | --serve | --sandbox SPEC.json -- PROGRAM ARGS... | "
+                 "--version\n";
     return 2;
   }
   auto request = ReadRunRequestFile(argv[2]);

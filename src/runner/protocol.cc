@@ -121,7 +121,8 @@ json ToJson(const RunRequest& r) {
           {"cpu_seconds", r.cpu_seconds},
           {"file_bytes", r.file_bytes},
           {"address_space_bytes", r.address_space_bytes},
-          {"sandbox", r.sandbox}};
+          {"sandbox", r.sandbox},
+          {"sandbox_hide", r.sandbox_hide}};
 }
 
 Result<RunRequest> RunRequestFromJson(const json& j) {
@@ -190,6 +191,7 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
     r.file_bytes = j.at("file_bytes").get<int64_t>();
     r.address_space_bytes = j.at("address_space_bytes").get<int64_t>();
     r.sandbox = j.at("sandbox").get<bool>();
+    if (j.contains("sandbox_hide")) r.sandbox_hide = j.at("sandbox_hide").get<std::vector<std::string>>();
     return r;
   } catch (const std::exception& e) {
     return Status::InvalidInput(std::string("runner request: ") + e.what());
@@ -204,6 +206,12 @@ Result<RunRequest> ReadRunRequestFile(const std::string& path) {
   auto request = RunRequestFromJson(j);
   if (!request.ok()) return request.status().WithContext(path);
   return request;
+}
+
+json SandboxJson(const RunResult& r) {
+  json s = ToJson(r.sandbox);
+  s["leftover_processes_killed"] = r.leftover_processes_killed;
+  return s;
 }
 
 json ToJson(const RunResult& r) {
@@ -231,8 +239,7 @@ json ToJson(const RunResult& r) {
           {"timings", timings},
           {"candidate_stdout_tail", r.candidate_stdout_tail},
           {"candidate_stderr_tail", r.candidate_stderr_tail},
-          {"sandbox", {{"pid_namespace", r.pid_namespace}, {"net_namespace", r.net_namespace},
-                       {"leftover_processes_killed", r.leftover_processes_killed}}},
+          {"sandbox", SandboxJson(r)},
           {"exit_signal", r.exit_signal},
           {"wall_s", r.wall_s},
           {"warnings", r.warnings},
@@ -287,8 +294,7 @@ Result<RunResult> RunResultFromJson(const json& j) {
     r.candidate_stderr_tail = j.value("candidate_stderr_tail", "");
     if (j.contains("sandbox")) {
       const json& s = j.at("sandbox");
-      r.pid_namespace = s.value("pid_namespace", false);
-      r.net_namespace = s.value("net_namespace", false);
+      r.sandbox = SandboxReportFromJson(s);
       r.leftover_processes_killed = s.value("leftover_processes_killed", 0);
     }
     r.exit_signal = j.value("exit_signal", 0);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "sandbox/sandbox.h"
 #include "task/task.h"
 
 namespace kpilot {
@@ -73,7 +74,11 @@ struct RunRequest {
   double cpu_seconds = 0;          // RLIMIT_CPU of the worker; 0 = derived from timeout_s
   int64_t file_bytes = 64ll << 20; // RLIMIT_FSIZE of the worker (caps what candidates write)
   int64_t address_space_bytes = 0; // RLIMIT_AS of the worker on the host backend; 0 = none
-  bool sandbox = true;             // try PID and network namespaces
+  bool sandbox = true;             // isolate the worker (sandbox/sandbox.h; KPILOT_SANDBOX overrides)
+  // Folders and files the worker must not see (the task folder, the store, the compile cache,
+  // home folders). The objects above must not lie inside them: the harness copies them into the
+  // request's folder (StageObjects).
+  std::vector<std::string> sandbox_hide;
   // cuda backend
   int device = 0;                  // CUDA device index
   bool energy = false;             // NVML energy per call (adds ≥ 1 s per side per workload)
@@ -156,8 +161,7 @@ struct RunResult {
   std::vector<TimingRecord> timings;
   std::string candidate_stdout_tail; // what the candidate printed (tail)
   std::string candidate_stderr_tail;
-  bool pid_namespace = false;        // the sandbox that was in force
-  bool net_namespace = false;
+  SandboxReport sandbox;             // the sandbox that was in force, and what it denied
   int leftover_processes_killed = 0; // processes the candidate left behind, killed by the supervisor
   int exit_signal = 0;               // the signal that ended the worker, 0 if none
   double wall_s = 0;
@@ -168,6 +172,8 @@ struct RunResult {
 };
 
 nlohmann::json ToJson(const RunResult& r);
+// The result's "sandbox" object: the SandboxReport and leftover_processes_killed.
+nlohmann::json SandboxJson(const RunResult& r);
 
 // JSON has no NaN or Inf; errors can be both. Encoded as the strings "nan", "inf", "-inf".
 nlohmann::json JsonNumber(double v);

@@ -25,6 +25,7 @@
 
 #include "core/fs.h"
 #include "runner/kernel_object.h"
+#include "sandbox/sandbox.h"
 
 namespace kpilot {
 namespace {
@@ -97,11 +98,23 @@ void RedirectOutput(const std::string& dir) {
   }
 }
 
-[[noreturn]] void WorkerMain(const RunRequest& req, const WorkerFn& worker) {
+// The exit code of a worker that could not confine itself: it runs no candidate code.
+constexpr int kExitNotConfined = 97;
+
+// In the worker, before any candidate code: the sandbox's uid and syscall filter.
+void ConfineOrExit(Sandbox& box) {
+  Status s = box.ConfineChild();
+  if (s.ok()) return;
+  PipeReporter::WriteAll("sandbox " + s.message() + "\n");
+  _exit(kExitNotConfined);
+}
+
+[[noreturn]] void WorkerMain(const RunRequest& req, const WorkerFn& worker, Sandbox& box) {
   LimitWorker(req, /*serving=*/false);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, 0);
   RedirectOutput(".");
+  ConfineOrExit(box);
   PipeReporter reporter;
   RunResult result = worker(req, reporter);
   PipeReporter::WriteAll("result " + JsonText(ToJson(result)) + "\n");
@@ -109,33 +122,61 @@ void RedirectOutput(const std::string& dir) {
   _exit(0);
 }
 
-struct SandboxChoice {
-  bool pid = false;
-  bool net = false;
-  bool init = false;  // a small init as PID 1 of the namespace, the worker its child
-};
-
-// KPILOT_SANDBOX overrides the request: "none", or a comma list of pid, net, init.
-SandboxChoice ChooseSandbox(const RunRequest& req) {
-  SandboxChoice c;
-  const char* env = std::getenv("KPILOT_SANDBOX");
-  // CUDA fails to initialize inside a new PID namespace (cudaErrorOperatingSystem, seen on the
-  // H200 machine with driver 580), so the cuda backend relies on the subreaper sweep instead.
-  std::string fallback = req.backend == Backend::kCuda ? "net" : "pid,net,init";
-  std::string spec = env && *env ? env : (req.sandbox ? fallback : "none");
-  c.pid = spec.find("pid") != std::string::npos;
-  c.net = spec.find("net") != std::string::npos;
-  c.init = spec.find("init") != std::string::npos;
-  return c;
+// The sandbox of a request's worker (sandbox/sandbox.h), entered by this process before it forks
+// the worker. `work_dir` (the request's folder, or a server's folder of request folders) stays
+// visible and writable by this process; the worker's user may read it. KPILOT_SANDBOX overrides
+// what the request asks for; a value it cannot read is a warning, and the default holds.
+// The request's folder and what is in it (the request, the objects) readable by all, so that the
+// sandbox's user may read them; writable by their owner only.
+void MakeReadable(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::permissions(dir, fs::perms(0755), ec);
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it.depth() > 1) it.disable_recursion_pending();
+    fs::permissions(it->path(), it->is_directory(ec) ? fs::perms(0755) : fs::perms(0644), ec);
+  }
 }
 
-// PID 1 of the new namespace: forks the worker, reaps every orphan, and when the worker ends
-// reports how (the supervisor sees only this process's exit) and exits, which makes the kernel
-// kill whatever is left in the namespace.
-[[noreturn]] void InitMain(const RunRequest& req, const WorkerFn& worker) {
+std::unique_ptr<Sandbox> EnterSandbox(const RunRequest& req, const std::string& work_dir, bool pid_namespace_ok) {
+  const bool cuda = req.backend == Backend::kCuda;
+  // CUDA fails to initialize inside a new PID namespace (cudaErrorOperatingSystem, seen on the
+  // H200 machine with driver 580), so the cuda backend relies on the subreaper sweep and a /proc
+  // that shows the worker only its own user's processes.
+  SandboxSpec spec = DefaultSandboxSpec(cuda);
+  spec.pid_namespace = spec.pid_namespace && pid_namespace_ok;
+  bool enabled = true;
+  std::string warning;
+  auto over = ApplySandboxOverride(spec, std::getenv("KPILOT_SANDBOX"), &enabled);
+  if (over.ok()) spec = *over;
+  else warning = over.status().message() + "; the default sandbox is used";
+  if (!req.sandbox || !enabled) return Sandbox::Disabled();
+  std::error_code ec;
+  const std::string dir = std::filesystem::absolute(work_dir, ec).lexically_normal().string();
+  spec.hide = req.sandbox_hide;
+  spec.keep_writable = {dir};
+  // The worker's user must enter the folder and read the request's objects; it cannot write there.
+  MakeReadable(dir);
+  if (cuda) {
+    spec.inherit_file = req.lock_dir + "/kpilot-gpu-" + std::to_string(req.device) + ".lock";
+    spec.inherit_fd = kGpuLockFd;
+  }
+  auto box = Sandbox::Enter(spec);
+  if (!warning.empty()) box->AddWarning(warning);
+  return box;
+}
+
+// PID 1 of the new namespace: mounts the namespace's /proc, forks the worker, reaps every
+// orphan, and when the worker ends reports how (the supervisor sees only this process's exit)
+// and exits, which makes the kernel kill whatever is left in the namespace.
+[[noreturn]] void InitMain(const RunRequest& req, const WorkerFn& worker, Sandbox& box) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // the namespace ends with its supervisor
+  if (!box.MountNamespaceProc()) PipeReporter::WriteAll("sandbox no fresh /proc could be mounted for the PID namespace\n");
   pid_t w = fork();
   if (w < 0) _exit(127);
-  if (w == 0) WorkerMain(req, worker);
+  if (w == 0) WorkerMain(req, worker, box);
+  box.CloseInherited();
   for (;;) {
     int st = 0;
     pid_t got = waitpid(-1, &st, 0);
@@ -237,6 +278,7 @@ struct Watched {
   std::string next_line;  // a serving worker's "next ready" or "next retire WHY", without "next "
   std::map<std::string, double> parent_loop_ms;
   int worker_signal = 0, worker_exit = -1;  // reported by the namespace's init, when there is one
+  std::vector<std::string> sandbox_notes;   // what the worker could not set up of its sandbox
   bool exited = false, timed_out = false, caller_gone = false;
   int status = 0;  // the worker's wait status, once it exited
   // Serving: "result"/"next" lines that did not carry this request's tag. The candidate runs in
@@ -249,7 +291,7 @@ struct Watched {
 // request line's tag; others are counted in Watched::untagged and ignored). Enforces
 // req.timeout_s from the first phase line on, and kills the worker when no one reads our stdout
 // any more. `buffer` keeps what was read past the last whole line.
-Watched WatchWorker(pid_t pid, int fd, const RunRequest& req, bool serving, std::string& buffer,
+Watched WatchWorker(pid_t pid, int fd, const RunRequest& req, bool serving, std::string& buffer, Sandbox& box,
                     const std::string& tag = "") {
   Watched w;
   const auto start = std::chrono::steady_clock::now();
@@ -278,6 +320,8 @@ Watched WatchWorker(pid_t pid, int fd, const RunRequest& req, bool serving, std:
         w.worker_signal = std::atoi(line.c_str() + 14);
       } else if (line.rfind("worker exit ", 0) == 0) {
         w.worker_exit = std::atoi(line.c_str() + 12);
+      } else if (line.rfind("sandbox ", 0) == 0 && w.sandbox_notes.size() < 8) {
+        w.sandbox_notes.push_back(line.substr(8));
       } else if (line.rfind("phase ", 0) == 0) {
         if (w.last_phase.empty()) clock_start = std::chrono::steady_clock::now();  // after any GPU-lock wait
         w.last_phase = line.substr(6);
@@ -309,15 +353,17 @@ Watched WatchWorker(pid_t pid, int fd, const RunRequest& req, bool serving, std:
       w.exited = true;
       continue;
     }
-    pollfd p{fd, POLLIN, 0};
-    poll(&p, 1, 20);
+    pollfd p[2] = {{fd, POLLIN, 0}, {box.listener_fd(), POLLIN, 0}};
+    poll(p, box.listener_fd() >= 0 ? 2 : 1, 20);
+    box.AnswerSyscalls();
   }
+  box.AnswerSyscalls();
   return w;
 }
 
 // The request's result: the worker's own, checked against this process's clock, or one written
-// here when the worker crashed, hung or exited before reporting. `synthesized` holds the sandbox.
-RunResult ResultOf(const Watched& w, const RunRequest& req, const RunResult& synthesized) {
+// here when the worker crashed, hung or exited before reporting.
+RunResult ResultOf(const Watched& w, const RunRequest& req) {
   RunResult result;
   bool have_result = false;
   if (!w.result_line.empty() && !w.timed_out) {
@@ -335,8 +381,13 @@ RunResult ResultOf(const Watched& w, const RunRequest& req, const RunResult& syn
   int status = w.status;
   if (w.worker_signal > 0) status = w.worker_signal;  // a wait status for "killed by signal N"
   else if (w.worker_exit >= 0) status = w.worker_exit << 8;
-  if (!have_result) {
-    result = synthesized;
+  if (!have_result && !w.timed_out && WIFEXITED(status) && WEXITSTATUS(status) == kExitNotConfined) {
+    // kpilot's fault, not the candidate's: nothing of it ran.
+    result.status = "error";
+    result.message = "the worker could not enter its sandbox (" +
+                     (w.sandbox_notes.empty() ? std::string("no reason given") : w.sandbox_notes.back()) +
+                     "); set KPILOT_SANDBOX to the parts this machine allows (docs/threat-model.md)";
+  } else if (!have_result) {
     result.phase = w.last_phase.substr(0, w.last_phase.find(' '));
     if (w.timed_out) {
       result.status = "timeout";
@@ -360,11 +411,27 @@ RunResult ResultOf(const Watched& w, const RunRequest& req, const RunResult& syn
   return result;
 }
 
+// The sandbox's part of a result: what was in force, and what the candidate tried that it denied.
+// A run that would have passed is suspicious: it tried to reach beyond its sandbox. Any other
+// verdict stands, its message naming the attempt.
+void ApplySandboxReport(const Sandbox& box, const Watched& w, RunResult* r) {
+  r->sandbox = box.report();
+  for (const auto& note : w.sandbox_notes) r->sandbox.warnings.push_back(note);
+  if (r->sandbox.denied.empty() || r->status == "error") return;
+  std::string tried;
+  for (size_t i = 0; i < r->sandbox.denied.size() && i < 3; ++i) tried += (i ? "; " : "") + r->sandbox.denied[i];
+  if (r->sandbox.denied_count > 3) tried += " and " + std::to_string(r->sandbox.denied_count - 3) + " more";
+  const std::string what = "the sandbox denied what the candidate tried: " + tried;
+  if (r->status == "passed") {
+    r->status = "suspicious";
+    r->message = what;
+  } else {
+    r->message += (r->message.empty() ? "" : " (") + what + (r->message.empty() ? "" : ")");
+  }
+}
+
 // Adds what only the supervisor knows and prints the result as one line on stdout.
-void PrintResult(RunResult result, const RunResult& synthesized, const std::string& dir,
-                 std::chrono::steady_clock::time_point start) {
-  result.pid_namespace = synthesized.pid_namespace;
-  result.net_namespace = synthesized.net_namespace;
+void PrintResult(RunResult result, const std::string& dir, std::chrono::steady_clock::time_point start) {
   result.candidate_stdout_tail = FileTail((dir + "/candidate.stdout").c_str(), 4096);
   result.candidate_stderr_tail = FileTail((dir + "/candidate.stderr").c_str(), 4096);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -373,6 +440,35 @@ void PrintResult(RunResult result, const RunResult& synthesized, const std::stri
 }
 
 // --- Serving (kpilot-runner --serve) ---
+
+// The folder a server keeps visible: the one holding the request folders, unless that is a
+// shared scratch folder or the root (requests made elsewhere than in a server's own folder), in
+// which case only the first request's folder (later ones outside it are not readable: the worker
+// retires and a fresh one takes them).
+std::string ServerDir(const std::string& request_dir) {
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::absolute(request_dir, ec).lexically_normal();
+  const std::filesystem::path parent = dir.parent_path();
+  for (const char* shared : {"/", "/tmp", "/var/tmp", "/dev/shm"})
+    if (parent == shared) return dir.string();
+  if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp && parent == std::filesystem::path(tmp).lexically_normal())
+    return dir.string();
+  return parent.string();
+}
+
+// Readies a request's folder for a served worker that runs as the sandbox's user: it may enter
+// the folder and read the request and its objects, and writes its output to the two files made
+// for it here.
+void PrepareRequestDir(const std::string& dir, const Sandbox& box) {
+  MakeReadable(dir);
+  for (const char* name : {"/candidate.stdout", "/candidate.stderr"}) {
+    int fd = open((dir + name).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) continue;
+    if (box.report().enabled && box.report().uid >= 0 && geteuid() == 0)
+      (void)!fchown(fd, static_cast<uid_t>(box.report().uid), static_cast<gid_t>(-1));
+    close(fd);
+  }
+}
 
 constexpr int kRequestFd = 518;  // where a serving worker reads the paths of its requests
 
@@ -445,11 +541,13 @@ std::string WhyNotServeAgain(const RunRequest& req, const RunResult& r, WorkerSe
 // request in that file's folder, and writes "result TAG JSON" and then "next TAG ready" or
 // "next TAG retire WHY" on kResultFd. After a retire (or when the supervisor closes the pipe) it
 // exits.
-[[noreturn]] void ServeWorkerMain(const RunRequest& first, const std::string& first_dir, const SessionFactory& make) {
+[[noreturn]] void ServeWorkerMain(const RunRequest& first, const std::string& first_dir, const SessionFactory& make,
+                                  Sandbox& box) {
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, 0);
   RedirectOutput(first_dir);
   LimitWorker(first, /*serving=*/true);
+  ConfineOrExit(box);
   std::unique_ptr<WorkerSession> session = make(first.backend);
   session->Open(first);
   const int threads_open = ThreadCount();
@@ -496,12 +594,8 @@ std::string WhyNotServeAgain(const RunRequest& req, const RunResult& r, WorkerSe
 
 int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
   auto start = std::chrono::steady_clock::now();
-  RunResult synthesized;
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  SandboxChoice sandbox = ChooseSandbox(req);
-  if (sandbox.pid) synthesized.pid_namespace = unshare(CLONE_NEWPID) == 0;
-  if (sandbox.net) synthesized.net_namespace = unshare(CLONE_NEWNET) == 0;
-  sandbox.init = sandbox.init && synthesized.pid_namespace;
+  std::unique_ptr<Sandbox> box = EnterSandbox(req, ".", /*pid_namespace_ok=*/true);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     std::perror("kpilot-runner: pipe");
@@ -517,26 +611,29 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
     close(fds[0]);
     dup2(fds[1], kResultFd);
     close(fds[1]);
-    if (sandbox.init) InitMain(req, worker);
-    WorkerMain(req, worker);
+    if (box->report().pid_namespace) InitMain(req, worker, *box);
+    WorkerMain(req, worker, *box);
   }
   close(fds[1]);
+  box->CloseInherited();
+  box->AdoptChild(pid);
   fcntl(fds[0], F_SETFL, O_NONBLOCK);
   std::string buffer;
-  Watched w = WatchWorker(pid, fds[0], req, /*serving=*/false, buffer);
+  Watched w = WatchWorker(pid, fds[0], req, /*serving=*/false, buffer, *box);
   close(fds[0]);
   int leftovers = KillLeftovers();
   if (w.caller_gone) return kExitCallerGone;  // no one to tell
-  RunResult result = ResultOf(w, req, synthesized);
+  RunResult result = ResultOf(w, req);
   result.leftover_processes_killed = leftovers;
-  PrintResult(std::move(result), synthesized, ".", start);
+  ApplySandboxReport(*box, w, &result);
+  PrintResult(std::move(result), ".", start);
   return 0;
 }
 
 int RunServing(const SessionFactory& make) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   signal(SIGPIPE, SIG_IGN);  // a dead worker's request pipe: write() fails instead
-  RunResult synthesized;
+  std::unique_ptr<Sandbox> box = Sandbox::Disabled();
   Backend backend = Backend::kHost;
   pid_t pid = -1;
   int request_fd = -1, result_fd = -1;
@@ -572,7 +669,7 @@ int RunServing(const SessionFactory& make) {
       r.status = "error";
       r.message = req.status().message();
       r.details["served"] = {{"request", served}, {"pid", getpid()}, {"next", "ready"}, {"why", ""}};
-      PrintResult(std::move(r), synthesized, dir, start);
+      PrintResult(std::move(r), dir, start);
       continue;
     }
     // A worker that ended while idle (a timer a passing candidate left, the OOM killer) is not
@@ -587,9 +684,12 @@ int RunServing(const SessionFactory& make) {
       buffer.clear();
     }
     if (pid < 0) {
-      // The network namespace only: a PID namespace's init would end with the first worker.
-      SandboxChoice sandbox = ChooseSandbox(*req);
-      if (sandbox.net) synthesized.net_namespace = unshare(CLONE_NEWNET) == 0;
+      // No PID namespace: its init would end with the first worker. The folder kept visible is
+      // the one that holds the request folders (ServedRunner makes one per server), so the
+      // worker sees the requests that come after this one.
+      const std::string server_dir = ServerDir(dir);
+      box.reset();
+      box = EnterSandbox(*req, server_dir, /*pid_namespace_ok=*/false);
       backend = req->backend;
       int to_worker[2], from_worker[2];
       if (pipe2(to_worker, O_CLOEXEC) != 0 || pipe2(from_worker, O_CLOEXEC) != 0) {
@@ -606,10 +706,12 @@ int RunServing(const SessionFactory& make) {
         dup2(to_worker[0], kRequestFd);
         dup2(from_worker[1], kResultFd);
         for (int fd : {to_worker[0], to_worker[1], from_worker[0], from_worker[1]}) close(fd);
-        ServeWorkerMain(*req, dir, make);
+        ServeWorkerMain(*req, dir, make, *box);
       }
       close(to_worker[0]);
       close(from_worker[1]);
+      box->CloseInherited();
+      box->AdoptChild(pid);
       request_fd = to_worker[1];
       result_fd = from_worker[0];
       fcntl(result_fd, F_SETFL, O_NONBLOCK);
@@ -618,16 +720,21 @@ int RunServing(const SessionFactory& make) {
     std::snprintf(tag_text, sizeof(tag_text), "%016llx", static_cast<unsigned long long>(tags()));
     const std::string tag = tag_text;
     const std::string line = tag + " " + path + "\n";
+    PrepareRequestDir(dir, *box);
     (void)!write(request_fd, line.data(), line.size());  // a dead worker shows in the watch below
-    Watched w = WatchWorker(pid, result_fd, *req, /*serving=*/true, buffer, tag);
+    Watched w = WatchWorker(pid, result_fd, *req, /*serving=*/true, buffer, *box, tag);
     if (w.caller_gone) {
       stop_worker();
       return kExitCallerGone;
     }
-    RunResult result = ResultOf(w, *req, synthesized);
+    RunResult result = ResultOf(w, *req);
     if (!restarted.empty()) result.warnings.push_back(restarted);
+    ApplySandboxReport(*box, w, &result);
+    box->ResetDenied();
+    box->ClearScratch();  // nothing a candidate leaves in /tmp reaches the next one
     std::string why;
     if (w.exited) why = "the worker ended with its run";
+    else if (!result.sandbox.denied.empty()) why = "the candidate tried what the sandbox denies";
     else if (w.next_line.rfind("retire ", 0) == 0) why = w.next_line.substr(7);
     else if (ChildrenOf(getpid()).size() > 1) why = "the candidate left processes running";
     else if (w.untagged > 0 || buffer.find('\n') != std::string::npos)
@@ -640,7 +747,7 @@ int RunServing(const SessionFactory& make) {
     if (!why.empty()) result.leftover_processes_killed = stop_worker();
     result.details["served"] = {{"request", served}, {"pid", getpid()}, {"next", why.empty() ? "ready" : "retire"},
                                 {"why", why}};
-    PrintResult(std::move(result), synthesized, dir, start);
+    PrintResult(std::move(result), dir, start);
     if (!why.empty()) return 0;
   }
   stop_worker();

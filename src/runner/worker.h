@@ -8,6 +8,10 @@
 
 namespace kpilot {
 
+// Where a sandboxed cuda worker finds the per-GPU timing lock file, opened by the supervisor
+// before the sandbox hid its folder (LOCK_DIR/kpilot-gpu-N.lock).
+inline constexpr int kGpuLockFd = 519;
+
 // Where the worker reports progress; the supervisor keeps the last phase so that a crash can be
 // attributed ("killed by signal 11 during correctness, workload 1M, seed 2").
 class PhaseReporter {

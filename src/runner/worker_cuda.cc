@@ -27,11 +27,16 @@ std::string Basename(const std::string& path) {
 // Unit roundoff of a float type (half the machine epsilon).
 double UnitRoundoff(DType t) { return DTypeEpsilon(t) / 2; }
 
-// The per-GPU timing lock: an flock on a file, held while one request runs (released when its
-// descriptor is closed, or by the kernel when the process ends, however it ends).
+// The per-GPU timing lock: an flock on a file, held while one request runs (released by
+// ~CudaWorker, or by the kernel when the process ends, however it ends). In the sandbox the lock's
+// folder is hidden, and the supervisor passes the file opened at kGpuLockFd.
 int AcquireGpuLock(const std::string& dir, int device, double* waited_s) {
   std::string path = dir + "/kpilot-gpu-" + std::to_string(device) + ".lock";
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  int fd = -1;
+  char target[4096];
+  ssize_t n = readlink(("/proc/self/fd/" + std::to_string(kGpuLockFd)).c_str(), target, sizeof(target) - 1);
+  if (n > 0 && std::string(target, static_cast<size_t>(n)) == path) fd = fcntl(kGpuLockFd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) return -1;
   auto t0 = std::chrono::steady_clock::now();
   while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
@@ -59,7 +64,12 @@ CudaWorker::CudaWorker(const RunRequest& request, PhaseReporter& reporter, CudaD
       nvml_index_(device.nvml_index) {}
 
 CudaWorker::~CudaWorker() {
-  if (lock_fd_ >= 0) close(lock_fd_);  // closing the descriptor drops its flock
+  if (lock_fd_ >= 0) {
+    // Explicitly: a descriptor duplicated from the inherited one shares its lock, which closing
+    // this copy alone would not drop.
+    flock(lock_fd_, LOCK_UN);
+    close(lock_fd_);
+  }
 }
 
 bool CudaWorker::Finish(const std::string& status, const std::string& message) {

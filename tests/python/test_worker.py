@@ -46,7 +46,7 @@ def worker(mode, request, env_extra=None, pythonpath_front=None, timeout=180):
 def run_request(problem, candidate, **kw):
     req = {"version": 1, "mode": "run", "format": "kernelbench", "problem": str(FIX / problem),
            "workloads": [{"name": "default"}], "candidate": candidate, "seeds": [1, 2, 3], "time": False,
-           "timing": dict(QUICK_TIMING), "exploit_checks": True, "device": "cpu", "timeout_s": 60}
+           "timing": dict(QUICK_TIMING), "device": "cpu", "timeout_s": 60}
     req.update(kw)
     return req
 
@@ -216,18 +216,24 @@ class RunTest(ProtocolTest):
         self.assertIn("modified its input", r["message"])
         self.assertIn("x", r["message"])
 
-    def test_input_mutation_unnoticed_without_exploit_checks(self):
-        # KernelBench's own procedure passes the same inputs, reference first: the mutation goes unnoticed.
-        r = self.run_ok("relu_problem.py", model_new("relu_new_mutates.py"), exploit_checks=False)
-        self.assertEqual(r["status"], "passed", r["message"])
+    def test_input_mutation_caught_under_every_timing_procedure(self):
+        # An official-aligned timing changes how time is measured, never what is checked.
+        for mode in ("kernelbench", "flashinfer"):
+            r = self.run_ok("relu_problem.py", model_new("relu_new_mutates.py"), timing=dict(QUICK_TIMING, mode=mode),
+                            exploit_checks=False)
+            self.assertEqual(r["status"], "suspicious", mode + ": " + r["message"])
+            self.assertIn("modified its input", r["message"])
 
     def test_near_zero(self):
         r = self.run_ok("tiny_problem.py", model_new("tiny_new_zero.py"))
         self.assertEqual(r["status"], "suspicious", r["message"])
         self.assertIn("zero", r["message"])
         self.assertTrue(all(c["ok"] for c in r["checks"]))  # the tolerance alone lets it pass
-        r = self.run_ok("tiny_problem.py", model_new("tiny_new_zero.py"), exploit_checks=False)
-        self.assertEqual(r["status"], "passed")
+        # A request asking for no exploit checks gets them all the same, under every procedure.
+        for mode in ("default", "kernelbench", "flashinfer"):
+            r = self.run_ok("tiny_problem.py", model_new("tiny_new_zero.py"), exploit_checks=False,
+                            timing=dict(QUICK_TIMING, mode=mode))
+            self.assertEqual(r["status"], "suspicious", mode + ": " + r["message"])
 
     def test_try_except_fallback(self):
         r = self.run_ok("relu_problem.py", model_new("relu_new_fallback.py"))
@@ -397,8 +403,7 @@ class TimingTest(ProtocolTest):
     def timed(self, mode, **timing):
         t = dict(QUICK_TIMING, mode=mode)
         t.update(timing)
-        r, _ = worker("run", run_request("relu_problem.py", model_new("relu_new_ok.py"), time=True, timing=t,
-                                         exploit_checks=mode == "default"))
+        r, _ = worker("run", run_request("relu_problem.py", model_new("relu_new_ok.py"), time=True, timing=t))
         self.assertEqual(r["status"], "passed", r["message"])
         self.assertEqual(len(r["timings"]), 1)
         return r["timings"][0]
@@ -428,7 +433,7 @@ class TimingTest(ProtocolTest):
 
     def test_kernelbench_mode_runs_five_trials(self):
         r, _ = worker("run", run_request("relu_problem.py", model_new("relu_new_ok.py"), seeds=[7],
-                                         timing=dict(QUICK_TIMING, mode="kernelbench"), exploit_checks=False))
+                                         timing=dict(QUICK_TIMING, mode="kernelbench")))
         self.assertEqual([c["seed"] for c in r["checks"]], [7, 8, 9, 10, 11])
 
 
