@@ -9,10 +9,33 @@
 #include "cli/cli.h"
 #include "core/subprocess.h"
 #include "device/device.h"
+#include "sandbox/sandbox.h"
 #include "toolchain/toolchain.h"
 
 namespace kpilot::cli {
 namespace {
+
+// The isolation candidates get here, for each backend's spec: kpilot-runner runs /bin/true in
+// that sandbox and reports what was in force (docs/threat-model.md).
+nlohmann::json ProbeSandbox(bool cuda, std::string* line) {
+  auto dir = TempDir::Create("kpilot-doctor-");
+  if (!dir.ok()) return {{"error", dir.status().message()}};
+  SandboxSpec spec = DefaultSandboxSpec(cuda);
+  spec.keep_writable = {dir->path().string()};
+  (void)WriteFileAtomic(dir->path() / "sandbox.json", ToJson(spec).dump());
+  ProcessSpec p;
+  p.argv = {RunnerPath().string(), "--sandbox", (dir->path() / "sandbox.json").string(), "--", "true"};
+  p.timeout_s = 30;
+  auto r = SystemProcessRunner().Run(p);
+  std::optional<SandboxReport> report = r.ok() ? FindSandboxReport(r->err) : std::nullopt;
+  if (!report) {
+    *line = "could not be probed (" + (r.ok() ? r->Describe(30) : r.status().message()) + ")";
+    return {{"error", *line}};
+  }
+  *line = SandboxSummary(*report);
+  for (const auto& w : report->warnings) *line += "\n" + std::string(21, ' ') + "warning: " + w;
+  return ToJson(*report);
+}
 
 struct Check {
   std::string name;
@@ -96,6 +119,9 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
 
     std::string why_none;
     std::vector<GpuInfo> gpus = SystemGpuProbe().List(&why_none);
+    std::string host_line, cuda_line;
+    nlohmann::json sandbox = {{"host_and_torch_cpu", ProbeSandbox(false, &host_line)},
+                              {"cuda_and_torch_gpu", ProbeSandbox(true, &cuda_line)}};
 
     if (*json_out) {
       nlohmann::json j;
@@ -111,6 +137,7 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
                              {"sm_clock_mhz", g.sm_clock_khz / 1000}, {"memory_clock_mhz", g.memory_clock_khz / 1000},
                              {"l2_bytes", g.l2_bytes}, {"driver", g.driver_version}});
       if (gpus.empty()) j["gpus_none_reason"] = why_none;
+      j["sandbox"] = sandbox;
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << "GPUs:\n";
@@ -127,6 +154,9 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
         std::cout << fmt::format("  {:<16} {:<8} enables: {}\n", "", "", c.enables);
         if (!c.found) std::cout << fmt::format("  {:<16} {:<8} get it: {}\n", "", "", c.get_it);
       }
+      std::cout << "Sandbox for candidate code (docs/threat-model.md):\n";
+      std::cout << fmt::format("  {:<18} {}\n", "host, torch (CPU)", host_line);
+      std::cout << fmt::format("  {:<18} {}\n", "cuda, torch (GPU)", cuda_line);
     }
     *exit_code = kExitOk;
   });

@@ -90,6 +90,9 @@ void PrintTable(const Evaluation& e, const std::string& stored) {
                                t.workload, t.joules_per_call * 1e3, t.watts, e.baseline,
                                t.baseline_joules_per_call * 1e3, t.baseline_watts);
   for (const auto& w : e.run.warnings) std::cout << "warning    " << w << "\n";
+  std::cout << "sandbox    " << SandboxSummary(e.run.sandbox) << "\n";
+  for (const auto& d : e.run.sandbox.denied) std::cout << "sandbox    denied " << d << "\n";
+  for (const auto& w : e.run.sandbox.warnings) std::cout << "sandbox    warning: " << w << "\n";
   if (e.run.leftover_processes_killed > 0)
     std::cout << fmt::format("sandbox    killed {} process(es) the candidate left behind\n",
                              e.run.leftover_processes_killed);

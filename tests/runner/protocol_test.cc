@@ -71,14 +71,14 @@ TEST(Protocol, ResultRoundTripKeepsInfinitiesAndSamples) {
   c.ok = false;
   r.checks = {c};
   r.timings = {{"w", {1.0, 2.0}, {3.0, 4.0}, "m"}};
-  r.pid_namespace = true;
+  r.sandbox.pid_namespace = true;
   r.leftover_processes_killed = 2;
   auto back = RunResultFromJson(nlohmann::json::parse(ToJson(r).dump()));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(std::isinf(back->checks[0].max_abs_error));
   EXPECT_TRUE(std::isnan(back->checks[0].first_bad_value));
   EXPECT_EQ(back->timings[0].baseline_ms, (std::vector<double>{3.0, 4.0}));
-  EXPECT_TRUE(back->pid_namespace);
+  EXPECT_TRUE(back->sandbox.pid_namespace);
   EXPECT_EQ(back->leftover_processes_killed, 2);
 }
 
