@@ -8,6 +8,8 @@ export KPILOT_TEST_SOURCE_DIR=$PWD KPILOT_TEST_BINARY_DIR=$PWD/.stage
 K=$PWD/.stage/bin/kpilot
 OUT=${OUT:-/tmp/kpilot-out}
 mkdir -p "$OUT"
+# Candidates run as a user of their own (docs/threat-model.md); the bare machine lacks it.
+getent passwd kpilot-sandbox >/dev/null || useradd --system --no-create-home --shell /usr/sbin/nologin kpilot-sandbox
 steps=${*:-doctor eval tests adversarial stability ncu cost}
 SM=examples/cuda/row_softmax
 # short_runs NAME TAG FLAG "MODES": the short optimize runs of figure c (BUDGET, default 20, on

@@ -19,6 +19,17 @@ if [[ "${KPILOT_SKIP_APT:-0}" != 1 ]]; then
   fi
 fi
 
+# Candidates run as a user of their own (docs/threat-model.md).
+if ! getent passwd kpilot-sandbox >/dev/null 2>&1; then
+  if [[ $(id -u) -eq 0 ]]; then
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin kpilot-sandbox
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin kpilot-sandbox
+  else
+    echo "setup: cannot create the kpilot-sandbox user without root; candidates will keep kpilot's uid" >&2
+  fi
+fi
+
 if ! command -v nvcc >/dev/null 2>&1; then
   for d in "${CUDA_HOME:-}" /usr/local/cuda; do
     if [[ -n "$d" && -x "$d/bin/nvcc" ]]; then export PATH="$d/bin:$PATH"; break; fi
