@@ -735,6 +735,9 @@ int RunServing(const SessionFactory& make) {
     std::string why;
     if (w.exited) why = "the worker ended with its run";
     else if (!result.sandbox.denied.empty()) why = "the candidate tried what the sandbox denies";
+    // The worker runs as the sandbox's user and cannot see its own children in a hidepid /proc.
+    else if (auto kids = ChildrenOf(pid); !kids.empty())
+      why = "the candidate left " + std::to_string(kids.size()) + " process(es) running";
     else if (w.next_line.rfind("retire ", 0) == 0) why = w.next_line.substr(7);
     else if (ChildrenOf(getpid()).size() > 1) why = "the candidate left processes running";
     else if (w.untagged > 0 || buffer.find('\n') != std::string::npos)

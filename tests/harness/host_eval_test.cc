@@ -396,6 +396,7 @@ TEST_F(HostEval, AServedRunnerWhoseCallerIsGoneStopsAtOnce) {
   ASSERT_TRUE(reference.ok() && reference->ok && hang.ok() && hang->ok);
   request->reference_object = request->baseline_object = reference->object.string();
   request->candidate_object = hang->object.string();
+  ASSERT_TRUE(StageObjects(*request, tmp_->path()).ok());  // the sandbox shows the worker this folder only
   const fs::path request_path = tmp_->path() / "request.json";
   ASSERT_TRUE(WriteFileAtomic(request_path, ToJson(*request).dump()).ok());
 
