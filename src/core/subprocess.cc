@@ -1,5 +1,6 @@
 #include "core/subprocess.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -12,8 +13,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+
+#include "core/fs.h"
 
 extern char** environ;
 
@@ -409,6 +414,32 @@ std::string FindOnPath(const std::string& program) {
     start = end + 1;
   }
   return "";
+}
+
+pid_t ParentPid(pid_t pid) {
+  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) return 0;
+  // The command name may hold spaces and parentheses: the fields after it follow the last ')'.
+  size_t close_paren = stat->rfind(')');
+  if (close_paren == std::string::npos) return 0;
+  char state;
+  long ppid = 0;
+  if (std::sscanf(stat->c_str() + close_paren + 1, " %c %ld", &state, &ppid) != 2) return 0;
+  return static_cast<pid_t>(ppid);
+}
+
+std::vector<pid_t> ChildPids(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    char* end;
+    long pid = strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0) continue;
+    if (ParentPid(static_cast<pid_t>(pid)) == parent) out.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(d);
+  return out;
 }
 
 }  // namespace kpilot

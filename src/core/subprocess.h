@@ -2,6 +2,8 @@
 // timeout kills everything it started, with output captured up to a cap.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -101,6 +103,11 @@ bool IsSecretVariableName(const std::string& name);
 
 // This process's environment without the secret variables above.
 std::vector<std::string> ScrubbedEnvironment();
+
+// The parent of process `pid` as /proc/PID/stat says; 0 when it is gone or unreadable.
+pid_t ParentPid(pid_t pid);
+// The direct children of `parent`, from /proc (with or without CONFIG_PROC_CHILDREN).
+std::vector<pid_t> ChildPids(pid_t parent);
 
 // Looks `program` up on PATH; empty when not found. A name with '/' is checked as is.
 std::string FindOnPath(const std::string& program);

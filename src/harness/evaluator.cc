@@ -72,6 +72,18 @@ std::vector<std::string> SandboxHiddenPaths(const Task& task) {
   return hide;
 }
 
+void AddSandboxPath(const std::filesystem::path& path, std::vector<std::string>* list) {
+  if (path.empty() || path == path.root_path()) return;
+  if (std::find(list->begin(), list->end(), path.string()) == list->end()) list->push_back(path.string());
+}
+
+void HideObjectOrigin(const std::filesystem::path& object, std::vector<std::string>* hide) {
+  const std::filesystem::path cache = object.parent_path().parent_path();
+  AddSandboxPath(cache, hide);
+  std::error_code ec;
+  if (std::filesystem::exists(cache.parent_path() / "kpilot.db", ec)) AddSandboxPath(cache.parent_path(), hide);
+}
+
 Status StageObjects(RunRequest& request, const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   std::vector<std::string*> objects = {&request.reference_object, &request.baseline_object, &request.candidate_object};
@@ -80,11 +92,6 @@ Status StageObjects(RunRequest& request, const std::filesystem::path& dir) {
   fs::create_directories(dir / "objects", ec);
   if (ec) return Status::Internal("creating " + (dir / "objects").string() + ": " + ec.message());
   std::map<std::string, std::string> staged;  // original → copy (reference and baseline are often one)
-  auto hide = [&](const fs::path& p) {
-    if (p.empty() || p == p.root_path()) return;
-    if (std::find(request.sandbox_hide.begin(), request.sandbox_hide.end(), p.string()) == request.sandbox_hide.end())
-      request.sandbox_hide.push_back(p.string());
-  };
   for (std::string* o : objects) {
     if (o->empty()) continue;
     if (auto it = staged.find(*o); it != staged.end()) {
@@ -92,6 +99,8 @@ Status StageObjects(RunRequest& request, const std::filesystem::path& dir) {
       continue;
     }
     const fs::path from(*o);
+    // A missing object stays named as it is: loading it is the runner's to report.
+    if (!fs::exists(from, ec)) continue;
     // Cache entries are <cache>/<key>/object.so: the key keeps copies apart.
     const fs::path to = dir / "objects" / (std::to_string(staged.size()) + "-" + from.parent_path().filename().string() +
                                            "-" + from.filename().string());
@@ -102,9 +111,7 @@ Status StageObjects(RunRequest& request, const std::filesystem::path& dir) {
       if (ec) return Status::Internal("copying " + from.string() + " for the runner: " + ec.message());
     }
     staged[*o] = to.string();
-    const fs::path cache = from.parent_path().parent_path();
-    hide(cache);
-    if (fs::exists(cache.parent_path() / "kpilot.db", ec)) hide(cache.parent_path());
+    HideObjectOrigin(from, &request.sandbox_hide);
     *o = to.string();
   }
   return Status::Ok();

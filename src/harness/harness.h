@@ -235,9 +235,16 @@ class ServedRunner : public RunnerChannel {
 
 // Readies `request` for a sandboxed runner working in `dir`: each object it names (reference,
 // baseline, candidate, sweep objects) is linked or copied into dir/objects/ and the request
-// names the copy, and the folders the objects came from (the compile cache, and the store that
+// names the copy (one that does not exist keeps its name: the runner reports it), and the folders the objects came from (the compile cache, and the store that
 // holds it) join request.sandbox_hide, so the worker sees neither.
 Status StageObjects(RunRequest& request, const std::filesystem::path& dir);
+
+// Adds `path` to `list` (a sandbox's hidden or kept paths) unless it is there already, empty or
+// the root.
+void AddSandboxPath(const std::filesystem::path& path, std::vector<std::string>* list);
+// Adds to `hide` the compile cache `object` came from (<cache>/<key>/object.so) and the store
+// that holds that cache, if one does.
+void HideObjectOrigin(const std::filesystem::path& object, std::vector<std::string>* hide);
 
 // What a runner's worker must not see of a task's evaluation: the task folder and the user's
 // home folder (the objects' own folders are added by StageObjects).

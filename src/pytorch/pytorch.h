@@ -49,7 +49,8 @@ Result<PythonWorker> FindPythonWorker(const std::string& python_flag, const std:
 // `timeout_s` bounds the worker's own work; the process gets a backstop beyond it.
 // A `run` request with worker.sandbox_runner set runs confined (sandbox/sandbox.h): the problem,
 // candidate and objects are copied into its folder, which is all it sees of kpilot's files; the
-// reply's "sandbox" holds the report, and a denied attempt makes a passing reply "suspicious".
+// reply's "sandbox" holds the report (WorkerTaskRunner::Run turns its denials into the verdict:
+// ApplySandboxDenials).
 Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& worker, const std::string& mode,
                                  const nlohmann::json& request, double timeout_s);
 

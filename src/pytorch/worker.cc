@@ -31,11 +31,6 @@ std::optional<nlohmann::json> LastJsonLine(const std::string& out) {
 
 bool Mentions(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
-void AddUnique(std::vector<std::string>& list, const fs::path& p) {
-  if (p.empty() || p == p.root_path()) return;
-  if (std::find(list.begin(), list.end(), p.string()) == list.end()) list.push_back(p.string());
-}
-
 // Copies what the request names into `dir`/inputs/ and points the request at the copies, so that
 // the sandbox can hide where they came from (the task folder, the compile cache and its store).
 Status StageRequestFiles(nlohmann::json& request, const fs::path& dir, SandboxSpec& spec) {
@@ -51,7 +46,7 @@ Status StageRequestFiles(nlohmann::json& request, const fs::path& dir, SandboxSp
     if (ec) return Status::Internal("copying " + from.string() + " for the torch worker: " + ec.message());
     fs::permissions(to, fs::perms(0644), ec);
     holder[key] = to.string();
-    if (hide_folder) AddUnique(spec.hide, from.parent_path());
+    if (hide_folder) AddSandboxPath(from.parent_path(), &spec.hide);
     return Status::Ok();
   };
   // A KernelBench problem is one file; a flashinfer definition reads its dataset beside it.
@@ -63,9 +58,7 @@ Status StageRequestFiles(nlohmann::json& request, const fs::path& dir, SandboxSp
     if (request[side].contains("object") && request[side]["object"].is_string()) {
       const fs::path object = request[side]["object"].get<std::string>();
       KPILOT_RETURN_IF_ERROR(stage(request[side], "object", false));
-      const fs::path cache = object.parent_path().parent_path();  // <cache>/<key>/object.so
-      AddUnique(spec.hide, cache);
-      if (fs::exists(cache.parent_path() / "kpilot.db", ec)) AddUnique(spec.hide, cache.parent_path());
+      HideObjectOrigin(object, &spec.hide);
     }
   }
   return Status::Ok();
@@ -73,45 +66,41 @@ Status StageRequestFiles(nlohmann::json& request, const fs::path& dir, SandboxSp
 
 // The sandbox of a `run` request: its folder writable, the worker's package and interpreter
 // readable, the user's home and the staged files' origins hidden; a GPU's timing lock inherited.
-Result<SandboxSpec> WorkerSandbox(const PythonWorker& worker, nlohmann::json& request, const fs::path& dir) {
+// KPILOT_SANDBOX narrows it; nullopt when it turns the sandbox off.
+Result<std::optional<SandboxSpec>> WorkerSandbox(const PythonWorker& worker, nlohmann::json& request,
+                                                 const fs::path& dir) {
   const std::string device = request.value("device", "cpu");
   const bool cuda = device.rfind("cuda", 0) == 0;
-  SandboxSpec spec = DefaultSandboxSpec(cuda);
-  if (const char* home = std::getenv("HOME"); home && *home) AddUnique(spec.hide, home);
+  bool enabled = true;
+  auto over = ApplySandboxOverride(DefaultSandboxSpec(cuda), std::getenv("KPILOT_SANDBOX"), &enabled);
+  if (!over.ok()) return over.status();
+  if (!enabled) return std::optional<SandboxSpec>();
+  SandboxSpec spec = *over;
+  if (const char* home = std::getenv("HOME"); home && *home) AddSandboxPath(home, &spec.hide);
   KPILOT_RETURN_IF_ERROR(StageRequestFiles(request, dir, spec));
   spec.keep_writable = {dir.string()};
-  AddUnique(spec.keep_read_only, worker.pythonpath);
+  AddSandboxPath(worker.pythonpath, &spec.keep_read_only);
   // A virtual environment's folder and the interpreter's own prefix, wherever they are.
   std::error_code ec;
   const fs::path python = worker.python.is_absolute() ? worker.python : fs::path(FindOnPath(worker.python.string()));
-  AddUnique(spec.keep_read_only, python.parent_path().parent_path());
-  AddUnique(spec.keep_read_only, fs::canonical(python, ec).parent_path().parent_path());
+  AddSandboxPath(python.parent_path().parent_path(), &spec.keep_read_only);
+  AddSandboxPath(fs::canonical(python, ec).parent_path().parent_path(), &spec.keep_read_only);
   if (cuda) {
     const size_t colon = device.find(':');
     const std::string index = colon == std::string::npos ? "0" : device.substr(colon + 1);
     spec.inherit_file = request.value("lock_dir", "/tmp") + "/kpilot-gpu-" + index + ".lock";
     spec.inherit_fd = kGpuLockFd;
   }
-  return spec;
+  return std::optional<SandboxSpec>(spec);
 }
 
-// A confined run's reply: its sandbox report, and a passing verdict turned suspicious when the
-// candidate tried something the sandbox denied.
+// A confined run's reply carries its sandbox report (the worker's own leftover count kept);
+// WorkerTaskRunner::Run applies its denials to the verdict.
 void MergeSandboxReport(const SandboxReport& report, nlohmann::json& reply) {
   nlohmann::json s = ToJson(report);
   if (reply.contains("sandbox") && reply["sandbox"].is_object())
     s["leftover_processes_killed"] = reply["sandbox"].value("leftover_processes_killed", 0);
   reply["sandbox"] = s;
-  if (report.denied.empty() || reply.value("status", "") == "error") return;
-  std::string tried;
-  for (size_t i = 0; i < report.denied.size() && i < 3; ++i) tried += (i ? "; " : "") + report.denied[i];
-  const std::string what = "the sandbox denied what the candidate tried: " + tried;
-  if (reply.value("status", "") == "passed") {
-    reply["status"] = "suspicious";
-    reply["message"] = what;
-  } else {
-    reply["message"] = reply.value("message", "") + " (" + what + ")";
-  }
 }
 
 }  // namespace
@@ -142,19 +131,15 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
   if (!workdir.ok()) return workdir.status();
   fs::path request_path = workdir->path() / "request.json";
   nlohmann::json sent = request;
-  const bool confined = mode == "run" && worker.sandbox && !worker.sandbox_runner.empty();
-  SandboxSpec sandbox;
-  if (confined) {
+  std::optional<SandboxSpec> sandbox;
+  if (mode == "run" && worker.sandbox && !worker.sandbox_runner.empty()) {
     auto s = WorkerSandbox(worker, sent, workdir->path());
     if (!s.ok()) return s.status();
     sandbox = *s;
-    bool enabled = true;
-    auto over = ApplySandboxOverride(sandbox, std::getenv("KPILOT_SANDBOX"), &enabled);
-    if (!over.ok()) return over.status();
-    sandbox = *over;
-    if (!enabled) sandbox = SandboxSpec{.pid_namespace = false, .network = true, .drop_user = false,
-                                        .mount_namespace = false, .syscall_filter = false};
-    KPILOT_RETURN_IF_ERROR(WriteFileAtomic(workdir->path() / "sandbox.json", ToJson(sandbox).dump()));
+  }
+  const bool confined = sandbox.has_value();
+  if (confined) {
+    KPILOT_RETURN_IF_ERROR(WriteFileAtomic(workdir->path() / "sandbox.json", ToJson(*sandbox).dump()));
     std::error_code ec;
     fs::permissions(workdir->path(), fs::perms(0755), ec);
   }
@@ -176,7 +161,7 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
   spec.env->push_back("PYTHONDONTWRITEBYTECODE=1");
   if (confined) {
     spec.env->push_back("HOME=/tmp");  // the sandbox's private /tmp: caches land there, not in the user's home
-    if (sandbox.inherit_fd >= 0) spec.env->push_back("KPILOT_GPU_LOCK_FD=" + std::to_string(sandbox.inherit_fd));
+    if (sandbox->inherit_fd >= 0) spec.env->push_back("KPILOT_GPU_LOCK_FD=" + std::to_string(sandbox->inherit_fd));
   }
   spec.timeout_s = timeout_s + kWorkerBackstopS;
   spec.max_output_bytes = 96u << 20;
@@ -230,6 +215,7 @@ Result<RunResult> WorkerTaskRunner::Run(const Task& task, const PythonSubject& c
     if (!j.contains(list)) j[list] = nlohmann::json::array();
   auto run = RunResultFromJson(j);
   if (!run.ok()) return run.status().WithContext("reading the torch worker's result");
+  ApplySandboxDenials(&*run);
   return run;
 }
 

@@ -214,6 +214,21 @@ json SandboxJson(const RunResult& r) {
   return s;
 }
 
+void ApplySandboxDenials(RunResult* r) {
+  const SandboxReport& s = r->sandbox;
+  if (s.denied.empty() || r->status == "error") return;
+  std::string tried;
+  for (size_t i = 0; i < s.denied.size() && i < 3; ++i) tried += (i ? "; " : "") + s.denied[i];
+  if (s.denied_count > 3) tried += " and " + std::to_string(s.denied_count - 3) + " more";
+  const std::string what = "the sandbox denied what the candidate tried: " + tried;
+  if (r->status == "passed") {
+    r->status = "suspicious";
+    r->message = what;
+  } else {
+    r->message += r->message.empty() ? what : " (" + what + ")";
+  }
+}
+
 json ToJson(const RunResult& r) {
   json checks = json::array();
   for (const auto& c : r.checks)

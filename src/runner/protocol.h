@@ -174,6 +174,10 @@ struct RunResult {
 nlohmann::json ToJson(const RunResult& r);
 // The result's "sandbox" object: the SandboxReport and leftover_processes_killed.
 nlohmann::json SandboxJson(const RunResult& r);
+// The verdict's part of r.sandbox.denied: a run that would have passed is "suspicious" (it tried
+// to reach beyond its sandbox), its message naming the attempts; any other status stays, its
+// message naming them too. Status "error" (kpilot's fault) is left alone.
+void ApplySandboxDenials(RunResult* r);
 
 // JSON has no NaN or Inf; errors can be both. Encoded as the strings "nan", "inf", "-inf".
 nlohmann::json JsonNumber(double v);

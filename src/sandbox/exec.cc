@@ -42,18 +42,23 @@ namespace {
     ExecConfined(box, argv);
   }
   box.CloseInherited();
+  const int st = WaitReapingOrphans(program);
+  if (st < 0) _exit(127);
+  (void)!write(status_fd, &st, sizeof(st));
+  _exit(0);
+}
+
+}  // namespace
+
+int WaitReapingOrphans(pid_t child) {
   for (;;) {
     int st = 0;
     pid_t got = waitpid(-1, &st, 0);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) _exit(127);
-    if (got != program) continue;
-    (void)!write(status_fd, &st, sizeof(st));
-    _exit(0);
+    if (got < 0) return -1;
+    if (got == child) return st;
   }
 }
-
-}  // namespace
 
 nlohmann::json ToJson(const SandboxSpec& s) {
   return {{"pid_namespace", s.pid_namespace}, {"network", s.network},   {"drop_user", s.drop_user},

@@ -25,13 +25,6 @@ namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-constexpr const char* kScratch[] = {"/tmp", "/var/tmp", "/dev/shm"};
-
-bool IsUnder(const std::string& path, const std::string& dir) {
-  if (path == dir) return true;
-  std::string prefix = dir.back() == '/' ? dir : dir + "/";
-  return path.rfind(prefix, 0) == 0;
-}
 
 // Writes `text` to a /proc file of this process (uid_map, gid_map, setgroups).
 bool WriteProcFile(const char* path, const std::string& text) {
@@ -64,6 +57,12 @@ std::vector<std::string> MountPoints() {
 
 }  // namespace
 
+bool PathIsUnder(const std::string& path, const std::string& dir) {
+  if (path == dir) return true;
+  std::string prefix = dir.back() == '/' ? dir : dir + "/";
+  return path.rfind(prefix, 0) == 0;
+}
+
 SandboxSpec DefaultSandboxSpec(bool backend_is_cuda) {
   SandboxSpec s;
   s.pid_namespace = !backend_is_cuda;
@@ -82,7 +81,7 @@ Result<SandboxSpec> ApplySandboxOverride(SandboxSpec spec, const char* env_value
   std::istringstream words(value);
   for (std::string w; std::getline(words, w, ',');) {
     if (w.empty()) continue;
-    static const std::set<std::string> kKnown = {"all", "pid", "net", "mount", "user", "seccomp", "init"};
+    static const std::set<std::string> kKnown = {"all", "pid", "net", "mount", "user", "seccomp"};
     if (!kKnown.count(w))
       return Status::InvalidInput("KPILOT_SANDBOX=" + value + ": unknown part '" + w +
                                   "' (use none, all, or a comma list of pid, net, mount, user, seccomp)");
@@ -295,7 +294,7 @@ void Sandbox::SetUpView(const SandboxSpec& spec) {
       r.warnings.push_back(Errno("could not hide " + h));
     }
   }
-  for (const char* dir : kScratch) {
+  for (const char* dir : kScratchFolders) {
     if (access(dir, F_OK) != 0) continue;
     if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=4g") != 0)
       r.warnings.push_back(Errno(std::string("no private ") + dir));
@@ -345,14 +344,14 @@ void Sandbox::ClearScratch() {
       bool on_way = false, is_kept = false;
       for (const auto& k : kept) {
         if (k == p) is_kept = true;
-        else if (IsUnder(k, p)) on_way = true;
+        else if (PathIsUnder(k, p)) on_way = true;
       }
       if (is_kept) continue;
       if (on_way) clear(entry.path());
       else fs::remove_all(entry.path(), ec);
     }
   };
-  for (const char* dir : kScratch)
+  for (const char* dir : kScratchFolders)
     if (access(dir, F_OK) == 0) clear(dir);
 }
 

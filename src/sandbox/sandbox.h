@@ -33,6 +33,11 @@
 
 namespace kpilot {
 
+// The folders each sandbox gets a private, empty tmpfs of.
+inline constexpr const char* kScratchFolders[] = {"/tmp", "/var/tmp", "/dev/shm"};
+// True when `path` is `dir` or lies below it (both absolute and normal).
+bool PathIsUnder(const std::string& path, const std::string& dir);
+
 // What a confined process may see and do.
 struct SandboxSpec {
   bool pid_namespace = true;      // a PID namespace of its own with a fresh /proc (not for CUDA:
@@ -112,16 +117,14 @@ class Sandbox {
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
 
-  // In the first child, when report().pid_namespace: mounts a fresh /proc for the namespace (in
-  // a mount namespace of its own, so the supervisor keeps its view of /proc). Returns false when
-  // that failed (the child carries on with the old /proc, and says so in a warning it cannot pass
-  // back: callers record it from the result of /proc's check in the child, if they need it).
+  // In the first child (the namespace's init), when report().pid_namespace: mounts a fresh /proc
+  // for the namespace, in a mount namespace of its own so the supervisor keeps its view of /proc.
+  // False when that failed: the child then still shows the old /proc, which the caller reports.
   bool MountNamespaceProc();
   // In the child that runs candidate code, after fork and before any of it runs: sets the
   // inherited file at its descriptor, drops to the sandbox user, sets no_new_privs and installs
-  // the syscall filter, then hands the filter's listener to the parent. `self_pid` is the child's
-  // pid as it sees itself (1 or 2 inside a PID namespace). Non-ok only when a step that was in
-  // force in Enter() fails here; the child must then exit, not run the candidate.
+  // the syscall filter, then hands the filter's listener to the parent. Non-ok only when a step
+  // that was in force in Enter() fails here; the child must then exit, not run the candidate.
   Status ConfineChild();
   // In the parent after the fork: receives the listener from the child (waits up to 10 s for it;
   // a child that died first simply sent none).
@@ -156,6 +159,11 @@ class Sandbox {
   int inherited_ = -1;
   pid_t child_ = -1;
 };
+
+// In a PID namespace's init: waits for `child`, reaping every other process that ends meanwhile
+// (orphans of the namespace reparent to its init). Returns the child's wait status; -1 when
+// waiting failed.
+int WaitReapingOrphans(pid_t child);
 
 // Runs `argv` (argv[0] looked up on PATH) confined by `spec`, with this process's standard
 // streams, and waits for it. Afterwards prints one line on stderr, kSandboxReportPrefix followed

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/fs.h"
+#include "core/subprocess.h"
 #include "sandbox/sandbox.h"
 
 namespace kpilot {
@@ -47,55 +47,45 @@ std::string FamilyName(uint64_t family) {
   }
 }
 
-// The parent pid of `pid` as /proc says (0 when it is gone).
-pid_t ParentOf(pid_t pid) {
-  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat.ok()) return 0;
-  size_t close_paren = stat->rfind(')');
-  if (close_paren == std::string::npos) return 0;
-  char state;
-  long ppid = 0;
-  if (std::sscanf(stat->c_str() + close_paren + 1, " %c %ld", &state, &ppid) != 2) return 0;
-  return static_cast<pid_t>(ppid);
-}
-
 bool Descends(pid_t pid, pid_t ancestor) {
   for (int depth = 0; pid > 1 && depth < 64; ++depth) {
     if (pid == ancestor) return true;
-    pid = ParentOf(pid);
+    pid = ParentPid(pid);
   }
   return false;
 }
 
-// Sends `fd` over the socket `sock` (SCM_RIGHTS).
-bool SendFd(int sock, int fd) {
+// A one-byte message with room for one descriptor (SCM_RIGHTS): the listener's hand-over from
+// the confined child to its supervisor.
+struct FdMessage {
   char byte = 'L';
   iovec io{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
-  msg.msg_iov = &io;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  FdMessage() {
+    msg.msg_iov = &io;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+  }
+  FdMessage(const FdMessage&) = delete;  // msg points into this object
+  FdMessage& operator=(const FdMessage&) = delete;
+};
+
+bool SendFd(int sock, int fd) {
+  FdMessage m;
+  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1;
+  return sendmsg(sock, &m.msg, MSG_NOSIGNAL) == 1;
 }
 
 int ReceiveFd(int sock) {
-  char byte;
-  iovec io{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &io;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) return -1;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  FdMessage m;
+  if (recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC) != 1) return -1;
+  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   if (!c || c->cmsg_type != SCM_RIGHTS) return -1;
   int fd;
   std::memcpy(&fd, CMSG_DATA(c), sizeof(int));

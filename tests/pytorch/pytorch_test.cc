@@ -133,21 +133,21 @@ TEST(BuildWorkerRequest, KernelBenchWithKpilotsProcedure) {
   EXPECT_EQ(r["timing"]["mode"], "default");
   EXPECT_EQ(r["timing"]["max_seconds"], 1.5);
   EXPECT_TRUE(r["tolerance"].is_null());
-  EXPECT_EQ(r["exploit_checks"], true);
+  EXPECT_FALSE(r.contains("exploit_checks"));  // the worker runs every check under every procedure
   EXPECT_EQ(r["device"], "cuda:2");
   EXPECT_EQ(r["lock_dir"], "/run/kpilot-locks");  // the runner's lock, so the two exclude each other
   EXPECT_EQ(r["timeout_s"], 45);
   EXPECT_EQ(r["time"], true);
 }
 
-TEST(BuildWorkerRequest, KernelBenchTimingTurnsExploitChecksOff) {
+TEST(BuildWorkerRequest, KernelBenchTimingKeepsEveryCheck) {
   EvalOptions opt;
   opt.timing.mode = TimingMode::kKernelBench;
   opt.torch_device = "cpu";
   opt.time = false;
   auto req = BuildWorkerRequest(KernelBenchTask(), {"model_new", "/c/new.py", ""}, {"compile", "", ""}, opt);
   ASSERT_TRUE(req.ok());
-  EXPECT_EQ((*req)["exploit_checks"], false);
+  EXPECT_FALSE(req->contains("exploit_checks"));  // an official procedure keeps every check
   EXPECT_EQ((*req)["check_trials"], 5);
   EXPECT_EQ((*req)["timing"]["mode"], "kernelbench");
   EXPECT_EQ((*req)["device"], "cpu");
@@ -184,7 +184,7 @@ TEST(BuildWorkerRequest, FlashInferSendsTheSelectedWorkloadRecords) {
   EXPECT_EQ((*req)["workloads"][0]["uuid"], "77bb0022-bbbb");
   EXPECT_EQ((*req)["workloads"][0]["axes"]["n"], 4);
   EXPECT_EQ((*req)["format"], "flashinfer");
-  EXPECT_EQ((*req)["exploit_checks"], false);
+  EXPECT_FALSE(req->contains("exploit_checks"));
 
   opt.workloads = {"nope"};
   auto bad = BuildWorkerRequest(task, {"solution", "/s/sol.json", ""}, {"reference", "", ""}, opt);
