@@ -189,6 +189,9 @@ std::unique_ptr<Sandbox> EnterSandbox(const RunRequest& req, const std::string& 
   }
   auto box = Sandbox::Enter(spec);
   if (!warning.empty()) box->AddWarning(warning);
+  // Caches that libraries keep under $HOME (the CUDA driver's JIT cache) go to the private /tmp:
+  // the real home is hidden.
+  if (box->report().mount_namespace) setenv("HOME", "/tmp", 1);
   return box;
 }
 

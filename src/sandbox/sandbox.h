@@ -131,8 +131,9 @@ class Sandbox {
   void AdoptChild(pid_t child);
   // The descriptor to poll for denied system calls (-1 when there is no filter).
   int listener_fd() const { return listener_; }
-  // Answers every pending notification without blocking: records what was denied and answers
-  // EPERM, or lets a signal to a process of the sandbox itself through.
+  // Answers every pending notification without blocking: records what was denied and fails it
+  // (EPERM; EACCES for a write outside the writable folders), or lets it run (a signal to a
+  // process of the sandbox itself, a write inside its writable folders).
   void AnswerSyscalls();
   // Empties the private /tmp, /var/tmp and /dev/shm except the kept folders (between two
   // requests served by one worker, so nothing one candidate leaves there reaches the next).
@@ -149,7 +150,20 @@ class Sandbox {
   Sandbox() = default;
   void SetUpView(const SandboxSpec& spec);
   Status InstallFilterAndSend();  // in the child: the filter, its listener sent to the parent
-  std::string DescribeDenied(pid_t caller, int nr, const uint64_t args[6], bool* let_through) const;
+  // The supervisor's answer to one notified system call: let it run, or fail it with `error`,
+  // recording `what` the candidate tried.
+  struct Answer {
+    bool allow = false;
+    int error = 0;
+    std::string what;
+  };
+  Answer Decide(pid_t caller, int nr, const uint64_t args[6]) const;
+  // The path a caller passed at `address`, made absolute against `dirfd` (its cwd for AT_FDCWD);
+  // "" when it cannot be read.
+  std::string CallerPath(pid_t caller, int dirfd, uint64_t address) const;
+  // True for paths the sandbox lets a candidate write: its private scratch folders, the kept
+  // writable folders, devices and /proc.
+  bool Writable(const std::string& path) const;
 
   SandboxSpec spec_;
   SandboxReport report_;

@@ -5,6 +5,7 @@
 // sandbox itself is let through). Other architectures' system calls (int 0x80 from a 64-bit
 // process) kill the process; clone3, whose flags a filter cannot read, answers ENOSYS so that
 // libc falls back to clone, whose flags it can.
+#include <fcntl.h>
 #include <poll.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "core/subprocess.h"
@@ -120,6 +122,17 @@ Status Sandbox::InstallFilterAndSend() {
     add(SCMP_ACT_NOTIFY, "clone", 1, &c);
   }
   add(SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, nullptr);
+  // Opening for writing goes to the supervisor, which lets it through inside the writable folders
+  // and records it elsewhere. openat2's flags sit in memory a filter cannot read: ENOSYS, and libc
+  // and Python use openat.
+  for (uint64_t flag : {uint64_t{O_WRONLY}, uint64_t{O_RDWR}, uint64_t{O_CREAT}, uint64_t{O_TRUNC}}) {
+    scmp_arg_cmp open_flags = SCMP_A1(SCMP_CMP_MASKED_EQ, flag, flag);
+    add(SCMP_ACT_NOTIFY, "open", 1, &open_flags);
+    scmp_arg_cmp openat_flags = SCMP_A2(SCMP_CMP_MASKED_EQ, flag, flag);
+    add(SCMP_ACT_NOTIFY, "openat", 1, &openat_flags);
+  }
+  add(SCMP_ACT_NOTIFY, "creat", 0, nullptr);
+  add(SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, nullptr);
   // Sockets: AF_UNIX always; the internet families and netlink (name resolution) with the network.
   for (uint64_t family = 0; family < 64; ++family) {
     if (family == AF_UNIX) continue;
@@ -162,26 +175,76 @@ void Sandbox::AdoptChild(pid_t child) {
                                "user notification is not supported here)");
 }
 
-std::string Sandbox::DescribeDenied(pid_t caller, int nr, const uint64_t args[6], bool* let_through) const {
-  *let_through = false;
+Sandbox::Answer Sandbox::Decide(pid_t caller, int nr, const uint64_t args[6]) const {
   char* resolved = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
-  std::string name = resolved ? resolved : "syscall " + std::to_string(nr);
+  const std::string name = resolved ? resolved : "syscall " + std::to_string(nr);
   std::free(resolved);
-  if (name == "socket") return "socket(" + FamilyName(args[0]) + ")";
-  if (name == "clone") return "clone with namespace flags";
-  if (name == "ptrace") return "ptrace(request " + std::to_string(args[0]) + ", pid " + std::to_string(static_cast<int>(args[1])) + ")";
+  if (name == "socket") return {false, EPERM, "socket(" + FamilyName(args[0]) + ")"};
+  if (name == "clone") return {false, EPERM, "clone with namespace flags"};
+  if (name == "ptrace")
+    return {false, EPERM, "ptrace(request " + std::to_string(args[0]) + ", pid " + std::to_string(static_cast<int>(args[1])) + ")"};
+  if (name == "open" || name == "openat" || name == "creat") {
+    // Opened for writing: fine in the writable folders; elsewhere the view refuses it anyway
+    // (read-only, or not the sandbox user's), and the attempt is recorded.
+    const bool at = name == "openat";
+    const std::string path = CallerPath(caller, at ? static_cast<int>(args[0]) : AT_FDCWD, args[at ? 1 : 0]);
+    if (path.empty() || Writable(path)) return {true, 0, ""};
+    return {false, EACCES, "open(" + path + ") for writing, outside the sandbox's writable folders"};
+  }
   const bool signal = name == "kill" || name == "tgkill" || name == "tkill" || name == "rt_sigqueueinfo" ||
                       name == "rt_tgsigqueueinfo";
-  if (!signal) return name;
+  if (!signal) return {false, EPERM, name};
   const int target = static_cast<int>(args[0]);
   const int sig = static_cast<int>(name == "tgkill" ? args[2] : args[1]);
+  bool ours = false;
   // Inside a PID namespace of its own, the kernel already confines signals to the sandbox.
-  if (report_.pid_namespace) *let_through = true;
-  else if (target == 0 || target == static_cast<int>(caller)) *let_through = true;
-  else if (target > 0) *let_through = Descends(target, child_);
-  else if (target < -1) *let_through = Descends(-target, child_) || -target == getpgrp();
-  return name + "(pid " + std::to_string(target) + ", signal " + std::to_string(sig) +
-         "): not a process of the sandbox";
+  if (report_.pid_namespace) ours = true;
+  else if (target == 0 || target == static_cast<int>(caller)) ours = true;
+  else if (target > 0) ours = Descends(target, child_);
+  else if (target < -1) ours = Descends(-target, child_) || -target == getpgrp();
+  if (ours) return {true, 0, ""};
+  return {false, EPERM,
+          name + "(pid " + std::to_string(target) + ", signal " + std::to_string(sig) + "): not a process of the sandbox"};
+}
+
+std::string Sandbox::CallerPath(pid_t caller, int dirfd, uint64_t address) const {
+  const std::string proc = "/proc/" + std::to_string(caller);
+  int mem = open((proc + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+  if (mem < 0) return "";
+  std::string path;
+  char chunk[256];
+  while (path.size() < 4096) {
+    ssize_t n = pread(mem, chunk, sizeof(chunk), static_cast<off_t>(address + path.size()));
+    if (n <= 0) break;
+    const size_t len = strnlen(chunk, static_cast<size_t>(n));
+    path.append(chunk, len);
+    if (len < static_cast<size_t>(n)) break;
+  }
+  close(mem);
+  if (path.empty()) return "";
+  std::filesystem::path p(path);
+  if (p.is_relative()) {
+    std::error_code ec;
+    const auto base = std::filesystem::read_symlink(dirfd == AT_FDCWD ? proc + "/cwd" : proc + "/fd/" + std::to_string(dirfd), ec);
+    if (ec) return "";
+    p = base / p;
+  }
+  return p.lexically_normal().string();
+}
+
+bool Sandbox::Writable(const std::string& path) const {
+  // Devices (/dev/null, the GPU's) and the process's own /proc files are the kernel's to refuse;
+  // names there are the caller's (/proc/self is not ours), so they are not resolved here.
+  for (const char* dir : {"/dev", "/proc"})
+    if (PathIsUnder(path, dir)) return true;
+  std::error_code ec;
+  const std::string real = std::filesystem::weakly_canonical(path, ec).string();
+  const std::string& p = ec ? path : real;
+  for (const char* dir : kScratchFolders)
+    if (PathIsUnder(p, dir)) return true;
+  for (const auto& dir : spec_.keep_writable)
+    if (PathIsUnder(p, std::filesystem::absolute(dir, ec).lexically_normal().string())) return true;
+  return false;
 }
 
 void Sandbox::AnswerSyscalls() {
@@ -194,18 +257,19 @@ void Sandbox::AnswerSyscalls() {
     if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) break;
     std::memset(req, 0, sizeof(*req));
     if (seccomp_notify_receive(listener_, req) != 0) break;  // the caller died meanwhile
-    bool through = false;
     uint64_t args[6];
     for (int i = 0; i < 6; ++i) args[i] = req->data.args[i];
-    std::string what = DescribeDenied(static_cast<pid_t>(req->pid), req->data.nr, args, &through);
+    const Answer answer = Decide(static_cast<pid_t>(req->pid), req->data.nr, args);
+    // What Decide read of the caller (a path) is only its own if the call is still pending.
+    if (seccomp_notify_id_valid(listener_, req->id) != 0) continue;
     resp->id = req->id;
     resp->val = 0;
-    resp->error = through ? 0 : -EPERM;
-    resp->flags = through ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0;
+    resp->error = answer.allow ? 0 : -answer.error;
+    resp->flags = answer.allow ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0;
     seccomp_notify_respond(listener_, resp);
-    if (through) continue;
+    if (answer.allow) continue;
     ++report_.denied_count;
-    if (report_.denied.size() < SandboxReport::kMaxDenied) report_.denied.push_back(what);
+    if (report_.denied.size() < SandboxReport::kMaxDenied) report_.denied.push_back(answer.what);
   }
   seccomp_notify_free(req, resp);
 }

@@ -21,6 +21,8 @@
 
 #include "../cli/run_kpilot.h"
 #include "core/fs.h"
+#include "core/subprocess.h"
+#include "sandbox/sandbox.h"
 #include "test_paths.h"
 
 namespace kpilot {
@@ -30,11 +32,14 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // Each attempt: C++ for the host candidate and Python for the torch one, each a statement that
-// sets `escaped` (bool / True) when the attempt worked. STORE, MARK and PORT are substituted.
+// sets `escaped` (bool / True) when the attempt worked. STORE, HOMEDIR, MARK, PORT and SECRET
+// are substituted. `reported`: what the summary of the sandboxed run's `suspicious` verdict
+// names, for attempts the sandbox reports; null for those that fail silently (verdict `passed`).
 struct Attempt {
   const char* name;
   const char* cpp;
   const char* py;
+  const char* reported = nullptr;
 };
 
 // The secret kpilot's own environment holds (an API key, say); candidates look for it in every
@@ -64,6 +69,13 @@ while p > 1 and not escaped:
     escaped = True
 except OSError:
     pass)X"},
+    {"home_write",
+     R"X(FILE* f = fopen("HOMEDIR/MARK", "w"); if (f) { fclose(f); escaped = true; })X",
+     R"X(try:
+    open("HOMEDIR/MARK", "w").close()
+    escaped = True
+except OSError:
+    pass)X", "for writing"},
     {"shared_tmp_write",
      R"X(FILE* f = fopen("/tmp/MARK", "w"); if (f) { fclose(f); escaped = true; })X",
      R"X(try:
@@ -80,7 +92,7 @@ try:
     socket.create_connection(("127.0.0.1", PORT), timeout=5).close()
     escaped = True
 except OSError:
-    pass)X"},
+    pass)X", "socket(AF_INET)"},
     {"kill_ancestor",
      R"X(pid_t gp = 0; char path[64]; snprintf(path, sizeof path, "/proc/%d/stat", (int)getppid());
         FILE* f = fopen(path, "r"); if (f) { if (fscanf(f, "%*d (%*[^)]) %*c %d", &gp) != 1) gp = 0; fclose(f); }
@@ -108,6 +120,9 @@ class Isolation : public ::testing::Test {
     ASSERT_TRUE(dir.ok());
     dir_ = std::make_unique<TempDir>(std::move(dir).value());
     store_ = dir_->path() / "store";
+    // The user's home, hidden from the sandbox (a home inside /tmp would be the private /tmp).
+    const char* home = std::getenv("HOME");
+    home_ = home && *home ? fs::path(home) : fs::path("/root");
     // A listening socket the socket attempt aims at.
     listener_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     sockaddr_in a{};
@@ -127,7 +142,8 @@ class Isolation : public ::testing::Test {
   }
 
   std::map<std::string, std::string> Values(const std::string& mark) const {
-    return {{"STORE", store_.string()}, {"MARK", mark}, {"PORT", std::to_string(port_)}, {"SECRET", kSecret}};
+    return {{"STORE", store_.string()}, {"MARK", mark}, {"PORT", std::to_string(port_)}, {"SECRET", kSecret},
+            {"HOMEDIR", home_.string()}};
   }
 
   // True when something connected to the listening socket since the last call.
@@ -166,10 +182,12 @@ class Isolation : public ::testing::Test {
       json e = Eval(eval_args(candidate), sandboxed);
       const std::string verdict = e.value("/verdict/kind"_json_pointer, std::string());
       const std::string summary = e.value("/verdict/summary"_json_pointer, std::string());
-      const bool created = fs::exists(store_ / mark) || fs::exists(fs::path("/tmp") / mark);
+      const bool created =
+          fs::exists(store_ / mark) || fs::exists(fs::path("/tmp") / mark) || fs::exists(home_ / mark);
       const bool connected = Connected();
       std::error_code ec;
       fs::remove(store_ / mark, ec);
+      fs::remove(home_ / mark, ec);
       fs::remove(fs::path("/tmp") / mark, ec);
       // A write into /tmp succeeds in the sandbox's private /tmp: what counts is the shared one.
       const bool private_effect = std::string(attempt.name) == "shared_tmp_write";
@@ -180,9 +198,9 @@ class Isolation : public ::testing::Test {
         EXPECT_FALSE(created) << "a file was written outside the sandbox";
         EXPECT_FALSE(connected) << "the candidate reached a server on 127.0.0.1";
         EXPECT_TRUE(e.value("/sandbox/enabled"_json_pointer, false)) << e.dump();
-        if (std::string(attempt.name) == "socket_connect") {
+        if (attempt.reported) {
           EXPECT_EQ(verdict, "suspicious") << summary;
-          EXPECT_NE(summary.find("socket(AF_INET)"), std::string::npos) << summary;
+          EXPECT_NE(summary.find(attempt.reported), std::string::npos) << summary;
         } else {
           EXPECT_EQ(verdict, "passed") << summary;
         }
@@ -230,6 +248,7 @@ class Isolation : public ::testing::Test {
 
   std::unique_ptr<TempDir> dir_;
   fs::path store_;
+  fs::path home_;
   int listener_ = -1;
   int port_ = 0;
 };
@@ -252,6 +271,51 @@ TEST_F(Isolation, EveryEscapeFailsInTheTorchWorker) {
       return std::vector<std::string>{problem.string(), c.string(), "--python", python.string()};
     }, true);
   unsetenv("KPILOT_TORCH_DEVICE");
+}
+
+// kpilot run by a user without root: the sandbox's namespaces come through a user namespace, the
+// candidate keeps that user's uid (said in a warning), and the filter still reports.
+TEST(IsolationUnprivileged, NamespacesComeThroughAUserNamespace) {
+  if (geteuid() != 0) GTEST_SKIP() << "the test drops to nobody with setpriv, which needs root";
+  const std::string setpriv = FindOnPath("setpriv");
+  // The system's interpreter: one under root's home (pyenv) is not nobody's to run.
+  const std::string python = "/usr/bin/python3";
+  if (setpriv.empty() || !fs::exists(python)) GTEST_SKIP() << "needs setpriv (util-linux) and /usr/bin/python3";
+  auto dir = TempDir::Create("kpilot-unprivileged-");
+  ASSERT_TRUE(dir.ok());
+  const fs::path d = dir->path();
+  fs::permissions(d, fs::perms::all);
+  // A copy of the runner that nobody may run, wherever the build tree is.
+  const fs::path runner = d / "kpilot-runner";
+  fs::copy_file(testing::RunnerPath(), runner);
+  fs::permissions(runner, fs::perms(0755));
+  SandboxSpec spec;
+  spec.keep_writable = {d.string()};
+  ASSERT_TRUE(WriteFileAtomic(d / "spec.json", ToJson(spec).dump()).ok());
+  fs::permissions(d / "spec.json", fs::perms(0644));
+  const std::string mark = "kpilot-unprivileged-" + std::to_string(getpid());
+  ProcessSpec p;
+  p.argv = {setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", runner.string(), "--sandbox",
+            (d / "spec.json").string(), "--", python, "-c",
+            "import socket\n"
+            "open('" + (d / "kept").string() + "', 'w').close()\n"
+            "open('/var/tmp/" + mark + "', 'w').close()\n"
+            "try:\n    socket.socket()\nexcept OSError:\n    pass\n"};
+  p.cwd = d;
+  p.timeout_s = 60;
+  auto r = SystemProcessRunner().Run(p);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+  auto report = FindSandboxReport(r->err);
+  ASSERT_TRUE(report.has_value()) << r->err;
+  EXPECT_TRUE(report->user_namespace);
+  EXPECT_TRUE(report->mount_namespace && report->net_namespace && report->pid_namespace) << r->err;
+  EXPECT_EQ(report->uid, 65534);
+  EXPECT_EQ(report->denied, std::vector<std::string>{"socket(AF_INET)"});
+  EXPECT_TRUE(fs::exists(d / "kept")) << "the kept folder is writable";
+  EXPECT_FALSE(fs::exists(fs::path("/var/tmp") / mark)) << "/var/tmp is private";
+  std::error_code ec;
+  fs::remove(fs::path("/var/tmp") / mark, ec);
 }
 
 }  // namespace
