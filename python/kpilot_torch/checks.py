@@ -20,6 +20,17 @@ def as_outputs(result):
     return [result]
 
 
+def impostor(cand, ref):
+    """Why `cand` is not an output to be compared as a tensor ("" when it is one): a subclass of
+    torch.Tensor (its __torch_function__ can fake every comparison, or compute lazily, only when
+    looked at) where the reference gives a plain tensor. Looks at the type alone: nothing of the
+    candidate's runs."""
+    if not isinstance(cand, torch.Tensor) or type(cand) is torch.Tensor or type(cand) is type(ref):
+        return ""
+    return "is a %s, a subclass of torch.Tensor, where the reference returns a %s" % (
+        type(cand).__name__, type(ref).__name__)
+
+
 def output_names(n):
     return ["out"] if n == 1 else ["out%d" % i for i in range(n)]
 
@@ -51,6 +62,14 @@ def check_record(workload, seed, name, cand, ref, tol, rule):
     if cand.dtype != ref.dtype:
         rec["mismatches"] = rec["numel"]
         return rec, "output %s has dtype %s, expected %s" % (name, cand.dtype, ref.dtype)
+    # A dense tensor on the reference's device: not one computed elsewhere and moved at compare
+    # time, nor a sparse or other layout that compares by other rules.
+    if cand.layout != ref.layout:
+        rec["mismatches"] = rec["numel"]
+        return rec, "output %s has layout %s, expected %s" % (name, cand.layout, ref.layout)
+    if cand.device != ref.device:
+        rec["mismatches"] = rec["numel"]
+        return rec, "output %s is on %s, expected %s" % (name, cand.device, ref.device)
     if ref.numel() == 0:
         rec["ok"] = True
         return rec, ""

@@ -434,7 +434,7 @@ class Run:
             self.details["timing_s"] = time.perf_counter() - t_time
 
     def correctness(self, wl):
-        from .checks import as_outputs, check_record, clone_args, mutated, near_zero, output_names
+        from .checks import as_outputs, check_record, clone_args, impostor, mutated, near_zero, output_names
         tol = self.problem.tolerance(wl)
         rule = self.problem.element_rule()
         self.details["tolerance"] = tol
@@ -466,6 +466,11 @@ class Run:
                               (wl, seed, len(cand_out), len(ref_out)))
             failed = None
             for name, c, r in zip(output_names(len(ref_out)), cand_out, ref_out):
+                # Before anything touches it: a tensor subclass can answer every comparison as it
+                # likes (__torch_function__), or compute only when looked at.
+                disguised = impostor(c, r)
+                if disguised:
+                    raise Verdict("suspicious", "workload %s, seed %d: output %s %s" % (wl, seed, name, disguised))
                 rec, why = check_record(wl, seed, name, c, r, tol, rule)
                 if poisoned and not getattr(self.candidate, "guards_intact", True):
                     rec["guards_intact"] = False

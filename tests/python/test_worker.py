@@ -235,6 +235,16 @@ class RunTest(ProtocolTest):
                             timing=dict(QUICK_TIMING, mode=mode))
             self.assertEqual(r["status"], "suspicious", mode + ": " + r["message"])
 
+    def test_tensor_subclass_output_is_suspicious(self):
+        r = self.run_ok("relu_problem.py", model_new("relu_new_subclass.py"))
+        self.assertEqual(r["status"], "suspicious", r["message"])
+        self.assertIn("subclass of torch.Tensor", r["message"])
+
+    def test_output_in_another_layout_is_incorrect(self):
+        r = self.run_ok("relu_problem.py", model_new("relu_new_sparse.py"))
+        self.assertEqual(r["status"], "incorrect", r["message"])
+        self.assertIn("layout", r["message"])
+
     def test_try_except_fallback(self):
         r = self.run_ok("relu_problem.py", model_new("relu_new_fallback.py"))
         self.assertEqual(r["status"], "suspicious", r["message"])
