@@ -242,6 +242,7 @@ class LiveRunner : public ProblemRunner {
     gen.include_dir = IncludeDir();
     gen.prompts_dir = PromptsDir();
     gen.store = &store_;
+    gen.sandbox_runner = RunnerPath();
     auto proposer = MakeProposer(o.generator, task, gen);
     if (!proposer.ok()) return proposer.status();
     std::optional<SkillLibrary> skills;

@@ -102,6 +102,8 @@ Result<std::unique_ptr<lineage::LineageGenerator>> MakeGenerator(const LineageAr
     if (FindOnPath(o->argv.front()).empty())
       return Status::NotFound("--generator " + a.generator + ": " + o->argv.front() + " is not on PATH (nor an executable path)");
     o->transcripts = transcripts;
+    o->sandbox_runner = RunnerPath();
+    o->sandbox_hide = {std::filesystem::absolute(a.store_dir).string()};
     return lineage::MakeCommandLineageGenerator(SystemProcessRunner(), std::move(o).value());
   }
   return Status::InvalidInput("--generator " + a.generator +

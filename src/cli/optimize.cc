@@ -304,6 +304,7 @@ int RunOptimize(const OptimizeArgs& a) {
   gen.include_dir = IncludeDir();
   gen.prompts_dir = PromptsDir();
   gen.store = store->get();
+  gen.sandbox_runner = RunnerPath();
   auto proposer = MakeProposer(o.generator, task, gen);
   if (!proposer.ok()) return Fail(proposer.status());
 

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -190,11 +192,42 @@ std::vector<std::string> AgentEnvironment(const std::vector<std::string>& allowe
   return out;
 }
 
+SandboxSpec AgentSandboxSpec(const fs::path& workspace, const std::vector<std::string>& hide,
+                             const std::string& program) {
+  SandboxSpec s;
+  s.network = true;
+  s.drop_user = false;
+  s.hide = hide;
+  s.keep_writable = {workspace.string()};
+  if (const std::string found = FindOnPath(program); !found.empty())
+    s.keep_read_only.push_back(fs::absolute(found).parent_path().string());
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    std::error_code ec;
+    for (const char* own : {".claude", ".claude.json", ".codex", ".gemini", ".cache", ".config", ".local/state", ".npm"})
+      if (fs::exists(fs::path(home) / own, ec)) s.keep_writable.push_back((fs::path(home) / own).string());
+  }
+  return s;
+}
+
 Result<ProcessResult> RunAgentCommand(ProcessRunner& processes, const CommandProposerOptions& options,
                                       const fs::path& dir, const std::string& stdin_text,
                                       const std::string& candidate_file) {
   ProcessSpec spec;
-  spec.argv = options.argv;
+  std::optional<TempDir> sandbox_dir;  // the spec lives outside the agent's workspace
+  bool enabled = true;
+  auto over = ApplySandboxOverride(
+      AgentSandboxSpec(dir, options.sandbox_hide, options.argv.empty() ? std::string() : options.argv.front()),
+      std::getenv("KPILOT_SANDBOX"), &enabled);
+  if (!over.ok()) return over.status();
+  if (!options.sandbox_runner.empty() && enabled) {
+    auto t = TempDir::Create("kpilot-agent-sandbox-");
+    if (!t.ok()) return t.status();
+    sandbox_dir.emplace(std::move(t).value());
+    const fs::path file = sandbox_dir->path() / "sandbox.json";
+    KPILOT_RETURN_IF_ERROR(WriteFileAtomic(file, ToJson(*over).dump()));
+    spec.argv = {options.sandbox_runner.string(), "--sandbox", file.string(), "--"};
+  }
+  spec.argv.insert(spec.argv.end(), options.argv.begin(), options.argv.end());
   spec.cwd = dir;
   spec.env = AgentEnvironment(options.allowed_env.empty() ? DefaultAgentEnvironment() : options.allowed_env,
                               {"KPILOT_WORKSPACE=" + dir.string(), "KPILOT_CANDIDATE=" + candidate_file});
@@ -207,7 +240,9 @@ Result<ProcessResult> RunAgentCommand(ProcessRunner& processes, const CommandPro
     llm::Exchange e;
     e.endpoint = "command: " + JoinCommandLine(options.argv);
     e.request_json = nlohmann::json{{"stdin", stdin_text}}.dump();
-    e.response_json = nlohmann::json{{"stdout", Tail(run->out, 64 << 10)}, {"stderr", Tail(run->err, 64 << 10)}}.dump();
+    nlohmann::json response = {{"stdout", Tail(run->out, 64 << 10)}, {"stderr", Tail(run->err, 64 << 10)}};
+    if (auto report = FindSandboxReport(run->err)) response["sandbox"] = ToJson(*report);
+    e.response_json = response.dump();
     e.status = run->exit_code;
     e.attempts = 1;
     e.seconds = run->wall_s;
@@ -283,7 +318,11 @@ std::string CommandDisclosure(const CommandProposerOptions& o) {
   for (const auto& n : o.allowed_env.empty() ? DefaultAgentEnvironment() : o.allowed_env) env += (env.empty() ? "" : " ") + n;
   return "kpilot: the command generator runs " + JoinCommandLine(o.argv) +
          " (no shell) in a fresh workspace per draft holding the task (task.toml, the reference source), the parent "
-         "candidate's source, its guidance, the skill cards retrieved for it and the ABI header; it runs with YOUR permissions and only these variables: " +
+         "candidate's source, its guidance, the skill cards retrieved for it and the ABI header; it runs as YOU" +
+         std::string(o.sandbox_runner.empty() ? ", unconfined," : " in a sandbox (its own processes only, the store and task folder hidden, "
+                                                                  "files writable only in the workspace and its own state folders in your home; "
+                                                                  "network kept)") +
+         " with only these variables: " +
          env + fmt::format("; timeout {:.0f} s. What the agent sends, and where, is up to the agent.\n", o.timeout_s);
 }
 

@@ -26,6 +26,7 @@
 #include "llm/llm.h"
 #include "propose/proposer.h"
 #include "propose/transcripts.h"
+#include "sandbox/sandbox.h"
 
 namespace kpilot {
 
@@ -40,7 +41,19 @@ struct CommandProposerOptions {
   std::filesystem::path prompts_override;  // LlmConfig::prompts_dir ("" = none)
   bool keep_workspaces = false;            // for debugging: leave them in $TMPDIR
   std::shared_ptr<RunTranscripts> transcripts;  // each agent run archived (may be null)
+  // kpilot-runner: the agent runs under `--sandbox` (AgentSandboxSpec); empty: as the user.
+  std::filesystem::path sandbox_runner;
+  std::vector<std::string> sandbox_hide;   // what the agent must not see (the store, the task folder)
 };
+
+// An agent's sandbox: the network kept (it reaches its model provider) and the user's uid (its
+// credentials and configuration are the user's), but its own PID namespace (kpilot's processes
+// and their environment, with kpilot's API keys, are out of sight), a read-only view with the
+// store and the task folder hidden, and only the workspace and the agent CLIs' own state folders
+// in $HOME (.claude, .codex, .gemini, .cache, .config, …) writable. The folder of `program` (the
+// agent's executable, looked up on PATH) stays readable wherever it is.
+SandboxSpec AgentSandboxSpec(const std::filesystem::path& workspace, const std::vector<std::string>& hide,
+                             const std::string& program);
 
 // The default variables an agent sees when none are configured.
 const std::vector<std::string>& DefaultAgentEnvironment();
@@ -56,8 +69,9 @@ Result<std::unique_ptr<Proposer>> MakeCommandProposer(const std::string& name, c
 
 // Runs the agent once in `dir` (prepared by the caller) with `stdin_text` on its stdin, in its own
 // process group with options.timeout_s, and an environment holding only the allowed variables plus
-// KPILOT_WORKSPACE=dir and KPILOT_CANDIDATE=candidate_file; archives the run (stdin, stdout and
-// stderr tails) when options.transcripts is set. Any exit, signal or timeout is a result; a non-ok
+// KPILOT_WORKSPACE=dir and KPILOT_CANDIDATE=candidate_file, confined by AgentSandboxSpec when
+// options.sandbox_runner is set (unless KPILOT_SANDBOX=none); archives the run (stdin, stdout and
+// stderr tails, the sandbox's report) when options.transcripts is set. Any exit, signal or timeout is a result; a non-ok
 // Status only when the program cannot be started. Shared with `kpilot lineage`'s command generator.
 Result<ProcessResult> RunAgentCommand(ProcessRunner& processes, const CommandProposerOptions& options,
                                       const std::filesystem::path& dir, const std::string& stdin_text,

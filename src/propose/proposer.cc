@@ -7,6 +7,7 @@
 #include "propose/llm_proposer.h"
 #include "propose/params_proposer.h"
 #include "propose/replay_proposer.h"
+#include "store/store.h"
 #include "toolchain/toolchain.h"
 
 namespace kpilot {
@@ -71,6 +72,9 @@ Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& spec, const Ta
     o.include_dir = setup.include_dir;
     o.prompts_dir = setup.prompts_dir;
     o.transcripts = std::make_shared<RunTranscripts>(setup.store);
+    o.sandbox_runner = setup.sandbox_runner;
+    if (setup.store) o.sandbox_hide.push_back(setup.store->dir().string());
+    o.sandbox_hide.push_back(task.dir.string());
     std::string disclosure = o.argv.empty() ? "" : CommandDisclosure(o);
     auto p = MakeCommandProposer(spec, task, SystemProcessRunner(), std::move(o));
     if (p.ok()) Notices(setup) << disclosure;

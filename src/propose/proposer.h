@@ -160,6 +160,9 @@ struct GeneratorSetup {
   std::filesystem::path include_dir;       // the folder holding kpilot/kernel.h
   std::filesystem::path prompts_dir;       // the shipped prompt templates (LlmConfig::prompts_dir overrides)
   Store* store = nullptr;                  // where transcripts are archived (borrowed; null: not archived)
+  // kpilot-runner, which confines command: agents (`--sandbox`, CommandProposerOptions); empty:
+  // they run as the user, unconfined.
+  std::filesystem::path sandbox_runner;
   std::ostream* notices = nullptr;         // where "which endpoint receives what" is stated (null: stderr)
 };
 

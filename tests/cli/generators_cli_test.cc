@@ -145,7 +145,7 @@ TEST_F(GeneratorsCli, OptimizeThroughACommandAgent) {
   std::string agent = (testing::SourceDir() / "tests" / "propose" / "fake_agent.sh").string();
   ProcessResult r = testing::RunKpilot(dir_->path(), Args("command:'" + agent + "' copy", 3), 600);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("runs with YOUR permissions"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("runs as YOU in a sandbox"), std::string::npos) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["evaluations"], 3);
   ProcessResult show = testing::RunKpilot(dir_->path(), {"show", std::to_string(j["run"].get<int>()), "--store",

@@ -126,6 +126,52 @@ TEST_F(CommandProposerTest, ARealAgentWritesTheCandidate) {
   EXPECT_EQ((*drafts)[0].summary, "fake_agent.sh: fake agent copy of omp_simd.cpp");
 }
 
+// The agent's sandbox, as the agent meets it: sandboxed it finds no secret in its ancestors'
+// environment (kpilot's API keys), sees nothing of the store and cannot write in the user's home
+// outside its own state folders, yet writes its candidate; with KPILOT_SANDBOX=none it can do
+// all three, which proves the attempts are real.
+TEST_F(CommandProposerTest, ASandboxedAgentSeesNeitherKpilotsEnvironmentNorTheStore) {
+  if (geteuid() != 0) GTEST_SKIP() << "kpilot's sandbox is tested as root (CI and the GPU machine run so)";
+  const char* home = std::getenv("HOME");
+  if (!home || !*home || std::string(home).rfind("/tmp", 0) == 0) GTEST_SKIP() << "needs a home outside /tmp";
+  auto dir = TempDir::Create("kpilot-agent-store-");
+  ASSERT_TRUE(dir.ok());
+  ASSERT_TRUE(WriteFileAtomic(dir->path() / "kpilot.db", "verdicts").ok());
+  // /proc/PID/environ shows a process's environment as it started: the secret is an entry of
+  // this test's own, which kpilot's (with its API keys) stands for.
+  auto environ_text = ReadFile("/proc/self/environ");
+  ASSERT_TRUE(environ_text.ok());
+  std::string secret;
+  for (size_t at = 0; at < environ_text->size() && secret.size() < 6;) {
+    size_t end = environ_text->find('\0', at);
+    secret = environ_text->substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? environ_text->size() : end + 1;
+  }
+  ASSERT_GE(secret.size(), 6u) << "this test's environment has no entry to look for";
+  const fs::path outside = fs::path(home) / ("kpilot-agent-escape-" + std::to_string(getpid()));
+  options_.argv = {Agent(), "escape", secret, dir->path().string(), outside.string()};
+  options_.sandbox_runner = testing::RunnerPath();
+  options_.sandbox_hide = {dir->path().string()};
+  for (bool sandboxed : {true, false}) {
+    SCOPED_TRACE(sandboxed ? "sandboxed" : "KPILOT_SANDBOX=none");
+    if (sandboxed) ::unsetenv("KPILOT_SANDBOX");
+    else ::setenv("KPILOT_SANDBOX", "none", 1);
+    auto drafts = Propose(SystemProcessRunner());
+    ASSERT_TRUE(drafts.ok()) << drafts.status().ToString();
+    ASSERT_EQ(drafts->size(), 1u);
+    const std::string& src = (*drafts)[0].source;
+    if (sandboxed) {
+      EXPECT_NE(src.find("// secret: no; held: []; outside: no"), std::string::npos) << src;
+      EXPECT_FALSE(fs::exists(outside));
+    } else {
+      EXPECT_NE(src.find("// secret: yes; held: [kpilot.db ]; outside: yes"), std::string::npos) << src;
+    }
+    std::error_code ec;
+    fs::remove(outside, ec);
+  }
+  ::unsetenv("KPILOT_SANDBOX");
+}
+
 TEST_F(CommandProposerTest, AHangingAgentIsKilledAtTheTimeout) {
   options_.argv = {Agent(), "hang"};
   options_.timeout_s = 1;
