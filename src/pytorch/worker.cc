@@ -49,9 +49,17 @@ Status StageRequestFiles(nlohmann::json& request, const fs::path& dir, SandboxSp
     if (hide_folder) AddSandboxPath(from.parent_path(), &spec.hide);
     return Status::Ok();
   };
-  // A KernelBench problem is one file; a flashinfer definition reads its dataset beside it.
+  // A KernelBench problem is one file; a flashinfer definition's workloads name the dataset's
+  // safetensors files by absolute path: their folders stay readable, wherever they are.
   const bool kernelbench = request.value("format", "") == "kernelbench";
   KPILOT_RETURN_IF_ERROR(stage(request, "problem", kernelbench));
+  if (request.contains("workloads") && request["workloads"].is_array())
+    for (const auto& w : request["workloads"]) {
+      if (!w.is_object() || !w.contains("inputs") || !w["inputs"].is_object()) continue;
+      for (const auto& [name, input] : w["inputs"].items())
+        if (input.is_object() && input.contains("path") && input["path"].is_string())
+          AddSandboxPath(fs::path(input["path"].get<std::string>()).parent_path(), &spec.keep_read_only);
+    }
   for (const char* side : {"candidate", "baseline"}) {
     if (!request.contains(side)) continue;
     KPILOT_RETURN_IF_ERROR(stage(request[side], "path", true));
