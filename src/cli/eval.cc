@@ -35,6 +35,7 @@ struct EvalArgs {
   bool energy = false;
   int device = 0;
   bool no_sandbox = false;
+  std::vector<uint64_t> seeds;
   TaskSourceArgs source;             // --python, --workloads FILE.jsonl
   std::string baseline = "eager";    // PyTorch tasks: eager | compile
 };
@@ -171,6 +172,7 @@ int RunEval(const EvalArgs& a) {
   opt.compile.cuda_arch = a.arch;
   opt.energy = a.energy;
   opt.sandbox = !a.no_sandbox;
+  opt.seeds = a.seeds;
   opt.device = a.device;
   opt.timing.mode = *ParseTimingMode(a.timing);
   opt.python_baseline = a.baseline;
@@ -219,7 +221,8 @@ int RunEval(const EvalArgs& a) {
   }
 
   if (!a.json) std::cerr << "kpilot: evaluating " << a.candidate << " on " << task->name << " (compile, check "
-                         << opt.seeds.size() << " seeds per workload, time) …\n";
+                         << (opt.seeds.empty() ? kSeedsPerEvaluation : static_cast<int>(opt.seeds.size()))
+                         << " seeds per workload, time) …\n";
   if (gpu) opt.calibration = LoadCalibration(store_ptr, *gpu);
   Evaluator evaluator(*toolchain, SystemProcessRunner(), RunnerPath(), python->get());
   auto e = evaluator.Evaluate(*task, a.candidate, opt);
@@ -339,8 +342,11 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--energy", a->energy, "Measure joules per call with NVML (cuda; adds ≥ 2 s per workload)");
   cmd->add_option("--device", a->device, "CUDA device index")->capture_default_str();
   cmd->add_flag("--no-sandbox", a->no_sandbox,
-                "Run without PID/network namespaces (for profilers such as ncu that must reach the process); "
-                "leftover processes are still killed");
+                "Run the candidate unconfined (docs/threat-model.md; for profilers such as ncu that must reach "
+                "the process); leftover processes are still killed");
+  cmd->add_option("--seed", a->seeds,
+                  "Input seed of a correctness trial (repeatable), e.g. to reproduce a recorded evaluation; "
+                  "default: 3 drawn afresh for each evaluation");
   cmd->callback([a, exit_code]() { *exit_code = RunEval(*a); });
 }
 

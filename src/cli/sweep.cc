@@ -38,6 +38,9 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kSpaceFileVersion = 1;
+// A sweep measures kpilot's parameter space of one candidate, not a generator's drafts: one fixed
+// seed keeps its space files comparable from sweep to sweep.
+constexpr uint64_t kSweepSeed = 1;
 // How often the whole space file is rewritten while a sweep runs; the journal holds what came in
 // between (Sweep::Save).
 constexpr double kSaveEverySeconds = 30;
@@ -337,7 +340,7 @@ Status Sweep::OpenSpaceFile() {
                {"created", IsoTimeNow()}};
   }
   header_["toolchain"] = {{"nvcc", NvccVersion()}, {"gxx", GxxVersion()}};
-  header_["timing"] = {{"max_seconds", a_.max_seconds}, {"seeds_checked", {EvalOptions{}.seeds.front()}},
+  header_["timing"] = {{"max_seconds", a_.max_seconds}, {"seeds_checked", {kSweepSeed}},
                        {"batch", a_.batch}};
   if (task_.backend == Backend::kHost) header_["gpu"] = HostDescription();
   else if (!header_.contains("gpu") && gpu_) header_["gpu"] = {{"name", gpu_->name}, {"driver", gpu_->driver_version}};
@@ -495,7 +498,7 @@ std::vector<std::thread> Sweep::StartCompiling(Toolchain& toolchain, const Compi
 EvalOptions Sweep::Options() const {
   EvalOptions opt;
   opt.workloads = {workload_};
-  opt.seeds = {opt.seeds.front()};
+  opt.seeds = {kSweepSeed};
   opt.timing.max_seconds = a_.max_seconds;
   opt.device = a_.device;
   opt.calibration = calibration_;

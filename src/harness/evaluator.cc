@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "core/fs.h"
@@ -52,6 +53,17 @@ Result<std::vector<const Workload*>> SelectWorkloads(const Task& task, const std
   for (const auto& w : task.workloads)
     if (names.empty() || std::find(names.begin(), names.end(), w.name) != names.end()) selected.push_back(&w);
   return selected;
+}
+
+std::vector<uint64_t> EvaluationSeeds(const EvalOptions& opt) {
+  if (!opt.seeds.empty()) return opt.seeds;
+  std::random_device csprng;
+  std::vector<uint64_t> seeds;
+  while (static_cast<int>(seeds.size()) < kSeedsPerEvaluation) {
+    const uint64_t s = ((static_cast<uint64_t>(csprng()) << 32) | csprng()) & ((uint64_t{1} << 48) - 1);
+    if (s != 0 && std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
+  }
+  return seeds;
 }
 
 std::string TorchDevice(const EvalOptions& opt) {
@@ -145,7 +157,7 @@ Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
     rw.min_bytes = w.min_bytes;
     req.workloads.push_back(std::move(rw));
   }
-  req.seeds = opt.seeds;
+  req.seeds = EvaluationSeeds(opt);
   req.time = opt.time;
   req.timing = opt.timing;
   req.timeout_s = opt.timeout_s;

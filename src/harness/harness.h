@@ -87,7 +87,9 @@ struct EvalOptions {
   std::vector<std::string> workloads;   // empty = all of the task's workloads
   ParamValues params;                   // -D values for the candidate
   CompileOptions compile;
-  std::vector<uint64_t> seeds = {1, 2, 3};
+  // The input seeds of the correctness trials; empty: kSeedsPerEvaluation drawn afresh for each
+  // evaluation (EvaluationSeeds), so no candidate can carry answers for seeds known in advance.
+  std::vector<uint64_t> seeds;
   bool time = true;
   TimingConfig timing;
   double timeout_s = 120;               // the runner's wall-clock limit
@@ -108,6 +110,12 @@ struct EvalOptions {
   std::string python_baseline = "eager";
   std::string torch_device;
 };
+
+inline constexpr int kSeedsPerEvaluation = 3;
+// options.seeds, or kSeedsPerEvaluation seeds from the system's CSPRNG (getrandom, through
+// std::random_device), each below 2^48 (inputs derive further seeds by adding to them). They are
+// recorded with the evaluation's checks.
+std::vector<uint64_t> EvaluationSeeds(const EvalOptions& options);
 
 // The torch device of an evaluation: options.torch_device, else $KPILOT_TORCH_DEVICE (tests
 // without a GPU set "cpu"), else "cuda:<options.device>".

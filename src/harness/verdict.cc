@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "core/fs.h"
@@ -96,6 +97,11 @@ void SummarizeTimings(const RunResult& run, Evaluation* e) {
 }
 
 nlohmann::json ToJson(const Evaluation& e) {
+  // The trials' input seeds, in the order they ran (drawn per evaluation unless given: --seed
+  // reproduces them).
+  std::vector<uint64_t> seeds;
+  for (const auto& c : e.run.checks)
+    if (std::find(seeds.begin(), seeds.end(), c.seed) == seeds.end()) seeds.push_back(c.seed);
   nlohmann::json timings = nlohmann::json::array();
   for (const auto& t : e.timings)
     timings.push_back({{"workload", t.workload},
@@ -131,6 +137,7 @@ nlohmann::json ToJson(const Evaluation& e) {
           {"speedup_geomean", e.speedup_geomean},
           {"speedup_geomean_ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}},
           {"sandbox", SandboxJson(e.run)},
+          {"seeds", seeds},
           {"wall_s", {{"compile", e.compile_s}, {"run", e.run_s}, {"total", e.total_s}}},
           {"warnings", e.run.warnings},
           {"calibration", {{"gpu", e.run.calibration.gpu}, {"dram_bytes_per_s", e.run.calibration.dram_bytes_per_s},

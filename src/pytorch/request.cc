@@ -22,7 +22,8 @@ Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject&
     workloads.push_back(std::move(record));
   }
   const TimingConfig& t = opt.timing;
-  nlohmann::json seeds = opt.seeds;
+  const std::vector<uint64_t> drawn = EvaluationSeeds(opt);
+  nlohmann::json seeds = drawn;
   return nlohmann::json{
       {"version", 1},
       {"mode", "run"},
@@ -33,7 +34,7 @@ Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject&
       {"baseline", ToJson(baseline)},
       {"seeds", seeds},
       // KernelBench's procedure checks 5 trials; kpilot's checks one call per seed.
-      {"check_trials", t.mode == TimingMode::kKernelBench ? 5 : static_cast<int>(opt.seeds.size())},
+      {"check_trials", t.mode == TimingMode::kKernelBench ? 5 : static_cast<int>(drawn.size())},
       {"time", opt.time},
       {"timing",
        {{"mode", std::string(TimingModeName(t.mode))},

@@ -41,6 +41,25 @@ TEST_F(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(Kpilot({"--help"}).exit_code, 0);
 }
 
+// Each evaluation checks inputs from seeds drawn for it and says which; --seed reproduces them.
+TEST_F(Cli, EvalDrawsItsSeedsAndSeedReproducesThem) {
+  const std::vector<std::string> base = {"eval", Example("host/saxpy"), Example("host/saxpy/reference.cpp"),
+                                         "--no-time", "--no-store", "--json"};
+  auto seeds_of = [&](std::vector<std::string> args) {
+    ProcessResult r = Kpilot(args);
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.err;
+    return j.is_discarded() ? std::vector<uint64_t>{} : j.at("seeds").get<std::vector<uint64_t>>();
+  };
+  const auto first = seeds_of(base);
+  const auto second = seeds_of(base);
+  EXPECT_EQ(first.size(), 3u);
+  EXPECT_NE(first, second);
+  auto given = base;
+  for (const char* a : {"--seed", "7", "--seed", "9"}) given.push_back(a);
+  EXPECT_EQ(seeds_of(given), (std::vector<uint64_t>{7, 9}));
+}
+
 TEST_F(Cli, ReadingCommandsNeedAStoreAndMakeNone) {
   for (std::vector<std::string> args : {std::vector<std::string>{"runs"}, {"show", "1"}, {"export", "1", "out"}}) {
     args.insert(args.end(), {"--store", Store()});

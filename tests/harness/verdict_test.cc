@@ -91,5 +91,23 @@ TEST(BuildRunRequest, CarriesTheRooflineAndTheGuards) {
   EXPECT_EQ(back->workloads[0].min_bytes, req->workloads[0].min_bytes);
 }
 
+// Answers precomputed for seeds known in advance fit no evaluation: each draws its own.
+TEST(BuildRunRequest, EachEvaluationDrawsSeedsNoOneKnewInAdvance) {
+  auto task = LoadTask(testing::SourceDir() / "tests" / "adversarial" / "tasks" / "vadd");
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  EvalOptions opt;
+  auto a = BuildRunRequest(*task, opt);
+  auto b = BuildRunRequest(*task, opt);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->seeds.size(), static_cast<size_t>(kSeedsPerEvaluation));
+  EXPECT_NE(a->seeds, b->seeds);
+  EXPECT_NE(a->seeds, (std::vector<uint64_t>{1, 2, 3}));
+  for (uint64_t s : a->seeds) EXPECT_LT(s, uint64_t{1} << 48);
+  opt.seeds = {4, 5};
+  auto given = BuildRunRequest(*task, opt);
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(given->seeds, (std::vector<uint64_t>{4, 5}));  // seeds asked for are kept (reproducing a run)
+}
+
 }  // namespace
 }  // namespace kpilot
