@@ -278,6 +278,23 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
                 bench/profile_set/tuning/transpose:candidates/naive_strided_writes.cu \
                 bench/profile_set/tuning/sgemm:candidates/naive.cu \
                 $SM:candidates/block_online.cu 2>&1 | tee "$OUT/profcost.txt" ;;
+    probe) bash bench/sandbox_probe.sh 2>&1 | tee "$OUT/sandbox_probe.txt" ;;
+    advmodes) # The adversarial suite under both runner settings and every timing procedure
+            # (ADV_RUNNERS, ADV_TIMINGS narrow it); a summary line per run, reports under $OUT.
+            for r in ${ADV_RUNNERS:-oneshot served}; do for t in ${ADV_TIMINGS:-default kernelbench flashinfer}; do
+              KPILOT_ADVERSARIAL_RUNNER=$r KPILOT_ADVERSARIAL_TIMING=$t KPILOT_ADVERSARIAL_REPORT=$OUT/adv_${r}_$t.json \
+                timeout ${ADV_TIMEOUT:-300} .stage/bin/adversarial_test > "$OUT/adv_${r}_$t.txt" 2>&1
+              echo "runner $r timing $t: exit $? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/adv_${r}_$t.txt" | tr '\n' ' ')"
+              grep -E 'WRONG|harness_error|leftover' "$OUT/adv_${r}_$t.txt" | head -20
+            done; done 2>&1 | tee "$OUT/advmodes.txt"
+            (cd "$OUT" && tar czf advmodes.tgz adv_* && rm -f adv_*) ;;
+    sandboxcost) # A warm evaluation's wall time with the sandbox (the default) and without it.
+            for sb in default none; do
+              echo "--- KPILOT_SANDBOX=$sb"
+              ( [[ $sb == none ]] && export KPILOT_SANDBOX=none
+                python3 bench/eval_wall.py --task examples/cuda/vector_add \
+                  --candidate examples/cuda/vector_add/candidates/vector_grid_stride.cu --kpilot $K --repeats ${REPEATS:-5} )
+            done 2>&1 | tee "$OUT/sandboxcost.txt" ;;
     cost) python3 bench/eval_wall.py --task examples/cuda/vector_add \
             --candidate examples/cuda/vector_add/candidates/vector_grid_stride.cu --kpilot $K --repeats 3 \
             2>&1 | tee "$OUT/cost.txt" ;;

@@ -375,6 +375,17 @@ class Run:
             self.device = torch.device(device)
         except Exception:
             raise Verdict("error", "request: device %r is not a torch device (cuda:0, cpu)" % device)
+        self.lock_index = 0
+        if self.device.type == "cuda":
+            # Only the assigned GPU is visible to the candidate: CUDA reads CUDA_VISIBLE_DEVICES
+            # when torch first initializes it, which has not happened yet in this process.
+            self.lock_index = self.device.index or 0
+            entry = visible_device_entry(os.environ.get("CUDA_VISIBLE_DEVICES"), self.lock_index)
+            if entry is None:
+                raise Verdict("error", "device %s is not among CUDA_VISIBLE_DEVICES=%s"
+                              % (device, os.environ.get("CUDA_VISIBLE_DEVICES")))
+            os.environ["CUDA_VISIBLE_DEVICES"] = entry
+            self.device = torch.device("cuda:0")
         self.details["torch"] = torch.__version__
         self.details["python"] = sys.executable
         self.timers = self.timer_functions()
@@ -404,8 +415,7 @@ class Run:
             # any check or timing; the wait does not count against timeout_s.
             if self.deadline:
                 self.deadline.pause()
-            index = self.device.index if self.device.index is not None else torch.cuda.current_device()
-            waited, warning = hold_gpu_lock(self.request.get("lock_dir") or "/tmp", index)
+            waited, warning = hold_gpu_lock(self.request.get("lock_dir") or "/tmp", self.lock_index)
             if self.deadline:
                 self.deadline.start()
             self.details["gpu_lock_wait_s"] = waited
@@ -632,6 +642,16 @@ def _same(a, b):
 
 
 # ---- entry point ---------------------------------------------------------------------------------
+
+def visible_device_entry(visible, index):
+    """The CUDA_VISIBLE_DEVICES entry naming device `index` as the caller numbers them: the index
+    itself when the variable is unset or empty, else the list's entry at that place (an index, a
+    UUID or a MIG name); None when the list has no such entry."""
+    if not visible:
+        return str(index)
+    entries = visible.split(",")
+    return entries[index] if 0 <= index < len(entries) else None
+
 
 def main(argv):
     channel = ReplyChannel()

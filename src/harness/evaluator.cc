@@ -137,6 +137,24 @@ Verdict CompileErrorVerdict(const CompileOutput& c) {
   return v;
 }
 
+std::optional<Verdict> NarrowTensorCoreVerdict(const Task& task, const CompileOutput& compiled) {
+  if (compiled.sass.empty()) return std::nullopt;
+  std::optional<DType> cp = task.compute_precision;
+  if (!cp && !task.outputs.empty()) cp = task.outputs.front().dtype;
+  if (!cp || (*cp != DType::kF32 && *cp != DType::kF64)) return std::nullopt;
+  for (const auto& in : task.inputs)
+    if (IsFloat(in.dtype) && in.dtype != DType::kF32 && in.dtype != DType::kF64) return std::nullopt;
+  std::vector<std::string> ops = NarrowTensorCoreOps(ParseSass(compiled.sass));
+  if (ops.empty()) return std::nullopt;
+  Verdict v;
+  v.kind = VerdictKind::kIncorrect;
+  v.summary = "lowered precision: the task computes in " + std::string(DTypeName(*cp)) +
+              " but the candidate's SASS runs tensor-core instructions on narrower operands (" + ops.front() +
+              (ops.size() > 1 ? ", and " + std::to_string(ops.size() - 1) + " more" : "") + ")";
+  v.evidence = {{"narrow_tensor_core_ops", ops}, {"compute_precision", DTypeName(*cp)}};
+  return v;
+}
+
 Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
   RunRequest req;
   req.backend = task.backend;
@@ -240,6 +258,11 @@ Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::
   e.compile_s = SecondsSince(t_start);
   if (!compiled->ok) {
     e.verdict = CompileErrorVerdict(*compiled);
+    e.total_s = SecondsSince(t_start);
+    return e;
+  }
+  if (auto narrow = NarrowTensorCoreVerdict(task, *compiled)) {
+    e.verdict = *narrow;
     e.total_s = SecondsSince(t_start);
     return e;
   }

@@ -268,4 +268,10 @@ Result<std::vector<const Workload*>> SelectWorkloads(const Task& task, const std
 // The compile_error verdict of a compile that failed (summary, first error, log excerpt).
 Verdict CompileErrorVerdict(const CompileOutput& compiled);
 
+// Lowered precision seen before anything runs: a task whose work is f32 or f64 (its declared
+// compute precision, else its first output's dtype, with no float input narrower than f32) and a
+// candidate whose SASS has tensor-core instructions on narrower operands (NarrowTensorCoreOps)
+// get an `incorrect` verdict naming them. Nothing when the SASS is not there to read.
+std::optional<Verdict> NarrowTensorCoreVerdict(const Task& task, const CompileOutput& compiled);
+
 }  // namespace kpilot

@@ -100,6 +100,11 @@ Result<Evaluation> Evaluator::EvaluatePython(const Task& task, const std::filesy
       e.compile_s = e.total_s = SecondsSince(t_start);
       return e;
     }
+    if (auto narrow = NarrowTensorCoreVerdict(task, *compiled)) {
+      e.verdict = *narrow;
+      e.compile_s = e.total_s = SecondsSince(t_start);
+      return e;
+    }
     subject.object = compiled->object;
   }
   e.compile_s = SecondsSince(t_start);

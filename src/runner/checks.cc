@@ -127,4 +127,18 @@ std::string FirstChange(const StateValues& before, const StateValues& after) {
   return "";
 }
 
+std::string VisibleDeviceEntry(const char* visible, int device) {
+  if (device < 0) return "";
+  if (visible == nullptr || *visible == '\0') return std::to_string(device);
+  std::string list = visible;
+  size_t start = 0;
+  for (int i = 0;; ++i) {
+    size_t comma = list.find(',', start);
+    std::string entry = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (i == device) return entry;
+    if (comma == std::string::npos) return "";
+    start = comma + 1;
+  }
+}
+
 }  // namespace kpilot

@@ -33,6 +33,11 @@ CheckRecord CompareOutput(DType dtype, const void* out, const void* ref, int64_t
 
 int64_t Numel(const std::vector<int64_t>& shape);
 
+// The CUDA_VISIBLE_DEVICES entry that names device `device` as the caller numbers them: the
+// device's own number when `visible` is unset or empty, else the list's entry at that place
+// (an index, a UUID or a MIG name); "" when the list has no such entry.
+std::string VisibleDeviceEntry(const char* visible, int device);
+
 // Named values of a process's state read at two moments (a served runner's CUDA state after it
 // opened and after a request: serve_cuda.cc). Pure: "NAME changed from A to B" for the first
 // value of `after` that differs from `before`'s, or is missing there; "" when none does.

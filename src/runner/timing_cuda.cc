@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <random>
 
 #include "core/stats.h"
+#include "runner/checks.h"
 #include "runner/worker_cuda.h"
 
 namespace kpilot {
@@ -51,7 +53,87 @@ LaunchTrace WithoutFlushKernels(LaunchTrace t) {
   return t;
 }
 
+// A draw from the system's CSPRNG: which timed calls are audited, and the seeds their inputs are
+// refilled from, are unknown to the candidate until they happen.
+uint64_t Draw() {
+  static std::random_device csprng;
+  return (static_cast<uint64_t>(csprng()) << 32) ^ csprng();
+}
+
+// Whether each timed iteration is audited: about four per workload, at random.
+double AuditProbability(const Procedure& proc) { return std::min(0.5, 4.0 / std::max(1, proc.min_reps)); }
+
+// The kernels of one call in launch order, without the runner's flush kernels.
+std::vector<std::string> KernelSequence(const LaunchTrace& t) {
+  std::vector<TraceKernel> k = WithoutFlushKernels(t).kernels;
+  std::sort(k.begin(), k.end(), [](const TraceKernel& a, const TraceKernel& b) { return a.correlation_id < b.correlation_id; });
+  std::vector<std::string> names;
+  for (const auto& x : k) names.push_back(x.name);
+  return names;
+}
+
+std::string Listed(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < 6; ++i) s += (i ? ", " : "") + names[i];
+  if (names.size() > 6) s += ", … (" + std::to_string(names.size()) + " in all)";
+  return names.empty() ? "no kernel" : s;
+}
+
 }  // namespace
+
+bool CudaWorker::RefillInputs(const RunWorkload& w, uint64_t seed, DeviceTensors* in) {
+  for (size_t i = 0; i < w.inputs.size(); ++i) {
+    int e = DeviceFillInit(w.inputs[i].dtype, w.inputs[i].init, seed, i, in->buffers[i].get(),
+                           Numel(w.inputs[i].shape), stream_->get());
+    if (e) return Finish("error", "refilling input " + w.inputs[i].name + ": " + CudaErrorText(static_cast<cudaError_t>(e)));
+  }
+  cudaError_t e = cudaStreamSynchronize(stream_->get());
+  if (e != cudaSuccess) return Finish("runtime_error", "CUDA error before a timed call: " + CudaErrorText(e));
+  return true;
+}
+
+bool CudaWorker::ResetL2State(int* resets) {
+  cudaStream_t s = stream_->get();
+  size_t persisting = 0;
+  if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) == cudaSuccess && persisting > 0) {
+    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+    ++*resets;
+  }
+  cudaStreamAttrValue window{};
+  if (cudaStreamGetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &window) == cudaSuccess &&
+      window.accessPolicyWindow.num_bytes > 0) {
+    cudaStreamAttrValue none{};
+    cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &none);
+    ++*resets;
+  }
+  // Lines already marked persisting stay so until reset, whatever the limit is now.
+  cudaCtxResetPersistingL2Cache();
+  cudaGetLastError();  // a device without the feature reports it here; nothing to reset then
+  return true;
+}
+
+bool CudaWorker::AuditTimedCall(const RunWorkload& w, int iteration, const DeviceTensors& in,
+                                const DeviceTensors& cand_out, const DeviceTensors& expected) {
+  std::string error;
+  Call(reference_->launch(), in, expected, Scalars(w), &error);
+  if (!error.empty()) return Finish("error", "the task's reference failed auditing a timed call of workload " + w.name + ": " + error);
+  for (size_t i = 0; i < w.outputs.size(); ++i) {
+    const RunTensor& o = w.outputs[i];
+    int64_t n = Numel(o.shape);
+    DeviceCompareStats st;
+    int e = DeviceCompare(o.dtype, cand_out.tensors[i].data, expected.tensors[i].data, n, o.tolerance.atol,
+                          o.tolerance.rtol, &st, stream_->get());
+    if (e) return Finish("runtime_error", "comparing a timed call's output failed: " + CudaErrorText(static_cast<cudaError_t>(e)));
+    bool ok = static_cast<double>(st.mismatches) <= (1.0 - o.tolerance.matched_ratio) * static_cast<double>(n) + 1e-9;
+    if (!ok)
+      return Finish("incorrect", "output \"" + o.name + "\" of timed call " + std::to_string(iteration + 1) +
+                                     " on workload " + w.name + " differs from the reference (" +
+                                     std::to_string(st.mismatches) + " of " + std::to_string(n) +
+                                     " elements out of tolerance), though the checked calls matched: timed calls "
+                                     "are audited at random, and this one did not do the work");
+  }
+  return true;
+}
 
 bool CudaWorker::TimeWorkload(const RunWorkload& w) {
   report_.Phase("timing", "workload " + w.name);
@@ -65,7 +147,8 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
   }
   auto cand_out = MakeOutputs(w, false);
   auto base_out = MakeOutputs(w, false);
-  if (!cand_out.ok() || !base_out.ok()) return Finish("error", "allocating timing outputs failed");
+  auto expected = MakeOutputs(w, false);  // the reference's answers for audited timed calls
+  if (!cand_out.ok() || !base_out.ok() || !expected.ok()) return Finish("error", "allocating timing outputs failed");
   auto flush = DeviceBuffer::Allocate(static_cast<size_t>(std::max<int64_t>(2 * l2_bytes_, 1 << 20)));
   if (!flush.ok()) return Finish("error", flush.status().message());
   cudaMemsetAsync(flush->get(), 0, flush->bytes(), stream_->get());
@@ -123,10 +206,23 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
   t.method = proc.method;
   t.statistic = proc.statistic;
   std::vector<double> base_host;
+  // Every timed iteration gets inputs of new contents (refilled outside the timed window from
+  // seeds drawn now), so no answer kept from an earlier call is right again; a few iterations,
+  // drawn at random, have their outputs checked once the call returned; and the L2 state a
+  // candidate can leave behind (a persisting carve-out, an access-policy window) is reset before
+  // each. The device memory free before and after the loop shows a cache of answers growing.
+  const uint64_t refill_seed = Draw() & ((uint64_t{1} << 48) - 1);
+  const double audit_p = AuditProbability(proc);
+  int audits = 0, l2_resets = 0, last_iteration = -1;
+  bool last_audited = false;
+  size_t free_before = 0, free_after = 0, total_mem = 0;
+  cudaMemGetInfo(&free_before, &total_mem);
   Mark("loop-start " + w.name);
   auto loop_start = Clock::now();
   for (int i = 0; i < proc.max_reps; ++i) {
-    const DeviceTensors& in = sets[static_cast<size_t>(i) % sets.size()];
+    DeviceTensors& in = sets[static_cast<size_t>(i) % sets.size()];
+    if (!RefillInputs(w, refill_seed + static_cast<uint64_t>(i), &in) || !ResetL2State(&l2_resets)) return false;
+    if (cupti_samples) (void)tracer_->Collect();  // not the refill's kernels
     double ce, ch, be, bh;
     bool ok;
     if (i % 2 == 0) {
@@ -137,6 +233,12 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
            timed_call(baseline_->launch(), in, *base_out, &be, &bh);
     }
     if (!ok) return Finish("runtime_error", "a call failed while timing workload " + w.name + ": " + error);
+    last_iteration = i;
+    last_audited = static_cast<double>(Draw() >> 11) * 0x1.0p-53 < audit_p;
+    if (last_audited) {
+      ++audits;
+      if (!AuditTimedCall(w, i, in, *cand_out, *expected)) return false;
+    }
     t.candidate_ms.push_back(ce);
     t.baseline_ms.push_back(be);
     t.host_ms.push_back(ch);
@@ -150,16 +252,51 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
   }
   t.loop_wall_ms = MsSince(loop_start);
   Mark("loop-end " + w.name);
+  // At least one audit: the last iteration's inputs and output are still as the call left them.
+  if (audits == 0 && last_iteration >= 0) {
+    ++audits;
+    if (!AuditTimedCall(w, last_iteration, sets[static_cast<size_t>(last_iteration) % sets.size()], *cand_out, *expected))
+      return false;
+  }
+  cudaMemGetInfo(&free_after, &total_mem);
+  const int64_t growth = static_cast<int64_t>(free_before) - static_cast<int64_t>(free_after);
+  int64_t output_bytes = 0;
+  for (const auto& o : w.outputs) output_bytes += Numel(o.shape) * static_cast<int64_t>(DTypeSize(o.dtype));
+  result_.details["timed_calls"][w.name] = {{"audited", audits}, {"l2_state_resets", l2_resets},
+                                            {"device_memory_growth_bytes", growth}};
+  if (l2_resets > 0)
+    result_.warnings.push_back("the candidate left a persisting-L2 carve-out or an access-policy window set; kpilot "
+                               "reset it before every timed call of workload " + w.name);
+  if (growth > std::max<int64_t>(int64_t{64} << 20, 4 * output_bytes))
+    return Finish("suspicious", "while timing workload " + w.name + " the candidate kept " +
+                                    std::to_string(growth >> 20) + " MiB more device memory than before the timed "
+                                    "calls (outputs are " + std::to_string(output_bytes >> 20) +
+                                    " MiB): a store of answers growing with every call");
 
   // Clock 2 of 3: CUPTI's kernel spans for a few candidate-only calls.
+  // Every one of these calls must launch the same kernels: a call that does the work of several
+  // (or of none) shows as a different sequence.
   if (tracer_) {
-    (void)tracer_->Collect();
+    std::vector<std::string> first_sequence;
     for (int i = 0; i < 10; ++i) {
       double ev, host;
+      if (!RefillInputs(w, refill_seed + static_cast<uint64_t>(proc.max_reps + i), &sets[0]) ||
+          !ResetL2State(&l2_resets))
+        return false;
+      (void)tracer_->Collect();
       if (!timed_call(candidate_->launch(), sets[0], *cand_out, &ev, &host))
         return Finish("runtime_error", "the candidate failed while tracing workload " + w.name + ": " + error);
       auto trace = tracer_->Collect();
       if (!trace.ok()) break;
+      std::vector<std::string> sequence = KernelSequence(*trace);
+      if (i == 0) {
+        first_sequence = sequence;
+      } else if (sequence != first_sequence) {
+        result_.details["kernel_sequences"][w.name] = {{"call_1", first_sequence}, {"call_" + std::to_string(i + 1), sequence}};
+        return Finish("suspicious", "on workload " + w.name + " the candidate's calls launched different kernels (call 1: " +
+                                        Listed(first_sequence) + "; call " + std::to_string(i + 1) + ": " +
+                                        Listed(sequence) + "): one call doing the work of several, or of none");
+      }
       TraceSummary sum = SummarizeTrace(WithoutFlushKernels(*trace), stream_id_);
       if (sum.kernels_off_stream > 0) {
         result_.details["off_stream_kernels"] = sum.off_stream_kernel_names;

@@ -85,15 +85,23 @@ void CudaWorker::Stamp(const std::string& step) {
 }
 
 bool CudaWorker::OpenDevice() {
-  cudaError_t e = cudaSetDevice(req_.device);
+  // Only the assigned GPU is visible to this process (and so to the candidate): CUDA reads
+  // CUDA_VISIBLE_DEVICES at its first call, which is the one below, and numbers that GPU 0.
+  const std::string visible = VisibleDeviceEntry(std::getenv("CUDA_VISIBLE_DEVICES"), req_.device);
+  if (visible.empty())
+    return Finish("error", "CUDA device " + std::to_string(req_.device) + " is not among CUDA_VISIBLE_DEVICES=" +
+                               std::getenv("CUDA_VISIBLE_DEVICES"));
+  setenv("CUDA_VISIBLE_DEVICES", visible.c_str(), 1);
+  dev_.ordinal = 0;
+  cudaError_t e = cudaSetDevice(dev_.ordinal);
   if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
   if (e != cudaSuccess) return Finish("error", "cannot use CUDA device " + std::to_string(req_.device) + ": " + CudaErrorText(e));
   dev_.device = req_.device;
   stream_.emplace();
   cudaDeviceProp& prop = dev_.prop;
-  cudaGetDeviceProperties(&prop, req_.device);
+  cudaGetDeviceProperties(&prop, dev_.ordinal);
   char pci[32] = {0};
-  cudaDeviceGetPCIBusId(pci, sizeof(pci), req_.device);
+  cudaDeviceGetPCIBusId(pci, sizeof(pci), dev_.ordinal);
   int driver = 0;
   cudaDriverGetVersion(&driver);
   dev_.gpu = {{"name", prop.name}, {"sm_count", prop.multiProcessorCount},
@@ -460,7 +468,7 @@ bool CudaWorker::CheckWorkload(const RunWorkload& w) {
 bool CudaWorker::Calibrate() {
   report_.Phase("calibrate", "");
   cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, req_.device);
+  cudaGetDeviceProperties(&prop, dev_.ordinal);
   cudaStream_t s = stream_->get();
   nlohmann::json c;
   auto check = [&](int e, const char* what) {
@@ -490,8 +498,8 @@ bool CudaWorker::Calibrate() {
   c["max_threads_per_sm"] = prop.maxThreadsPerMultiProcessor;
   c["max_blocks_per_sm"] = prop.maxBlocksPerMultiProcessor;
   int sm_clock = 0, mem_clock = 0;
-  cudaDeviceGetAttribute(&sm_clock, cudaDevAttrClockRate, req_.device);
-  cudaDeviceGetAttribute(&mem_clock, cudaDevAttrMemoryClockRate, req_.device);
+  cudaDeviceGetAttribute(&sm_clock, cudaDevAttrClockRate, dev_.ordinal);
+  cudaDeviceGetAttribute(&mem_clock, cudaDevAttrMemoryClockRate, dev_.ordinal);
   c["sm_clock_mhz"] = sm_clock / 1000;
   c["memory_clock_mhz"] = mem_clock / 1000;
   result_.details["calibration"] = c;
@@ -558,7 +566,7 @@ void CudaWorker::ProfileCandidate() {
                             ? std::min(kMaxCounterRanges, static_cast<size_t>(req_.counters_max_ranges))
                             : kMaxCounterRanges;
     CounterReplay replay = req_.counters_replay == "kernel" ? CounterReplay::kKernel : CounterReplay::kUser;
-    auto session = CuptiCounterSession::Create(req_.device, req_.counters, max_ranges, replay);
+    auto session = CuptiCounterSession::Create(dev_.ordinal, req_.counters, max_ranges, replay);
     info["setup_s"] = seconds(t0);
     info["max_ranges"] = max_ranges;
     info["replay"] = req_.counters_replay;

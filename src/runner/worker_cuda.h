@@ -36,7 +36,8 @@ struct DeviceTensors {
 // (kpilot-runner --serve): the context on `device`, the stream every call runs on, the CUPTI
 // trace of that stream and NVML. One request at a time; never shared between threads.
 struct CudaDevice {
-  int device = -1;                    // -1: not opened yet
+  int device = -1;                    // the request's device number; -1: not opened yet
+  int ordinal = 0;                    // its CUDA ordinal in this process (the only one visible)
   cudaDeviceProp prop{};
   std::optional<CudaStream> stream;
   std::unique_ptr<CuptiTracer> tracer;
@@ -79,6 +80,14 @@ class CudaWorker {
   bool CheckWorkload(const RunWorkload& w);
   bool TimeWorkload(const RunWorkload& w);
   bool MeasureEnergy(const RunWorkload& w, TimingRecord* t);
+  // Timing's guards (timing_cuda.cc): `in` refilled with the inputs of `seed`, synchronized; the
+  // persisting-L2 limit, the stream's access-policy window and persisting lines reset (each reset
+  // of something the candidate left set counts in `resets`); one timed call's output compared with
+  // the reference's on the same inputs.
+  bool RefillInputs(const RunWorkload& w, uint64_t seed, DeviceTensors* in);
+  bool ResetL2State(int* resets);
+  bool AuditTimedCall(const RunWorkload& w, int iteration, const DeviceTensors& in, const DeviceTensors& cand_out,
+                      const DeviceTensors& expected);
   // sweep_objects requests (sweep_cuda.cc): each object checked and timed as the candidate in turn,
   // results in details["sweep"].
   RunResult RunSweep();

@@ -1,4 +1,5 @@
 // Parsing `cuobjdump -sass` listings. Pure: text in, functions out.
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -79,6 +80,23 @@ std::vector<SassFunction> ParseSass(const std::string& cuobjdump_output) {
     if (auto ins = ParseInstructionLine(line)) functions.back().instructions.push_back(std::move(*ins));
   }
   return functions;
+}
+
+std::vector<std::string> NarrowTensorCoreOps(const std::vector<SassFunction>& functions) {
+  std::vector<std::string> found;
+  for (const auto& f : functions) {
+    for (const auto& ins : f.instructions) {
+      const std::string& op = ins.opcode;
+      const std::string base = op.substr(0, op.find('.'));
+      bool narrow = false;
+      if (base == "HMMA" || base == "HGMMA") narrow = op.find(".TF32") == std::string::npos;
+      else if (base == "IMMA" || base == "IGMMA" || base == "QGMMA" || base == "OMMA" || base == "BMMA") narrow = true;
+      if (!narrow) continue;
+      std::string what = op + " in " + f.name;
+      if (std::find(found.begin(), found.end(), what) == found.end()) found.push_back(what);
+    }
+  }
+  return found;
 }
 
 }  // namespace kpilot

@@ -155,6 +155,11 @@ Result<std::string> GencodeFlag(const std::string& cuda_arch);
 // Pure parsers, tested on real tool output.
 std::vector<KernelResources> ParsePtxasReport(const std::string& log);
 std::vector<SassFunction> ParseSass(const std::string& cuobjdump_output);
+// Tensor-core instructions whose operands are narrower than 32 bits, as "OPCODE in FUNCTION"
+// (distinct, in order of appearance): HMMA and HGMMA on f16 (no type suffix), bf16 or fp8
+// operands, and the 8-bit and smaller forms (IMMA, IGMMA, QGMMA, OMMA, BMMA). TF32 operands (an
+// f32 GEMM may split them three ways and keep f32 accuracy) and DMMA are not narrow.
+std::vector<std::string> NarrowTensorCoreOps(const std::vector<SassFunction>& functions);
 // First error of a compiler log as "file:line: message" (nvcc and g++ formats); "" if none found.
 std::string FirstCompileError(const std::string& log);
 

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "harness/harness.h"
 
 namespace kpilot {
@@ -89,6 +91,43 @@ TEST(BuildRunRequest, CarriesTheRooflineAndTheGuards) {
   auto back = RunRequestFromJson(ToJson(*req));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->workloads[0].min_bytes, req->workloads[0].min_bytes);
+}
+
+// Tensor cores on 16-bit operands in an f32 task are lowered precision, found in the SASS before
+// anything runs; TF32 (which an error-compensated f32 GEMM may use) and f16 tasks are left alone.
+TEST(NarrowTensorCoreVerdict, FlagsSixteenBitTensorCoresInAnF32Task) {
+  auto task = LoadTask(testing::SourceDir() / "tests" / "adversarial" / "tasks" / "sgemm");
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  auto sass = ReadFile(testing::SourceDir() / "tests" / "fixtures" / "toolchain" / "sass_tensor_cores_sm90a.txt");
+  ASSERT_TRUE(sass.ok());
+  CompileOutput compiled;
+  compiled.ok = true;
+  compiled.sass = *sass;
+  auto v = NarrowTensorCoreVerdict(*task, compiled);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->kind, VerdictKind::kIncorrect);
+  EXPECT_NE(v->summary.find("lowered precision"), std::string::npos) << v->summary;
+  EXPECT_NE(v->summary.find("IMMA.16816.S8.S8"), std::string::npos) << v->summary;
+  EXPECT_EQ(v->evidence["narrow_tensor_core_ops"].size(), 2u);
+
+  // Only the TF32 and f64 functions: nothing narrow.
+  std::string kept;
+  std::istringstream lines(*sass);
+  bool keep = true;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("Function : ") != std::string::npos)
+      keep = line.find("tf32_tile") != std::string::npos || line.find("f64_tile") != std::string::npos;
+    if (keep) kept += line + "\n";
+  }
+  compiled.sass = kept;
+  EXPECT_FALSE(NarrowTensorCoreVerdict(*task, compiled).has_value());
+
+  compiled.sass = *sass;
+  task->compute_precision = DType::kF16;  // a task computing in f16 may use them
+  EXPECT_FALSE(NarrowTensorCoreVerdict(*task, compiled).has_value());
+  compiled.sass.clear();  // no SASS to read: nothing is claimed
+  task->compute_precision = DType::kF32;
+  EXPECT_FALSE(NarrowTensorCoreVerdict(*task, compiled).has_value());
 }
 
 // Answers precomputed for seeds known in advance fit no evaluation: each draws its own.

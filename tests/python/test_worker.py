@@ -505,6 +505,18 @@ class ProfiledSpansTest(unittest.TestCase):
         self.assertTrue(all(s > 0 for s in spans))
 
 
+class VisibleDevicesTest(unittest.TestCase):
+    """The worker narrows CUDA_VISIBLE_DEVICES to its assigned GPU before CUDA starts."""
+
+    def test_entry_of_the_assigned_device(self):
+        from kpilot_torch.worker import visible_device_entry
+        self.assertEqual(visible_device_entry(None, 2), "2")
+        self.assertEqual(visible_device_entry("", 0), "0")
+        self.assertEqual(visible_device_entry("4,5", 1), "5")
+        self.assertEqual(visible_device_entry("GPU-aa,GPU-bb", 0), "GPU-aa")
+        self.assertIsNone(visible_device_entry("4,5", 2))
+
+
 class CheckRulesTest(unittest.TestCase):
     TOL = {"atol": 1e-2, "rtol": 1e-2, "matched_ratio": 1.0}
 

@@ -120,5 +120,16 @@ TEST(FirstChange, NamesTheFirstValueThatDiffersOrIsNew) {
   EXPECT_EQ(FirstChange(open, {}), "") << "only what was read after is compared";
 }
 
+// A worker sees only its assigned GPU: the CUDA_VISIBLE_DEVICES entry it narrows the list to.
+TEST(VisibleDeviceEntry, PicksTheAssignedDevicesEntry) {
+  EXPECT_EQ(VisibleDeviceEntry(nullptr, 3), "3");
+  EXPECT_EQ(VisibleDeviceEntry("", 0), "0");
+  EXPECT_EQ(VisibleDeviceEntry("2,3", 1), "3");
+  EXPECT_EQ(VisibleDeviceEntry("GPU-8e1f,GPU-77aa", 0), "GPU-8e1f");
+  EXPECT_EQ(VisibleDeviceEntry("5", 0), "5");
+  EXPECT_EQ(VisibleDeviceEntry("2,3", 2), "") << "no third entry";
+  EXPECT_EQ(VisibleDeviceEntry("2,3", -1), "");
+}
+
 }  // namespace
 }  // namespace kpilot

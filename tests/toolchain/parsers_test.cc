@@ -154,6 +154,22 @@ TEST(Versions, ParseRealBanners) {
   EXPECT_EQ(ParseGxxVersion(""), "");
 }
 
+TEST(Sass, NarrowTensorCoreOpsOnRealSass) {
+  // f16, tf32, f64 and s8 WMMA tiles (tensor_cores.cu): f16 and s8 are narrow, tf32 and f64 not.
+  auto ops = NarrowTensorCoreOps(ParseSass(Fixture("sass_tensor_cores_sm90a.txt")));
+  EXPECT_EQ(ops, (std::vector<std::string>{"IMMA.16816.S8.S8 in _Z7i8_tilePKaS0_Pi",
+                                           "HMMA.16816.F32 in _Z8f16_tilePK6__halfS1_Pf"}));
+  // Hopper's warpgroup MMA on bf16, and the sm_80 form, from the profiler's fixture.
+  auto text = ReadFile(std::string(KPILOT_FIXTURES_DIR) + "/profile/sass_mix_kernels_sm90a.txt");
+  ASSERT_TRUE(text.ok());
+  auto mix = NarrowTensorCoreOps(ParseSass(*text));
+  ASSERT_EQ(mix.size(), 2u);
+  EXPECT_EQ(mix[0].rfind("HGMMA.64x8x16.F32.BF16 in ", 0), 0u) << mix[0];
+  EXPECT_EQ(mix[1].rfind("HMMA.16816.F32.BF16 in ", 0), 0u) << mix[1];
+  // CUDA-core code has none.
+  EXPECT_TRUE(NarrowTensorCoreOps(ParseSass(Fixture("sass_sm90a.txt"))).empty());
+}
+
 TEST(Sass, SplitsFunctionsAndReadsInstructions) {
   auto fns = ParseSass(Fixture("sass_sm90a.txt"));
   ASSERT_EQ(fns.size(), 3u);
