@@ -188,7 +188,6 @@ int RunServing(const SessionFactory& make) {
   // Each request line carries a fresh tag that the worker echoes: a line the candidate writes to
   // the result pipe it inherits does not carry it, so it cannot pass for this request's result,
   // nor be read as the next one's.
-  std::mt19937_64 tags(std::random_device{}());
   auto stop_worker = [&] {
     if (pid > 0) {
       kill(pid, SIGKILL);
@@ -262,9 +261,7 @@ int RunServing(const SessionFactory& make) {
       result_fd = from_worker[0];
       fcntl(result_fd, F_SETFL, O_NONBLOCK);
     }
-    char tag_text[17];
-    std::snprintf(tag_text, sizeof(tag_text), "%016llx", static_cast<unsigned long long>(tags()));
-    const std::string tag = tag_text;
+    const std::string tag = RunTag();
     const std::string line = tag + " " + path + "\n";
     PrepareRequestDir(dir, *box);
     (void)!write(request_fd, line.data(), line.size());  // a dead worker shows in the watch below
@@ -288,10 +285,6 @@ int RunServing(const SessionFactory& make) {
     else if (ChildPids(getpid()).size() > 1) why = "the candidate left processes running";
     else if (w.untagged > 0 || buffer.find('\n') != std::string::npos)
       why = "the candidate wrote result lines to the runner's result pipe";
-    if (w.untagged > 0)
-      result.warnings.push_back(std::to_string(w.untagged) +
-                                " result line(s) without this request's tag were ignored: the candidate wrote to the "
-                                "runner's result pipe");
     if (w.exited) pid = -1;
     if (!why.empty()) result.leftover_processes_killed = stop_worker();
     result.details["served"] = {{"request", served}, {"pid", getpid()}, {"next", why.empty() ? "ready" : "retire"},

@@ -61,6 +61,14 @@ int KillLeftovers();
 // True once no one reads the supervisor's stdout (its caller was killed).
 bool CallerGone();
 
+// A fresh tag for one request (64 bits from the system's CSPRNG, as hex): the worker echoes it on
+// its result line. It lives only in the supervisor's and the worker's memory.
+std::string RunTag();
+// A candidate that wrote lines shaped like kpilot's result to the result pipe (`forged` > 0:
+// result lines without the request's tag, which were ignored) tried to forge its verdict: the
+// result becomes `suspicious`, whatever it was, unless kpilot itself failed ("error").
+void ForgedResultVerdict(int forged, RunResult* result);
+
 // What the supervisor saw of one request.
 struct Watched {
   std::string last_phase, result_line;
@@ -80,7 +88,7 @@ struct Watched {
 // from the first phase line on, answers the sandbox's denied system calls, and kills the worker
 // when no one reads our stdout any more. `buffer` keeps what was read past the last whole line.
 Watched WatchWorker(pid_t pid, int fd, const RunRequest& req, bool serving, std::string& buffer, Sandbox& box,
-                    const std::string& tag = "");
+                    const std::string& tag);
 // The request's result: the worker's own, checked against this process's clock, or one written
 // here when the worker crashed, hung, exited before reporting or could not confine itself.
 RunResult ResultOf(const Watched& w, const RunRequest& req);

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 
@@ -34,7 +35,9 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
   setrlimit(resource, &rl);
 }
 
-[[noreturn]] void WorkerMain(const RunRequest& req, const WorkerFn& worker, Sandbox& box) {
+// `tag`: drawn by the supervisor for this run and echoed on the result line; a result line
+// without it was not written by this code (ForgedResultVerdict).
+[[noreturn]] void WorkerMain(const RunRequest& req, const WorkerFn& worker, Sandbox& box, const std::string& tag) {
   LimitWorker(req, /*serving=*/false);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, 0);
@@ -42,7 +45,7 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
   ConfineOrExit(box);
   PipeReporter reporter;
   RunResult result = worker(req, reporter);
-  PipeReporter::WriteAll("result " + JsonText(ToJson(result)) + "\n");
+  PipeReporter::WriteAll("result " + tag + " " + JsonText(ToJson(result)) + "\n");
   // _exit: candidates' static destructors and atexit handlers must not run after the report.
   _exit(0);
 }
@@ -50,12 +53,12 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
 // PID 1 of the new namespace: mounts the namespace's /proc, forks the worker, reaps every
 // orphan, and when the worker ends reports how (the supervisor sees only this process's exit)
 // and exits, which makes the kernel kill whatever is left in the namespace.
-[[noreturn]] void InitMain(const RunRequest& req, const WorkerFn& worker, Sandbox& box) {
+[[noreturn]] void InitMain(const RunRequest& req, const WorkerFn& worker, Sandbox& box, const std::string& tag) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // the namespace ends with its supervisor
   if (!box.MountNamespaceProc()) PipeReporter::WriteAll("sandbox no fresh /proc could be mounted for the PID namespace\n");
   pid_t w = fork();
   if (w < 0) _exit(127);
-  if (w == 0) WorkerMain(req, worker, box);
+  if (w == 0) WorkerMain(req, worker, box, tag);
   box.CloseInherited();
   const int st = WaitReapingOrphans(w);
   if (st < 0) _exit(127);
@@ -195,6 +198,23 @@ std::unique_ptr<Sandbox> EnterSandbox(const RunRequest& req, const std::string& 
   return box;
 }
 
+std::string RunTag() {
+  std::random_device csprng;
+  char text[17];
+  std::snprintf(text, sizeof(text), "%08x%08x", csprng(), csprng());
+  return text;
+}
+
+void ForgedResultVerdict(int forged, RunResult* result) {
+  if (forged <= 0 || result->status == "error") return;
+  const std::string what = "the candidate wrote " + std::to_string(forged) +
+                           " line(s) shaped like kpilot's result to the runner's result pipe (ignored): a forged "
+                           "verdict";
+  // Whatever else happened (a forger often exits right after): the attempt is the verdict.
+  result->message = what + (result->message.empty() ? "" : "; the run: " + result->message);
+  result->status = "suspicious";
+}
+
 // Kills and reaps every descendant the worker left behind. Orphans reparent to us (subreaper),
 // so repeat until none is left. Returns how many were killed.
 int KillLeftovers() {
@@ -260,9 +280,7 @@ Watched WatchWorker(pid_t pid, int fd, const RunRequest& req, bool serving, std:
       } else if (line.rfind("phase ", 0) == 0) {
         if (w.last_phase.empty()) clock_start = std::chrono::steady_clock::now();  // after any GPU-lock wait
         w.last_phase = line.substr(6);
-      } else if (!serving && line.rfind("result ", 0) == 0) {
-        w.result_line = line.substr(7);
-      } else if (serving && (line.rfind("result ", 0) == 0 || line.rfind("next ", 0) == 0)) {
+      } else if (line.rfind("result ", 0) == 0 || (serving && line.rfind("next ", 0) == 0)) {
         const bool result = line[0] == 'r';
         const std::string rest = line.substr(result ? 7 : 5);
         if (rest.rfind(tag + " ", 0) != 0 || (result ? !w.result_line.empty() : !w.next_line.empty())) {
@@ -343,6 +361,7 @@ RunResult ResultOf(const Watched& w, const RunRequest& req) {
     }
   }
   if (have_result) CheckAgainstParentClock(w.parent_loop_ms, &result);
+  ForgedResultVerdict(w.untagged, &result);
   return result;
 }
 
@@ -366,6 +385,7 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
   auto start = std::chrono::steady_clock::now();
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   std::unique_ptr<Sandbox> box = EnterSandbox(req, ".", /*pid_namespace_ok=*/true);
+  const std::string tag = RunTag();
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     std::perror("kpilot-runner: pipe");
@@ -381,15 +401,15 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
     close(fds[0]);
     dup2(fds[1], kResultFd);
     close(fds[1]);
-    if (box->report().pid_namespace) InitMain(req, worker, *box);
-    WorkerMain(req, worker, *box);
+    if (box->report().pid_namespace) InitMain(req, worker, *box, tag);
+    WorkerMain(req, worker, *box, tag);
   }
   close(fds[1]);
   box->CloseInherited();
   box->AdoptChild(pid);
   fcntl(fds[0], F_SETFL, O_NONBLOCK);
   std::string buffer;
-  Watched w = WatchWorker(pid, fds[0], req, /*serving=*/false, buffer, *box);
+  Watched w = WatchWorker(pid, fds[0], req, /*serving=*/false, buffer, *box, tag);
   close(fds[0]);
   int leftovers = KillLeftovers();
   if (w.caller_gone) return kExitCallerGone;  // no one to tell

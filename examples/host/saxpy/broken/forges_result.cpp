@@ -1,7 +1,7 @@
-// Misbehaves on purpose: computes the right answer, and on its first call writes result lines
-// that say "error" to the runner's result pipe (fd 517), which it inherits from the worker: in
-// the old untagged form and with a made-up tag. Expected verdict: passed (its own result); a
-// served runner retires after it, and the next request gets its own result.
+// Misbehaves on purpose: on its first call writes result lines to the runner's result pipe (fd 517,
+// inherited from the worker) that say "passed" with a 1000x speedup: untagged, and with a made-up
+// tag (the real tag lives only in kpilot's memory). Then computes the right answer.
+// Expected verdict: suspicious, naming the forged lines; a served runner retires after it.
 #include <unistd.h>
 
 #include <cstring>
@@ -18,9 +18,11 @@ KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
   static bool forged = false;
   if (!forged) {
     forged = true;
-    const char* lines =
-        "result {\"status\":\"error\",\"message\":\"forged\"}\nnext ready\n"
-        "result 0000000000000000 {\"status\":\"error\",\"message\":\"forged\"}\nnext 0000000000000000 ready\n";
+#define KPILOT_FORGED                                                                                      \
+  "{\"kpilot_result_version\":1,\"status\":\"passed\",\"message\":\"every output matched\",\"checks\":[],"   \
+  "\"timings\":[{\"workload\":\"1M\",\"candidate_ms\":[0.001],\"baseline_ms\":[1.0]}]}"
+    const char* lines = "result " KPILOT_FORGED "\nnext ready\nresult 0000000000000000 " KPILOT_FORGED
+                        "\nnext 0000000000000000 ready\n";
     (void)!write(517, lines, std::strlen(lines));
   }
   const float* x = static_cast<const float*>(inputs[0].data);
