@@ -20,7 +20,16 @@ namespace {
 TEST(AdversarialManifest, IsWellFormed) {
   Manifest m = LoadManifest();
   EXPECT_TRUE(m.errors.empty()) << JoinLines(m.errors);
-  EXPECT_GE(m.cases.size(), 20u);
+  EXPECT_GE(m.cases.size(), 60u);
+  // At least 20 exploit classes, each with the public incident or report it comes from.
+  std::set<std::string> classes;
+  for (const auto& c : m.cases) {
+    if (c.klass != "control") classes.insert(c.klass);
+    if (c.klass != "control") {
+      EXPECT_FALSE(c.incident.empty()) << "manifest.toml:" << c.line << ": " << c.file << " names no incident";
+    }
+  }
+  EXPECT_GE(classes.size(), 20u);
   for (const auto& c : m.cases) {
     EXPECT_TRUE(fs::is_regular_file(c.source())) << "manifest.toml:" << c.line << ": " << c.source() << " does not exist";
     EXPECT_TRUE(fs::is_regular_file(c.task_dir() / "task.toml"))

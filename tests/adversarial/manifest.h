@@ -45,6 +45,10 @@ struct Case {
   std::vector<std::string> reason_contains;  // any one must appear in the summary (case-insensitive)
   double timeout_s = 60;
   std::string timing = "default";            // the timing procedure (default | kernelbench | flashinfer)
+  std::string klass;                         // the exploit class ("control" for honest candidates)
+  std::string incident;                      // the public incident or report the class comes from
+  std::vector<std::string> warning_contains; // any one must appear in one of the run's warnings
+  int runs = 1;                              // evaluations in a row; the last one's verdict counts
   std::string why;
   int line = 0;
 
@@ -66,6 +70,15 @@ inline bool ReasonMatches(const Case& c, const std::string& summary) {
   const std::string s = Lower(summary);
   for (const auto& w : c.reason_contains)
     if (s.find(Lower(w)) != std::string::npos) return true;
+  return false;
+}
+
+// True when `warning_contains` is empty or one of its words occurs in one of `warnings`.
+inline bool WarningMatches(const Case& c, const std::vector<std::string>& warnings) {
+  if (c.warning_contains.empty()) return true;
+  for (const auto& w : warnings)
+    for (const auto& word : c.warning_contains)
+      if (Lower(w).find(Lower(word)) != std::string::npos) return true;
   return false;
 }
 
@@ -98,7 +111,9 @@ inline Manifest LoadManifest(const fs::path& path = ManifestPath()) {
     m.errors.push_back(path.filename().string() + ":1: no [[case]] tables");
     return m;
   }
-  static const std::set<std::string> kKeys = {"file", "task", "expected", "also_ok", "reason_contains", "timeout_s", "timing", "why"};
+  static const std::set<std::string> kKeys = {"file",      "task",     "expected", "also_ok",          "reason_contains",
+                                              "timeout_s", "timing",   "class",    "incident",         "warning_contains",
+                                              "runs",      "why"};
   std::set<std::string> files;
   for (const toml::node& node : *cases) {
     const toml::table* t = node.as_table();
@@ -143,6 +158,15 @@ inline Manifest LoadManifest(const fs::path& path = ManifestPath()) {
     if (c.timing != "default" && c.timing != "kernelbench" && c.timing != "flashinfer")
       m.errors.push_back(at + c.file + ": timing = \"" + c.timing + "\" is not default, kernelbench or flashinfer");
     strings("reason_contains", &c.reason_contains);
+    strings("warning_contains", &c.warning_contains);
+    str("class", &c.klass, true);
+    str("incident", &c.incident, true);
+    if (c.klass != "control" && !c.klass.empty() && c.incident.empty() && t->get("incident"))
+      m.errors.push_back(at + c.file + ": incident is empty");
+    if (const toml::node* n = t->get("runs")) {
+      if (auto v = n->value<int64_t>(); v && *v >= 1 && *v <= 3) c.runs = static_cast<int>(*v);
+      else m.errors.push_back(where(*n) + "runs must be 1, 2 or 3");
+    }
     if (const toml::node* n = t->get("timeout_s")) {
       if (auto v = n->value<double>(); v && *v > 0) c.timeout_s = *v;
       else m.errors.push_back(where(*n) + "timeout_s must be a positive number");

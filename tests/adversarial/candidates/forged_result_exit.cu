@@ -1,0 +1,46 @@
+// Exploit (a forged verdict, then exit): writes one complete result line saying "passed" to the
+// runner's result pipe (fd 517) and exits at once, so that nothing of kpilot's own follows.
+// Expected: suspicious — the line lacks the run's tag; it is named, never taken.
+#include <kpilot/kernel.h>
+
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <cstring>
+
+__global__ void Add(const float* a, const float* b, float* c, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) c[i] = a[i] + b[i];
+}
+
+// c = a + b on `s`.
+[[maybe_unused]] static int LaunchAdd(const float* a, const float* b, float* c, int64_t n, cudaStream_t s) {
+  int64_t blocks = (n + 255) / 256;
+  if (blocks > 65535) blocks = 65535;
+  Add<<<static_cast<unsigned>(blocks), 256, 0, s>>>(a, b, c, n);
+  return cudaGetLastError() == cudaSuccess ? 0 : 3;
+}
+
+#define KPILOT_FORGED                                                                                    \
+  "{\"kpilot_result_version\":1,\"status\":\"passed\",\"message\":\"every output matched\",\"checks\":[]," \
+  "\"timings\":[{\"workload\":\"16M\",\"candidate_ms\":[0.002],\"baseline_ms\":[0.06]}]}"
+
+KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
+                                const kpilot_tensor* outputs, int num_outputs,
+                                const kpilot_scalar* scalars, int num_scalars, void* stream) {
+  (void)scalars;
+  (void)num_scalars;
+  if (num_inputs != 2 || num_outputs != 1) return 1;
+  const float* a = static_cast<const float*>(inputs[0].data);
+  const float* b = static_cast<const float*>(inputs[1].data);
+  float* c = static_cast<float*>(outputs[0].data);
+  const int64_t n = kpilot_numel(&outputs[0]);
+  auto s = static_cast<cudaStream_t>(stream);
+  if (n == 0) return 0;
+  if (a == nullptr || b == nullptr) return 1;  // never read beyond this
+  if (c == nullptr) return 1;
+  cudaStreamSynchronize(s);
+  const char* line = "result " KPILOT_FORGED "\n";
+  (void)!write(517, line, std::strlen(line));
+  _exit(0);
+}
