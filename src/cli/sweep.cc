@@ -499,6 +499,7 @@ EvalOptions Sweep::Options() const {
   EvalOptions opt;
   opt.workloads = {workload_};
   opt.seeds = {kSweepSeed};
+  opt.draw = false;  // a space's verdicts stay the same from one sweep to the next
   opt.timing.max_seconds = a_.max_seconds;
   opt.device = a_.device;
   opt.calibration = calibration_;

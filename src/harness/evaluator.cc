@@ -137,6 +137,21 @@ Verdict CompileErrorVerdict(const CompileOutput& c) {
   return v;
 }
 
+Workload DrawWorkload(const Task& task) {
+  static std::random_device csprng;
+  Workload w = task.workloads.front();
+  w.name = "drawn";
+  w.flops = w.min_bytes = 0;
+  w.line = 0;
+  for (const auto& [axis, range] : task.draw_axes) {
+    const uint64_t draw = (static_cast<uint64_t>(csprng()) << 32) ^ csprng();
+    const uint64_t span = static_cast<uint64_t>(range.second - range.first) + 1;
+    w.axes[axis] = range.first + static_cast<int64_t>(draw % span);
+    w.name += " " + axis + "=" + std::to_string(w.axes[axis]);
+  }
+  return w;
+}
+
 std::optional<Verdict> NarrowTensorCoreVerdict(const Task& task, const CompileOutput& compiled) {
   if (compiled.sass.empty()) return std::nullopt;
   std::optional<DType> cp = task.compute_precision;
@@ -161,10 +176,10 @@ Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
   req.scalars = task.scalars;
   auto selected = SelectWorkloads(task, opt.workloads);
   if (!selected.ok()) return selected.status();
-  for (const Workload* wp : *selected) {
-    const Workload& w = *wp;
+  auto add = [&](const Workload& w, bool timed) {
     RunWorkload rw;
     rw.name = w.name;
+    rw.timed = timed;
     for (const auto& in : task.inputs) rw.inputs.push_back(ToRunTensor(task, in, w, false));
     for (const auto& out : task.outputs) rw.outputs.push_back(ToRunTensor(task, out, w, true));
     for (const auto& s : task.scalars) {
@@ -174,7 +189,9 @@ Result<RunRequest> BuildRunRequest(const Task& task, const EvalOptions& opt) {
     rw.flops = w.flops;
     rw.min_bytes = w.min_bytes;
     req.workloads.push_back(std::move(rw));
-  }
+  };
+  for (const Workload* wp : *selected) add(*wp, true);
+  if (opt.draw && !task.draw_axes.empty() && !task.workloads.empty()) add(DrawWorkload(task), false);
   req.seeds = EvaluationSeeds(opt);
   req.time = opt.time;
   req.timing = opt.timing;

@@ -91,6 +91,9 @@ struct EvalOptions {
   // evaluation (EvaluationSeeds), so no candidate can carry answers for seeds known in advance.
   std::vector<uint64_t> seeds;
   bool time = true;
+  // The task's [draw] workload: one more, its axes drawn at random for this evaluation, checked
+  // and not timed (a candidate hard-wired to the declared shapes fails it).
+  bool draw = true;
   TimingConfig timing;
   double timeout_s = 120;               // the runner's wall-clock limit
   bool sandbox = true;
@@ -267,6 +270,10 @@ Result<std::vector<const Workload*>> SelectWorkloads(const Task& task, const std
 
 // The compile_error verdict of a compile that failed (summary, first error, log excerpt).
 Verdict CompileErrorVerdict(const CompileOutput& compiled);
+
+// The task's first workload with its [draw] axes drawn from the system's CSPRNG, named
+// "drawn AXIS=SIZE …" (no roofline: it is checked, not timed).
+Workload DrawWorkload(const Task& task);
 
 // Lowered precision seen before anything runs: a task whose work is f32 or f64 (its declared
 // compute precision, else its first output's dtype, with no float input narrower than f32) and a

@@ -336,6 +336,7 @@ Result<CounterProfile> ProfileWithCounters(ProcessRunner& processes, const std::
 
   EvalOptions ro = options;
   ro.workloads = {workload.name};
+  ro.draw = false;  // the profiled workload alone
   auto request = BuildRunRequest(task, ro);
   if (!request.ok()) return request.status();
   request->profile_only = true;

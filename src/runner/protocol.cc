@@ -88,7 +88,7 @@ json ToJson(const RunRequest& r) {
     for (const auto& t : w.inputs) ins.push_back(TensorJson(t));
     for (const auto& t : w.outputs) outs.push_back(TensorJson(t));
     workloads.push_back({{"name", w.name}, {"inputs", ins}, {"outputs", outs}, {"scalar_values", w.scalar_values},
-                         {"flops", w.flops}, {"min_bytes", w.min_bytes}});
+                         {"flops", w.flops}, {"min_bytes", w.min_bytes}, {"timed", w.timed}});
   }
   json scalars = json::array();
   for (const auto& s : r.scalars) scalars.push_back({{"name", s.name}, {"dtype", DTypeName(s.dtype)}});
@@ -153,6 +153,7 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
       w.scalar_values = wj.at("scalar_values").get<std::vector<double>>();
       w.flops = wj.value("flops", 0.0);
       w.min_bytes = wj.value("min_bytes", 0.0);
+      w.timed = wj.value("timed", true);
       if (w.scalar_values.size() != r.scalars.size())
         return Status::InvalidInput("runner request: workload " + w.name + " has " +
                                     std::to_string(w.scalar_values.size()) + " scalar values for " +

@@ -50,6 +50,7 @@ struct RunWorkload {
   std::vector<double> scalar_values;  // in Task::scalars order
   double flops = 0;                   // the task's formulas for this workload (0 = unknown)
   double min_bytes = 0;
+  bool timed = true;                  // false: checked only (a drawn workload)
 };
 
 // Ceilings measured once per GPU (the harness caches them in the store and passes them back).

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -169,9 +170,6 @@ void MakeReadable(const std::string& dir) {
 
 std::unique_ptr<Sandbox> EnterSandbox(const RunRequest& req, const std::string& work_dir, bool pid_namespace_ok) {
   const bool cuda = req.backend == Backend::kCuda;
-  // CUDA fails to initialize inside a new PID namespace (cudaErrorOperatingSystem, seen on the
-  // H200 machine with driver 580), so the cuda backend relies on the subreaper sweep and a /proc
-  // that shows the worker only its own user's processes.
   SandboxSpec spec = DefaultSandboxSpec(cuda);
   spec.pid_namespace = spec.pid_namespace && pid_namespace_ok;
   bool enabled = true;
@@ -381,21 +379,27 @@ void PrintResult(RunResult result, const std::string& dir, std::chrono::steady_c
   std::cout << JsonText(ToJson(result)) << std::endl;
 }
 
-int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
-  auto start = std::chrono::steady_clock::now();
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
-  std::unique_ptr<Sandbox> box = EnterSandbox(req, ".", /*pid_namespace_ok=*/true);
+namespace {
+
+// One supervised run: the sandbox, the worker, its watch and its result. Returns nothing when the
+// caller is gone (no one to tell).
+std::optional<RunResult> SuperviseOnce(const RunRequest& req, const WorkerFn& worker, bool pid_namespace_ok) {
+  std::unique_ptr<Sandbox> box = EnterSandbox(req, ".", pid_namespace_ok);
   const std::string tag = RunTag();
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
-    std::perror("kpilot-runner: pipe");
-    return 1;
+    RunResult r;
+    r.status = "error";
+    r.message = std::string("kpilot-runner: pipe: ") + std::strerror(errno);
+    return r;
   }
   std::fflush(stdout);
   pid_t pid = fork();
   if (pid < 0) {
-    std::perror("kpilot-runner: fork");
-    return 1;
+    RunResult r;
+    r.status = "error";
+    r.message = std::string("kpilot-runner: fork: ") + std::strerror(errno);
+    return r;
   }
   if (pid == 0) {
     close(fds[0]);
@@ -412,11 +416,30 @@ int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
   Watched w = WatchWorker(pid, fds[0], req, /*serving=*/false, buffer, *box, tag);
   close(fds[0]);
   int leftovers = KillLeftovers();
-  if (w.caller_gone) return kExitCallerGone;  // no one to tell
+  if (w.caller_gone) return std::nullopt;
   RunResult result = ResultOf(w, req);
   result.leftover_processes_killed = leftovers;
   ApplySandboxReport(*box, w, &result);
-  PrintResult(std::move(result), ".", start);
+  return result;
+}
+
+}  // namespace
+
+int RunSupervised(const RunRequest& req, const WorkerFn& worker) {
+  auto start = std::chrono::steady_clock::now();
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  std::optional<RunResult> result = SuperviseOnce(req, worker, /*pid_namespace_ok=*/true);
+  // A driver that cannot start CUDA inside a new PID namespace answers cudaErrorOperatingSystem
+  // (seen without a fresh /proc in the namespace): the run is repeated without one, and says so.
+  if (result && req.backend == Backend::kCuda && result->status == "error" && result->sandbox.pid_namespace &&
+      result->message.find("cudaErrorOperatingSystem") != std::string::npos) {
+    result = SuperviseOnce(req, worker, /*pid_namespace_ok=*/false);
+    if (result)
+      result->sandbox.warnings.push_back(
+          "CUDA could not start inside a PID namespace on this machine; this run had none (docs/threat-model.md)");
+  }
+  if (!result) return kExitCallerGone;
+  PrintResult(std::move(*result), ".", start);
   return 0;
 }
 

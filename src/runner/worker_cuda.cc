@@ -523,7 +523,7 @@ RunResult CudaWorker::Run() {
   if (req_.time) {
     result_.phase = "timing";
     for (const auto& w : req_.workloads)
-      if (!TimeWorkload(w)) return result_;
+      if (w.timed && !TimeWorkload(w)) return result_;
     Stamp("timing");
   }
   if (!library_use_.empty()) result_.details["library_use"] = library_use_;

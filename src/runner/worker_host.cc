@@ -187,6 +187,7 @@ RunResult CheckAndTime(const RunRequest& req, PhaseReporter& report, const Kerne
   if (req.time) {
     r.phase = "timing";
     for (const auto& w : req.workloads) {
+      if (!w.timed) continue;
       report.Phase("timing", "workload " + w.name);
       std::vector<kpilot_scalar> scalars = MakeScalars(req, w);
       InputSet inputs(w, req.seeds.empty() ? 1 : req.seeds.front());

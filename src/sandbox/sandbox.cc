@@ -64,9 +64,8 @@ bool PathIsUnder(const std::string& path, const std::string& dir) {
 }
 
 SandboxSpec DefaultSandboxSpec(bool backend_is_cuda) {
-  SandboxSpec s;
-  s.pid_namespace = !backend_is_cuda;
-  return s;
+  (void)backend_is_cuda;  // CUDA starts in a PID namespace once the namespace has its own /proc
+  return SandboxSpec{};
 }
 
 Result<SandboxSpec> ApplySandboxOverride(SandboxSpec spec, const char* env_value, bool* enabled) {

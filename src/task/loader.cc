@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <set>
 
 #include "core/fs.h"
 #include "task/formula.h"
@@ -92,6 +93,36 @@ std::vector<SourceRef> ReadBaselines(const toml::node& n, const fs::path& dir,
     }
   }
   return baselines;
+}
+
+// [draw]: `axis = [low, high]` for axes the tensors use, 1 <= low <= high.
+void ReadDraw(const toml::node& n, Task* task, Diagnostics& d) {
+  const toml::table* t = ReadTable(n, "draw", d);
+  if (t == nullptr) return;
+  std::set<std::string> used;
+  for (const auto* group : {&task->inputs, &task->outputs})
+    for (const auto& tensor : *group) used.insert(tensor.shape.begin(), tensor.shape.end());
+  for (auto&& [key, value] : *t) {
+    const std::string axis(key.str());
+    const std::string field = Field("draw", axis);
+    if (!used.count(axis)) {
+      d.Add(LineOf(value), field, "axis " + Quote(axis) + " is not used by any tensor shape",
+            "draw only axes the inputs' and outputs' shapes use");
+      continue;
+    }
+    const toml::array* range = value.as_array();
+    if (range == nullptr || range->size() != 2 || !(*range)[0].is_integer() || !(*range)[1].is_integer()) {
+      d.Add(LineOf(value), field, "expected [low, high], two integers", "write e.g. " + axis + " = [1000, 4000000]");
+      continue;
+    }
+    const int64_t low = (*range)[0].value<int64_t>().value_or(0), high = (*range)[1].value<int64_t>().value_or(0);
+    if (low < 1 || high < low) {
+      d.Add(LineOf(value), field, "the range [" + std::to_string(low) + ", " + std::to_string(high) + "] is empty or below 1",
+            "use 1 <= low <= high");
+      continue;
+    }
+    task->draw_axes[axis] = {low, high};
+  }
 }
 
 // flops/bytes: muparser over axis names, evaluated for every workload into `out`.
@@ -331,6 +362,7 @@ void ReadTask(const toml::table& root, Task* task, Diagnostics& d) {
                           d);
     }
   }
+  if (const toml::node* n = root.get("draw")) ReadDraw(*n, task, d);
   if (const toml::node* n = root.get("params")) task->params = ReadParams(*n, d);
   if (const toml::node* n = root.get("constraints"))
     task->constraints = ReadConstraints(*n, task->params, d);

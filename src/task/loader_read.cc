@@ -30,7 +30,7 @@ const std::vector<std::string_view>& TopLevelKeys() {
   static const std::vector<std::string_view> kKeys = {
       "name",   "description", "backend",   "reference",   "baselines", "inputs",
       "outputs", "scalars",    "tolerance", "workloads",   "roofline",  "params",
-      "constraints", "libraries", "compute_precision"};
+      "constraints", "libraries", "compute_precision", "draw"};
   return kKeys;
 }
 

@@ -113,6 +113,10 @@ struct Task {
   // Whether candidates may call vendor libraries (cuBLAS, cuDNN, CUTLASS kernels). Library use is
   // always reported; with `libraries = false` it makes the verdict `incorrect`.
   bool libraries = true;
+  // [draw]: axis ranges (inclusive) from which every evaluation draws one extra workload with
+  // shapes no candidate has seen, checked for correctness and not timed. Axes not drawn keep the
+  // first workload's sizes. Empty: no drawn workload.
+  std::map<std::string, std::pair<int64_t, int64_t>> draw_axes;
   // The precision the computation is declared to need; a candidate whose error distribution shows
   // it computed in a lower one is `incorrect`. Unset: the first output's dtype.
   std::optional<DType> compute_precision;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 #include "harness/harness.h"
@@ -82,6 +83,7 @@ TEST(BuildRunRequest, CarriesTheRooflineAndTheGuards) {
   ASSERT_TRUE(req.ok());
   ASSERT_FALSE(req->workloads.empty());
   for (const auto& w : req->workloads) {
+    if (!w.timed) continue;  // the drawn workload: checked, never timed against a floor
     EXPECT_GT(w.min_bytes, 0) << w.name;
     EXPECT_GT(w.flops, 0) << w.name;
   }
@@ -128,6 +130,39 @@ TEST(NarrowTensorCoreVerdict, FlagsSixteenBitTensorCoresInAnF32Task) {
   compiled.sass.clear();  // no SASS to read: nothing is claimed
   task->compute_precision = DType::kF32;
   EXPECT_FALSE(NarrowTensorCoreVerdict(*task, compiled).has_value());
+}
+
+// A task with [draw] gets one more workload per evaluation, its axes drawn in range, checked and
+// not timed; --workloads does not remove it, EvalOptions::draw = false does.
+TEST(BuildRunRequest, AddsTheDrawnWorkloadUntimed) {
+  auto task = LoadTask(testing::SourceDir() / "tests" / "adversarial" / "tasks" / "vadd");
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  ASSERT_EQ(task->draw_axes.count("n"), 1u);
+  const auto [low, high] = task->draw_axes.at("n");
+  EvalOptions opt;
+  std::set<int64_t> sizes;
+  for (int i = 0; i < 8; ++i) {
+    auto req = BuildRunRequest(*task, opt);
+    ASSERT_TRUE(req.ok());
+    ASSERT_EQ(req->workloads.size(), task->workloads.size() + 1);
+    const RunWorkload& drawn = req->workloads.back();
+    EXPECT_FALSE(drawn.timed);
+    EXPECT_EQ(drawn.name.rfind("drawn n=", 0), 0u) << drawn.name;
+    const int64_t n = drawn.outputs[0].shape[0];
+    EXPECT_GE(n, low);
+    EXPECT_LE(n, high);
+    EXPECT_EQ(drawn.inputs[0].shape[0], n);
+    sizes.insert(n);
+    for (size_t w = 0; w + 1 < req->workloads.size(); ++w) EXPECT_TRUE(req->workloads[w].timed);
+    auto back = RunRequestFromJson(ToJson(*req));
+    ASSERT_TRUE(back.ok());
+    EXPECT_FALSE(back->workloads.back().timed);
+  }
+  EXPECT_GT(sizes.size(), 1u) << "the size is drawn afresh for each evaluation";
+  opt.workloads = {task->workloads.front().name};
+  EXPECT_EQ(BuildRunRequest(*task, opt)->workloads.size(), 2u);
+  opt.draw = false;
+  EXPECT_EQ(BuildRunRequest(*task, opt)->workloads.size(), 1u);
 }
 
 // Answers precomputed for seeds known in advance fit no evaluation: each draws its own.

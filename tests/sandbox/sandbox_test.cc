@@ -23,7 +23,7 @@ TEST(SandboxOverride, NoneTurnsItOffAndAListKeepsOnlyItsParts) {
 
   spec = ApplySandboxOverride(DefaultSandboxSpec(true), "all", &enabled);
   ASSERT_TRUE(spec.ok());
-  EXPECT_FALSE(spec->pid_namespace);  // the cuda default has none: "all" keeps the default
+  EXPECT_TRUE(spec->pid_namespace);  // the cuda default has every part too: "all" keeps it
   EXPECT_TRUE(spec->syscall_filter);
 }
 

