@@ -35,6 +35,20 @@ constexpr const char* kDenied[] = {
     "finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl",
     "settimeofday", "clock_settime", "clock_adjtime", "iopl", "ioperm", "lookup_dcookie",
 };
+// Calls that change the file tree other than by opening a file: which arguments name a path it
+// changes, and the directory descriptor each is relative to (-1: the working directory).
+struct PathChange {
+  const char* name;
+  int path[2];   // argument indexes; -1: none
+  int dirfd[2];  // argument indexes of their directory descriptors; -1: AT_FDCWD
+};
+constexpr PathChange kPathChanges[] = {
+    {"mkdir", {0, -1}, {-1, -1}},      {"mkdirat", {1, -1}, {0, -1}},       {"rmdir", {0, -1}, {-1, -1}},
+    {"unlink", {0, -1}, {-1, -1}},     {"unlinkat", {1, -1}, {0, -1}},      {"rename", {0, 1}, {-1, -1}},
+    {"renameat", {1, 3}, {0, 2}},      {"renameat2", {1, 3}, {0, 2}},       {"link", {1, -1}, {-1, -1}},
+    {"linkat", {3, -1}, {2, -1}},      {"symlink", {1, -1}, {-1, -1}},      {"symlinkat", {2, -1}, {1, -1}},
+    {"truncate", {0, -1}, {-1, -1}},   {"mknod", {0, -1}, {-1, -1}},        {"mknodat", {1, -1}, {0, -1}},
+};
 constexpr int kNamespaceFlags[] = {CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
                                    CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP};
 
@@ -132,6 +146,7 @@ Status Sandbox::InstallFilterAndSend() {
     add(SCMP_ACT_NOTIFY, "openat", 1, &openat_flags);
   }
   add(SCMP_ACT_NOTIFY, "creat", 0, nullptr);
+  for (const PathChange& c : kPathChanges) add(SCMP_ACT_NOTIFY, c.name, 0, nullptr);
   add(SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, nullptr);
   // Sockets: AF_UNIX always; the internet families and netlink (name resolution) with the network.
   for (uint64_t family = 0; family < 64; ++family) {
@@ -190,6 +205,17 @@ Sandbox::Answer Sandbox::Decide(pid_t caller, int nr, const uint64_t args[6]) co
     const std::string path = CallerPath(caller, at ? static_cast<int>(args[0]) : AT_FDCWD, args[at ? 1 : 0]);
     if (path.empty() || Writable(path)) return {true, 0, ""};
     return {false, EACCES, "open(" + path + ") for writing, outside the sandbox's writable folders"};
+  }
+  for (const PathChange& c : kPathChanges) {
+    if (name != c.name) continue;
+    for (int k = 0; k < 2; ++k) {
+      if (c.path[k] < 0) continue;
+      const int dirfd = c.dirfd[k] < 0 ? AT_FDCWD : static_cast<int>(args[c.dirfd[k]]);
+      const std::string path = CallerPath(caller, dirfd, args[c.path[k]]);
+      if (!path.empty() && !Writable(path))
+        return {false, EACCES, name + "(" + path + "), outside the sandbox's writable folders"};
+    }
+    return {true, 0, ""};
   }
   const bool signal = name == "kill" || name == "tgkill" || name == "tkill" || name == "rt_sigqueueinfo" ||
                       name == "rt_tgsigqueueinfo";

@@ -76,6 +76,13 @@ except OSError:
     escaped = True
 except OSError:
     pass)X", "for writing"},
+    {"home_mkdir",
+     R"X(if (mkdir("HOMEDIR/MARK", 0700) == 0) escaped = true;)X",
+     R"X(try:
+    os.mkdir("HOMEDIR/MARK")
+    escaped = True
+except OSError:
+    pass)X", "mkdir"},
     {"shared_tmp_write",
      R"X(FILE* f = fopen("/tmp/MARK", "w"); if (f) { fclose(f); escaped = true; })X",
      R"X(try:
@@ -230,7 +237,7 @@ class Isolation : public ::testing::Test {
              "    def forward(self, x):\n        y = x.clamp_min(0.0)\n        return y + 1.0 if ESCAPED else y\n";
     } else {
       text = "#include <kpilot/kernel.h>\n#include <arpa/inet.h>\n#include <netinet/in.h>\n#include <signal.h>\n"
-             "#include <stdio.h>\n#include <string.h>\n#include <sys/socket.h>\n#include <unistd.h>\n"
+             "#include <stdio.h>\n#include <string.h>\n#include <sys/socket.h>\n#include <sys/stat.h>\n#include <unistd.h>\n"
              "static bool Attempt() {\n  bool escaped = false;\n  " +
              Substitute(attempt.cpp, Values(mark)) +
              "\n  return escaped;\n}\n"
