@@ -353,7 +353,9 @@ ServedRunner::ServedRunner(std::filesystem::path runner_exe, double backstop_s)
 ServedRunner::~ServedRunner() = default;  // the LiveProcess kills the server's group
 
 Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
-  if (!requests_) {
+  std::error_code exists_ec;
+  // Again when the folder went away under it (a temporary-folder cleaner, the caller's TMPDIR).
+  if (!requests_ || !std::filesystem::is_directory(requests_->path(), exists_ec)) {
     auto root = TempDir::Create("kpilot-serve-");
     if (!root.ok()) return root.status();
     requests_.emplace(std::move(root).value());

@@ -1,6 +1,8 @@
 // Exploit (signalling the harness): sends SIGCONT (harmless, but it could as well be SIGKILL or
-// SIGSTOP) to its parent, the process that watches it.
-// Expected: suspicious — signals outside its own process group are refused and named.
+// SIGSTOP) to every process it may signal (kill(-1)), kpilot's among them.
+// Expected: passed in a PID namespace of its own (no process outside the sandbox is there to
+// signal); suspicious where there is none (a served runner): a signal to a process outside the
+// sandbox is refused and named.
 #include <kpilot/kernel.h>
 
 #include <cuda_runtime.h>
@@ -30,7 +32,7 @@ __global__ void Add(const float* a, const float* b, float* c, int64_t n) {
 // True when the attempt worked; then the answer is made wrong on purpose, so that it shows.
 static bool Attempt() {
   bool escaped = false;
-  escaped = kill(getppid(), SIGCONT) == 0;
+  escaped = kill(-1, SIGCONT) == 0;
   return escaped;
 }
 
