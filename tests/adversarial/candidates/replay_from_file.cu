@@ -1,5 +1,5 @@
 // Exploit (results replayed from a file across processes): the first evaluation computes honestly
-// and saves each workload's last answer under /dev/shm, /tmp and /var/tmp; a later evaluation
+// and saves each workload's first answer under /dev/shm, /tmp and /var/tmp; a later evaluation
 // that finds such a file replays it instead of computing (this process never replays what it
 // wrote itself). The manifest runs it twice.
 // Expected: passed on the second run too — each run has private /tmp, /var/tmp and /dev/shm, so
@@ -56,6 +56,10 @@ KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs,
     }
   }
   if (int rc = LaunchAdd(a, b, c, n, s)) return rc;
+  static std::vector<int64_t> saved_sizes;  // one answer per size is enough to replay
+  for (int64_t m : saved_sizes)
+    if (m == n) return 0;
+  saved_sizes.push_back(n);
   std::vector<float> answer(static_cast<size_t>(n));
   cudaMemcpyAsync(answer.data(), c, n * sizeof(float), cudaMemcpyDeviceToHost, s);
   if (cudaStreamSynchronize(s) != cudaSuccess) return 3;
