@@ -214,7 +214,6 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
   const uint64_t refill_seed = Draw() & ((uint64_t{1} << 48) - 1);
   const double audit_p = AuditProbability(proc);
   int audits = 0, l2_resets = 0, last_iteration = -1;
-  bool last_audited = false;
   size_t free_before = 0, free_after = 0, total_mem = 0;
   cudaMemGetInfo(&free_before, &total_mem);
   Mark("loop-start " + w.name);
@@ -234,8 +233,7 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
     }
     if (!ok) return Finish("runtime_error", "a call failed while timing workload " + w.name + ": " + error);
     last_iteration = i;
-    last_audited = static_cast<double>(Draw() >> 11) * 0x1.0p-53 < audit_p;
-    if (last_audited) {
+    if (static_cast<double>(Draw() >> 11) * 0x1.0p-53 < audit_p) {
       ++audits;
       if (!AuditTimedCall(w, i, in, *cand_out, *expected)) return false;
     }
