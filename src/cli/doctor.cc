@@ -15,12 +15,12 @@
 namespace kpilot::cli {
 namespace {
 
-// The isolation candidates get here, for each backend's spec: kpilot-runner runs /bin/true in
-// that sandbox and reports what was in force (docs/threat-model.md).
-nlohmann::json ProbeSandbox(bool cuda, std::string* line) {
+// The isolation candidates get here (every backend has the same spec): kpilot-runner runs
+// /bin/true in that sandbox and reports what was in force (docs/threat-model.md).
+nlohmann::json ProbeSandbox(std::string* line) {
   auto dir = TempDir::Create("kpilot-doctor-");
   if (!dir.ok()) return {{"error", dir.status().message()}};
-  SandboxSpec spec = DefaultSandboxSpec(cuda);
+  SandboxSpec spec = DefaultSandboxSpec();
   spec.keep_writable = {dir->path().string()};
   (void)WriteFileAtomic(dir->path() / "sandbox.json", ToJson(spec).dump());
   ProcessSpec p;
@@ -119,9 +119,10 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
 
     std::string why_none;
     std::vector<GpuInfo> gpus = SystemGpuProbe().List(&why_none);
-    std::string host_line, cuda_line;
-    nlohmann::json sandbox = {{"host_and_torch_cpu", ProbeSandbox(false, &host_line)},
-                              {"cuda_and_torch_gpu", ProbeSandbox(true, &cuda_line)}};
+    std::string host_line;
+    const nlohmann::json probed = ProbeSandbox(&host_line);
+    const std::string& cuda_line = host_line;
+    nlohmann::json sandbox = {{"host_and_torch_cpu", probed}, {"cuda_and_torch_gpu", probed}};
 
     if (*json_out) {
       nlohmann::json j;

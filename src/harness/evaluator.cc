@@ -2,10 +2,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
-#include <random>
 #include <sstream>
 
 #include "core/fs.h"
+#include "core/random.h"
 #include "harness/harness.h"
 
 namespace kpilot {
@@ -57,10 +57,9 @@ Result<std::vector<const Workload*>> SelectWorkloads(const Task& task, const std
 
 std::vector<uint64_t> EvaluationSeeds(const EvalOptions& opt) {
   if (!opt.seeds.empty()) return opt.seeds;
-  std::random_device csprng;
   std::vector<uint64_t> seeds;
   while (static_cast<int>(seeds.size()) < kSeedsPerEvaluation) {
-    const uint64_t s = ((static_cast<uint64_t>(csprng()) << 32) | csprng()) & ((uint64_t{1} << 48) - 1);
+    const uint64_t s = SecureRandom64() & ((uint64_t{1} << 48) - 1);
     if (s != 0 && std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
   }
   return seeds;
@@ -138,13 +137,12 @@ Verdict CompileErrorVerdict(const CompileOutput& c) {
 }
 
 Workload DrawWorkload(const Task& task) {
-  static std::random_device csprng;
   Workload w = task.workloads.front();
   w.name = "drawn";
   w.flops = w.min_bytes = 0;
   w.line = 0;
   for (const auto& [axis, range] : task.draw_axes) {
-    const uint64_t draw = (static_cast<uint64_t>(csprng()) << 32) ^ csprng();
+    const uint64_t draw = SecureRandom64();
     const uint64_t span = static_cast<uint64_t>(range.second - range.first) + 1;
     w.axes[axis] = range.first + static_cast<int64_t>(draw % span);
     w.name += " " + axis + "=" + std::to_string(w.axes[axis]);

@@ -80,7 +80,7 @@ Result<std::optional<SandboxSpec>> WorkerSandbox(const PythonWorker& worker, nlo
   const std::string device = request.value("device", "cpu");
   const bool cuda = device.rfind("cuda", 0) == 0;
   bool enabled = true;
-  auto over = ApplySandboxOverride(DefaultSandboxSpec(cuda), std::getenv("KPILOT_SANDBOX"), &enabled);
+  auto over = ApplySandboxOverride(DefaultSandboxSpec(), std::getenv("KPILOT_SANDBOX"), &enabled);
   if (!over.ok()) return over.status();
   if (!enabled) return std::optional<SandboxSpec>();
   SandboxSpec spec = *over;

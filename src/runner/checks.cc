@@ -113,9 +113,12 @@ CheckRecord CompareOutput(DType dtype, const void* out, const void* ref, int64_t
       ++rec.mismatches;
     }
   }
-  double allowed = (1.0 - tol.matched_ratio) * static_cast<double>(n);
-  rec.ok = static_cast<double>(rec.mismatches) <= allowed + 1e-9;
+  rec.ok = MismatchesAllowed(rec.mismatches, n, tol);
   return rec;
+}
+
+bool MismatchesAllowed(int64_t mismatches, int64_t n, const Tolerance& tol) {
+  return static_cast<double>(mismatches) <= (1.0 - tol.matched_ratio) * static_cast<double>(n) + 1e-9;
 }
 
 std::string FirstChange(const StateValues& before, const StateValues& after) {

@@ -33,6 +33,9 @@ CheckRecord CompareOutput(DType dtype, const void* out, const void* ref, int64_t
 
 int64_t Numel(const std::vector<int64_t>& shape);
 
+// Whether `mismatches` of `n` elements out of tolerance still pass: at most (1 − matched_ratio)·n.
+bool MismatchesAllowed(int64_t mismatches, int64_t n, const Tolerance& tol);
+
 // The CUDA_VISIBLE_DEVICES entry that names device `device` as the caller numbers them: the
 // device's own number when `visible` is unset or empty, else the list's entry at that place
 // (an index, a UUID or a MIG name); "" when the list has no such entry.

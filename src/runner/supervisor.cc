@@ -18,11 +18,11 @@
 #include <iostream>
 #include <map>
 #include <optional>
-#include <random>
 #include <set>
 #include <string>
 
 #include "core/fs.h"
+#include "core/random.h"
 #include "core/subprocess.h"
 #include "runner/supervision.h"
 
@@ -170,7 +170,7 @@ void MakeReadable(const std::string& dir) {
 
 std::unique_ptr<Sandbox> EnterSandbox(const RunRequest& req, const std::string& work_dir, bool pid_namespace_ok) {
   const bool cuda = req.backend == Backend::kCuda;
-  SandboxSpec spec = DefaultSandboxSpec(cuda);
+  SandboxSpec spec = DefaultSandboxSpec();
   spec.pid_namespace = spec.pid_namespace && pid_namespace_ok;
   bool enabled = true;
   std::string warning;
@@ -197,9 +197,8 @@ std::unique_ptr<Sandbox> EnterSandbox(const RunRequest& req, const std::string& 
 }
 
 std::string RunTag() {
-  std::random_device csprng;
   char text[17];
-  std::snprintf(text, sizeof(text), "%08x%08x", csprng(), csprng());
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(SecureRandom64()));
   return text;
 }
 

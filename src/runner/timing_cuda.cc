@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <random>
 
+#include "core/random.h"
 #include "core/stats.h"
 #include "runner/checks.h"
 #include "runner/worker_cuda.h"
@@ -51,13 +51,6 @@ Procedure ProcedureFor(const TimingConfig& t) {
 LaunchTrace WithoutFlushKernels(LaunchTrace t) {
   std::erase_if(t.kernels, [](const TraceKernel& k) { return k.name.find(kFlushKernelName) != std::string::npos; });
   return t;
-}
-
-// A draw from the system's CSPRNG: which timed calls are audited, and the seeds their inputs are
-// refilled from, are unknown to the candidate until they happen.
-uint64_t Draw() {
-  static std::random_device csprng;
-  return (static_cast<uint64_t>(csprng()) << 32) ^ csprng();
 }
 
 // Whether each timed iteration is audited: about four per workload, at random.
@@ -124,8 +117,7 @@ bool CudaWorker::AuditTimedCall(const RunWorkload& w, int iteration, const Devic
     int e = DeviceCompare(o.dtype, cand_out.tensors[i].data, expected.tensors[i].data, n, o.tolerance.atol,
                           o.tolerance.rtol, &st, stream_->get());
     if (e) return Finish("runtime_error", "comparing a timed call's output failed: " + CudaErrorText(static_cast<cudaError_t>(e)));
-    bool ok = static_cast<double>(st.mismatches) <= (1.0 - o.tolerance.matched_ratio) * static_cast<double>(n) + 1e-9;
-    if (!ok)
+    if (!MismatchesAllowed(st.mismatches, n, o.tolerance))
       return Finish("incorrect", "output \"" + o.name + "\" of timed call " + std::to_string(iteration + 1) +
                                      " on workload " + w.name + " differs from the reference (" +
                                      std::to_string(st.mismatches) + " of " + std::to_string(n) +
@@ -211,7 +203,7 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
   // drawn at random, have their outputs checked once the call returned; and the L2 state a
   // candidate can leave behind (a persisting carve-out, an access-policy window) is reset before
   // each. The device memory free before and after the loop shows a cache of answers growing.
-  const uint64_t refill_seed = Draw() & ((uint64_t{1} << 48) - 1);
+  const uint64_t refill_seed = SecureRandom64() & ((uint64_t{1} << 48) - 1);
   const double audit_p = AuditProbability(proc);
   int audits = 0, l2_resets = 0, last_iteration = -1;
   size_t free_before = 0, free_after = 0, total_mem = 0;
@@ -233,7 +225,7 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
     }
     if (!ok) return Finish("runtime_error", "a call failed while timing workload " + w.name + ": " + error);
     last_iteration = i;
-    if (static_cast<double>(Draw() >> 11) * 0x1.0p-53 < audit_p) {
+    if (static_cast<double>(SecureRandom64() >> 11) * 0x1.0p-53 < audit_p) {
       ++audits;
       if (!AuditTimedCall(w, i, in, *cand_out, *expected)) return false;
     }

@@ -397,7 +397,7 @@ bool CudaWorker::CheckWorkload(const RunWorkload& w) {
         c.first_bad_value = v[0];
         c.first_bad_expected = x[0];
       }
-      c.ok = static_cast<double>(st.mismatches) <= (1.0 - o.tolerance.matched_ratio) * static_cast<double>(n) + 1e-9;
+      c.ok = MismatchesAllowed(st.mismatches, n, o.tolerance);
       uint64_t bad_canary = 0, bad_canary_after = 0;
       const char* base = static_cast<const char*>(actual->buffers[i].get());
       size_t bytes = static_cast<size_t>(n) * DTypeSize(o.dtype);

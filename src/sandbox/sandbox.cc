@@ -63,10 +63,7 @@ bool PathIsUnder(const std::string& path, const std::string& dir) {
   return path.rfind(prefix, 0) == 0;
 }
 
-SandboxSpec DefaultSandboxSpec(bool backend_is_cuda) {
-  (void)backend_is_cuda;  // CUDA starts in a PID namespace once the namespace has its own /proc
-  return SandboxSpec{};
-}
+SandboxSpec DefaultSandboxSpec() { return SandboxSpec{}; }
 
 Result<SandboxSpec> ApplySandboxOverride(SandboxSpec spec, const char* env_value, bool* enabled) {
   *enabled = true;

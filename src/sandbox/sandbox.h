@@ -64,10 +64,10 @@ nlohmann::json ToJson(const SandboxSpec& s);
 // InvalidInput naming the field when `j` is not a spec.
 Result<SandboxSpec> SandboxSpecFromJson(const nlohmann::json& j);
 
-// The defaults for a runner worker: every part, on either backend (CUDA starts inside a PID
+// The defaults for every worker: every part, on either backend (CUDA starts inside a PID
 // namespace that has a /proc of its own; kpilot-runner repeats a cuda run without one where the
 // driver still refuses, cudaErrorOperatingSystem).
-SandboxSpec DefaultSandboxSpec(bool backend_is_cuda);
+SandboxSpec DefaultSandboxSpec();
 
 // KPILOT_SANDBOX overrides a spec: "none" turns everything off; otherwise a comma list of the
 // parts to keep on, from pid, net, mount, user, seccomp ("net" is the network namespace; the

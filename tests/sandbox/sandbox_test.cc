@@ -8,11 +8,11 @@ namespace {
 
 TEST(SandboxOverride, NoneTurnsItOffAndAListKeepsOnlyItsParts) {
   bool enabled = true;
-  auto spec = ApplySandboxOverride(DefaultSandboxSpec(false), "none", &enabled);
+  auto spec = ApplySandboxOverride(DefaultSandboxSpec(), "none", &enabled);
   ASSERT_TRUE(spec.ok());
   EXPECT_FALSE(enabled);
 
-  spec = ApplySandboxOverride(DefaultSandboxSpec(false), "net,mount", &enabled);
+  spec = ApplySandboxOverride(DefaultSandboxSpec(), "net,mount", &enabled);
   ASSERT_TRUE(spec.ok());
   EXPECT_TRUE(enabled);
   EXPECT_FALSE(spec->pid_namespace);
@@ -21,7 +21,7 @@ TEST(SandboxOverride, NoneTurnsItOffAndAListKeepsOnlyItsParts) {
   EXPECT_FALSE(spec->drop_user);
   EXPECT_FALSE(spec->syscall_filter);
 
-  spec = ApplySandboxOverride(DefaultSandboxSpec(true), "all", &enabled);
+  spec = ApplySandboxOverride(DefaultSandboxSpec(), "all", &enabled);
   ASSERT_TRUE(spec.ok());
   EXPECT_TRUE(spec->pid_namespace);  // the cuda default has every part too: "all" keeps it
   EXPECT_TRUE(spec->syscall_filter);
@@ -29,14 +29,14 @@ TEST(SandboxOverride, NoneTurnsItOffAndAListKeepsOnlyItsParts) {
 
 TEST(SandboxOverride, AnUnknownPartIsAnErrorNamingTheVariable) {
   bool enabled = true;
-  auto spec = ApplySandboxOverride(DefaultSandboxSpec(false), "pid,chroot", &enabled);
+  auto spec = ApplySandboxOverride(DefaultSandboxSpec(), "pid,chroot", &enabled);
   ASSERT_FALSE(spec.ok());
   EXPECT_NE(spec.status().message().find("KPILOT_SANDBOX"), std::string::npos);
   EXPECT_NE(spec.status().message().find("chroot"), std::string::npos);
 }
 
 TEST(SandboxFormats, SpecAndReportRoundTrip) {
-  SandboxSpec s = DefaultSandboxSpec(true);
+  SandboxSpec s = DefaultSandboxSpec();
   s.hide = {"/a", "/b"};
   s.keep_read_only = {"/c"};
   s.keep_writable = {"/d"};
