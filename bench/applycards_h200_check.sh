@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #7's H200 check that cards mined by `kpilot lineage` apply to a different task: the four
+# A GPU check that cards mined by `kpilot lineage` apply to a different task: the four
 # cards bench/lineage_h200_check.sh mines from the row_softmax expert (CARDS_DIR) are loaded into
 # `kpilot optimize examples/cuda/layernorm` with the llm: generator, through the local scripted
 # server (no live endpoint is reachable from the GPU machine). The server answers with

@@ -6,21 +6,21 @@ saves with their arrival times ("t_s", seconds from the process start).
 
 Per file: seconds to the "start" event (task load, calibration), from there to the first
 "evaluated" (the baseline and the first compiles), the search (first evaluation to "stop"), and
-the finish (stop to the process's exit; split, for runs whose progress carries the "final" event
-(session 19 on), into the final re-evaluation and what followed it); then the gaps between
+the finish (stop to the process's exit; split, for runs whose progress carries the "final" event,
+into the final re-evaluation and what followed it); then the gaps between
 consecutive evaluations, longest first, with the events that fell inside each. A long gap with no
 counter profile or promotion in it is time the loop spent proposing or compiling.
 
-Runs of session 20 on also carry each job's executor times ("times": when it was submitted,
-compiled and held the GPU, on the executor's clock). For those, every stretch during which the
+Events that carry their job's executor times ("times": when it was submitted, compiled and held
+the GPU, on the executor's clock) also give, for each run, every stretch during which the
 GPU held no job is listed and split into causes, from the job that ended it:
   startup  before the first job reached the GPU (the start candidate's compile);
   loop     until that job was submitted: the loop was selecting, proposing or waiting;
   compile  from then until its compile ended;
   queue    the rest: it was compiled and still did not start (the queue's hand-over).
 The shares are of the executor's elapsed time up to the stop event, as the run's busy_share is.
-Runs of session 22 on also say how long results waited for the SASS extracted beside their
-evaluation ("sass_end_s"): the loop sees a result only then.
+Where the times carry "sass_end_s", it also says how long results waited for the SASS extracted
+beside their evaluation: the loop sees a result only then.
 Standard library only.
 """
 import json
@@ -44,7 +44,7 @@ def summarize(path):
     ev = load(path)
     name = os.path.basename(path)
     if not ev:
-        return f"{name}: no timed events (run bench/optimize_figures.py of session 18 or later)"
+        return f"{name}: no timed events (bench/optimize_figures.py stamps each event's arrival time)"
     t = lambda kind: next((e["t_s"] for e in ev if e.get("event") == kind), None)
     start, stop, final, end = t("start"), t("stop"), t("final"), ev[-1]["t_s"]
     evals = [e for e in ev if e.get("event") == "evaluated"]
@@ -64,7 +64,7 @@ def summarize(path):
     lines.append(f"  drafts compiled first (footprints): {compiled_first}; drafts served by the compile cache: "
                  f"{hits} of {len(timed)}; "
                  f"pipeline events: {[(e.get('depth'), round(e['t_s'], 1)) for e in ev if e.get('event') == 'pipeline']}")
-    # Session 22 on: a draft's SASS is extracted beside its evaluation, and its result reaches the
+    # A draft's SASS may be extracted beside its evaluation, and its result reaches the
     # loop when both have ended ("sass_end_s"); what the SASS added after the evaluation's end.
     held = [max(0.0, x["sass_end_s"] - x["eval_end_s"]) for x in (e.get("times", {}) for e in ev)
             if "sass_end_s" in x and "eval_end_s" in x]
@@ -150,9 +150,9 @@ def idle_report(ev):
              (f"  evaluation runners, start to exit: {runners:.1f} s ({100 * runners / end:.0f}%); " if runners else "  ") +
              f"their checks and timing proper: {strict:.1f} s ({100 * strict / end:.0f}%) (the rest: process "
              f"start-up, CUDA context, loading, counter profiles)"]
-    # Counter jobs (session 24): each evaluates its node again on one workload, unless it took the
-    # evaluation the loop had (session 25: "evaluation_reused"), then profiles it ("wall_s" of its
-    # counters event); how much of the busy time went to them.
+    # Counter jobs: each evaluates its node again on one workload, unless it took the evaluation
+    # the loop had ("evaluation_reused"), then profiles it ("wall_s" of its counters event); how
+    # much of the busy time went to them.
     profiles = [e for e in ev if e.get("event") == "counters" and "eval_end_s" in (e.get("times") or {})]
     if profiles:
         on_gpu = sum(e["times"]["eval_end_s"] - e["times"]["eval_start_s"] for e in profiles)
@@ -162,7 +162,7 @@ def idle_report(ev):
         lines.append(f"  counter jobs: {len(profiles)}, {on_gpu:.1f} s on the GPU ({100 * on_gpu / end:.0f}%): "
                      f"their evaluation again {again:.1f} s ({reused} took the evaluation the loop had), "
                      f"the counter profile {profiling:.1f} s")
-        # The profiler runner's own steps (session 25's "profiler_info"; cumulative stamps since
+        # The profiler runner's own steps ("profiler_info"; cumulative stamps since
         # it started): what a profile in the served runner could save (process, context, set-up).
         infos = [e.get("profiler_info") or {} for e in profiles]
         tls = [i.get("runner_timeline_s") or {} for i in infos]

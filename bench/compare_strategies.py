@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Is one strategy ahead of every other at equal evaluations? (issue #5 [C], figure b)
+"""Is one strategy ahead of every other at equal evaluations? (search efficiency, docs/search.md)
 
 Reads the results.json files of bench/search_efficiency.py (kpilot policies) and
 bench/kernel_tuner_compare.py (Kernel Tuner strategies) for one space, and compares a reference

@@ -33,11 +33,11 @@ print("  phases: " + ", ".join(f"{r[1].strip()} {float(r[6]):.0f} ms" for r in r
 PY
 if command -v cuobjdump > /dev/null; then
   t0=$(now); cuobjdump -sass "$tmp/alone2.so" > /dev/null; t1=$(now); echo "cuobjdump -sass: $(secs $t0 $t1) s"
-  # What the toolchain runs since session 22: extract the ELFs, disassemble the one left.
+  # What the toolchain runs when it disassembles an object: extract the ELFs, disassemble the kernels' one.
   mkdir "$tmp/elf"
   t0=$(now); (cd "$tmp/elf" && cuobjdump -xelf all "$tmp/alone2.so" > /dev/null && cuobjdump -sass *.cubin > /dev/null)
   t1=$(now); echo "cuobjdump -xelf all, then -sass on $(ls "$tmp/elf" | tr '\n' ' '): $(secs $t0 $t1) s"
-  # Their parts (session 23: with a served runner an evaluation is shorter than the SASS extract).
+  # Their parts (with a served runner an evaluation can be shorter than the SASS extract).
   mkdir "$tmp/elf2"
   t0=$(now); (cd "$tmp/elf2" && cuobjdump -xelf all "$tmp/alone2.so" > /dev/null); t1=$(now)
   echo "  cuobjdump -xelf all alone: $(secs $t0 $t1) s"
@@ -48,7 +48,7 @@ if command -v cuobjdump > /dev/null; then
   mkdir "$tmp/keep"
   t0=$(now); nvcc "${flags[@]}" "${defs[@]}" -DKP_LAT_KEEP=1 -keep -keep-dir "$tmp/keep" -o "$tmp/keep.so" "$src" > /dev/null 2>&1
   t1=$(now); echo "  nvcc -keep: $(secs $t0 $t1) s; kept cubins: $(cd "$tmp/keep" && ls *.cubin 2>/dev/null | tr '\n' ' ')"
-  # SASS beside the compile (session 24, SystemToolchain::SassBeside): a device-only compile
+  # SASS beside the compile (SystemToolchain::SassBeside): a device-only compile
   # into a cubin and cuobjdump on it, started with the full compile; when each ends.
   noshared=()
   for f in "${flags[@]}"; do [[ $f != -shared ]] && noshared+=("$f"); done

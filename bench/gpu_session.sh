@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repo root with .stage/ carried (scripts/stage.sh): doctor, one
-# eval, the gpu-labelled tests, and figures a (stability), b (ncu agreement), c (eval cost).
+# eval, the gpu-labelled tests, the adversarial suite, timing stability, agreement with ncu and the
+# cost of an evaluation by default, or the steps named.
 # Writes logs under $OUT. Steps: all (default) or a list, e.g. `bench/gpu_session.sh eval tests`.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.stage/lib:${LD_LIBRARY_PATH:-}
@@ -12,7 +13,7 @@ mkdir -p "$OUT"
 getent passwd kpilot-sandbox >/dev/null || useradd --system --no-create-home --shell /usr/sbin/nologin kpilot-sandbox
 steps=${*:-doctor eval tests adversarial stability ncu cost}
 SM=examples/cuda/row_softmax
-# short_runs NAME TAG FLAG "MODES": the short optimize runs of figure c (BUDGET, default 20, on
+# short_runs NAME TAG FLAG "MODES": short optimize runs for the GPU's busy share (BUDGET, default 20, on
 # FP_TASKS) once per mode of FLAG, with NVML sampled, then their busy timeline; events under
 # $OUT/NAME.tgz.
 short_runs() {
@@ -107,14 +108,14 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
     sweep) timeout 500 $K sweep bench/spaces/sgemm_space bench/spaces/sgemm_space/candidates/tiled.cu \
              --out /tmp/kp-sweep.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -12
            gzip -c /tmp/kp-sweep.json > "$OUT/sgemm_space.json.gz" ;;
-    spaces) # Real spaces besides the GEMM of figure b, for tuning the search (issue #5 b says: not on that one).
+    spaces) # Real spaces besides the sgemm space, for tuning the search (no default is tuned on the sgemm space).
             timeout 280 $K sweep examples/cuda/gemm_bf16 examples/cuda/gemm_bf16/candidates/wmma_pipelined.cu --workload 4096 \
               --out /tmp/kp-bf16.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -4
             timeout 280 $K sweep examples/cuda/row_softmax examples/cuda/row_softmax/candidates/block_in_registers.cu \
               --workload 8192x4096 --out /tmp/kp-softmax.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -4
             gzip -c /tmp/kp-bf16.json > "$OUT/gemm_bf16_space.json.gz"; gzip -c /tmp/kp-softmax.json > "$OUT/row_softmax_space.json.gz" ;;
     spaces2) # The other cuda examples' whole spaces at their largest workload: replays of the
-             # skills figure (issue #7) and more spaces to tune the search on.
+             # skills figure and more spaces to tune the search on.
              for tw in vector_add:64M:vector_grid_stride transpose:8192x8192:smem_tiled sgemm:4096:register_tiled \
                        bias_gelu:8192x8192:vec8_tanh_approx sum_reduction:64M:grid_stride_shuffle; do
                IFS=: read -r t w c <<< "$tw"
@@ -122,7 +123,7 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
                  --out /tmp/kp-$t.json --store /tmp/kp-store --max-seconds 0.25 2>&1 | tail -2
                gzip -c /tmp/kp-$t.json > "$OUT/${t}_space.json.gz"
              done ;;
-    transposespace) # Session 17: both transpose candidates' whole spaces (with VEC) at 8192x8192, then their
+    transposespace) # Both transpose candidates' whole spaces (with VEC) at 8192x8192, then their
              # memcheck run (bench/transpose_check.sh; `kpilot eval` under memcheck times out in its load phase).
              for c in smem_tiled persistent_tiles; do
                timeout 200 $K sweep examples/cuda/transpose examples/cuda/transpose/candidates/$c.cu --workload 8192x8192 \
@@ -132,21 +133,21 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
              if [[ -d .stage/transpose_check ]]; then timeout 300 bench/transpose_check.sh run > "$OUT/transpose_check.txt" 2>&1
                echo "transpose_check: exit $?, $(grep -c '^ok ' "$OUT/transpose_check.txt") ok, $(grep -c '^FAIL' "$OUT/transpose_check.txt") failed"
              else echo "transpose_check: not built (run bench/transpose_check.sh build after scripts/stage.sh)"; fi ;;
-    tuningspaces) # Session 10: two more real spaces to tune the search on (bench/spaces/tuning), of kernels
-             # unlike the GEMM of figure b. --stop-after leaves a resumable file if the time runs out.
+    tuningspaces) # Two more real spaces to tune the search on (bench/spaces/tuning), of kernels
+             # unlike the sgemm space's GEMM. --stop-after leaves a resumable file if the time runs out.
              for t in conv2d gauss_sum; do
                timeout 290 $K sweep bench/spaces/tuning/$t bench/spaces/tuning/$t/candidates/tiled.cu \
                  --out /tmp/kp-$t.json --store /tmp/kp-store --max-seconds 0.25 --stop-after ${STOP_AFTER:-240} 2>&1 | tail -3
                gzip -c /tmp/kp-$t.json > "$OUT/${t}_space.json.gz"
              done ;;
-    torchtests) # Issue #8: the gpu-labelled tests of PyTorch-defined tasks (C++ CLI path and the Python worker).
+    torchtests) # The gpu-labelled tests of PyTorch-defined tasks (C++ CLI path and the Python worker).
            timeout 400 .stage/bin/pytorch_gpu_test 2>&1 | tee "$OUT/pytorch_gpu_test.txt" | grep -vE '^\[ +(RUN|OK) +\]' | tail -25
            (cd tests/python && timeout 300 python3 test_flashinfer_gpu.py -v FlashInferGpuTest.test_reference_as_candidate) \
              2>&1 | tee "$OUT/flashinfer_gpu_reference.txt" | tail -6 ;;
     workergpu) # The torch worker's own GPU tests (ctest python_worker_gpu), with the system python3;
            # WORKER_TESTS names some (e.g. CudaRunTest.test_waits_for_the_gpu_lock_outside_its_timeout).
            (cd tests/python && timeout 300 python3 test_worker_gpu.py -v ${WORKER_TESTS:-}) 2>&1 | tee "$OUT/python_worker_gpu.txt" | tail -8 ;;
-    kbsuite) # Issue #8: every problem of the team's KernelBench-style suite through `kpilot eval`: its native
+    kbsuite) # Every problem of the team's KernelBench-style suite through `kpilot eval`: its native
            # candidate (default procedure, exploit checks on) against eager, then the same with
            # --timing kernelbench next to bench/kernelbench_procedure.py on the same object.
            mkdir -p "$OUT/kbsuite"
@@ -159,7 +160,7 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
              done
            done 2>&1 | tee "$OUT/kbsuite.txt"
            (cd "$OUT" && tar czf kbsuite.tar.gz kbsuite && rm -rf kbsuite) ;;
-    kbmodelnew) # Issue #8: the suite's ModelNew (load_inline) candidates through `kpilot eval`, KB_MODELNEW stems
+    kbmodelnew) # The suite's ModelNew (load_inline) candidates through `kpilot eval`, KB_MODELNEW stems
            # (default all). Each spends ~47 s building its extension on the CPU, so they run side by side.
            mkdir -p "$OUT/kbmodelnew"
            stems=${KB_MODELNEW:-$(ls examples/kernelbench/candidates/*/model_new.py | xargs -n1 dirname | xargs -n1 basename)}
@@ -190,9 +191,9 @@ k=[json.load(open('%s/kbt3_%s_k%d.json'%(o,stem,r)))['timings'][0]['candidate_re
 p=[json.load(open('%s/kbt3_%s_p%d.json'%(o,stem,r)))['mean_ms'] for r in rounds]
 print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (stem, ['%.4f'%x for x in k], ['%.4f'%x for x in p], st.median(k)/st.median(p)))" "$OUT" $stem $rounds
            done 2>&1 | tee "$OUT/kbtiming.txt"; (cd "$OUT" && tar czf kbt3.tar.gz kbt3_* && rm -f kbt3_*) ;;
-    kbcost) # Issue #8 figure: cost per candidate evaluation, load_inline ModelNew vs native .cu (fresh builds).
+    kbcost) # Cost per candidate evaluation, load_inline ModelNew vs native .cu (fresh builds).
            python3 bench/pytorch_cost.py --kpilot $K --out "$OUT/pytorch_cost.json" 2>&1 | tee "$OUT/pytorch_cost.txt" | tail -12 ;;
-    kbbench) # Issue #8: kpilot bench over the team's suite with the params generator, then the flashinfer dataset.
+    kbbench) # kpilot bench over the team's suite with the params generator, then the flashinfer dataset.
            timeout ${KB_TIMEOUT:-420} $K bench examples/kernelbench --levels ${KB_LEVELS:-1,2,3} --problems "${KB_PROBLEMS:-*}" \
              --budget ${KB_BUDGET:-3} --store /tmp/kp-bench \
              --out "$OUT/kbbench" --markdown "$OUT/kbbench.md" > "$OUT/kbbench.txt" 2> "$OUT/kbbench.log"; echo "exit $?"
@@ -201,7 +202,7 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
            timeout 200 $K bench examples/flashinfer --budget 2 --timing flashinfer --store /tmp/kp-bench \
              --out "$OUT/fibench" --markdown "$OUT/fibench.md" > "$OUT/fibench.txt" 2> "$OUT/fibench.log"; echo "exit $?"
            tail -20 "$OUT/fibench.txt" ;;
-    cards) # Issue #7: every candidate of docs/skills.md's "What exercises each built-in card" table, the ones
+    cards) # Every candidate of docs/skills.md's "What exercises each built-in card" table, the ones
            # written for cards no other example applied first (builtin_cards_test checks this list).
            for tc in sum_reduction:cuda_graph sgemm:l2_persisting_b transpose:persistent_tiles sgemm:split_k \
                      sgemm:swizzled_tiles row_softmax:tma_bulk_row layernorm:welford_one_pass gemm_bf16:wgmma_m64n128 \
@@ -239,20 +240,20 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
     optimize) timeout 560 python3 bench/optimize_figures.py --kpilot $K --budget ${BUDGET:-20} --out $OUT \
                 examples/cuda/vector_add examples/cuda/transpose examples/cuda/row_softmax examples/cuda/sgemm \
                 2>&1 | tee "$OUT/optimize.txt" | tail -30 ;;
-    fpbusy) # Figure c on the short runs: the same optimize with compile footprints on and off
+    fpbusy) # The GPU's busy share on the short runs: the same optimize with compile footprints on and off
             # (docs/search.md), events timed as they arrive; bench/busy_timeline.py reads them.
             short_runs fpbusy fp --footprints "${FP_MODES:-on off}" ;;
     complat) bash bench/compile_latency.sh 2>&1 | tee "$OUT/compile_latency.txt" ;;
-    anticipate) # Figure c: the same short optimize with anticipated compiles on and off (session 21).
+    anticipate) # The GPU's busy share: the same short optimize with anticipated compiles on and off (--anticipate).
             short_runs anticipate an --anticipate "${AN_MODES:-on off}" ;;
-    served) # Figure c: the same short optimize with one served runner per GPU and with a runner per evaluation
-            # (session 23, --runner).
+    served) # The GPU's busy share: the same short optimize with one served runner per GPU and with a runner
+            # per evaluation (--runner).
             short_runs served rn --runner "${RN_MODES:-served per-eval}" ;;
-    depth) # Figure c: the same short optimize at fixed expansions in flight (--in-flight), against the
-           # adaptive depth of the served step (session 24).
+    depth) # The GPU's busy share: the same short optimize at fixed expansions in flight (--in-flight),
+           # against the adaptive depth of the served step.
             short_runs depth dp --in-flight "${DP_MODES:-4}" ;;
-    depthtime) # The open question of session 24: at a wall-clock budget (--time), which fixed depth
-           # ends with the best speedup? DT_SEEDS x DT_DEPTHS runs of DT_TIME on each DT_TASKS task.
+    depthtime) # At a wall-clock budget (--time), which depth (0: adaptive) ends with the best speedup?
+           # DT_SEEDS x DT_DEPTHS runs of DT_TIME on each DT_TASKS task.
            for seed in ${DT_SEEDS:-1 2}; do
              for d in ${DT_DEPTHS:-2 3 4}; do
                timeout 200 python3 bench/optimize_figures.py --kpilot $K --budget 1000 --out $OUT/depthtime \
@@ -261,7 +262,7 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
              done
            done 2>&1 | tee "$OUT/depthtime.txt"
            (cd "$OUT" && tar czf depthtime.tgz depthtime && rm -rf depthtime) ;;
-    objectives) # Issue #5 item 6 live: --objective energy and mix (NVML joules per call), then what the exported
+    objectives) # --objective energy and mix on a live run (NVML joules per call), then what the exported
             # report says the best was verified on (driver, toolkit, dtypes).
             for obj in ${OBJ_MODES:-energy mix time}; do
               timeout 200 $K optimize examples/cuda/${OBJ_TASK:-vector_add} --budget ${BUDGET:-12} --objective $obj --json \

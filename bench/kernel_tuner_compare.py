@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Kernel Tuner's search strategies replayed over the same space file as
-bench/search_efficiency.py (issue #5 [C], figure b), in Kernel Tuner's simulation mode.
+bench/search_efficiency.py, in Kernel Tuner's simulation mode.
 
 Needs Kernel Tuner (PyPI `kernel-tuner`; no GPU, pycuda or cupy in simulation mode):
 
@@ -39,8 +39,7 @@ What it does:
      10%" comes from the runs whose budget is 10% of the space; the median evaluations to 95%
      from the largest-budget runs.
 
-Two behaviours of Kernel Tuner 1.5.0 that shape its rows (found in session 9; docs/search.md,
-"Kernel Tuner's leads explained"):
+Two behaviours of Kernel Tuner 1.5.0 that shape its rows:
   - bayes_opt fits a failed config as an observation: its cost function returns
     sys.float_info.max for a failure, its validity check looks for 1e20, and the overflowing value
     turns every prediction into NaN. From the first failure on, the argmax of its acquisition is

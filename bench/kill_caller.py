@@ -14,7 +14,7 @@ with SIGKILL, then poll every 20 ms until no
 evaluation process of this case is left and the lock can be taken. Reported per case: whether
 the lock was held at the kill, seconds until it was free, seconds until the last process ended,
 and what was still up after 10 s. kpilot-runner and the worker run in process groups of their
-own, so the kill does not reach them: they stop once no one reads their stdout (session 16).
+own, so the kill does not reach them: they stop once no one reads their stdout.
 Exits 1 when a process outlived the kill by more than 3 s or a case never got going.
 """
 import argparse

@@ -14,8 +14,8 @@ followed by `--resume`; the last resume runs to the end. Then, from the store:
   - served: what each resume took from the journal (its `resume` event's journaled_results).
   - runners left: kpilot-runner, torch worker and ncu processes still alive 3 s after each kill. A
     runner runs in its own process group, so the kill does not reach it; it stops itself once
-    no one reads its stdout (before session 16 it finished its evaluation alone, holding the
-    GPU's timing lock while the resumed run waited for it).
+    no one reads its stdout (a runner that finished its evaluation alone would hold the GPU's
+    timing lock while the resumed run waited for it).
 Exits 1 when something was lost or repeated, when a runner outlived a kill, or when no kill
 landed in a window.
 """

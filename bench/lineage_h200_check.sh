@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #7's H200 check of `kpilot lineage`: walk examples/cuda/row_softmax's lineage_expert.cu
+# A GPU check of `kpilot lineage`: walk examples/cuda/row_softmax's lineage_expert.cu
 # (one block per row, float4 loads, online softmax, two-level block reduction) back to the task's
 # reference through the local scripted server (no live endpoint is reachable from the GPU
 # machine). The server answers with bench/lineage/row_softmax/script.json: for each of the four

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #6's H200 check: `kpilot optimize` on a cuda example with the LLM generator, through the
+# A GPU check of `kpilot optimize` on a cuda example with the LLM generator, through the
 # local scripted server (no live endpoint is reachable from the GPU machine), for both wire
 # formats. The server answers each request with the next kernel file, written by hand: the 16x16
 # shared-memory tiled SGEMM, then the register-tiled one with float4 loads; the naive reference

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figure b: kpilot's median against ncu's gpu__time_duration.sum for the same kernel.
+"""Timing agreement with ncu: kpilot's median against ncu's gpu__time_duration.sum for the same kernel.
 
     bench/ncu_agreement.py TASK CANDIDATE WORKLOAD KERNEL_REGEX [--kpilot build/bin/kpilot]
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Issue #5 figures a and c, on the GPU machine: `kpilot optimize` on cuda examples from their
-naive start, with NVML utilization sampled while each run goes.
+"""`kpilot optimize` on cuda examples from their naive start, on the GPU machine, with NVML
+utilization sampled while each run goes.
 
 For each task: the best speedup over the naive reference (with its CI), the achieved fraction of
 the roofline ceiling (from `kpilot profile` of the exported best, whose source carries its params),
 and the pipelining share — the share of the run's wall time the evaluation queue held the GPU
 (kpilot's own timestamps, `busy_share`), the runners' checks and timing proper within it (`proper`,
-`checks_timing_share`: figure c's own definition), and the share of NVML samples with utilization
+`checks_timing_share`: the strict share), and the share of NVML samples with utilization
 > 0.
 
   bench/optimize_figures.py --kpilot .stage/bin/kpilot --budget 24 --out $OUT \

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue #4's cost figure: the wall time of kpilot's whole profile of a candidate (both stages,
+"""The profile's cost: the wall time of kpilot's whole profile of a candidate (both stages,
 fresh: no stored profile) against one fresh `ncu --set full` run of the same candidate, with
 where kpilot's time goes (its own steps, the runner's timeline, CUPTI's set-up steps).
 

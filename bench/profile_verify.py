@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue #4 [B], verification: does `kpilot profile` name the class and the top finding a kernel
+"""Profile verification: does `kpilot profile` name the class and the top finding a kernel
 expert expects, how long does it take against one `ncu --set full` run, and does its top finding
 agree with the one every tool reaches on the full data?
 
@@ -50,8 +50,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SET_DIR = os.path.join(ROOT, "bench", "profile_set")
 MANIFEST = os.path.join(SET_DIR, "manifest.toml")
-# The sets an entry may name. "heldout2" is the current held-out set; the first held-out set
-# ("heldout") was used for tuning in session 3 and its entries are "tuning" now.
+# The sets an entry may name. "heldout2" is the current held-out set; the entries of the first
+# held-out set ("heldout") count as "tuning", because their results were used to tune tools.
 SETS = ("tuning", "heldout2")
 HELDOUT = "heldout2"
 # The folders under bench/profile_set that hold tasks: a held-out entry's task lies in its set's

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue #8's figure: the cost of one candidate evaluation on a PyTorch-defined task, by path.
+"""The cost of one candidate evaluation on a PyTorch-defined task, by path.
 
 For each problem of the team's KernelBench-style suite that has both candidate forms, evaluates
   - the KernelBench form: candidates/<stem>/model_new.py (a ModelNew whose CUDA is built by

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Search efficiency over an exhaustively measured space (issue #5 [C], figure b).
+"""Search efficiency over an exhaustively measured space (docs/search.md, Replays).
 
 Replays each kpilot search policy over a space file (`kpilot sweep`, docs/sweep.md) with many
 seeds through `kpilot optimize TASK --replay SPACE --json`, and reports, for budgets of 1%..100%

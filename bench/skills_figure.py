@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue #7's figure: the parametric generator with and without skill cards, replayed over the
+"""The skills figure: the parametric generator with and without skill cards, replayed over the
 cuda examples' spaces measured on the H200 (bench/spaces/real) — evaluations needed to reach 95%
 of each space's exhaustive best, and the fraction of it reached after 8 evaluations.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figure a: one candidate evaluated N times in separate `kpilot eval` runs; spread of the medians.
+"""Timing stability: one candidate evaluated N times in separate `kpilot eval` runs; spread of the medians.
 
     bench/stability.py TASK CANDIDATE [--runs 10] [--kpilot build/bin/kpilot] [-- extra eval args]
 
