@@ -512,8 +512,9 @@ TEST_F(ReplayCli, ACalibrationClassifiesReplayedNodesAgainstTheRoofline) {
 // A search-quality guard on real measurements: the Gaussian kernel sum's space swept on the H200
 // (768 configs, 6 within 95% of the best; bench/spaces/real/README.md), which the params
 // generator's constants were checked on. With the defaults, mcts reaches 95% of the exhaustive
-// best within 5% of the space (38 evaluations) on 99 of 100 seeds (bench/results/2026-11-30-s10-cpu);
-// seeds 1-3 need 21, 7 and 12. A change to the generator or the tree that loses this fails here.
+// best within 5% of the space (38 evaluations) on 99 of 100 seeds (docs/results.md, "Two more
+// measured spaces: conv2d and gauss_sum"); seeds 1-3 need 21, 7 and 12. A change to the generator
+// or the tree that loses this fails here.
 TEST_F(ReplayCli, TheSearchReachesTheBestOfAMeasuredH200SpaceWithinFivePercent) {
   fs::path space = RealSpace("gauss_sum");
   ASSERT_FALSE(space.empty());
