@@ -124,9 +124,9 @@ void LocalExecutor::CompileLoop() {
     // draft takes only the SASS that is ready with its object (made beside its compile, or
     // cached); the rest is extracted while it is evaluated (Pending::sass_deferred). A counter
     // profile's tools read it before they run, so its job keeps it inline (a cache hit by then).
-    // Compile-only jobs making their SASS beside too was tried in session 24: no result waited
-    // for SASS then, but the extra compiles slowed the drafts' (median 2.31 s against 1.99 s on
-    // row_softmax) and the GPU was no busier (docs/search.md).
+    // Compile-only jobs do not make their SASS beside too: measured on the H200, no result then
+    // waited for SASS, but the extra compiles slowed the drafts' (median 2.31 s against 1.99 s on
+    // row_softmax) and the GPU was no busier (docs/results.md, "SASS beside the compile").
     CompileOptions with_sass = p->job.options.compile;
     with_sass.sass_inline = true;
     const bool defer_sass = !p->job.compile_only && !p->job.counter_tools && with_sass.want_sass;

@@ -44,10 +44,10 @@ struct EvalJob {
   // that have none) compile first, in the order submitted; the others — guesses at drafts that
   // may come later (Proposer::Anticipate), and the compiles a footprint probe stopped waiting
   // for — only when none of those waits, newest first: the latest good node is the likeliest to
-  // be expanded next. The flag may change while the job is queued. In session 20 the GPU sat
-  // idle 2.4-3.4 s while a new best's children compiled, three times in a 29 s run; in session
-  // 21, guesses queued behind the probes' leftovers (48 compiles, 18 s of backlog on 8 threads)
-  // were compiled too late.
+  // be expanded next. The flag may change while the job is queued. Measured on the H200: with
+  // no such order the GPU sat idle 2.4-3.4 s while a new best's children compiled, three times
+  // in a 29 s run, and guesses queued behind the probes' leftovers (48 compiles, 18 s of backlog
+  // on 8 threads) were compiled too late (docs/results.md, "Anticipated compiles").
   std::shared_ptr<const std::atomic<bool>> waited_for;
   // A compile-only job whose flag is set when a compile thread takes it is not compiled, and one
   // whose flag is set while it compiles has its compiler killed: either result is `skipped`, with
@@ -70,7 +70,8 @@ struct EvalJob {
   int counters_of_device = -1;
   // Goes ahead of the evaluations waiting in the queue: the caller waits for it before it submits
   // more (a counter profile, a promotion check, the final re-evaluation). Behind them, the loop
-  // proposed nothing for up to 2.7 s while the GPU worked through the queue (session 20).
+  // proposed nothing for up to 2.7 s while the GPU worked through the queue (H200; docs/results.md,
+  // "Where short runs leave the GPU idle").
   bool ahead = false;
   // Called on the executor's thread with an evaluation's result (status ok) before its future is
   // ready, so that the caller can journal it the moment it ends: the search records it before a
@@ -125,7 +126,8 @@ class Executor {
   virtual double BusySeconds() const = 0;
   // Of BusySeconds, the runners' checks and timing proper (RunnerChecksAndTimingSeconds of every
   // evaluation run: no process start, CUDA context, loading or counter profile), the share of
-  // the wall time that figure c of issue #5 asks for. 0 where nothing says (a replay).
+  // the wall time docs/results.md reports as "checks and timing proper" ("GPU busy share"). 0
+  // where nothing says (a replay).
   virtual double ChecksAndTimingSeconds() const { return 0; }
   virtual double ElapsedSeconds() const = 0;
   // Evaluation queues: BusySeconds can reach Devices() × ElapsedSeconds.
@@ -150,8 +152,9 @@ inline constexpr int kCompileNice = 10;
 // kpilot-runner process per GPU kept across evaluations) instead of a runner of their own.
 //   kNone  every evaluation starts its own runner
 //   kCuda  cuda tasks are served (the default): a fresh runner spends about 0.28 s of a 0.5 s
-//          evaluation on its process, CUDA context and CUPTI set-up (H200, session 22). Host
-//          tasks keep a runner of their own, and with it the PID namespace a served one lacks.
+//          evaluation on its process, CUDA context and CUPTI set-up (H200; docs/results.md,
+//          "Served runners"). Host tasks keep a runner of their own, and with it the PID
+//          namespace a served one lacks.
 //   kAll   host tasks too (tests exercise the served path on the CPU this way)
 // Counter profiles always run in a runner of their own.
 enum class RunnerReuse { kNone, kCuda, kAll };
@@ -181,8 +184,8 @@ class LocalExecutor : public Executor {
     std::promise<EvalJobResult> promise;
     EvalJobResult result;
     // A draft's SASS is extracted on its compile thread while it is evaluated (cuobjdump took
-    // 1.26 s of a 2.7 s compile on the H200, session 22); whichever of the two ends last adds it
-    // to the evaluation and fulfils the promise.
+    // 1.26 s of a 2.7 s compile on the H200's host; docs/results.md, "SASS beside the compile");
+    // whichever of the two ends last adds it to the evaluation and fulfils the promise.
     bool sass_deferred = false;
     std::mutex finish_mu;
     int parts_left = 1;

@@ -254,7 +254,7 @@ std::set<std::string> TracedKernelNames(const nlohmann::json& run_details, const
     auto t = LaunchTraceFromJson(traced["trace"]);
     if (!t.ok()) continue;
     for (const auto& k : t->kernels) names.insert(k.name);
-    // The runner names each traced call's workload; results stored before session 18 have only
+    // The runner names each traced call's workload; results stored by older runners have only
     // its label, "workload NAME, seed N".
     if (traced.contains("workload") && traced["workload"].is_string()) {
       covered.insert(traced["workload"].get<std::string>());

@@ -73,10 +73,11 @@ RooflineInput StageOneInput(const Workload& workload, const Evaluation& e, Profi
 
 // Pure: whether `e`, an evaluation already made, holds everything ProfileWithCounters takes from
 // one on `workload`, so that a counter profile need not evaluate its candidate again (about
-// 0.2 s of GPU time per profile on the H200, session 24): it passed, its compile has an object
-// and its SASS (not left for later), it timed `workload`, and — when it traced calls at all — one
-// of them was on `workload` (the runner traces the first six check calls only, so a later
-// workload's may be missing). Whether the object still exists on disk is the caller's check.
+// 0.2 s of GPU time per profile on the H200; docs/results.md, "Busy share with served runners
+// and counter jobs"): it passed, its compile has an object and its SASS (not left for later),
+// it timed `workload`, and — when it traced calls at all — one of them was on `workload` (the
+// runner traces the first six check calls only, so a later workload's may be missing). Whether
+// the object still exists on disk is the caller's check.
 bool CounterProfileCanTake(const Evaluation& e, const Workload& workload);
 
 // ncu's launch__ metrics and theoretical occupancy from a launch trace, for the first launch of

@@ -46,11 +46,11 @@ enum class Acquisition {
 };
 
 // The defaults: a space-filling start (initial_design), then expected improvement over the whole
-// space from a model of the passed configs (session 9, docs/search.md). Until session 9 the
-// defaults were UCB over the parent's moves and random restarts, with failures fitted as the
-// worst result; whole-space ranking and expected improvement measured worse then only because
-// the imputed failures bent the model where the best configs are. The local slot and the
-// hyperparameter grid stay options.
+// space from a model of the passed configs (docs/search.md). With failures fitted as the worst
+// result, whole-space ranking and expected improvement measured worse than UCB over the
+// parent's moves and random restarts, only because the imputed failures bent the model where the
+// best configs are; with failures left out they measured better (docs/results.md, "Failed
+// configs out of the model"). The local slot and the hyperparameter grid stay options.
 struct ExploreConfig {
   Acquisition acquisition = Acquisition::kExpectedImprovement;
   double kappa = 1.0;                 // kUpperBound: mean + kappa·sd, both in log speedup
@@ -84,27 +84,28 @@ struct ExploreConfig {
   // positions apart, summed over params; ties to the first in enumeration order). Constraints
   // are mostly resource limits (threads, shared memory, registers), so the grid's invalid mass
   // lands on the configs that use the most of a resource, where tuned kernels tend to be. false,
-  // or a grid over 65536 points: uniformly random valid untried configs. Session 8 measured
-  // true better at 1% of every synthetic space (mean 0.559 → 0.587) and level elsewhere
-  // (docs/search.md).
+  // or a grid over 65536 points: uniformly random valid untried configs. true measured better
+  // at 1% of every synthetic space (mean 0.559 → 0.587) and level elsewhere (docs/results.md,
+  // "The design from the value grid").
   bool design_from_grid = true;
   // Whether failed configs (compile errors, launch failures, wrong results) join the model's fit,
   // valued as the worst passed result. false: they are left out (never drafted again, being
   // tried). Failures are mostly resource limits (shared memory, registers, threads), so they sit
   // beside the configs that use the most of a resource, where the best ones tend to be: fitting
-  // them as the worst result pulled the model's mean down exactly there. Session 9 measured
-  // false better on every synthetic space with failures (mean at 10% of the space 0.928 → 0.953
-  // alone, 0.973 with expected improvement over the whole space; docs/search.md).
+  // them as the worst result pulled the model's mean down exactly there. false measured better
+  // on every synthetic space with failures (mean at 10% of the space 0.928 → 0.953 alone, 0.973
+  // with expected improvement over the whole space; docs/results.md, "Failed configs out of the
+  // model").
   bool impute_failures = false;
   // Compile footprints (used only when ExploreByModel is given a FootprintSource): each pick ranks
   // the pool with the params-only model, compiles its best `footprint_top_k` candidates, and
   // picks among those by expected improvement under a second model whose inputs are the params'
   // coordinates plus the footprint (FootprintFeatures) of each config, fitted to the passed
   // configs whose footprint is known (with fewer than two, this call ranks by params alone). A
-  // candidate that does not compile is not drafted by the model. 0: off. In session 11's numpy
-  // prototype, 16 was level with the footprints of the whole space; in kpilot, 16 against none
-  // was level at 10% of the four real H200 tuning spaces and better at 5% of conv2d
-  // (docs/search.md, "Compile footprints").
+  // candidate that does not compile is not drafted by the model. 0: off. In a numpy prototype,
+  // 16 was level with the footprints of the whole space; in kpilot, 16 against none was level at
+  // 10% of the four real H200 tuning spaces and better at 5% of conv2d (docs/search.md, "Compile
+  // footprints"; docs/results.md, "Compile footprints in replays").
   size_t footprint_top_k = 16;
   SurrogateConfig surrogate;
 };

@@ -331,7 +331,8 @@ bool CudaWorker::CheckWorkload(const RunWorkload& w) {
         TraceSummary s = SummarizeTrace(*trace, stream_id_);
         // The first call of every workload, and up to 6 calls in all: each workload's kernels
         // and launches are what its profile reads (a counter profile takes an evaluation only
-        // with the profiled workload's trace: sgemm's third workload had none, session 26).
+        // with the profiled workload's trace: with only the first six calls traced, sgemm's third
+        // workload had none).
         bool first_of_workload = true;
         for (const auto& t : trace_json_) first_of_workload = first_of_workload && t.value("workload", "") != w.name;
         if (trace_json_.size() < 6 || first_of_workload) {

@@ -56,8 +56,9 @@ class CudaWorker {
   CudaWorker(const CudaWorker&) = delete;
   CudaWorker& operator=(const CudaWorker&) = delete;
   RunResult Run();
-  // Opens the device now, under the GPU lock as a request would (the serving session's Open;
-  // the lock is held until this worker is destroyed); false when it cannot be used.
+  // Opens the device now, under the GPU lock as a request would (for CudaSession::Open under
+  // kpilot-runner --serve; the lock is held until this worker is destroyed); false when it
+  // cannot be used.
   bool OpenDeviceOnly();
   // Seconds since construction at the end of each step (context, checks, timing, counters …):
   // where a run's wall time goes (details["timeline_s"]).

@@ -233,8 +233,8 @@ class SystemToolchain : public Toolchain {
   // compile of the same argv into a cubin (CubinCommand), then `cuobjdump -sass` on the cubin.
   // The object is ready later than the cubin (nvcc compiles the host side and links after
   // ptxas), so its SASS is ready with it rather than after a cuobjdump on the object (0.6 s on
-  // the H200's host, session 22). `stop` ends it early (the caller sets it on a cancel); fills
-  // out.sass / out.sass_status.
+  // the H200's host; docs/results.md, "SASS beside the compile"). `stop` ends it early (the
+  // caller sets it on a cancel); fills out.sass / out.sass_status.
   void SassBeside(const ProcessSpec& compile, const std::string& cuobjdump, std::shared_ptr<const std::atomic<bool>> stop,
                   CompileOutput& out);
   // Runs the compiler for a key no other call of this toolchain is compiling (Compile).

@@ -83,7 +83,7 @@ TEST(LocalExecutor, EachListedDeviceHasItsOwnExclusiveQueue) {
 
 // The adaptive pipeline depth reads the busy seconds over each batch's window: an evaluation
 // that spans windows counts in each as it runs, not all in the window where it ends (a window
-// inside one long evaluation read 0% busy and deepened the pipeline, session 26).
+// inside one long evaluation would otherwise read 0% busy and deepen the pipeline).
 TEST(LocalExecutor, BusySecondsCountAnEvaluationWhileItRuns) {
   Saxpy saxpy;
   ASSERT_NO_FATAL_FAILURE(saxpy.Load());

@@ -1,6 +1,7 @@
 // fake_llm_server: FakeLlmServer as a program, serving kernels from files — for runs of
-// `kpilot optimize --generator llm:…` outside a test binary (the H200 check of issue #6: the loop
-// evaluating, profiling and promoting kernels a person wrote, with no live model).
+// `kpilot optimize --generator llm:…` outside a test binary (the GPU check in docs/results.md,
+// "LLM and command generators through a scripted endpoint": the loop evaluating, profiling and
+// promoting kernels a person wrote, with no live model).
 //
 //   fake_llm_server [--port-file FILE] [--once] KERNEL_FILE...
 //   fake_llm_server [--port-file FILE] [--once] --script SCRIPT.json

@@ -152,8 +152,8 @@ TEST_F(Collect, OnlyTheKernelsTheCallLaunchedAreReported) {
   EXPECT_TRUE(TracedKernelNames(nlohmann::json::object(), {}).empty());
   EXPECT_TRUE(TracedKernelNames(nlohmann::json{{"launch_trace", "not an array"}}, {}).empty());
 
-  // The runner names the workload of each traced call (session 18 on); the label is read only
-  // when it does not, so a name the label cannot hold whole still counts.
+  // The runner names the workload of each traced call (older stored results lack the name); the
+  // label is read only when it does not, so a name the label cannot hold whole still counts.
   nlohmann::json named = e.run.details;
   named["launch_trace"][0]["workload"] = "odd, seed name";
   named["launch_trace"][0]["seed"] = 1;

@@ -4,7 +4,7 @@
 // describes, is the move the params generator makes on a parameter space that has such a param
 // (an example task's, else a one-param space); and docs/skills.md's table "What exercises each
 // built-in card" names, for every card, example files that exist and contain the technique's
-// marker (issue #7: every card is exercised by at least one test or example).
+// marker: every card is exercised by at least one test or example.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -338,8 +338,8 @@ TEST(BuiltinCards, TheReadmeExampleCardIsValid) {
       << "README.md's count of built-in cards is not " << Builtin().cards.size();
 }
 
-// The candidates written for cards no other example exercised are evaluated by the GPU session's
-// `cards` step.
+// The candidates written for cards no other example exercised are evaluated by the `cards` step
+// of bench/gpu_session.sh.
 TEST(BuiltinCards, TheGpuSessionEvaluatesEveryCandidateOfTheTable) {
   auto script = ReadFile(testing::SourceDir() / "bench" / "gpu_session.sh");
   ASSERT_TRUE(script.ok());
