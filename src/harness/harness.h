@@ -173,8 +173,9 @@ class Evaluator {
   // Compiles what Evaluate compiles besides the candidate — the task's reference and the
   // baseline that `options` names — with the same options, so that Evaluate finds them in the
   // compile cache. The executor runs it beside a draft's compile: otherwise the first evaluation
-  // compiled the reference while it held the GPU (1.1 s on the H200, session 20). Errors are
-  // Evaluate's; a task with a Python reference compiles nothing here.
+  // compiled the reference while it held the GPU (1.1 s on the H200; docs/results.md, "Where
+  // short runs leave the GPU idle"). Errors are Evaluate's; a task with a Python reference
+  // compiles nothing here.
   Status CompileFixedObjects(const Task& task, const EvalOptions& options);
 
  private:
@@ -223,12 +224,13 @@ class RunnerChannel {
 
 // kpilot-runner --serve (runner/supervisor.h), kept running from one request to the next, so
 // that an evaluation costs its checks and timing, not a process start, a CUDA context and a
-// CUPTI set-up (about 0.28 s of a 0.5 s evaluation on the H200, session 22). It is started at
-// the first request and again after a result that says "retire" (details["served"]["next"]).
-// Each request runs in a fresh folder of its own, with the scrubbed environment of
-// RunRunnerProcess. A server that ends or stops answering (request.timeout_s + `backstop_s`)
-// is killed with all it started, and the request gets the "runtime_error" or "timeout" result
-// a one-shot runner gets when it prints none. One request at a time: one per evaluation thread.
+// CUPTI set-up (about 0.28 s of a 0.5 s evaluation on the H200; docs/results.md, "Served
+// runners"). It is started at the first request and again after a result that says "retire"
+// (details["served"]["next"]). Each request runs in a fresh folder of its own, with the
+// scrubbed environment of RunRunnerProcess. A server that ends or stops answering
+// (request.timeout_s + `backstop_s`) is killed with all it started, and the request gets the
+// "runtime_error" or "timeout" result a one-shot runner gets when it prints none. One request
+// at a time: one per evaluation thread.
 class ServedRunner : public RunnerChannel {
  public:
   explicit ServedRunner(std::filesystem::path runner_exe, double backstop_s = 900);

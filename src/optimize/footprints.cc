@@ -40,8 +40,9 @@ std::vector<std::optional<Footprint>> ExecutorFootprints::Probe(const std::strin
   auto path = materialize_(source, source_name);
   if (!path.ok()) return out;
   // This call's compiles not known yet. The lock is not held while waiting for them: Prefetch is
-  // called on the executor's evaluation thread, which must not wait for a Probe (session 21: the
-  // GPU sat idle 3.9 s with a compiled draft queued, its thread blocked on this lock).
+  // called on the executor's evaluation thread, which must not wait for a Probe (measured on the
+  // H200: held while waiting, it left the GPU idle 3.9 s with a compiled draft queued, the
+  // evaluation thread blocked on this lock).
   std::vector<Compile> asked;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -59,7 +59,8 @@ TEST(Optimize, ParamsSearchOnAHostTaskRecordsEveryNodeAndExports) {
   EXPECT_EQ(res->evaluations, 5);
   EXPECT_EQ(res->stop_reason, "budget");
   EXPECT_EQ(res->final.verdict.kind, VerdictKind::kPassed) << res->final.verdict.summary;
-  // Figure c's share: the runners' checks and timing proper, a part of the busy share.
+  // The runners' checks and timing proper (docs/results.md, "GPU busy share"): a part of the
+  // busy share.
   EXPECT_GT(res->checks_timing_share, 0.0);
   EXPECT_LE(res->checks_timing_share, res->busy_share);
   EXPECT_LE(res->busy_share, 1.0);
