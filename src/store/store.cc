@@ -1,3 +1,5 @@
+// The SQLite store: blobs, tasks, candidates, evaluations and kv, and opening (and migrating) the
+// database; the runs tables are in runs.cc.
 #include "store/store.h"
 
 #include <unistd.h>
@@ -15,9 +17,8 @@
 #include "core/fs.h"
 #include "core/sha256.h"
 #include "store/schema.h"
-#include "store/skill_usage.h"
-#include "store/torch_baselines.h"
 #include "store/sqlite.h"
+#include "store/sqlite_store.h"
 
 namespace kpilot {
 namespace fs = std::filesystem;
@@ -39,19 +40,6 @@ Status BadSha(const std::string& field, const std::string& sha) {
                               Tail(sha, 80) + "\"");
 }
 
-// ISO 8601 UTC with milliseconds, e.g. 2026-01-02T03:04:05.678Z.
-std::string NowIso8601() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t secs = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms));
-  return buf;
-}
-
 // The canonical text of a parameter object: keys sorted, no spaces. "" means no parameters.
 Result<std::string> CanonicalParams(const std::string& params_json) {
   if (params_json.empty()) return std::string("{}");
@@ -61,17 +49,6 @@ Result<std::string> CanonicalParams(const std::string& params_json) {
                                 "{\"BLOCK\":\"256\"}, got " + Tail(params_json, 200));
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// Steps an INSERT … RETURNING id to completion, so the autocommit transaction has committed
-// (and any error surfaced) before the id is handed out.
-Result<int64_t> StepForId(Statement& stmt) {
-  Result<bool> row = stmt.Step();
-  if (!row.ok()) return row.status();
-  if (!*row) return Status::Internal("INSERT … RETURNING returned no row");
-  int64_t id = stmt.ColumnInt(0);
-  KPILOT_RETURN_IF_ERROR(stmt.Run());
-  return id;
 }
 
 constexpr const char* kEvaluationColumns =
@@ -127,70 +104,30 @@ Status UseWal(sqlite3* db, const fs::path& db_path) {
   }
 }
 
-class SqliteStore final : public Store {
- public:
-  SqliteStore(fs::path dir, fs::path db_path, SqlitePtr db, int version)
-      : dir_(std::move(dir)), db_path_(std::move(db_path)), db_(std::move(db)), version_(version) {}
+}  // namespace
 
-  const fs::path& dir() const override { return dir_; }
-  int SchemaVersion() const override { return version_; }
+namespace store {
 
-  Result<std::string> PutBlob(const std::string& content) override;
-  Result<std::string> GetBlob(const std::string& sha) override;
-  Result<int64_t> AddTask(const TaskRecord& t) override;
-  Result<int64_t> AddCandidate(const CandidateRecord& c) override;
-  Result<int64_t> AddEvaluation(const EvaluationRecord& e) override;
-  Result<std::vector<EvaluationRecord>> ListEvaluations(int64_t candidate_id) override;
-  Result<std::optional<EvaluationRecord>> GetEvaluation(int64_t id) override;
-  Result<int64_t> CountRows(const std::string& table) override;
-  Status PutValue(const std::string& key, const std::string& value) override;
-  Result<std::optional<std::string>> GetValue(const std::string& key) override;
-  Result<std::optional<TaskRecord>> GetTask(int64_t id) override;
-  Result<std::optional<CandidateRecord>> GetCandidate(int64_t id) override;
-  Result<std::vector<CandidateRecord>> ListCandidates(int64_t task_id) override;
-  Result<int64_t> CreateRun(const RunRecord& r) override;
-  Status UpdateRun(const RunRecord& r) override;
-  Result<std::optional<RunRecord>> GetRun(int64_t id) override;
-  Result<std::vector<RunRecord>> ListRuns() override;
-  Status AddRunNode(const RunNodeRecord& n) override;
-  Result<std::vector<RunNodeRecord>> ListRunNodes(int64_t run_id) override;
-  Result<int64_t> AddRunEvent(int64_t run_id, const std::string& kind, const std::string& payload_json) override;
-  Result<std::vector<RunEventRecord>> ListRunEvents(int64_t run_id) override;
-  Status AddSkillUsage(const std::vector<SkillUsageRecord>& rows) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return InsertSkillUsage(db_.get(), db_path_, rows, NowIso8601());
-  }
-  Status PutBaselineTiming(const BaselineTimingRecord& r) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return UpsertBaselineTiming(db_.get(), db_path_, r, NowIso8601());
-  }
-  Result<std::vector<BaselineTimingRecord>> GetBaselineTimings(const std::string& problem_sha, const std::string& gpu,
-                                                               const std::string& torch,
-                                                               const std::string& timing) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return SelectBaselineTimings(db_.get(), db_path_, problem_sha, gpu, torch, timing);
-  }
-  Result<std::vector<SkillUsageRecord>> ListSkillUsage() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return SelectSkillUsage(db_.get(), db_path_);
-  }
+std::string NowIso8601() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms));
+  return buf;
+}
 
- private:
-  fs::path BlobPath(const std::string& sha) const {
-    return dir_ / "blobs" / sha.substr(0, 2) / sha.substr(2);
-  }
-  // "" is allowed (no blob); anything else must name a blob already in the store.
-  Status CheckBlobRef(const std::string& field, const std::string& sha, bool allow_empty) const;
-  Result<Statement> Prepare(std::string_view sql) {
-    return Statement::Prepare(db_.get(), db_path_, sql);
-  }
-
-  const fs::path dir_;
-  const fs::path db_path_;
-  std::mutex mu_;  // serializes use of db_ (and sqlite3_errmsg after a failure)
-  SqlitePtr db_;
-  const int version_;
-};
+Result<int64_t> StepForId(Statement& stmt) {
+  Result<bool> row = stmt.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::Internal("INSERT … RETURNING returned no row");
+  int64_t id = stmt.ColumnInt(0);
+  KPILOT_RETURN_IF_ERROR(stmt.Run());
+  return id;
+}
 
 Status SqliteStore::CheckBlobRef(const std::string& field, const std::string& sha,
                                  bool allow_empty) const {
@@ -415,146 +352,7 @@ Result<std::vector<CandidateRecord>> SqliteStore::ListCandidates(int64_t task_id
   }
 }
 
-
-// --- runs (schema 2) ------------------------------------------------------------------------
-
-RunRecord ReadRun(const Statement& st) {
-  RunRecord r;
-  r.id = st.ColumnInt(0);
-  r.task_name = st.ColumnText(1);
-  r.task_dir = st.ColumnText(2);
-  r.config_json = st.ColumnText(3);
-  r.status = st.ColumnText(4);
-  r.stop_reason = st.ColumnText(5);
-  r.best_speedup = st.ColumnDouble(6);
-  r.best_node = st.ColumnInt(7);
-  r.created_at = st.ColumnText(8);
-  r.updated_at = st.ColumnText(9);
-  return r;
-}
-
-constexpr const char* kRunColumns =
-    "id, task_name, task_dir, config_json, status, stop_reason, best_speedup, best_node, created_at, updated_at";
-
-Result<int64_t> SqliteStore::CreateRun(const RunRecord& r) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Statement> stmt = Prepare(
-      "INSERT INTO runs (task_name, task_dir, config_json, status, stop_reason, best_speedup, best_node, "
-      "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) RETURNING id");
-  if (!stmt.ok()) return stmt.status();
-  stmt->BindText(1, r.task_name).BindText(2, r.task_dir).BindText(3, r.config_json).BindText(4, r.status);
-  stmt->BindText(5, r.stop_reason).BindDouble(6, r.best_speedup).BindInt(7, r.best_node).BindText(8, NowIso8601());
-  return StepForId(*stmt);
-}
-
-Status SqliteStore::UpdateRun(const RunRecord& r) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Statement> stmt = Prepare(
-      "UPDATE runs SET status = ?2, stop_reason = ?3, best_speedup = ?4, best_node = ?5, updated_at = ?6 "
-      "WHERE id = ?1");
-  if (!stmt.ok()) return stmt.status();
-  stmt->BindInt(1, r.id).BindText(2, r.status).BindText(3, r.stop_reason).BindDouble(4, r.best_speedup);
-  stmt->BindInt(5, r.best_node).BindText(6, NowIso8601());
-  return stmt->Run();
-}
-
-Result<std::optional<RunRecord>> SqliteStore::GetRun(int64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Statement> stmt = Prepare(std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?1");
-  if (!stmt.ok()) return stmt.status();
-  stmt->BindInt(1, id);
-  Result<bool> row = stmt->Step();
-  if (!row.ok()) return row.status();
-  if (!*row) return std::optional<RunRecord>();
-  return std::optional<RunRecord>(ReadRun(*stmt));
-}
-
-Result<std::vector<RunRecord>> SqliteStore::ListRuns() {
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Statement> stmt = Prepare(std::string("SELECT ") + kRunColumns + " FROM runs ORDER BY id");
-  if (!stmt.ok()) return stmt.status();
-  std::vector<RunRecord> out;
-  while (true) {
-    Result<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return out;
-    out.push_back(ReadRun(*stmt));
-  }
-}
-
-Status SqliteStore::AddRunNode(const RunNodeRecord& n) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Statement> stmt = Prepare(
-      "INSERT INTO run_nodes (run_id, node, parent, proposal, evaluation_id, source_name, source_blob, params_json, "
-      "summary, finding, verdict, speedup, result_blob, created_at) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
-  if (!stmt.ok()) return stmt.status();
-  stmt->BindInt(1, n.run_id).BindInt(2, n.node).BindInt(3, n.parent).BindInt(4, n.proposal);
-  stmt->BindInt(5, n.evaluation_id).BindText(6, n.source_name).BindText(7, n.source_blob);
-  stmt->BindText(8, n.params_json).BindText(9, n.summary).BindText(10, n.finding).BindText(11, n.verdict);
-  stmt->BindDouble(12, std::isfinite(n.speedup) ? n.speedup : 0).BindText(13, n.result_blob);
-  stmt->BindText(14, n.created_at.empty() ? NowIso8601() : n.created_at);
-  return stmt->Run();
-}
-
-Result<std::vector<RunNodeRecord>> SqliteStore::ListRunNodes(int64_t run_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Statement> stmt = Prepare(
-      "SELECT run_id, node, parent, proposal, evaluation_id, source_name, source_blob, params_json, summary, "
-      "finding, verdict, speedup, result_blob, created_at FROM run_nodes WHERE run_id = ?1 ORDER BY node");
-  if (!stmt.ok()) return stmt.status();
-  stmt->BindInt(1, run_id);
-  std::vector<RunNodeRecord> out;
-  while (true) {
-    Result<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return out;
-    RunNodeRecord n;
-    n.run_id = stmt->ColumnInt(0);
-    n.node = stmt->ColumnInt(1);
-    n.parent = stmt->ColumnInt(2);
-    n.proposal = stmt->ColumnInt(3);
-    n.evaluation_id = stmt->ColumnInt(4);
-    n.source_name = stmt->ColumnText(5);
-    n.source_blob = stmt->ColumnText(6);
-    n.params_json = stmt->ColumnText(7);
-    n.summary = stmt->ColumnText(8);
-    n.finding = stmt->ColumnText(9);
-    n.verdict = stmt->ColumnText(10);
-    n.speedup = stmt->ColumnDouble(11);
-    n.result_blob = stmt->ColumnText(12);
-    n.created_at = stmt->ColumnText(13);
-    out.push_back(std::move(n));
-  }
-}
-
-Result<int64_t> SqliteStore::AddRunEvent(int64_t run_id, const std::string& kind, const std::string& payload_json) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Statement> stmt = Prepare(
-      "INSERT INTO run_events (run_id, seq, kind, payload_json, created_at) "
-      "VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events WHERE run_id = ?1), ?2, ?3, ?4) RETURNING seq");
-  if (!stmt.ok()) return stmt.status();
-  stmt->BindInt(1, run_id).BindText(2, kind).BindText(3, payload_json).BindText(4, NowIso8601());
-  return StepForId(*stmt);
-}
-
-Result<std::vector<RunEventRecord>> SqliteStore::ListRunEvents(int64_t run_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Result<Statement> stmt = Prepare(
-      "SELECT run_id, seq, kind, payload_json, created_at FROM run_events WHERE run_id = ?1 ORDER BY seq");
-  if (!stmt.ok()) return stmt.status();
-  stmt->BindInt(1, run_id);
-  std::vector<RunEventRecord> out;
-  while (true) {
-    Result<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return out;
-    out.push_back({stmt->ColumnInt(0), stmt->ColumnInt(1), stmt->ColumnText(2), stmt->ColumnText(3),
-                   stmt->ColumnText(4)});
-  }
-}
-
-}  // namespace
+}  // namespace store
 
 std::optional<double> StoreTimeSeconds(const std::string& iso) {
   static constexpr char kShape[] = "dddd-dd-ddTdd:dd:dd.dddZ";
@@ -597,7 +395,7 @@ Result<std::unique_ptr<Store>> Store::Open(const fs::path& dir) {
                                     "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"));
   Result<int> version = MigrateStore(db.get(), db_path);
   if (!version.ok()) return version.status();
-  return std::unique_ptr<Store>(new SqliteStore(dir, db_path, std::move(db), *version));
+  return std::unique_ptr<Store>(new store::SqliteStore(dir, db_path, std::move(db), *version));
 }
 
 int Store::LatestSchemaVersion() { return LatestStoreSchemaVersion(); }
