@@ -1,5 +1,5 @@
 // The cuda backend: timing (three procedures), the clock cross-checks, the physical floor and
-// energy. Correctness comes first (worker_cuda.cc); a workload is timed only once it passed.
+// energy. Correctness comes first (correctness_cuda.cc); a workload is timed only once it passed.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

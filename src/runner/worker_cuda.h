@@ -1,5 +1,5 @@
-// The cuda backend of the worker: state shared by its correctness (worker_cuda.cc) and timing
-// (timing_cuda.cc) halves. Internal to the runner.
+// The cuda backend of the worker: state shared by its setup (worker_cuda.cc), correctness
+// (correctness_cuda.cc) and timing (timing_cuda.cc) parts. Internal to the runner.
 #pragma once
 
 #include <chrono>
