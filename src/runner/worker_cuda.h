@@ -1,5 +1,6 @@
 // The cuda backend of the worker: state shared by its setup (worker_cuda.cc), correctness
-// (correctness_cuda.cc) and timing (timing_cuda.cc) parts. Internal to the runner.
+// (correctness_cuda.cc), timing (timing_cuda.cc) and profiling (profile_cuda.cc) parts. Internal
+// to the runner.
 #pragma once
 
 #include <chrono>
