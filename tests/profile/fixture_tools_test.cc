@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "core/fs.h"
+#include "fixture_file.h"
 #include "profile/ncu.h"
 #include "profile/profiler.h"
 #include "profile/roofline.h"
@@ -28,7 +29,7 @@ const std::vector<std::unique_ptr<Tool>>& Tools() {
 
 // What ImportNcu (src/cli/profile.cc) reports for each kernel of the file.
 std::vector<KernelReport> Import(const std::string& name) {
-  auto text = ReadFile(std::string(KPILOT_FIXTURES_DIR) + "/ncu/" + name);
+  auto text = testing::ReadFixture(std::string(KPILOT_FIXTURES_DIR) + "/ncu/" + name);
   EXPECT_TRUE(text.ok()) << text.status().ToString();
   if (!text.ok()) return {};
   auto rows = ParseNcuRawCsv(*text);

@@ -6,13 +6,14 @@
 #include <algorithm>
 
 #include "core/fs.h"
+#include "fixture_file.h"
 #include "profile/ncu.h"
 
 namespace kpilot {
 namespace {
 
 std::string Fixture(const std::string& name) {
-  auto text = ReadFile(std::string(KPILOT_FIXTURES_DIR) + "/ncu/" + name);
+  auto text = testing::ReadFixture(std::string(KPILOT_FIXTURES_DIR) + "/ncu/" + name);
   EXPECT_TRUE(text.ok()) << text.status().ToString();
   return text.ok() ? *text : std::string();
 }
