@@ -30,7 +30,7 @@ struct BenchArgs {
   std::string generator = "params";
   int budget = 8;
   std::string policy = "mcts";
-  std::string feedback = "tools", tools = "proactive", memory = "on", skills = "on";
+  std::string feedback = "tools", guidance = "proactive", memory = "on", skills = "on";
   std::string timing = "default";
   double max_seconds = 2.0;    // timing cap per workload per evaluation
   int drafts = 2;
@@ -179,16 +179,23 @@ class LiveRunner : public ProblemRunner {
       auto gpus = SystemGpuProbe().List(&why);
       if (!gpus.empty()) o.arch = gpus[std::min<size_t>(o.device, gpus.size() - 1)].Arch();
     }
-    auto toolchain = MakeSystemToolchain(store_.dir() / "cache", IncludeDir());
-    auto python = MakePythonTaskRunner(task, source.python);
-    if (!python.ok()) return python.status();
-    LocalExecutor executor(*toolchain, SystemProcessRunner(), RunnerPath(),
-                           std::max(1, static_cast<int>(std::thread::hardware_concurrency())), python->get());
-    Evaluation final;
-    ParamValues best_params;  // the best candidate's -D values (the compile baseline times it with them)
     // The params generator has nothing to search in a start that declares no params (e.g. a
     // definition's hand-written native kernel): the start is evaluated as it is, and said so.
     const bool untunable = eval_only.empty() && o.generator == "params" && task.params.empty();
+    SessionSettings settings;
+    settings.layout = Layout();
+    settings.evaluate_only = !eval_only.empty() || untunable;
+    settings.python = source.python;
+    settings.notices = &std::cerr;
+    Result<std::unique_ptr<OptimizeSession>> session = Status::Internal("not opened");
+    {
+      std::lock_guard<std::mutex> lock(session_mu_);  // problems run side by side; card notices go to stderr
+      session = OptimizeSession::Open(task, o, store_, settings);
+    }
+    if (!session.ok()) return session.status();
+    Executor& executor = (*session)->executor();
+    Evaluation final;
+    ParamValues best_params;  // the best candidate's -D values (the compile baseline times it with them)
     if (untunable)
       r->warnings.push_back("the starting candidate " + std::filesystem::path(o.from).filename().string() +
                             " declares no tunable params (no kpilot-params block): evaluated as it is — give it "
@@ -197,14 +204,14 @@ class LiveRunner : public ProblemRunner {
       EvalJob job;
       job.task = &task;
       job.source = o.from;
-      job.options = EvalOptionsFor(o);
+      job.options = BaseEvalOptions(o);
       EvalJobResult done = executor.Submit(std::move(job)).get();
       if (!done.status.ok()) return done.status;
       final = done.evaluation;
       r->evaluations = 1;
       r->candidate = o.from;
     } else {
-      KPILOT_RETURN_IF_ERROR(Optimize(task, o, executor, resume_run, started, r, &final, &best_params));
+      KPILOT_RETURN_IF_ERROR(Optimize(o, **session, resume_run, started, r, &final, &best_params));
     }
     r->verdict = std::string(VerdictName(final.verdict.kind));
     r->speedup_eager = final.verdict.passed() ? final.speedup_geomean : 0;
@@ -219,44 +226,11 @@ class LiveRunner : public ProblemRunner {
     return Status::Ok();
   }
 
-  // The evaluation options the optimizer would use for `o` (the eval-only path and the compile
-  // baseline time the best the same way).
-  static EvalOptions EvalOptionsFor(const OptimizeOptions& o) {
-    EvalOptions e;
-    e.workloads = o.workloads;
-    e.compile.cuda_arch = o.arch;
-    e.timeout_s = o.eval_timeout_s;
-    e.timing.max_seconds = o.timing_max_seconds;
-    e.timing.mode = o.timing;
-    e.device = o.device;
-    return e;
-  }
-
-  Status Optimize(const Task& task, const OptimizeOptions& o, Executor& executor, int64_t resume_run,
+  Status Optimize(const OptimizeOptions& o, OptimizeSession& session, int64_t resume_run,
                   const std::function<void(int64_t)>& started, ProblemResult* r, Evaluation* final,
                   ParamValues* best_params) {
-    GeneratorSetup gen;
-    gen.llm_config = o.llm_config;
-    gen.raw_metrics = o.raw_metrics;
-    gen.max_cost_usd = o.generator.rfind("llm:", 0) == 0 ? o.max_cost_usd : -1;
-    gen.include_dir = IncludeDir();
-    gen.prompts_dir = PromptsDir();
-    gen.store = &store_;
-    gen.sandbox_runner = RunnerPath();
-    auto proposer = MakeProposer(o.generator, task, gen);
-    if (!proposer.ok()) return proposer.status();
-    std::optional<SkillLibrary> skills;
-    std::unique_ptr<UsageLog> usage;
-    if (o.skills) {
-      std::lock_guard<std::mutex> lock(skills_mu_);  // the library loader reports on stderr
-      auto lib = LoadSkillLibrary(o.skill_dirs);
-      if (!lib.ok()) return lib.status().WithContext("loading skill cards (--skills off runs without them)");
-      skills = std::move(lib).value();
-      usage = StoreUsageLog(store_);
-    }
     RunIdSink sink(started);
-    Optimizer optimizer(task, **proposer, executor, store_, sink);
-    optimizer.UseSkills(skills ? &*skills : nullptr, usage.get());
+    Optimizer optimizer = session.MakeOptimizer(sink);
     auto res = resume_run > 0 ? optimizer.Resume(resume_run) : optimizer.Run(o);
     if (!res.ok() && resume_run > 0) {
       // A run that cannot be continued (it had finished, or its record is damaged) starts over.
@@ -288,7 +262,7 @@ class LiveRunner : public ProblemRunner {
       job.task = &task;
       job.source = r->candidate.empty() ? std::filesystem::path(o.from) : std::filesystem::path(r->candidate);
       job.params = params;
-      job.options = EvalOptionsFor(o);
+      job.options = BaseEvalOptions(o);
       job.options.python_baseline = "compile";
       EvalJobResult done = executor.Submit(std::move(job)).get();
       if (!done.status.ok()) return done.status.WithContext("timing torch.compile");
@@ -306,7 +280,7 @@ class LiveRunner : public ProblemRunner {
 
   Store& store_;
   json config_;
-  std::mutex skills_mu_;
+  std::mutex session_mu_;
 };
 
 class PrintBenchProgress : public BenchProgress {
@@ -444,7 +418,7 @@ int RunBenchCommand(const BenchArgs& a) {
     if (!a.llm_config.empty()) o.llm_config = std::filesystem::absolute(a.llm_config).string();
     if (a.skills == "on" || a.skills == "off") o.skills = a.skills == "on";
     else return Fail(Status::InvalidInput("--skills " + a.skills + ": use on or off"));
-    Status ablations = ApplyAblationFlags(a.feedback, a.tools, a.memory, &o);
+    Status ablations = ApplyAblationFlags(a.feedback, a.guidance, a.memory, &o);
     if (!ablations.ok()) return Fail(ablations);
     if (o.generator.rfind("llm:", 0) == 0) {
       auto llm = LoadGeneratorConfig(o.llm_config);
@@ -533,7 +507,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--feedback", a->feedback, "Ablation: none | raw | tools (docs/bench.md)")
       ->check(CLI::IsMember({"none", "raw", "tools"}))
       ->capture_default_str();
-  cmd->add_option("--tools", a->tools, "Ablation: proactive | on-request")
+  cmd->add_option("--guidance", a->guidance, "Ablation: proactive | on-request")
       ->check(CLI::IsMember({"proactive", "on-request"}))
       ->capture_default_str();
   cmd->add_option("--memory", a->memory, "Ablation: on | off")->check(CLI::IsMember({"on", "off"}))->capture_default_str();

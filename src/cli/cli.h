@@ -19,6 +19,7 @@
 #include "device/device.h"
 #include "harness/harness.h"
 #include "runner/protocol.h"
+#include "session/session.h"
 #include "skills/skills.h"
 #include "store/store.h"
 
@@ -118,13 +119,8 @@ Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task,
 // and the torch device is the cpu ($KPILOT_TORCH_DEVICE=cpu, for tests).
 bool NeedsGpu(const Task& task);
 
-// The finding ids cards may name: the built-in tools', plus the rule ids of the example rule
-// files, ~/.config/kpilot/tools and `tools_dirs` (skill_library.cc).
-Result<ValidationOptions> SkillValidation(const std::vector<std::string>& tools_dirs);
-// The skill-card library: SkillsDir(), the user folders, then `skills_dirs` (--skills DIR), each
-// card validated; overrides are reported on stderr. InvalidInput listing every problem when a
-// card is invalid.
-Result<SkillLibrary> LoadSkillLibrary(const std::vector<std::string>& skills_dirs,
-                                      const std::vector<std::string>& tools_dirs = {});
+// Where this executable's shipped parts are (the paths above, and ~/.config/kpilot/tools), for
+// the libraries that assemble a run (session/session.h).
+InstallLayout Layout();
 
 }  // namespace kpilot::cli

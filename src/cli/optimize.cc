@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <iostream>
-#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,9 +11,9 @@
 #include "cli/cli.h"
 #include "core/fs.h"
 #include "device/device.h"
-#include "exec/replay_executor.h"
 #include "optimize/optimizer.h"
 #include "propose/llm_proposer.h"
+#include "session/session.h"
 #include "task/loader.h"
 
 namespace kpilot::cli {
@@ -50,7 +49,8 @@ struct OptimizeArgs {
   bool raw_metrics = false;
   TaskSourceArgs source;  // --python, --workloads FILE.jsonl
   std::string feedback = "tools";     // ablations (docs/bench.md)
-  std::string tools = "proactive";
+  std::string guidance = "proactive";
+  std::vector<std::string> tools_dirs;  // --tools DIR: rule-file tools (repeatable)
   std::string memory = "on";
   std::string footprints = "on";
   std::string anticipate = "on";
@@ -234,7 +234,7 @@ int RunOptimize(const OptimizeArgs& a) {
     o.time_limit_s = *t;
     o.plateau = a.plateau;
     o.target_fraction = a.target;
-    o.objective = a.objective;
+    o.objective = *ParseObjective(a.objective);  // checked by the flag's IsMember
     o.energy_weight = a.energy_weight;
     o.drafts_per_expansion = a.drafts;
     o.pipeline_depth = a.in_flight;
@@ -250,7 +250,8 @@ int RunOptimize(const OptimizeArgs& a) {
     }
     if (!a.llm_config.empty()) o.llm_config = std::filesystem::absolute(a.llm_config).string();
     o.raw_metrics = a.raw_metrics;
-    Status ablations = ApplyAblationFlags(a.feedback, a.tools, a.memory, &o);
+    Status ablations = ApplyAblationFlags(a.feedback, a.guidance, a.memory, &o);
+    for (const auto& d : a.tools_dirs) o.tool_dirs.push_back(std::filesystem::absolute(d).string());
     if (!ablations.ok()) return Fail(ablations);
     o.footprints = a.footprints == "on";
     o.anticipate = a.anticipate == "on";
@@ -297,51 +298,15 @@ int RunOptimize(const OptimizeArgs& a) {
     if (!config.ok()) return Fail(config.status());
     o.max_cost_usd = config->max_cost_usd;
   }
-  GeneratorSetup gen;
-  gen.llm_config = o.llm_config;
-  gen.raw_metrics = o.raw_metrics;
-  gen.max_cost_usd = llm ? o.max_cost_usd : -1;
-  gen.include_dir = IncludeDir();
-  gen.prompts_dir = PromptsDir();
-  gen.store = store->get();
-  gen.sandbox_runner = RunnerPath();
-  auto proposer = MakeProposer(o.generator, task, gen);
-  if (!proposer.ok()) return Fail(proposer.status());
-
-  std::unique_ptr<Toolchain> toolchain;
-  std::unique_ptr<PythonTaskRunner> python;  // PyTorch tasks: evaluations go through the torch worker
-  std::unique_ptr<Executor> executor;
-  if (!o.replay.empty()) {
-    auto replay = ReplayExecutor::Open(o.replay, task, o.seed);
-    if (!replay.ok()) return Fail(replay.status());
-    if (!o.replay_calibration.empty()) {
-      auto calibration = ReadCalibrationFile(o.replay_calibration);
-      if (!calibration.ok()) return Fail(calibration.status().WithContext("--calibration"));
-      std::string warning = (*replay)->SetCalibration(*calibration);
-      if (!warning.empty()) std::cerr << "kpilot: warning: " << warning << "\n";
-    }
-    executor = std::move(replay).value();
-  } else {
-    toolchain = MakeSystemToolchain((*store)->dir() / "cache", IncludeDir());
-    auto made = MakePythonTaskRunner(task, a.source.python);
-    if (!made.ok()) return Fail(made.status());
-    python = std::move(made).value();
-    int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    executor = std::make_unique<LocalExecutor>(*toolchain, SystemProcessRunner(), RunnerPath(), threads, python.get(),
-                                               o.devices, a.runner == "served" ? RunnerReuse::kCuda : RunnerReuse::kNone);
-  }
-  // Skill cards offered to the generator (docs/skills.md) and their usage statistics.
-  std::optional<SkillLibrary> skills;
-  std::unique_ptr<UsageLog> usage;
-  if (o.skills) {
-    auto lib = LoadSkillLibrary(o.skill_dirs);
-    if (!lib.ok()) return Fail(lib.status().WithContext("loading skill cards (--skills off runs without them)"));
-    skills = std::move(lib).value();
-    usage = StoreUsageLog(**store);
-  }
+  SessionSettings settings;
+  settings.layout = Layout();
+  settings.python = a.source.python;
+  settings.reuse = a.runner == "served" ? RunnerReuse::kCuda : RunnerReuse::kNone;
+  settings.notices = &std::cerr;
+  auto session = OptimizeSession::Open(task, o, **store, settings);
+  if (!session.ok()) return Fail(session.status());
   PrintProgress progress(a.json);
-  Optimizer optimizer(task, **proposer, *executor, **store, progress);
-  optimizer.UseSkills(skills ? &*skills : nullptr, usage.get());
+  Optimizer optimizer = (*session)->MakeOptimizer(progress);
   if (!a.json)
     std::cerr << fmt::format("kpilot: optimizing {} from {} with the {} generator, {} policy, budget {} evaluations\n",
                              task.name, std::filesystem::path(o.from).filename().string(), o.generator,
@@ -362,7 +327,7 @@ int RunOptimize(const OptimizeArgs& a) {
   if (!ex.ok()) return Fail(ex);
   const Evaluation& f = res->final;
   if (a.json) {
-    nlohmann::json j = {{"run", res->run_id},           {"stop_reason", res->stop_reason},
+    nlohmann::json j = {{"run", res->run_id},           {"stop_reason", StopReasonName(res->stop_reason)},
                         {"evaluations", res->evaluations}, {"promotion_checks", res->promotion_checks},
                         {"duplicates", res->duplicates}, {"best_node", res->best_node},
                         {"best_params", res->best_params}, {"exported_to", out_dir},
@@ -375,13 +340,13 @@ int RunOptimize(const OptimizeArgs& a) {
                                        {"input_tokens", res->spend.input_tokens}, {"output_tokens", res->spend.output_tokens},
                                        {"cost_usd", res->spend.cost_usd}, {"priced", res->spend.priced},
                                        {"max_cost_usd", o.max_cost_usd}, {"max_tokens", o.max_tokens}}},
-                        {"objective", o.objective}};
+                        {"objective", ObjectiveName(o.objective)}};
     std::cout << j.dump(2) << "\n";
   } else {
     std::string params;
     for (const auto& [k, v] : res->best_params) params += fmt::format(" {}={}", k, v);
     std::cout << fmt::format("run        {} ({}, {} evaluations, {} promotion checks, {} duplicates skipped)\n",
-                             res->run_id, res->stop_reason, res->evaluations, res->promotion_checks, res->duplicates);
+                             res->run_id, StopReasonName(res->stop_reason), res->evaluations, res->promotion_checks, res->duplicates);
     std::cout << fmt::format("best       node {}: {}{}\n", res->best_node, res->best_source_name,
                              params.empty() ? " (defaults)" : params);
     std::cout << fmt::format("verdict    {} — {}\n", VerdictName(f.verdict.kind), f.verdict.summary);
@@ -391,12 +356,12 @@ int RunOptimize(const OptimizeArgs& a) {
                                t.speedup.ci.hi);
     std::cout << fmt::format("speedup    {:.3f}× over {} (geomean, CI [{:.3f}, {:.3f}])\n", f.speedup_geomean, f.baseline,
                              f.speedup_geomean_ci.lo, f.speedup_geomean_ci.hi);
-    if (o.objective != "time") {
+    if (o.objective != Objective::kTime) {
       const double ratio = JoulesRatio(f);
       std::cout << (ratio > 0 ? fmt::format("energy     {:.3f}× fewer joules per call than {} (geomean; --objective {})\n",
-                                            ratio, f.baseline, o.objective)
+                                            ratio, f.baseline, ObjectiveName(o.objective))
                               : fmt::format("energy     not measured (NVML energy unavailable); --objective {} chose by "
-                                            "time\n", o.objective));
+                                            "time\n", ObjectiveName(o.objective)));
     }
     std::cout << fmt::format(
         "pipeline   evaluation queue{} busy {:.0f}% of the run{} ({} expansions in flight at the end)\n",
@@ -454,7 +419,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "(findings with guidance); docs/bench.md")
       ->check(CLI::IsMember({"none", "raw", "tools"}))
       ->capture_default_str();
-  cmd->add_option("--tools", a->tools,
+  cmd->add_option("--guidance", a->guidance,
                   "Ablation: proactive (guidance in every prompt) or on-request (llm: gets it only by calling get_profile)")
       ->check(CLI::IsMember({"proactive", "on-request"}))
       ->capture_default_str();
@@ -515,6 +480,9 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--skills", a->skills,
                   "Skill cards: a folder of <id>/SKILL.md cards to add (repeatable), or off to offer none (ablation); "
                   "on by default, with the built-in and user cards");
+  cmd->add_option("--tools", a->tools_dirs,
+                  "Folder of rule files (*.toml) with more profiling tools, whose ids skill cards may name as "
+                  "triggers (repeatable; the task's folder and ~/.config/kpilot/tools are read too)");
   cmd->add_option("--arch", a->arch, "CUDA target (default: the visible GPU's)");
   cmd->add_option("--store", a->store_dir, "Store folder")->capture_default_str();
   cmd->add_option("--resume", a->resume, "Continue an interrupted run");
@@ -527,7 +495,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->callback([a, cmd, exit_code]() {
     // Everything but --resume, --store, --out, --json, --max-cost, --max-tokens, --devices, --runner and the
     // task-source options (--python, --workloads FILE) defines the run.
-    for (const char* name : {"task", "--from", "--generator", "--llm-config", "--raw-metrics", "--feedback", "--tools",
+    for (const char* name : {"task", "--from", "--generator", "--llm-config", "--raw-metrics", "--feedback", "--guidance", "--tools",
                              "--memory", "--footprints", "--anticipate", "--counters", "--policy", "--search",
                              "--budget", "--time", "--plateau", "--energy-weight", "--target", "--objective",
                              "--drafts", "--in-flight", "--seed", "--workload", "--skills",

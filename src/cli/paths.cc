@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/cli.h"
+#include "profile/rule_tool.h"
 
 namespace kpilot::cli {
 
@@ -61,6 +62,18 @@ std::filesystem::path ExampleToolsDir() {
 
 std::filesystem::path PythonPackageDir() {
   return ShippedDir("KPILOT_PYTHONPATH", "python", "python", std::filesystem::path("kpilot_torch") / "worker.py");
+}
+
+InstallLayout Layout() {
+  InstallLayout l;
+  l.runner = RunnerPath();
+  l.include_dir = IncludeDir();
+  l.prompts_dir = PromptsDir();
+  l.skills_dir = SkillsDir();
+  l.example_tools = ExampleToolsDir();
+  l.python_package = PythonPackageDir();
+  l.user_tools = UserToolDir();
+  return l;
 }
 
 Result<Workspace> OpenWorkspace(const std::string& store_dir, bool no_store) {

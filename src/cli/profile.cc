@@ -56,19 +56,8 @@ struct ProfileArgs {
   std::string replay = "user";    // how CUPTI repeats the call for multi-pass metrics: user | kernel
 };
 
-Result<std::vector<std::unique_ptr<Tool>>> LoadTools(const ProfileArgs& a) {
-  std::vector<std::unique_ptr<Tool>> tools = BuiltinTools();
-  std::vector<std::filesystem::path> dirs;
-  // Rule files beside the task: its folder (for a problem or definition file, the file's folder).
-  if (!a.task_dir.empty())
-    dirs.push_back(std::filesystem::is_directory(a.task_dir) ? std::filesystem::path(a.task_dir)
-                                                               : std::filesystem::path(a.task_dir).parent_path());
-  if (const char* home = std::getenv("HOME"); home && *home) dirs.push_back(std::filesystem::path(home) / ".config/kpilot/tools");
-  for (const auto& d : a.tools_dirs) dirs.push_back(d);
-  auto user = LoadRuleToolsFromDirs(dirs);
-  if (!user.ok()) return user.status();
-  for (auto& t : *user) tools.push_back(std::move(t));
-  return tools;
+Result<std::vector<std::unique_ptr<Tool>>> ProfileTools(const ProfileArgs& a) {
+  return LoadTools(RuleToolDirs(a.task_dir, UserToolDir(), a.tools_dirs));
 }
 
 std::string ClassList(const Tool& t) {
@@ -103,7 +92,7 @@ int Emit(const ProfileArgs& a, const Rendered& r) {
 }
 
 int ListTools(const ProfileArgs& a) {
-  auto tools = LoadTools(a);
+  auto tools = ProfileTools(a);
   if (!tools.ok()) return Fail(tools.status());
   for (const auto& t : *tools)
     std::cout << fmt::format("{:<32} {:<56} {}\n", t->id(), ClassList(*t), t->description());
@@ -115,7 +104,7 @@ int ImportNcu(const ProfileArgs& a) {
   if (!text.ok()) return Fail(text.status());
   auto rows = ParseNcuRawCsv(*text);
   if (!rows.ok()) return Fail(rows.status().WithContext(a.import_ncu));
-  auto tools = LoadTools(a);
+  auto tools = ProfileTools(a);
   if (!tools.ok()) return Fail(tools.status());
   std::vector<KernelReport> reports = AnalyzeImported(*rows, *tools, a.all_tools);
   return Emit(a, Render(a, reports, {{"source", a.import_ncu}, {"mode", "imported ncu CSV (no task context)"}}));
@@ -192,7 +181,7 @@ int ProfileCandidate(const ProfileArgs& a) {
       }
     }
   }
-  auto tools = LoadTools(a);
+  auto tools = ProfileTools(a);
   if (!tools.ok()) return Fail(tools.status());
   auto statics = StaticProfiles(*compiled);
   Calibration cal = gpu ? LoadCalibration(store_ptr, *gpu) : Calibration{};

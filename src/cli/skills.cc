@@ -41,9 +41,11 @@ std::string Join(const std::vector<std::string>& v, const char* sep = ", ") {
   return out;
 }
 
-Result<ValidationOptions> Validation(const SkillsArgs& a) { return SkillValidation(a.tools_dirs); }
+Result<ValidationOptions> Validation(const SkillsArgs& a) { return SkillValidation(Layout(), a.tools_dirs); }
 
-Result<SkillLibrary> Library(const SkillsArgs& a) { return LoadSkillLibrary(a.skills_dirs, a.tools_dirs); }
+Result<SkillLibrary> Library(const SkillsArgs& a) {
+  return LoadSkillLibrary(Layout(), a.skills_dirs, a.tools_dirs, &std::cerr);
+}
 
 int List(const SkillsArgs& a) {
   auto lib = Library(a);

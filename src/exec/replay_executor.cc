@@ -40,12 +40,7 @@ std::vector<double> ScaledSpeeds(const SpaceConfig& c) {
 }
 
 Result<VerdictKind> VerdictFor(const std::string& status) {
-  if (status == "passed") return VerdictKind::kPassed;
-  if (status == "incorrect") return VerdictKind::kIncorrect;
-  if (status == "runtime_error") return VerdictKind::kRuntimeError;
-  if (status == "compile_error") return VerdictKind::kCompileError;
-  if (status == "timeout") return VerdictKind::kTimeout;
-  if (status == "suspicious") return VerdictKind::kSuspicious;
+  if (auto k = ParseVerdictKind(status)) return *k;
   // The sweep did not run it (it was interrupted), or the runner failed on it ("error": kpilot's
   // or the machine's fault): nothing is known of the candidate, so the search sees a failure.
   if (status == "not_run" || status == "error") return VerdictKind::kRuntimeError;

@@ -21,6 +21,7 @@ namespace kpilot {
 
 enum class VerdictKind { kCompileError, kRuntimeError, kTimeout, kIncorrect, kSuspicious, kPassed };
 std::string_view VerdictName(VerdictKind k);  // "compile_error", …, "passed"
+std::optional<VerdictKind> ParseVerdictKind(std::string_view name);  // VerdictName's inverse
 
 // What happened to a candidate, as data. `summary` is one plain sentence; `evidence` holds the
 // numbers (log excerpt, max abs/rel error and first bad index, signal, …).

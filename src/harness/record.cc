@@ -49,9 +49,7 @@ SampleSummary SummaryFrom(const json& j) {
 }
 
 VerdictKind VerdictKindFrom(const std::string& name) {
-  for (VerdictKind k : {VerdictKind::kCompileError, VerdictKind::kRuntimeError, VerdictKind::kTimeout,
-                        VerdictKind::kIncorrect, VerdictKind::kSuspicious, VerdictKind::kPassed})
-    if (VerdictName(k) == name) return k;
+  if (auto k = ParseVerdictKind(name)) return *k;
   throw std::runtime_error("unknown verdict \"" + name + "\"");
 }
 

@@ -18,6 +18,13 @@ std::string_view VerdictName(VerdictKind k) {
   return "?";
 }
 
+std::optional<VerdictKind> ParseVerdictKind(std::string_view name) {
+  for (VerdictKind k : {VerdictKind::kCompileError, VerdictKind::kRuntimeError, VerdictKind::kTimeout,
+                        VerdictKind::kIncorrect, VerdictKind::kSuspicious, VerdictKind::kPassed})
+    if (VerdictName(k) == name) return k;
+  return std::nullopt;
+}
+
 namespace {
 
 nlohmann::json SummaryJson(const SampleSummary& s) {

@@ -1,5 +1,5 @@
 // The ablation switches' effect on what a generator is shown (docs/bench.md).
-#include "optimize/optimizer.h"
+#include "optimize/options.h"
 
 namespace kpilot {
 
@@ -9,7 +9,7 @@ void ApplyAblations(const OptimizeOptions& o, ProposalContext* ctx) {
   if (!o.memory) ctx->memory_summary.clear();
   switch (o.feedback) {
     case FeedbackMode::kTools:
-      ctx->profile_on_request = o.tools == ToolsMode::kOnRequest;
+      ctx->profile_on_request = o.guidance == GuidanceMode::kOnRequest;
       return;
     case FeedbackMode::kNone:
       ctx->bottleneck.clear();

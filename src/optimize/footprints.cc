@@ -1,8 +1,8 @@
-// ExecutorFootprints (optimizer.h): compile footprints through the executor, never waited for
+// ExecutorFootprints (footprints.h): compile footprints through the executor, never waited for
 // with the GPU idle.
 #include <chrono>
 
-#include "optimize/optimizer.h"
+#include "optimize/footprints.h"
 
 namespace kpilot {
 namespace {

@@ -1,5 +1,5 @@
 // The options of a run, as stored with it (resume reuses them).
-#include "optimize/optimizer.h"
+#include "optimize/options.h"
 
 namespace kpilot {
 
@@ -12,9 +12,25 @@ std::optional<FeedbackMode> ParseFeedbackMode(const std::string& name) {
   return std::nullopt;
 }
 
-std::optional<ToolsMode> ParseToolsMode(const std::string& name) {
-  if (name == "proactive") return ToolsMode::kProactive;
-  if (name == "on-request") return ToolsMode::kOnRequest;
+std::optional<Objective> ParseObjective(std::string_view name) {
+  if (name == "time") return Objective::kTime;
+  if (name == "energy") return Objective::kEnergy;
+  if (name == "mix") return Objective::kMix;
+  return std::nullopt;
+}
+
+const char* ObjectiveName(Objective o) {
+  switch (o) {
+    case Objective::kTime: return "time";
+    case Objective::kEnergy: return "energy";
+    case Objective::kMix: return "mix";
+  }
+  return "time";
+}
+
+std::optional<GuidanceMode> ParseGuidanceMode(const std::string& name) {
+  if (name == "proactive") return GuidanceMode::kProactive;
+  if (name == "on-request") return GuidanceMode::kOnRequest;
   return std::nullopt;
 }
 
@@ -27,19 +43,19 @@ const char* FeedbackModeName(FeedbackMode m) {
   return "tools";
 }
 
-const char* ToolsModeName(ToolsMode m) { return m == ToolsMode::kOnRequest ? "on-request" : "proactive"; }
+const char* GuidanceModeName(GuidanceMode m) { return m == GuidanceMode::kOnRequest ? "on-request" : "proactive"; }
 
-Status ApplyAblationFlags(const std::string& feedback, const std::string& tools, const std::string& memory,
+Status ApplyAblationFlags(const std::string& feedback, const std::string& guidance, const std::string& memory,
                           OptimizeOptions* o) {
   auto f = ParseFeedbackMode(feedback);
   if (!f) return Status::InvalidInput("--feedback " + feedback + ": use none, raw or tools");
-  auto t = ParseToolsMode(tools);
-  if (!t) return Status::InvalidInput("--tools " + tools + ": use proactive or on-request");
+  auto t = ParseGuidanceMode(guidance);
+  if (!t) return Status::InvalidInput("--guidance " + guidance + ": use proactive or on-request");
   if (memory != "on" && memory != "off") return Status::InvalidInput("--memory " + memory + ": use on or off");
   if (*f == FeedbackMode::kNone && o->raw_metrics)
     return Status::InvalidInput("--feedback none hides every measurement; drop --raw-metrics (or use --feedback raw)");
   o->feedback = *f;
-  o->tools = *t;
+  o->guidance = *t;
   o->memory = memory == "on";
   if (*f == FeedbackMode::kRaw) o->raw_metrics = true;
   return Status::Ok();
@@ -71,7 +87,7 @@ json ToJson(const OptimizeOptions& o) {
           {"time_limit_s", o.time_limit_s},
           {"plateau", o.plateau},
           {"target_fraction", o.target_fraction},
-          {"objective", o.objective},
+          {"objective", ObjectiveName(o.objective)},
           {"energy_weight", o.energy_weight},
           {"drafts_per_expansion", o.drafts_per_expansion},
           {"pipeline_depth", o.pipeline_depth},
@@ -79,7 +95,8 @@ json ToJson(const OptimizeOptions& o) {
           {"skills", o.skills},
           {"skill_dirs", o.skill_dirs},
           {"feedback", FeedbackModeName(o.feedback)},
-          {"tools", ToolsModeName(o.tools)},
+          {"guidance", GuidanceModeName(o.guidance)},
+          {"tool_dirs", o.tool_dirs},
           {"memory", o.memory},
           {"footprints", o.footprints},
           {"anticipate", o.anticipate},
@@ -96,25 +113,24 @@ json ToJson(const OptimizeOptions& o) {
 }
 
 Status CheckOptions(const Task& task, const OptimizeOptions& o) {
-  if (o.objective != "time" && o.objective != "energy" && o.objective != "mix")
-    return Status::InvalidInput("--objective " + o.objective + ": use time, energy or mix");
   if (o.max_tokens < 0) return Status::InvalidInput("--max-tokens must be 0 (no cap) or more");
   if (o.plateau < 0) return Status::InvalidInput("--plateau must be 0 (off) or more");
   if (!(o.target_fraction >= 0 && o.target_fraction <= 2))
     return Status::InvalidInput("--target " + std::to_string(o.target_fraction) +
                                 ": give a fraction of the roofline ceiling such as 0.85 (0 = off)");
   const bool live_cuda = task.backend == Backend::kCuda && o.replay.empty();
-  if (o.objective != "time") {
+  const std::string objective = ObjectiveName(o.objective);
+  if (o.objective != Objective::kTime) {
     if (task.backend != Backend::kCuda || task.reference.kind == ReferenceKind::kPython)
-      return Status::InvalidInput("--objective " + o.objective + " needs each candidate's joules per call, which kpilot "
+      return Status::InvalidInput("--objective " + objective + " needs each candidate's joules per call, which kpilot "
                                   "measures through NVML for native cuda tasks only; task " + task.name +
                                   (task.backend != Backend::kCuda ? " runs on the host" : " is PyTorch-defined") +
                                   " — use --objective time");
     if (!live_cuda)
-      return Status::InvalidInput("--objective " + o.objective + " cannot be replayed: a sweep space stores no joules "
+      return Status::InvalidInput("--objective " + objective + " cannot be replayed: a sweep space stores no joules "
                                   "— use --objective time with --replay");
   }
-  if (o.objective == "mix" && !(o.energy_weight > 0 && o.energy_weight <= 10))
+  if (o.objective == Objective::kMix && !(o.energy_weight > 0 && o.energy_weight <= 10))
     return Status::InvalidInput("--energy-weight " + std::to_string(o.energy_weight) +
                                 ": give a weight above 0 and at most 10 (1 values a halving of the joules like a "
                                 "doubling of the speed)");
@@ -151,7 +167,9 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.time_limit_s = j.at("time_limit_s").get<double>();
     o.plateau = j.at("plateau").get<int>();
     o.target_fraction = j.at("target_fraction").get<double>();
-    o.objective = j.at("objective").get<std::string>();
+    auto objective = ParseObjective(j.at("objective").get<std::string>());
+    if (!objective) return Status::InvalidInput("stored run options: unknown objective " + j.at("objective").dump());
+    o.objective = *objective;
     o.energy_weight = j.at("energy_weight").get<double>();
     o.drafts_per_expansion = j.at("drafts_per_expansion").get<int>();
     o.pipeline_depth = j.value("pipeline_depth", 2);  // runs stored before it existed used 2; 0 = adaptive
@@ -160,10 +178,12 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.skill_dirs = j.value("skill_dirs", std::vector<std::string>{});
     // Runs stored before the ablation switches existed had tools' guidance, proactive, with memory.
     auto feedback = ParseFeedbackMode(j.value("feedback", "tools"));
-    auto tools = ParseToolsMode(j.value("tools", "proactive"));
-    if (!feedback || !tools) return Status::InvalidInput("stored run options: unknown feedback or tools mode");
+    // Runs stored before the guidance switch had its name were "tools".
+    auto guidance = ParseGuidanceMode(j.value("guidance", j.value("tools", "proactive")));
+    if (!feedback || !guidance) return Status::InvalidInput("stored run options: unknown feedback or guidance mode");
     o.feedback = *feedback;
-    o.tools = *tools;
+    o.guidance = *guidance;
+    o.tool_dirs = j.value("tool_dirs", std::vector<std::string>{});
     o.memory = j.value("memory", true);
     o.footprints = j.value("footprints", false);
     o.anticipate = j.value("anticipate", false);
@@ -183,6 +203,22 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
   } catch (const std::exception& e) {
     return Status::InvalidInput(std::string("stored run options are malformed: ") + e.what());
   }
+}
+
+}  // namespace kpilot
+
+namespace kpilot {
+
+EvalOptions BaseEvalOptions(const OptimizeOptions& o) {
+  EvalOptions e;
+  e.workloads = o.workloads;
+  e.compile.cuda_arch = o.arch;
+  e.timeout_s = o.eval_timeout_s;
+  e.timing.max_seconds = o.timing_max_seconds;
+  e.energy = o.objective != Objective::kTime;
+  e.device = o.device;
+  e.timing.mode = o.timing;
+  return e;
 }
 
 }  // namespace kpilot

@@ -48,12 +48,20 @@ Result<std::vector<std::unique_ptr<Tool>>> ParseRuleTools(const std::string& tex
 Result<std::vector<std::unique_ptr<Tool>>> LoadRuleTools(const std::filesystem::path& file);
 
 // Every *.toml file directly inside each directory but task.toml, in the order given and by file
-// name within a directory (the caller passes the task folder, ~/.config/kpilot/tools and
-// --tools DIR). A
-// directory that does not exist is skipped (the user directory usually does not); a path that is
+// name within a directory (RuleToolDirs gives them). A directory that does not exist is skipped (the user directory usually does not); a path that is
 // not a directory is InvalidInput. Problems in all files are collected into one error; a rule id
 // defined twice, or equal to a built-in tool's id, is one of them.
 Result<std::vector<std::unique_ptr<Tool>>> LoadRuleToolsFromDirs(const std::vector<std::filesystem::path>& dirs);
+
+// Where rule files are looked for, in order: the task's folder (for a problem or definition file,
+// the file's folder), `user_dir` (~/.config/kpilot/tools; "" = none) and each --tools DIR.
+std::vector<std::filesystem::path> RuleToolDirs(const std::filesystem::path& task_path,
+                                                const std::filesystem::path& user_dir,
+                                                const std::vector<std::string>& tool_dirs);
+// The built-in tools followed by the rule-file tools of `dirs` (LoadRuleToolsFromDirs).
+Result<std::vector<std::unique_ptr<Tool>>> LoadTools(const std::vector<std::filesystem::path>& dirs);
+// ~/.config/kpilot/tools under $HOME ("" when HOME is unset).
+std::filesystem::path UserToolDir();
 
 // The muparser name of a metric: '.' replaced by '_'.
 std::string ExpressionName(const std::string& metric);

@@ -58,7 +58,7 @@ struct Footprint {
 // sees each evaluated config's footprint, re-ranks them before any is timed. A register tile that
 // spills, or launch bounds that cap the registers, show in the footprint where the params alone
 // say nothing. The optimizer implements it with compile-only executor jobs (src/optimize/
-// optimizer.cc): live, the local executor compiles and the later evaluation hits its cache; in a
+// footprints.h): live, the local executor compiles and the later evaluation hits its cache; in a
 // replay, the replay executor serves the space file's stored reports.
 class FootprintProbe {
  public:

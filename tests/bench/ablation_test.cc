@@ -129,7 +129,7 @@ TEST(Ablations, FlagsAreCheckedAndStoredWithTheRun) {
   auto back = OptimizeOptionsFromJson(ToJson(o));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->feedback, FeedbackMode::kRaw);
-  EXPECT_EQ(back->tools, ToolsMode::kOnRequest);
+  EXPECT_EQ(back->guidance, GuidanceMode::kOnRequest);
   EXPECT_FALSE(back->memory);
   // Runs stored before the switches: tools, proactive, memory on.
   auto old = ToJson(OptimizeOptions{});
@@ -139,7 +139,7 @@ TEST(Ablations, FlagsAreCheckedAndStoredWithTheRun) {
   auto defaults = OptimizeOptionsFromJson(old);
   ASSERT_TRUE(defaults.ok());
   EXPECT_EQ(defaults->feedback, FeedbackMode::kTools);
-  EXPECT_EQ(defaults->tools, ToolsMode::kProactive);
+  EXPECT_EQ(defaults->guidance, GuidanceMode::kProactive);
   EXPECT_TRUE(defaults->memory);
 }
 
@@ -326,7 +326,7 @@ TEST(AblationParams, OnRequestLeavesTheParamsGeneratorUnsteered) {
   }
 }
 
-// The llm: generator under --tools on-request: the prompt holds no guidance; a get_profile call
+// The llm: generator under --guidance on-request: the prompt holds no guidance; a get_profile call
 // returns it. Proactive: the same context's prompt carries it.
 class ToolCallingClient : public llm::ChatClient {
  public:

@@ -280,14 +280,14 @@ TEST(BenchCli, OptimizeStoresTheAblationSwitches) {
   std::string task = (testing::SourceDir() / "examples" / "host" / "sgemm").string();
   auto bad = testing::RunKpilot(d->path(), {"optimize", task, "--feedback", "counters", "--store", store});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
-  auto r = testing::RunKpilot(d->path(), {"optimize", task, "--budget", "1", "--feedback", "none", "--tools", "on-request",
+  auto r = testing::RunKpilot(d->path(), {"optimize", task, "--budget", "1", "--feedback", "none", "--guidance", "on-request",
                                           "--memory", "off", "--store", store, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json run = Report(r);
   auto show = testing::RunKpilot(d->path(), {"show", std::to_string(run["run"].get<int>()), "--store", store, "--json"});
   json options = Report(show)["options"];
   EXPECT_EQ(options["feedback"], "none");
-  EXPECT_EQ(options["tools"], "on-request");
+  EXPECT_EQ(options["guidance"], "on-request");
   EXPECT_EQ(options["memory"], false);
 }
 

@@ -4,6 +4,7 @@
 // the GPU by cli_gpu_test and optimize_gpu_test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <map>
 
@@ -35,6 +36,8 @@ class CountersExecutor : public Executor {
     e.candidate = (paired ? "gate " : "own ") + v;  // which evaluation a counter job is handed
     if (job.counter_tools) {
       counter_jobs.push_back(v);
+      tool_ids.clear();
+      for (const auto& t : *job.counter_tools) tool_ids.push_back(t->id());
       workloads.push_back(job.options.workloads);
       handed.push_back(job.counters_of ? job.counters_of->candidate : "none");
       if (!failure.ok()) {
@@ -70,6 +73,7 @@ class CountersExecutor : public Executor {
   std::vector<std::string> counter_jobs;
   std::vector<std::vector<std::string>> workloads;
   std::vector<std::string> handed;  // per counter job: the evaluation it was handed (EvalJob::counters_of)
+  std::vector<std::string> tool_ids;  // the last counter job's tools
   Status failure = Status::Ok();
 
  private:
@@ -193,6 +197,45 @@ TEST(Counters, EachNewBestIsProfiledAndItsDraftsSeeTheFindings) {
 // drafted from the root, a is promoted and then superseded by b before the tree could select it,
 // and the budget ends there. The root was profiled when it was selected, b (the final best) at the
 // end for the report; a never.
+// Rule files of --tools folders run in the search's profiles beside the built-in tools (so skill
+// cards may name their ids as triggers); a rule file with an error stops the run before anything
+// is recorded, naming the file.
+TEST(Counters, RuleToolsOfToolsFoldersRunInTheProfiles) {
+  Fixture f = Make("cuda/vector_add", "vector_grid_stride.cu");
+  const std::filesystem::path tools = f.dir.path() / "tools";
+  ASSERT_TRUE(WriteFileAtomic(tools / "mine.toml", R"([[rule]]
+id = "my-dram-rule"
+description = "DRAM busier than half of its peak"
+classes = ["memory-bound"]
+metrics = ["dram__throughput.avg.pct_of_peak_sustained_elapsed"]
+condition = "dram__throughput_avg_pct_of_peak_sustained_elapsed > 50"
+severity = 0.5
+guidance = "DRAM at {dram__throughput.avg.pct_of_peak_sustained_elapsed}%"
+)").ok());
+  f.options.tool_dirs = {tools.string()};
+  f.options.budget = 1;
+  CountersExecutor exec({{"root", 1.0}});
+  RecordingProposer proposer({});
+  Collect progress;
+  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  auto res = optimizer.Run(f.options);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_NE(std::find(exec.tool_ids.begin(), exec.tool_ids.end(), "my-dram-rule"), exec.tool_ids.end());
+  EXPECT_GT(exec.tool_ids.size(), 1u) << "the built-in tools run too";
+
+  ASSERT_TRUE(WriteFileAtomic(tools / "broken.toml", "[[rule]]\nid = \"half\"\n").ok());
+  auto runs = f.store->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  const size_t before = runs->size();
+  auto bad = optimizer.Run(f.options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(bad.status().message().find("broken.toml"), std::string::npos) << bad.status().message();
+  runs = f.store->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(runs->size(), before) << "nothing recorded";
+}
+
 TEST(Counters, ABestSupersededBeforeItIsExpandedIsNotProfiled) {
   Fixture f = Make("cuda/vector_add", "vector_grid_stride.cu");
   f.options.budget = 3;

@@ -183,7 +183,7 @@ TEST_F(GeneratorLoopTest, TheSpendingCapStopsTheRun) {
   Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ(res->stop_reason, "cost");
+  EXPECT_EQ(res->stop_reason, StopReason::kCost);
   EXPECT_EQ(proposer_.contexts.size(), 3u) << "0.4, 0.8, 1.2 ≥ 1.0: no fourth request";
   EXPECT_EQ(res->evaluations, 4);
   EXPECT_NEAR(res->spend.cost_usd, 1.2, 1e-9);
@@ -200,7 +200,7 @@ TEST_F(GeneratorLoopTest, TheTokenCapStopsTheRun) {
   Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ(res->stop_reason, "tokens");
+  EXPECT_EQ(res->stop_reason, StopReason::kTokens);
   EXPECT_EQ(proposer_.contexts.size(), 2u);
   EXPECT_EQ(res->spend.input_tokens + res->spend.output_tokens, 3000);
 }
@@ -215,7 +215,7 @@ TEST_F(GeneratorLoopTest, SeveralRequestsAreInFlightAtOnce) {
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_GE(proposer.max_running, 2) << "the loop asked for the next expansion while a request was unanswered";
-  EXPECT_EQ(res->stop_reason, "budget");
+  EXPECT_EQ(res->stop_reason, StopReason::kBudget);
   EXPECT_EQ(res->evaluations, 7) << "requests in flight count against the budget: none evaluated beyond it";
   auto events = store_->ListRunEvents(res->run_id);
   ASSERT_TRUE(events.ok());
@@ -238,7 +238,7 @@ TEST_F(GeneratorLoopTest, UnderASpendingCapRequestsGoOutOnlyWhileTheCapAllowsThe
   Optimizer optimizer(task_, proposer, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ(res->stop_reason, "cost");
+  EXPECT_EQ(res->stop_reason, StopReason::kCost);
   EXPECT_EQ(res->spend.requests, 3);
   EXPECT_LE(proposer.max_running, 2);
 }
@@ -257,7 +257,7 @@ TEST_F(GeneratorLoopTest, ARequestInFlightThatFailsGivesItsBudgetBack) {
   Optimizer optimizer(task_, proposer, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ(res->stop_reason, "budget");
+  EXPECT_EQ(res->stop_reason, StopReason::kBudget);
   EXPECT_EQ(res->evaluations, 3);
   EXPECT_EQ(progress_.Count("generator_failure"), 1);
 }
@@ -267,7 +267,7 @@ TEST_F(GeneratorLoopTest, WithoutACapTheBudgetStopsIt) {
   Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ(res->stop_reason, "budget");
+  EXPECT_EQ(res->stop_reason, StopReason::kBudget);
   EXPECT_NEAR(res->spend.cost_usd, 1.2, 1e-9);
 }
 
@@ -279,7 +279,7 @@ TEST_F(GeneratorLoopTest, AGeneratorThatOnlyRepeatsItselfEndsTheRun) {
   Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ(res->stop_reason, "duplicates");
+  EXPECT_EQ(res->stop_reason, StopReason::kDuplicates);
   EXPECT_EQ(res->evaluations, 2) << "the start and the one new kernel";
   EXPECT_EQ(res->duplicates, 16) << "at least 16 in a row, and at least the budget";
 }
@@ -290,7 +290,7 @@ TEST_F(GeneratorLoopTest, FailedDraftsAreRememberedAndAFailingNodeIsClosed) {
   Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ(res->stop_reason, "exhausted");
+  EXPECT_EQ(res->stop_reason, StopReason::kExhausted);
   EXPECT_EQ(res->evaluations, 1);
   ASSERT_EQ(proposer_.contexts.size(), 2u) << "closed after two failed expansions";
   EXPECT_EQ(progress_.Count("generator_failure"), 2);

@@ -383,7 +383,7 @@ TEST_F(JournalTest, AResumedRunCountsTheTimeAndTheChecksOfItsEarlierProcesses) {
   Optimizer resumed(task_, proposer, second, interrupting, progress_);
   auto done = resumed.Resume(1);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
-  EXPECT_EQ(done->stop_reason, "time") << "an hour of a 30-minute limit was spent before the resume";
+  EXPECT_EQ(done->stop_reason, StopReason::kTime) << "an hour of a 30-minute limit was spent before the resume";
   EXPECT_EQ(second.Count(JobKind::kDraft), 0) << "no new expansion once the time is spent";
   EXPECT_EQ(done->promotion_checks, first.Count(JobKind::kGate) + second.Count(JobKind::kGate))
       << "the check decided before the kill counts, and the journaled one once";

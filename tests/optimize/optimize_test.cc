@@ -57,7 +57,7 @@ TEST(Optimize, ParamsSearchOnAHostTaskRecordsEveryNodeAndExports) {
   auto res = optimizer.Run(o);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->evaluations, 5);
-  EXPECT_EQ(res->stop_reason, "budget");
+  EXPECT_EQ(res->stop_reason, StopReason::kBudget);
   EXPECT_EQ(res->final.verdict.kind, VerdictKind::kPassed) << res->final.verdict.summary;
   // The runners' checks and timing proper (docs/results.md, "GPU busy share"): a part of the
   // busy share.
@@ -132,7 +132,7 @@ TEST(Optimize, ReplayGeneratorEvaluatesAFolderInOrder) {
   o.drafts_per_expansion = 1;
   auto res = optimizer.Run(o);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ(res->stop_reason, "exhausted");
+  EXPECT_EQ(res->stop_reason, StopReason::kExhausted);
   auto nodes = (*store)->ListRunNodes(res->run_id);
   ASSERT_TRUE(nodes.ok());
   ASSERT_EQ(nodes->size(), 3u);

@@ -115,7 +115,7 @@ TEST(Promotion, OnlyAPairedCiAboveOnePromotes) {
   EXPECT_EQ(res->best_node, 1);
   EXPECT_EQ(res->best_params.at("V"), "a");
   EXPECT_EQ(res->evaluations, 4);
-  EXPECT_EQ(res->stop_reason, "exhausted");
+  EXPECT_EQ(res->stop_reason, StopReason::kExhausted);
 }
 
 // A run over `script` from drafts `values` (greedy, one draft an expansion) on `task_name`.
@@ -174,7 +174,7 @@ TEST(StopRules, APlateauStopsAfterThatManyEvaluationsWithoutAPromotion) {
                              {"d", {1.6, 1.1, 1.1}}},
                             {"a", "b", "c", "d"}, [](OptimizeOptions* o) { o->plateau = 2; });
   ASSERT_TRUE(r.res.ok()) << r.res.status().ToString();
-  EXPECT_EQ(r.res->stop_reason, "plateau");
+  EXPECT_EQ(r.res->stop_reason, StopReason::kPlateau);
   EXPECT_EQ(r.res->evaluations, 4) << "root, a (promoted), then b and c without a promotion";
   EXPECT_EQ(r.res->best_params.at("V"), "a");
 }
@@ -187,11 +187,11 @@ TEST(StopRules, TheTargetStopsOnceTheBestReachesThatShareOfTheRoofline) {
   ScriptedRun r = RunScript("examples/cuda/vector_add", script, {"a", "b"},
                             [](OptimizeOptions* o) { o->target_fraction = 0.9; });
   ASSERT_TRUE(r.res.ok()) << r.res.status().ToString();
-  EXPECT_EQ(r.res->stop_reason, "target");
+  EXPECT_EQ(r.res->stop_reason, StopReason::kTarget);
   EXPECT_EQ(r.res->evaluations, 2);
   ScriptedRun off = RunScript("examples/cuda/vector_add", script, {"a", "b"}, [](OptimizeOptions*) {});
   ASSERT_TRUE(off.res.ok()) << off.res.status().ToString();
-  EXPECT_EQ(off.res->stop_reason, "exhausted") << "without --target the run goes on";
+  EXPECT_EQ(off.res->stop_reason, StopReason::kExhausted) << "without --target the run goes on";
   EXPECT_EQ(off.res->evaluations, 3);
 }
 
@@ -204,7 +204,7 @@ const std::map<std::string, Script> kEnergyScript = {
 
 TEST(Objectives, TimeReportsTheFastestPromoted) {
   ScriptedRun r = RunScript("examples/cuda/vector_add", kEnergyScript, {"a", "b", "c", "d"},
-                            [](OptimizeOptions* o) { o->objective = "time"; });
+                            [](OptimizeOptions* o) { o->objective = Objective::kTime; });
   ASSERT_TRUE(r.res.ok()) << r.res.status().ToString();
   EXPECT_EQ(r.res->best_params.at("V"), "a");
   EXPECT_EQ(r.Find("energy_choice"), nullptr);
@@ -212,7 +212,7 @@ TEST(Objectives, TimeReportsTheFastestPromoted) {
 
 TEST(Objectives, EnergyReportsTheFewestJoulesWithinTheFastestsTimeCi) {
   ScriptedRun r = RunScript("examples/cuda/vector_add", kEnergyScript, {"a", "b", "c", "d"},
-                            [](OptimizeOptions* o) { o->objective = "energy"; });
+                            [](OptimizeOptions* o) { o->objective = Objective::kEnergy; });
   ASSERT_TRUE(r.res.ok()) << r.res.status().ToString();
   EXPECT_EQ(r.Decisions(), (std::vector<std::string>{"promote 0", "promote 1", "reject 4"}))
       << "promotion goes by time: b and c are slower than a, d's paired CI touches 1";
@@ -232,12 +232,12 @@ TEST(Objectives, MixPromotesOnTheSpeedupWeighedWithTheJoulesOfThePairedCheck) {
   std::map<std::string, Script> script = {{"root", {1.0, 0, 0, 10}}, {"a", {2.0, 1.5, 2.0, 8}},
                                           {"e", {2.0, 1.0, 1.0, 2}}};
   ScriptedRun time = RunScript("examples/cuda/vector_add", script, {"a", "e"},
-                               [](OptimizeOptions* o) { o->objective = "time"; });
+                               [](OptimizeOptions* o) { o->objective = Objective::kTime; });
   ASSERT_TRUE(time.res.ok()) << time.res.status().ToString();
   EXPECT_EQ(time.Decisions(), (std::vector<std::string>{"promote 0", "promote 1"}))
       << "by time e is no faster than a: no paired check";
   ScriptedRun mix = RunScript("examples/cuda/vector_add", script, {"a", "e"}, [](OptimizeOptions* o) {
-    o->objective = "mix";
+    o->objective = Objective::kMix;
     o->energy_weight = 0.5;
   });
   ASSERT_TRUE(mix.res.ok()) << mix.res.status().ToString();
@@ -257,7 +257,7 @@ TEST(Objectives, AreRefusedWhereNothingMeasuresThem) {
   ASSERT_TRUE(host.ok() && cuda.ok());
   OptimizeOptions o;
   EXPECT_TRUE(CheckOptions(*host, o).ok());
-  o.objective = "energy";
+  o.objective = Objective::kEnergy;
   Status s = CheckOptions(*host, o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidInput);
   EXPECT_NE(s.message().find("runs on the host"), std::string::npos) << s.message();
@@ -265,12 +265,11 @@ TEST(Objectives, AreRefusedWhereNothingMeasuresThem) {
   o.replay = "space.json";
   EXPECT_NE(CheckOptions(*cuda, o).message().find("cannot be replayed"), std::string::npos);
   o.replay.clear();
-  o.objective = "mix";
+  o.objective = Objective::kMix;
   o.energy_weight = 0;
   EXPECT_NE(CheckOptions(*cuda, o).message().find("--energy-weight"), std::string::npos);
-  o.objective = "joules";
-  EXPECT_NE(CheckOptions(*cuda, o).message().find("use time, energy or mix"), std::string::npos);
-  o.objective = "time";
+  EXPECT_FALSE(ParseObjective("joules").has_value());
+  o.objective = Objective::kTime;
   o.target_fraction = 0.85;
   EXPECT_TRUE(CheckOptions(*cuda, o).ok());
   EXPECT_NE(CheckOptions(*host, o).message().find("--target needs the roofline ceiling"), std::string::npos);
@@ -289,6 +288,71 @@ TEST(Objectives, JoulesRatioAndMixScore) {
   EXPECT_NEAR(JoulesRatio(e), 2.0, 1e-12) << "geomean of 4 and 1";
   EXPECT_NEAR(MixScore(1.5, 4.0, 0.5), 3.0, 1e-12);
   EXPECT_DOUBLE_EQ(MixScore(1.5, 0, 0.5), 1.5) << "no joules: the speedup alone";
+}
+
+// The stop rules in their order, each off at 0; the paired gate under each objective.
+TEST(Policy, StopRulesInOrderAndThePairedGate) {
+  OptimizeOptions o;
+  o.budget = 10;
+  RunProgress p;
+  p.budget_left = 3;
+  EXPECT_FALSE(StopRule(o, p).has_value()) << "no limit set but the budget";
+  p.budget_left = 0;
+  EXPECT_EQ(StopRule(o, p), StopReason::kBudget);
+  p.budget_left = 3;
+  o.time_limit_s = 60;
+  p.elapsed_s = 61;
+  o.plateau = 2;
+  p.since_promotion = 2;
+  EXPECT_EQ(StopRule(o, p), StopReason::kTime) << "time is decided before the plateau";
+  p.elapsed_s = 10;
+  EXPECT_EQ(StopRule(o, p), StopReason::kPlateau);
+  p.since_promotion = 0;
+  o.max_tokens = 100;
+  p.spend.input_tokens = 60;
+  p.spend.output_tokens = 40;
+  EXPECT_EQ(StopRule(o, p), StopReason::kTokens);
+  p.spend = {};
+  p.duplicates_in_a_row = kMinDuplicatesToStop - 1;
+  EXPECT_FALSE(StopRule(o, p).has_value());
+  p.duplicates_in_a_row = kMinDuplicatesToStop;
+  EXPECT_EQ(StopRule(o, p), StopReason::kDuplicates);
+  p.duplicates_in_a_row = 0;
+  o.target_fraction = 0.8;
+  EXPECT_FALSE(StopRule(o, p).has_value()) << "no incumbent: no target reached";
+  p.best_achieved_fraction = 0.85;
+  EXPECT_EQ(StopRule(o, p), StopReason::kTarget);
+  EXPECT_STREQ(StopReasonName(StopReason::kTarget), "target");
+
+  Evaluation e;
+  e.speedup_geomean = 1.1;
+  e.speedup_geomean_ci = {0.98, 1.2};
+  EXPECT_FALSE(PairedGate(o, e).accept) << "a CI reaching below 1 is no evidence";
+  e.speedup_geomean_ci = {1.02, 1.2};
+  EXPECT_TRUE(PairedGate(o, e).accept);
+  // Under mix, the same time CI with twice the joules fails the gate at weight 1.
+  o.objective = Objective::kMix;
+  o.energy_weight = 1;
+  WorkloadTiming t;
+  t.joules_per_call = 2;
+  t.baseline_joules_per_call = 1;
+  e.timings = {t};
+  GateDecision d = PairedGate(o, e);
+  EXPECT_NEAR(d.joules_ratio, 0.5, 1e-12);
+  EXPECT_NEAR(d.score_lo, 0.51, 1e-12);
+  EXPECT_FALSE(d.accept);
+}
+
+TEST(Policy, EnergyBestIsTheFewestJoulesWithinTheFastestsCi) {
+  EnergyCandidate fastest{2, true, 2.0, 1.9, 10};
+  std::vector<EnergyCandidate> nodes = {{0, true, 1.0, 0.9, 1},  // too slow
+                                        {1, true, 1.95, 1.9, 8},
+                                        fastest,
+                                        {3, false, 0, 0, 1},      // failed
+                                        {4, true, 1.92, 1.8, 0}};  // no joules measured
+  EXPECT_EQ(EnergyBest(fastest, nodes), 1);
+  nodes[1].joules = 0;
+  EXPECT_EQ(EnergyBest(fastest, nodes), 2) << "none cheaper measured: the fastest";
 }
 
 }  // namespace

@@ -1,0 +1,681 @@
+// One run's loop (loop.h): start, the pipeline of expansions, evaluation, promotion and the end.
+// Resuming a run is in resume.cc.
+#include "optimize/loop.h"
+
+#include <algorithm>
+
+#include "core/fs.h"
+#include "core/sha256.h"
+#include "propose/param_space.h"
+#include "task/formula.h"
+
+namespace kpilot {
+
+using nlohmann::json;
+
+namespace {
+
+// A passing evaluation within this fraction of the best so far has its likely children compiled
+// ahead (AnticipateAfter). UCT on the log reward expands the best nodes and their near ties most;
+// the many passing configs well below the best would only compete for the same compile threads
+// with the guesses for those. Not tuned: any new best is covered, and ties within 3%.
+constexpr double kAnticipateWithin = 0.97;
+
+// Expansions in a row whose every draft the generator failed to make before the node is closed.
+constexpr int kGeneratorFailuresToClose = 2;
+
+// Waits for every job of a batch when it goes out of scope (the jobs call back into the loop).
+struct WaitForAll {
+  std::vector<std::future<EvalJobResult>>& futures;
+  ~WaitForAll() {
+    for (auto& f : futures)
+      if (f.valid()) f.wait();
+  }
+};
+
+double Seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+OptimizeLoop::OptimizeLoop(const OptimizeDeps& deps, OptimizeOptions opts, int64_t run_id,
+                           std::vector<std::unique_ptr<Tool>> tools)
+    : deps_(deps),
+      opts_(std::move(opts)),
+      run_id_(run_id),
+      tree_(opts_.search),
+      rng_(opts_.seed),
+      tools_(std::move(tools)),
+      events_(deps_.store, deps_.progress, deps_.executor, run_id_, !opts_.replay.empty()),
+      journal_(deps_.store, deps_.executor, run_id_, seen_),
+      spend_(deps_.proposer, opts_),
+      skills_(deps_.task, opts_, deps_.skills, deps_.usage),
+      depth_(opts_.pipeline_depth > 0 ? opts_.pipeline_depth
+             : opts_.replay.empty()   ? MinPipelineDepth(deps_.executor.Devices())
+                                      : kReplayPipelineDepth),
+      counters_(deps_.task, opts_, deps_.executor, tools_, data_, events_) {
+  // Only cuda compiles report registers, spills and shared memory.
+  if (opts_.footprints && deps_.task.backend == Backend::kCuda)
+    footprints_ = std::make_unique<ExecutorFootprints>(
+        deps_.executor, deps_.task, BaseEvalOptions(opts_),
+        [this](const std::string& source, const std::string& name) { return Materialize(source, name); });
+}
+
+OptimizeLoop::~OptimizeLoop() {
+  for (auto& b : in_flight_) {
+    for (auto& f : b.futures)
+      if (f.valid()) f.wait();
+    if (b.drafts.valid()) b.drafts.wait();  // a generator still writing borrows the context's task
+  }
+}
+
+Result<std::filesystem::path> OptimizeLoop::Materialize(const std::string& source, const std::string& name) {
+  std::string ext = std::filesystem::path(name).extension().string();
+  std::filesystem::path p = deps_.store.dir() / "runs" / std::to_string(run_id_) / "sources" /
+                            (Sha256Hex(source).substr(0, 16) + "-" + std::filesystem::path(name).stem().string() + ext);
+  if (!std::filesystem::exists(p)) KPILOT_RETURN_IF_ERROR(WriteFileAtomic(p, source));
+  return p;
+}
+
+Status OptimizeLoop::RecordBest() {
+  auto run = deps_.store.GetRun(run_id_);
+  if (!run.ok()) return run.status();
+  if (!run->has_value() || incumbent_ < 0) return Status::Ok();
+  RunRecord rec = **run;
+  rec.best_node = incumbent_;
+  rec.best_speedup = data_.at(incumbent_).speedup;
+  return deps_.store.UpdateRun(rec);
+}
+
+std::future<EvalJobResult> OptimizeLoop::SubmitDraft(const Draft& d, const std::filesystem::path& path,
+                                                     int64_t proposal) {
+  EvalJob job;
+  job.task = &deps_.task;
+  job.source = path;
+  job.params = d.params;
+  job.options = BaseEvalOptions(opts_);
+  // A binary evaluated before is not evaluated again (the set is touched on compile threads).
+  job.admit = [this](const std::string& sha) { return seen_.Insert(sha); };
+  if (Anticipating())
+    job.on_done = [this, path, params = d.params](const EvalJobResult& r) { AnticipateAfter(path, params, r); };
+  return journal_.Submit(std::move(job), {{"proposal", proposal}});
+}
+
+bool OptimizeLoop::Anticipating() const { return opts_.anticipate && footprints_ && opts_.replay.empty(); }
+
+void OptimizeLoop::Anticipate(const std::filesystem::path& source, const ParamValues& params) {
+  if (!Anticipating()) return;
+  try {  // maybe on the executor's thread: nothing may escape
+    footprints_->Prefetch(source, deps_.proposer.Anticipate(deps_.task, params));
+  } catch (const std::exception&) {
+    // Only a guess: a failure to make it costs nothing but the head start.
+  }
+}
+
+void OptimizeLoop::AnticipateAfter(const std::filesystem::path& source, const ParamValues& params,
+                                   const EvalJobResult& r) {
+  if (!r.evaluation.verdict.passed()) return;
+  const double s = r.evaluation.speedup_geomean;
+  double best = best_ended_.load();
+  while (s > best && !best_ended_.compare_exchange_weak(best, s)) {
+  }
+  if (s >= kAnticipateWithin * best) Anticipate(source, params);
+}
+
+Status OptimizeLoop::RecordNode(int64_t node, int64_t parent, int64_t proposal, const NodeData& n, const Outcome& out,
+                                const Evaluation* e, const std::string& object_sha) {
+  RunNodeRecord r;
+  r.run_id = run_id_;
+  r.node = node;
+  r.parent = parent;
+  r.proposal = proposal;
+  r.source_name = n.source_name;
+  auto blob = deps_.store.PutBlob(n.source);
+  if (!blob.ok()) return blob.status();
+  r.source_blob = *blob;
+  r.params_json = json(n.params).dump();
+  r.summary = out.summary;
+  r.finding = out.finding;
+  r.verdict = std::string(VerdictName(n.verdict));
+  r.speedup = n.speedup;
+  if (e) {
+    json ej = ToJson(*e);
+    ej["object_sha"] = object_sha;
+    ej["bottleneck"] = n.bottleneck;
+    ej["joules"] = n.joules;
+    ej["achieved_fraction"] = n.achieved_fraction;
+    ej["tree_speedup"] = out.speedup;  // what the tree was given (differs from speedup under --objective mix)
+    json findings = json::array();
+    for (const auto& f : n.findings) findings.push_back(ToJson(f));
+    ej["findings"] = findings;
+    auto rb = deps_.store.PutBlob(JsonText(ej));
+    if (!rb.ok()) return rb.status();
+    r.result_blob = *rb;
+  }
+  return deps_.store.AddRunNode(r);
+}
+
+ProposalContext OptimizeLoop::ContextFor(int64_t node) {
+  const NodeData& n = data_.at(node);
+  ProposalContext c;
+  c.task = &deps_.task;
+  c.parent_node = node;
+  c.parent_source = n.source;
+  c.parent_source_name = n.source_name;
+  c.parent_params = n.params;
+  c.parent_verdict = std::string(VerdictName(n.verdict));
+  c.parent_verdict_summary = n.verdict_summary;
+  c.parent_verdict_evidence = n.verdict_evidence;
+  c.parent_metrics = n.metrics;
+  c.run_id = run_id_;
+  c.parent_speedup = n.speedup;
+  c.bottleneck = n.bottleneck;
+  c.findings = n.findings;
+  c.memory_summary = memory_.Summary(node);
+  c.tried_params = tried_params_;
+  // The params generator ranks its drafts with a model fitted to these (docs/search.md).
+  for (const auto& [id, d] : data_)
+    c.evaluated.push_back({d.params, tree_.node(id).outcome.passed, tree_.node(id).outcome.speedup});
+  for (int64_t child : tree_.node(node).children) c.sibling_summaries.push_back(tree_.node(child).outcome.summary);
+  c.remaining_budget = BudgetLeft();
+  c.k = std::max(1, std::min(opts_.drafts_per_expansion, c.remaining_budget));
+  c.seed = opts_.seed * 1000003u + static_cast<uint64_t>(tree_.size());
+  c.skills_enabled = opts_.skills;
+  c.skills = skills_.For(node, n);
+  c.footprints = footprints_.get();
+  ApplyAblations(opts_, &c);
+  return c;
+}
+
+Result<bool> OptimizeLoop::EvaluateDraft(int64_t parent, int64_t proposal, const Draft& d,
+                                         std::future<EvalJobResult> f) {
+  EvalJobResult r = f.get();
+  if (!r.status.ok()) return r.status;
+  KPILOT_RETURN_IF_ERROR(journal_.status());
+  auto path = Materialize(d.source, d.source_name);
+  if (!path.ok()) return path.status();
+  if (footprints_) footprints_->Remember(*path, d.params, r);
+  if (r.skipped) {
+    ++duplicates_;
+    ++duplicates_in_a_row_;
+    KPILOT_RETURN_IF_ERROR(events_.Add("duplicate", {{"proposal", proposal},
+                                                     {"params", d.params},
+                                                     {"object_sha", r.object_sha},
+                                                     {"times", events_.Times(r)}}));
+    return false;
+  }
+  duplicates_in_a_row_ = 0;
+  NodeData n;
+  n.source = d.source;
+  n.source_name = d.source_name;
+  n.params = d.params;
+  AnalyzeNode(deps_.task, opts_, tools_, r.evaluation, &n);
+  n.path = *path;
+  Outcome out{r.evaluation.verdict.passed(), n.score, d.summary, d.targeted_finding};
+  int64_t node = tree_.AddChild(parent, out);
+  ++evaluations_;
+  ++since_promotion_;
+  KPILOT_RETURN_IF_ERROR(RecordNode(node, parent, proposal, n, out, &r.evaluation, r.object_sha));
+  const NodeData* p = data_.count(parent) ? &data_.at(parent) : nullptr;
+  Attempt a;
+  a.node = node;
+  a.parent = parent;
+  a.summary = d.summary;
+  a.finding = d.targeted_finding;
+  a.verdict = std::string(VerdictName(n.verdict));
+  a.speedup = n.speedup;
+  a.delta = p && p->speedup > 0 && n.speedup > 0 ? n.speedup / p->speedup - 1 : 0;
+  if (!out.passed) a.failure = r.evaluation.verdict.summary;
+  memory_.Record(a);
+  data_[node] = std::move(n);
+  const NodeData& nd = data_.at(node);
+  KPILOT_RETURN_IF_ERROR(skills_.RecordChild(run_id_, node, d, parent, data_.at(parent), nd));
+  KPILOT_RETURN_IF_ERROR(events_.Add("evaluated", {{"node", node},
+                                                   {"parent", parent},
+                                                   {"proposal", proposal},
+                                                   {"object_sha", r.object_sha},
+                                                   {"verdict", VerdictName(nd.verdict)},
+                                                   {"speedup", nd.speedup},
+                                                   {"params", ParamsText(nd.params, "(defaults)")},
+                                                   {"summary", d.summary},
+                                                   {"bottleneck", nd.bottleneck},
+                                                   {"skills_applied", d.skills_applied},
+                                                   {"finding", nd.findings.empty() ? "" : nd.findings.front().id},
+                                                   {"targeted", d.targeted_finding},
+                                                   {"parent_bottleneck", p ? p->bottleneck : ""},
+                                                   {"evaluations", evaluations_},
+                                                   {"budget", opts_.budget},
+                                                   {"device", r.device},
+                                                   {"times", events_.Times(r)},
+                                                   {"best", incumbent_ >= 0 ? data_.at(incumbent_).speedup : 0.0}}));
+  KPILOT_RETURN_IF_ERROR(MaybePromote(node, &r));
+  return true;
+}
+
+Status OptimizeLoop::MaybePromote(int64_t node, const EvalJobResult* own) {
+  const NodeData& c = data_.at(node);
+  if (!c.passed()) return Status::Ok();
+  if (incumbent_ < 0) {
+    incumbent_ = node;
+    since_promotion_ = 0;
+    KPILOT_RETURN_IF_ERROR(
+        events_.Add("promote", {{"node", node}, {"speedup", c.speedup}, {"reason", "first passing candidate"}}));
+    KPILOT_RETURN_IF_ERROR(RecordBest());
+    counters_.Want(node, own ? ProfileSource{std::make_shared<const Evaluation>(own->evaluation), own->device}
+                             : ProfileSource{});
+    return Status::Ok();
+  }
+  const NodeData& inc = data_.at(incumbent_);
+  if (c.score <= inc.score) return Status::Ok();
+  // The paired gate: time the challenger against the incumbent in one process (PairedGate).
+  EvalJob job;
+  job.task = &deps_.task;
+  job.source = c.path;
+  job.params = c.params;
+  job.options = BaseEvalOptions(opts_);
+  job.options.baseline_source = inc.path;
+  job.options.baseline_params = inc.params;
+  job.ahead = true;  // the loop waits for it: it goes before the drafts queued for the GPU
+  EvalJobResult r = journal_.Submit(std::move(job), {{"gate", node}, {"incumbent", incumbent_}}).get();
+  KPILOT_RETURN_IF_ERROR(journal_.status());
+  ++promotion_checks_;
+  const Evaluation& e = r.evaluation;
+  // A gate that could not run (the incumbent failed as a baseline, the challenger failed this
+  // time) keeps the incumbent: promotion needs evidence.
+  if (!r.status.ok() || !e.verdict.passed())
+    return events_.Add("reject", {{"node", node},
+                                  {"incumbent", incumbent_},
+                                  {"paired_speedup", 0.0},
+                                  {"ci", {0.0, 0.0}},
+                                  {"reason", !r.status.ok() ? r.status.message() : e.verdict.summary},
+                                  {"times", events_.Times(r)}});
+  const GateDecision gate = PairedGate(opts_, e);
+  json payload = {{"node", node},
+                  {"incumbent", incumbent_},
+                  {"paired_speedup", e.speedup_geomean},
+                  {"ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}},
+                  {"times", events_.Times(r)}};
+  if (opts_.objective == Objective::kMix) {
+    payload["joules_ratio"] = gate.joules_ratio;
+    payload["score_lo"] = gate.score_lo;
+  }
+  if (!gate.accept) return events_.Add("reject", payload);
+  incumbent_ = node;
+  since_promotion_ = 0;
+  KPILOT_RETURN_IF_ERROR(events_.Add("promote", payload));
+  KPILOT_RETURN_IF_ERROR(RecordBest());
+  // The gate has just evaluated the challenger (its checks, timing and trace): a profile takes
+  // that evaluation.
+  counters_.Want(node, {std::make_shared<const Evaluation>(e), r.device});
+  return Status::Ok();
+}
+
+Result<OptimizeResult> OptimizeLoop::Start() {
+  json start = {{"options", ToJson(opts_)}};
+  // What the run is verified on besides what each evaluation records (kpilot export).
+  json dtypes = {{"inputs", json::object()}, {"outputs", json::object()}};
+  for (const auto& t : deps_.task.inputs) dtypes["inputs"][t.name] = std::string(DTypeName(t.dtype));
+  for (const auto& t : deps_.task.outputs) dtypes["outputs"][t.name] = std::string(DTypeName(t.dtype));
+  if (deps_.task.compute_precision) dtypes["compute_precision"] = std::string(DTypeName(*deps_.task.compute_precision));
+  start["dtypes"] = dtypes;
+  if (opts_.replay.empty()) start["times"] = {{"now_s", deps_.executor.ElapsedSeconds()}};
+  KPILOT_RETURN_IF_ERROR(events_.Add("start", start));
+  // A resumed run evaluates the source its root proposal recorded, which the journaled result
+  // (if any) is of, even when the file has been edited since.
+  auto text = root_source_ ? Result<std::string>(*root_source_) : ReadFile(opts_.from);
+  if (!text.ok()) return text.status();
+  Draft root;
+  root.source = *text;
+  root.source_name = std::filesystem::path(opts_.from).filename().string();
+  root.summary = "starting candidate " + root.source_name;
+  // With tunable params the search starts from the first declared value of each (the task's
+  // naive end of every range), so that every node's params are explicit and comparable; when
+  // those break a constraint, from the first valid combination in declaration order (last param
+  // fastest); with none valid, from the source's own defaults.
+  if (!deps_.task.params.empty()) {
+    for (const auto& p : deps_.task.params)
+      if (!p.values.empty()) root.params[p.name] = p.values.front();
+    auto holds = ConstraintsHold(deps_.task.constraints, root.params);
+    if (holds.ok() && *holds) {
+      root.summary += " with the first value of every param";
+    } else {
+      ParamSpace space(deps_.task);
+      auto first = space.Enumerate(1, [](const ParamValues&) { return true; });
+      root.params = first.empty() ? ParamValues{} : first.front();
+      root.summary += first.empty() ? " with its own defaults (no combination of params meets the constraints)"
+                                    : " with the first combination of params that meets the constraints";
+    }
+  }
+  // A resumed run that was killed before its root was recorded keeps the root's proposal (and
+  // its journaled result, if the evaluation had ended).
+  auto seq = root_proposal_ >= 0 ? Result<int64_t>(root_proposal_)
+                                 : deps_.store.AddRunEvent(run_id_, "proposal",
+                                                           JsonText(json{{"parent", -1},
+                                                                         {"summary", root.summary},
+                                                                         {"params", root.params},
+                                                                         {"source", root.source},
+                                                                         {"source_name", root.source_name}}));
+  if (!seq.ok()) return seq.status();
+  auto path = Materialize(root.source, root.source_name);
+  if (!path.ok()) return path.status();
+  auto submitted = SubmitDraft(root, *path, *seq);
+  Anticipate(*path, root.params);  // the root is expanded first, whatever its evaluation shows
+  EvalJobResult r = submitted.get();
+  KPILOT_RETURN_IF_ERROR(journal_.status());
+  if (!r.status.ok()) return r.status;
+  NodeData n;
+  n.source = root.source;
+  n.source_name = root.source_name;
+  n.path = *path;
+  n.params = root.params;
+  AnalyzeNode(deps_.task, opts_, tools_, r.evaluation, &n);
+  Outcome out{r.evaluation.verdict.passed(), n.score, root.summary, ""};
+  int64_t id = tree_.AddRoot(out);
+  ++evaluations_;
+  tried_params_.push_back(root.params);
+  KPILOT_RETURN_IF_ERROR(RecordNode(id, -1, *seq, n, out, &r.evaluation, r.object_sha));
+  data_[id] = std::move(n);
+  KPILOT_RETURN_IF_ERROR(events_.Add("evaluated", {{"node", id},
+                                                   {"parent", -1},
+                                                   {"proposal", *seq},
+                                                   {"object_sha", r.object_sha},
+                                                   {"verdict", VerdictName(data_[id].verdict)},
+                                                   {"speedup", data_[id].speedup},
+                                                   {"params", ParamsText(root.params, "(defaults)")},
+                                                   {"summary", root.summary},
+                                                   {"evaluations", evaluations_},
+                                                   {"budget", opts_.budget},
+                                                   {"device", r.device},
+                                                   {"times", events_.Times(r)}}));
+  KPILOT_RETURN_IF_ERROR(MaybePromote(id, &r));
+  return Iterate();
+}
+
+Status OptimizeLoop::RecordGeneratorFailure(int64_t parent, const Draft& d) {
+  memory_.Record({-1, parent, d.summary, d.targeted_finding, "no_candidate", 0, 0, d.failure});
+  return events_.Add("generator_failure", {{"parent", parent}, {"summary", d.summary}, {"reason", d.failure}});
+}
+
+// One "spend" event with the run's totals whenever they changed (resume starts from the last).
+Status OptimizeLoop::RecordSpend() {
+  auto changed = spend_.Changed();
+  return changed ? events_.Add("spend", *changed) : Status::Ok();
+}
+
+Result<OptimizeLoop::Taken> OptimizeLoop::TakeDrafts(int64_t sel, Result<std::vector<Draft>> drafts,
+                                                     bool siblings_in_flight, Batch* b) {
+  Status spent = RecordSpend();
+  if (!drafts.ok() || !spent.ok())
+    return !spent.ok() ? spent : drafts.status().WithContext("the " + deps_.proposer.name() + " generator");
+  spend_.Answered();
+  // Drafts the generator failed to make are remembered, not evaluated; a node whose expansions
+  // fail kGeneratorFailuresToClose times in a row is closed.
+  size_t asked = drafts->size();
+  std::string last_failure;
+  for (const auto& d : *drafts)
+    if (!d.failure.empty()) {
+      KPILOT_RETURN_IF_ERROR(RecordGeneratorFailure(sel, d));
+      last_failure = d.failure;
+    }
+  std::erase_if(*drafts, [](const Draft& d) { return !d.failure.empty(); });
+  if (asked > 0 && drafts->empty()) {
+    if (++generator_failures_[sel] < kGeneratorFailuresToClose) return Taken::kFailed;
+    std::string reason = "the generator failed " + std::to_string(kGeneratorFailuresToClose) +
+                         " times in a row: " + last_failure.substr(0, 200);
+    tree_.Close(sel, reason);
+    KPILOT_RETURN_IF_ERROR(events_.Add("close", {{"node", sel}, {"reason", reason}}));
+    return Taken::kClosed;
+  }
+  if (asked > 0) generator_failures_.erase(sel);
+  if (drafts->empty()) {
+    if (siblings_in_flight) return Taken::kChildrenPending;
+    tree_.Close(sel, "the generator has nothing new for it");
+    KPILOT_RETURN_IF_ERROR(events_.Add("close", {{"node", sel}, {"reason", "the generator has nothing new for it"}}));
+    return Taken::kClosed;
+  }
+  // Record every proposal first (so a crash can resume them), then compile them in parallel
+  // and evaluate them one at a time.
+  for (auto& d : *drafts) {
+    if (evaluations_ + pending_ >= opts_.budget) break;
+    if (d.source.empty()) {
+      d.source = data_.at(sel).source;
+      d.source_name = data_.at(sel).source_name;
+    }
+    tried_params_.push_back(d.params);
+    json payload = {{"parent", sel},
+                    {"source", d.source},
+                    {"source_name", d.source_name},
+                    {"params", d.params},
+                    {"summary", d.summary},
+                    {"finding", d.targeted_finding},
+                    {"skills_applied", d.skills_applied},
+                    {"skills_offered", skills_.Offered(sel)}};
+    auto seq = deps_.store.AddRunEvent(run_id_, "proposal", JsonText(payload));
+    auto path = seq.ok() ? Materialize(d.source, d.source_name) : Result<std::filesystem::path>(seq.status());
+    if (!path.ok()) return path.status();
+    b->futures.push_back(SubmitDraft(d, *path, *seq));
+    b->proposed.push_back({*seq, d});
+    ++pending_;
+  }
+  return b->proposed.empty() ? Taken::kNone : Taken::kSubmitted;
+}
+
+int OptimizeLoop::Proposing() const {
+  return static_cast<int>(
+      std::count_if(in_flight_.begin(), in_flight_.end(), [](const Batch& b) { return b.proposing(); }));
+}
+
+int OptimizeLoop::BudgetLeft() const {
+  return opts_.budget - evaluations_ - pending_ - Proposing() * std::max(1, opts_.drafts_per_expansion);
+}
+
+RunProgress OptimizeLoop::Progress() const {
+  RunProgress p;
+  p.budget_left = BudgetLeft();
+  p.elapsed_s = earlier_processes_s_ + Seconds(start_);
+  p.since_promotion = since_promotion_;
+  p.spend = spend_.Total();
+  p.duplicates_in_a_row = duplicates_in_a_row_;
+  if (incumbent_ >= 0) p.best_achieved_fraction = data_.at(incumbent_).achieved_fraction;
+  return p;
+}
+
+Result<std::optional<StopReason>> OptimizeLoop::FillPipeline() {
+  // Keep the next expansions compiling while the GPU evaluates the current one (depth_
+  // expansions in flight; with 2 the tree is one batch behind). The stop is decided afresh each
+  // round: skipped duplicates give budget back.
+  while (static_cast<int>(in_flight_.size()) < depth_) {
+    if (auto stop = StopRule(opts_, Progress())) return stop;
+    if (!spend_.AllowsAnotherRequest(Proposing())) break;  // the answers in flight decide
+    std::optional<int64_t> sel = tree_.Select(rng_);
+    if (!sel) {
+      if (in_flight_.empty()) return std::optional<StopReason>(StopReason::kExhausted);
+      break;  // results in flight may open new nodes
+    }
+    // A node's drafts see its counter profile: a new best is profiled when it is first selected
+    // (most bests profiled at promotion were never expanded); wait for the selected node's,
+    // apply any other that finished.
+    counters_.ProfileIfWanted(*sel);
+    KPILOT_RETURN_IF_ERROR(counters_.Collect(*sel));
+    Batch b{*sel, {}, {}, deps_.proposer.Propose(ContextFor(*sel))};
+    WaitForAll guard{b.futures};
+    // A generator still writing (an llm: or command: request can take minutes) leaves its
+    // expansion in flight and the loop selects the next: several requests run at once, each
+    // counted against the budget at --drafts until it answers (TakeDrafts).
+    if (b.drafts.wait_for(std::chrono::seconds(0)) == std::future_status::timeout) {
+      in_flight_.push_back(std::move(b));
+      continue;
+    }
+    bool siblings = false;
+    for (const auto& other : in_flight_) siblings = siblings || other.parent == *sel;
+    auto taken = TakeDrafts(*sel, b.drafts.get(), siblings, &b);
+    if (!taken.ok()) return taken.status();
+    if (*taken == Taken::kChildrenPending) break;
+    if (*taken == Taken::kSubmitted) in_flight_.push_back(std::move(b));
+  }
+  return std::optional<StopReason>();
+}
+
+Result<bool> OptimizeLoop::TakeAnswers() {
+  // In the order they were asked for, up to the first still being written (so proposals are
+  // recorded in the order their batches are evaluated: a resumed run evaluates what was recorded
+  // in that order); the oldest expansion is waited for, since it is evaluated next.
+  bool took = false;
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    if (!it->proposing()) {
+      ++it;
+      continue;
+    }
+    if (it != in_flight_.begin() && it->drafts.wait_for(std::chrono::seconds(0)) == std::future_status::timeout) break;
+    bool siblings = false;
+    for (auto other = in_flight_.begin(); other != in_flight_.end(); ++other)
+      siblings = siblings || (other != it && other->parent == it->parent);
+    auto taken = TakeDrafts(it->parent, it->drafts.get(), siblings, &*it);
+    if (!taken.ok()) return taken.status();
+    took = true;
+    it = *taken == Taken::kSubmitted ? std::next(it) : in_flight_.erase(it);
+  }
+  return took;
+}
+
+Status OptimizeLoop::EvaluateOldest(double* busy0, double* elapsed0) {
+  // The oldest batch, even when a later one has ended first: a run's node order then follows its
+  // proposals, which replay:DIR needs to reproduce a run.
+  Batch b = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  WaitForAll guard{b.futures};
+  for (size_t i = 0; i < b.proposed.size(); ++i) {
+    --pending_;
+    auto done = EvaluateDraft(b.parent, b.proposed[i].first, b.proposed[i].second, std::move(b.futures[i]));
+    if (!done.ok()) return done.status();
+  }
+  // Adaptive depth: measured on the real executor only (a replay's clock does not model the
+  // parallel compiles that the depth is there to hide). The window runs from the previous
+  // batch's end to this one's, so evaluations that finished while the loop was selecting and
+  // proposing count too.
+  if (opts_.pipeline_depth != 0 || !opts_.replay.empty()) return Status::Ok();
+  const double busy1 = deps_.executor.BusySeconds(), elapsed1 = deps_.executor.ElapsedSeconds();
+  const double busy = busy1 - *busy0, elapsed = elapsed1 - *elapsed0;
+  *busy0 = busy1;
+  *elapsed0 = elapsed1;
+  const int next = NextPipelineDepth(depth_, busy, elapsed, deps_.executor.Devices());
+  if (next == depth_) return Status::Ok();
+  depth_ = next;
+  return events_.Add("pipeline", {{"depth", depth_},
+                                  {"busy_s", busy},
+                                  {"elapsed_s", elapsed},
+                                  {"devices", deps_.executor.Devices()},
+                                  {"reason", "the evaluation queues were idle while drafts compiled"}});
+}
+
+Result<OptimizeResult> OptimizeLoop::Iterate() {
+  // Batches in flight are waited for by the destructor, the one being built or evaluated by its
+  // guard: an error return or an exception leaves no job calling into a dead loop. busy0 and
+  // elapsed0: the executor's seconds at the end of the last batch (adaptive depth).
+  double busy0 = deps_.executor.BusySeconds(), elapsed0 = deps_.executor.ElapsedSeconds();
+  for (;;) {
+    // Spend of requests answered but not yet taken is recorded now: a kill before they are taken
+    // must not hide it from a resumed run's caps.
+    KPILOT_RETURN_IF_ERROR(RecordSpend());
+    auto stop = FillPipeline();
+    if (!stop.ok()) return stop.status();
+    // A batch just submitted is compiling, so after taking answers the loop goes back to decide
+    // the stop and fill the pipeline before it waits for it.
+    auto took = TakeAnswers();
+    if (!took.ok()) return took.status();
+    if (*took) continue;
+    if (in_flight_.empty()) return Finish(stop->value_or(StopReason::kExhausted));
+    KPILOT_RETURN_IF_ERROR(EvaluateOldest(&busy0, &elapsed0));
+  }
+}
+
+int64_t OptimizeLoop::EnergyChoice(int64_t fastest) const {
+  std::vector<EnergyCandidate> nodes;
+  for (const auto& [id, n] : data_) nodes.push_back({id, n.passed(), n.speedup, n.speedup_lo, n.joules});
+  const NodeData& f = data_.at(fastest);
+  return EnergyBest({fastest, f.passed(), f.speedup, f.speedup_lo, f.joules}, nodes);
+}
+
+Result<OptimizeResult> OptimizeLoop::Finish(StopReason reason) {
+  // No pick follows: the footprint compiles still queued would only delay the end.
+  if (footprints_) footprints_->Cancel();
+  Executor& ex = deps_.executor;
+  OptimizeResult res;
+  res.run_id = run_id_;
+  res.stop_reason = reason;
+  res.evaluations = evaluations_;
+  res.promotion_checks = promotion_checks_;
+  res.duplicates = duplicates_;
+  res.spend = spend_.Total();
+  if (ex.ElapsedSeconds() > 0) {
+    res.busy_share = ex.BusySeconds() / (ex.ElapsedSeconds() * ex.Devices());
+    res.checks_timing_share = ex.ChecksAndTimingSeconds() / (ex.ElapsedSeconds() * ex.Devices());
+  }
+  res.devices = ex.Devices();
+  res.pipeline_depth = depth_;
+  res.anticipated = footprints_ ? static_cast<int>(footprints_->Prefetched()) : 0;
+  int64_t best = incumbent_ >= 0 ? incumbent_ : 0;
+  if (opts_.objective != Objective::kTime && incumbent_ >= 0) {
+    bool measured = false;
+    for (const auto& [id, n] : data_) measured = measured || n.joules > 0;
+    if (!measured)
+      KPILOT_RETURN_IF_ERROR(events_.Add("warning", {{"message", "no evaluation measured joules (NVML energy is "
+                                                                 "unavailable on this GPU or to this user): the best "
+                                                                 "is by time alone"}}));
+  }
+  if (opts_.objective == Objective::kEnergy && incumbent_ >= 0) {
+    const int64_t fastest = incumbent_;
+    best = EnergyChoice(fastest);
+    if (best != fastest)
+      KPILOT_RETURN_IF_ERROR(events_.Add("energy_choice", {{"fastest", fastest},
+                                                           {"fastest_speedup", data_.at(fastest).speedup},
+                                                           {"fastest_joules", data_.at(fastest).joules},
+                                                           {"chosen", best},
+                                                           {"chosen_speedup", data_.at(best).speedup},
+                                                           {"chosen_joules", data_.at(best).joules}}));
+  }
+  // The report's profile is the final best's: it is profiled now if it never was (with the
+  // energy objective it may be a node that was never promoted). The other bests the search
+  // never expanded are not.
+  counters_.ProfileIfWanted(best);
+  if (data_.at(best).passed()) counters_.Request(best);  // nothing if done or queued
+  counters_.ClearWanted();
+  KPILOT_RETURN_IF_ERROR(counters_.Collect(std::nullopt, true));
+  res.counter_profiles = counters_.profiles();
+  res.counters_s = counters_.seconds();
+  const NodeData& b = data_.at(best);
+  res.best_node = best;
+  res.best_params = b.params;
+  res.best_source = b.source;
+  res.best_source_name = b.source_name;
+  KPILOT_RETURN_IF_ERROR(
+      events_.Add("stop", {{"reason", StopReasonName(reason)}, {"evaluations", evaluations_}, {"best", best}}));
+  // The final best is evaluated again before it is reported.
+  EvalJob job;
+  job.task = &deps_.task;
+  job.source = b.path;
+  job.params = b.params;
+  job.options = BaseEvalOptions(opts_);
+  job.ahead = true;
+  EvalJobResult r = journal_.Submit(std::move(job), {{"final", best}}).get();
+  if (!r.status.ok()) return r.status;
+  KPILOT_RETURN_IF_ERROR(journal_.status());
+  res.final = r.evaluation;
+  KPILOT_RETURN_IF_ERROR(events_.Add("final", {{"node", best},
+                                               {"verdict", VerdictName(r.evaluation.verdict.kind)},
+                                               {"speedup", r.evaluation.speedup_geomean},
+                                               {"ci", {r.evaluation.speedup_geomean_ci.lo, r.evaluation.speedup_geomean_ci.hi}},
+                                               {"times", events_.Times(r)},
+                                               {"evaluation", ToJson(r.evaluation)}}));
+  RunRecord run;
+  run.id = run_id_;
+  run.status = "finished";
+  run.stop_reason = StopReasonName(reason);
+  run.best_speedup = r.evaluation.verdict.passed() ? r.evaluation.speedup_geomean : 0;
+  run.best_node = best;
+  KPILOT_RETURN_IF_ERROR(deps_.store.UpdateRun(run));
+  return res;
+}
+
+}  // namespace kpilot

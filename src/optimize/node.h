@@ -1,0 +1,72 @@
+// Inside the optimize module: what the loop keeps per node beyond the tree's numbers, how a node
+// is analysed from its evaluation, and how the run's events are recorded and shown.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "optimize/optimizer.h"
+#include "profile/tool.h"
+
+namespace kpilot {
+
+struct NodeData {
+  std::string source;
+  std::string source_name;
+  std::filesystem::path path;  // the materialized source file
+  ParamValues params;
+  VerdictKind verdict = VerdictKind::kRuntimeError;
+  double speedup = 0;
+  double speedup_lo = 0;  // the lower end of its speedup's CI (energy objective)
+  // What the tree and the promotion rule compare: the speedup, or under --objective mix the
+  // speedup weighed with the energy saving (MixScore).
+  double score = 0;
+  double joules = 0;             // mean joules per call over workloads (energy objective)
+  std::string bottleneck;
+  double achieved_fraction = 0;  // of the roofline floor (cuda with a calibration; 0 = unknown)
+  std::vector<Finding> findings;
+  std::string verdict_summary, verdict_evidence, metrics;  // for generators (EvidenceFromJson)
+
+  bool passed() const { return verdict == VerdictKind::kPassed; }
+};
+using NodeMap = std::map<int64_t, NodeData>;
+
+// A node's verdict evidence and raw numbers for generators that read them (llm:, command:), from
+// its evaluation JSON (fresh, or the stored result blob on resume).
+void EvidenceFromJson(const nlohmann::json& ej, std::string* summary, std::string* evidence, std::string* metrics);
+std::vector<Finding> FindingsFromJson(const nlohmann::json& a);
+ParamValues ParamsFromJson(const std::string& text);
+
+// Fills `n` from evaluation `e`: verdict, speedup, score under the objective, joules, evidence;
+// for a passed cuda node also the stage-1 roofline class and the findings of `tools` that need
+// no counters (its static profile): cheap enough for every node.
+void AnalyzeNode(const Task& task, const OptimizeOptions& o, const std::vector<std::unique_ptr<Tool>>& tools,
+                 const Evaluation& e, NodeData* n);
+
+// The run's event log: each event stored (runs/ID events) and then shown to the progress sink.
+class RunEvents {
+ public:
+  RunEvents(Store& store, ProgressSink& progress, Executor& executor, int64_t run_id, bool replay)
+      : store_(store), progress_(progress), executor_(executor), run_id_(run_id), replay_(replay) {}
+  Status Add(const std::string& kind, nlohmann::json payload);
+  // When job `r` was submitted, compiled and held its GPU, with the executor's clock now
+  // (seconds; bench/busy_timeline.py finds where a GPU idled and what it waited for); empty for
+  // a replay, whose clock is modelled, and for a result served from the journal, which keeps
+  // no submit time (its times were an earlier process's clock).
+  nlohmann::json Times(const EvalJobResult& r) const;
+
+ private:
+  Store& store_;
+  ProgressSink& progress_;
+  Executor& executor_;
+  int64_t run_id_;
+  bool replay_;
+};
+
+}  // namespace kpilot
