@@ -22,14 +22,6 @@ double MedianInPlace(std::vector<double>& v) {
   return (*std::max_element(v.begin(), mid) + *mid) / 2;
 }
 
-// Per-pair speedups over the sweep's baseline: what PairedSpeedup takes the median of.
-std::vector<double> PairRatios(const SpaceConfig& c) {
-  std::vector<double> r;
-  for (size_t i = 0; i < std::min(c.candidate_ms.size(), c.baseline_ms.size()); ++i)
-    if (c.candidate_ms[i] > 0 && c.baseline_ms[i] > 0) r.push_back(c.baseline_ms[i] / c.candidate_ms[i]);
-  return r;
-}
-
 // 1 / each candidate sample, scaled by the baseline median of the same run.
 std::vector<double> ScaledSpeeds(const SpaceConfig& c) {
   const double base = Median(c.baseline_ms);
@@ -39,80 +31,9 @@ std::vector<double> ScaledSpeeds(const SpaceConfig& c) {
   return s;
 }
 
-Result<VerdictKind> VerdictFor(const std::string& status) {
-  if (auto k = ParseVerdictKind(status)) return *k;
-  // The sweep did not run it (it was interrupted), or the runner failed on it ("error": kpilot's
-  // or the machine's fault): nothing is known of the candidate, so the search sees a failure.
-  if (status == "not_run" || status == "error") return VerdictKind::kRuntimeError;
-  return Status::InvalidInput("unknown status \"" + status + "\"");
-}
-
 double Sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
 
 }  // namespace
-
-Result<Space> LoadSpace(const std::filesystem::path& file) {
-  auto text = ReadFile(file);
-  if (!text.ok()) return text.status();
-  json j = json::parse(*text, nullptr, false);
-  if (!j.is_object() || !j.contains("configs") || !j["configs"].is_array())
-    return Status::InvalidInput(file.string() + ": not a space file (a JSON object with \"configs\"; see docs/sweep.md)");
-  Space s;
-  s.file = file;
-  std::map<ParamValues, size_t> seen;
-  size_t i = 0;
-  bool in_configs = false;
-  auto bad = [&](const std::string& why) {
-    return Status::InvalidInput(file.string() + ": " + (in_configs ? "config " + std::to_string(i) + ": " : "") + why);
-  };
-  try {
-    s.task = j.at("task").get<std::string>();
-    s.workload = j.value("workload", "");
-    s.baseline = j.value("baseline", "reference");
-    if (j.contains("gpu") && j["gpu"].is_object()) s.gpu = j["gpu"].value("name", "");
-    if (j.contains("calibration")) {
-      s.calibration = CalibrationFromJson(j["calibration"]);
-      if (!s.calibration.valid())
-        return bad("calibration: needs positive dram_bytes_per_s and fp32_flops_per_s (or leave the key out)");
-    }
-    in_configs = true;
-    for (; i < j["configs"].size(); ++i) {
-      const json& c = j["configs"][i];
-      SpaceConfig sc;
-      for (auto it = c.at("params").begin(); it != c.at("params").end(); ++it)
-        sc.params[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
-      sc.status = c.at("status").get<std::string>();
-      auto kind = VerdictFor(sc.status);
-      if (!kind.ok()) return bad(kind.status().message());
-      sc.object_sha = c.value("object_sha", "");
-      sc.message = c.value("message", "");
-      if (c.contains("compile_s") && c["compile_s"].is_number()) sc.compile_s = c["compile_s"].get<double>();
-      if (c.contains("candidate_ms") && c["candidate_ms"].is_array())
-        sc.candidate_ms = c["candidate_ms"].get<std::vector<double>>();
-      if (c.contains("baseline_ms") && c["baseline_ms"].is_array())
-        sc.baseline_ms = c["baseline_ms"].get<std::vector<double>>();
-      for (const json& r : c.value("resources", json::array())) {
-        KernelResources k;
-        k.name = r.value("kernel", "");
-        k.registers = r.value("registers", 0);
-        k.shared_bytes = r.value("shared_bytes", int64_t{0});
-        k.stack_bytes = r.value("stack_bytes", int64_t{0});
-        k.spill_stores = r.value("spill_store_bytes", int64_t{0});
-        k.spill_loads = r.value("spill_load_bytes", int64_t{0});
-        if (r.contains("mix") && r["mix"].is_object()) sc.mixes.push_back({{"kernel", k.name}, {"mix", r["mix"]}});
-        sc.resources.push_back(std::move(k));
-      }
-      if (*kind == VerdictKind::kPassed && PairRatios(sc).empty())
-        return bad("passed, but has no paired candidate_ms/baseline_ms samples");
-      if (!seen.emplace(sc.params, i).second)
-        return bad("the same params as config " + std::to_string(seen[sc.params]) + " (" + ParamsText(sc.params, "(no params)") + ")");
-      s.configs.push_back(std::move(sc));
-    }
-  } catch (const std::exception& e) {
-    return bad(e.what());
-  }
-  return s;
-}
 
 // The gate's statistic. The real gate times challenger and incumbent interleaved in one process
 // and takes the median of their paired ratios. A sweep timed each config in its own run, paired
@@ -199,7 +120,7 @@ Evaluation ReplayExecutor::Base(const EvalJob& job, const SpaceConfig& c) const 
   e.params = job.params;
   if (job.task) e.backend = job.task->backend;
   e.baseline = space_.baseline;
-  e.verdict.kind = VerdictFor(c.status).value();
+  e.verdict.kind = SpaceVerdict(c.status).value();
   e.verdict.summary = c.status == "passed" ? "passed (replayed from " + space_.file.filename().string() + ")"
                       : c.status == "not_run" ? "not run in the sweep" + (c.message.empty() ? "" : ": " + c.message)
                                               : c.message;

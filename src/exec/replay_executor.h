@@ -1,6 +1,7 @@
 // The replay executor: serves stored results of an exhaustive sweep (`kpilot sweep`'s space
-// file, docs/sweep.md) instead of compiling and running, so that search policies can be compared
-// over the same measured space many times (bench/search_efficiency.py).
+// file, docs/sweep.md, read by LoadSpace in sweep/space_file.h) instead of compiling and running,
+// so that search policies can be compared over the same measured space many times
+// (bench/search_efficiency.py).
 //
 // A job's params select the config (params the task declares but the job leaves unset take
 // their first declared value, as in the params generator). The evaluation is built from the
@@ -28,34 +29,9 @@
 #include <vector>
 
 #include "exec/executor.h"
+#include "sweep/space_file.h"  // Space, SpaceConfig, LoadSpace
 
 namespace kpilot {
-
-// One configuration of a space file, as stored.
-struct SpaceConfig {
-  ParamValues params;
-  std::string object_sha;
-  std::string status;                 // passed | incorrect | runtime_error | compile_error | timeout | suspicious | error | not_run
-  std::string message;
-  double compile_s = 0;
-  std::vector<double> candidate_ms;   // every sample
-  std::vector<double> baseline_ms;    // pair i taken next to candidate_ms[i]
-  std::vector<KernelResources> resources;  // the ptxas report (cuda), for the optimizer's static findings
-  nlohmann::json mixes = nlohmann::json::array();  // [{"kernel", "mix"}]: each kernel's SASS instruction mix, when stored
-};
-
-struct Space {
-  std::filesystem::path file;
-  std::string task;
-  std::string workload;
-  std::string baseline;               // what speedups are over ("reference", a baseline name)
-  std::string gpu;                    // the header's GPU name ("" when not recorded)
-  Calibration calibration;            // the sweep's GPU ceilings (invalid when not recorded)
-  std::vector<SpaceConfig> configs;
-};
-
-// Reads a space file. InvalidInput naming the file (and the config index) when it is not one.
-Result<Space> LoadSpace(const std::filesystem::path& file);
 
 // Reads a calibration file: `kpilot calibrate --json` output, or any JSON object with positive
 // dram_bytes_per_s and fp32_flops_per_s. InvalidInput naming the file and the field otherwise.
