@@ -79,8 +79,6 @@ int Fail(const Status& s);
 // progress and `kpilot show` print it.
 std::string CountersGist(const nlohmann::json& event);
 
-// The folder holding this executable.
-std::filesystem::path ExecutableDir();
 // kpilot-runner: $KPILOT_RUNNER, else beside this executable.
 std::filesystem::path RunnerPath();
 // The folder containing kpilot/kernel.h: $KPILOT_INCLUDE_DIR, else ../include beside this

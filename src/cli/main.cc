@@ -23,7 +23,7 @@ const kpilot::cli::Command kCommands[] = {
 
 int main(int argc, char** argv) {
   CLI::App app{"kpilot — closed-loop GPU kernel optimization (task → candidate → compile → run → verdict)"};
-  app.set_version_flag("--version", "kpilot 0.1.0");
+  app.set_version_flag("--version", "kpilot " KPILOT_VERSION);
   app.require_subcommand(1);
   int exit_code = 0;
   for (const auto& c : kCommands) c.add(app, &exit_code);

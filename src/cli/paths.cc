@@ -13,14 +13,6 @@ int Fail(const Status& s) {
   return ExitCodeFor(s);
 }
 
-std::filesystem::path ExecutableDir() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return std::filesystem::current_path();
-  buf[n] = 0;
-  return std::filesystem::path(buf).parent_path();
-}
-
 std::filesystem::path RunnerPath() {
   if (const char* env = std::getenv("KPILOT_RUNNER"); env && *env) return env;
   return ExecutableDir() / "kpilot-runner";
@@ -32,14 +24,16 @@ std::filesystem::path IncludeDir() {
   // tree (build/bin/kpilot): the nearest include/kpilot/kernel.h above the executable.
   for (std::filesystem::path dir = ExecutableDir(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
     if (std::filesystem::exists(dir / "include" / "kpilot" / "kernel.h")) return dir / "include";
-  return std::filesystem::path(KPILOT_SOURCE_DIR) / "include";
+  if (auto source = BuildTreeSourceDir()) return *source / "include";
+  return ExecutableDir().parent_path() / "include";  // where an install puts it (errors name it)
 }
 
 namespace {
 
 // A folder kpilot ships: $env, else <prefix>/share/kpilot/<installed> beside this executable
-// (installed), else the nearest <in_tree> above it holding `marker` (a build tree), else the
-// source tree's <in_tree>.
+// (installed), else the nearest <in_tree> above it holding `marker` (a build tree), else, for an
+// executable of a build tree, the source tree's <in_tree>; else the installed place (missing:
+// errors name it).
 std::filesystem::path ShippedDir(const char* env_name, const std::filesystem::path& installed,
                                  const std::filesystem::path& in_tree, const std::filesystem::path& marker) {
   if (const char* env = std::getenv(env_name); env && *env) return env;
@@ -47,7 +41,8 @@ std::filesystem::path ShippedDir(const char* env_name, const std::filesystem::pa
     if (std::filesystem::exists(dir / "share" / "kpilot" / installed / marker)) return dir / "share" / "kpilot" / installed;
     if (std::filesystem::exists(dir / in_tree / marker)) return dir / in_tree;
   }
-  return std::filesystem::path(KPILOT_SOURCE_DIR) / in_tree;
+  if (auto source = BuildTreeSourceDir()) return *source / in_tree;
+  return ExecutableDir().parent_path() / "share" / "kpilot" / installed;
 }
 
 }  // namespace

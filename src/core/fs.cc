@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -137,6 +138,22 @@ FileLock& FileLock::operator=(FileLock&& other) noexcept {
 
 FileLock::~FileLock() {
   if (fd_ >= 0) close(fd_);  // closing the last descriptor releases the flock
+}
+
+std::filesystem::path ExecutableDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return std::filesystem::current_path();
+  buf[n] = 0;
+  return std::filesystem::path(buf).parent_path();
+}
+
+std::optional<std::filesystem::path> BuildTreeSourceDir() {
+  const std::filesystem::path build = std::filesystem::path(KPILOT_BUILD_DIR).lexically_normal();
+  const std::filesystem::path exe = ExecutableDir().lexically_normal();
+  auto [b, e] = std::mismatch(build.begin(), build.end(), exe.begin(), exe.end());
+  if (b != build.end()) return std::nullopt;
+  return std::filesystem::path(KPILOT_SOURCE_DIR);
 }
 
 }  // namespace kpilot

@@ -62,4 +62,11 @@ class FileLock {
   int fd_ = -1;
 };
 
+// The folder of the running executable (/proc/self/exe); the current folder when unreadable.
+std::filesystem::path ExecutableDir();
+// The source tree this executable was built from, when it runs from that build's tree (a
+// developer's build/bin); nullopt for an installed or copied executable, which must find what it
+// needs through its install prefix, PATH or the environment, never a source checkout.
+std::optional<std::filesystem::path> BuildTreeSourceDir();
+
 }  // namespace kpilot

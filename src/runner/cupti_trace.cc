@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/fs.h"
+
 #if KPILOT_HAVE_CUPTI
 #include <cupti_activity.h>
 #include <cupti_result.h>
@@ -284,17 +286,18 @@ std::vector<std::string> CuptiLibraryPaths() {
   paths.emplace_back("libcupti.so.13");
   paths.emplace_back("libcupti.so");
   paths.emplace_back("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13");
-#ifdef KPILOT_SOURCE_DIR
+  // The project venv's CUPTI wheel, for an executable of a build tree only.
+  auto source = BuildTreeSourceDir();
+  if (!source) return paths;
   std::error_code ec;
   std::vector<std::string> venv;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(KPILOT_SOURCE_DIR) + "/.venv/lib", ec)) {
+  for (const auto& e : std::filesystem::directory_iterator(*source / ".venv" / "lib", ec)) {
     if (e.path().filename().string().rfind("python3", 0) != 0) continue;
     auto lib = e.path() / "site-packages/nvidia/cu13/lib/libcupti.so.13";
     if (std::filesystem::exists(lib, ec)) venv.push_back(lib.string());
   }
   std::sort(venv.begin(), venv.end());
   paths.insert(paths.end(), venv.begin(), venv.end());
-#endif
   return paths;
 }
 

@@ -108,17 +108,18 @@ TraceSummary SummarizeTrace(const LaunchTrace& t, uint32_t given_stream_id);
 // Thread safety: CUPTI hands completed buffers over on a thread of its own; the records are
 // parsed there under a mutex. Call the methods of one tracer from one thread.
 // Where libcupti is looked for, in order: $KPILOT_CUPTI (a path), "libcupti.so.13",
-// "libcupti.so", /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13, and the project venv's
-// nvidia-cuda-cupti wheel (<source>/.venv/lib/python3*/site-packages/nvidia/cu13/lib).
+// "libcupti.so", /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13, and, for an executable of a
+// build tree (BuildTreeSourceDir), the project venv's nvidia-cuda-cupti wheel
+// (<source>/.venv/lib/python3*/site-packages/nvidia/cu13/lib).
 std::vector<std::string> CuptiLibraryPaths();
 
 class CuptiTracer {
  public:
   // Loads libcupti and enables CONCURRENT_KERNEL, MEMCPY, MEMSET and SYNCHRONIZATION.
   // libcupti is looked for, in order, at: $KPILOT_CUPTI (a path), "libcupti.so.13",
-  // "libcupti.so", /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13, and
-  // <source>/.venv/lib/python3*/site-packages/nvidia/cu13/lib/libcupti.so.13 (installed by
-  // scripts/setup-venv.sh). A library whose API major version differs from the headers kpilot was
+  // "libcupti.so", /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13, and (a build tree's
+  // executable only) <source>/.venv/lib/python3*/site-packages/nvidia/cu13/lib/libcupti.so.13
+  // (installed by scripts/setup-venv.sh). A library whose API major version differs from the headers kpilot was
   // built with is skipped (its records have another layout).
   // Unavailable, with every reason, when no candidate loads, when kpilot was built without the
   // CUPTI headers, when CUPTI refuses to enable a kind (no driver, no GPU, another profiler such

@@ -111,7 +111,8 @@ struct ToolSearch {
   std::vector<std::filesystem::path> venvs;   // venv roots (the folder holding lib/)
   std::string cuobjdump_override;             // used as is for cuobjdump when set
 };
-// $PATH, $CUDA_HOME, {/usr/local/cuda/bin}, the venvs {<kpilot source dir>/.venv, ./.venv},
+// $PATH, $CUDA_HOME, {/usr/local/cuda/bin}, the venvs {<kpilot source dir>/.venv (a build tree's
+// executable only: BuildTreeSourceDir), ./.venv},
 // and $KPILOT_CUOBJDUMP.
 ToolSearch DefaultToolSearch();
 // Absolute path of an executable `name` found per `search`; "" when absent.

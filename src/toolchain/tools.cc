@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "core/fs.h"
 #include "toolchain/toolchain.h"
 
 namespace kpilot {
@@ -65,9 +66,8 @@ ToolSearch DefaultToolSearch() {
   s.path = EnvOr("PATH", "/usr/local/bin:/usr/bin:/bin");
   s.cuda_home = EnvOr("CUDA_HOME");
   s.dirs = {"/usr/local/cuda/bin"};
-#ifdef KPILOT_PROJECT_DIR
-  s.venvs.push_back(fs::path(KPILOT_PROJECT_DIR) / ".venv");
-#endif
+  // The project's own venv (scripts/setup-venv.sh), for an executable of a build tree only.
+  if (auto source = BuildTreeSourceDir()) s.venvs.push_back(*source / ".venv");
   std::error_code ec;
   fs::path here = fs::current_path(ec);
   if (!ec) s.venvs.push_back(here / ".venv");
