@@ -285,7 +285,7 @@ class LiveRunner : public ProblemRunner {
 
 class PrintBenchProgress : public BenchProgress {
  public:
-  explicit PrintBenchProgress(bool json) : json_(json) {}
+  explicit PrintBenchProgress(bool as_json) : json_(as_json) {}
   void Started(const BenchProblem& p, int device) override {
     if (json_) std::cerr << json{{"event", "problem_start"}, {"problem", p.id}, {"device", device}}.dump() << "\n";
     else std::cerr << fmt::format("kpilot: {} started{}\n", p.id, device >= 0 ? fmt::format(" on GPU {}", device) : "");
@@ -368,8 +368,8 @@ Result<WrittenReport> WriteReport(const ReportSink& sink, const std::vector<Prob
 class ReportAsYouGo : public BenchProgress {
  public:
   ReportAsYouGo(ReportSink sink, const std::vector<BenchProblem>& problems, const std::vector<ProblemResult>& prior,
-                bool json)
-      : sink_(std::move(sink)), problems_(problems), print_(json) {
+                bool as_json)
+      : sink_(std::move(sink)), problems_(problems), print_(as_json) {
     for (const auto& r : prior) results_[r.id] = r;
   }
   void Started(const BenchProblem& p, int device) override { print_.Started(p, device); }

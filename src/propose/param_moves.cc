@@ -338,10 +338,10 @@ class Explorer {
                   100 * (std::exp(p.sd) - 1));
     const std::string head = c.kind == "restart" ? "restart at " + RenderParams(c.cfg) : Changes(c.cfg) + ": " + c.kind;
     if (config_.acquisition == Acquisition::kExpectedImprovement && model_.size() > 0) {
-      char expect[128];
-      std::snprintf(expect, sizeof expect, "model expects %.3gx \u00b1%.0f%%, expected gain %.1f%%", std::exp(p.mean),
+      char gain[128];
+      std::snprintf(gain, sizeof gain, "model expects %.3gx \u00b1%.0f%%, expected gain %.1f%%", std::exp(p.mean),
                     100 * (std::exp(p.sd) - 1), 100 * (std::exp(ExpectedImprovement(p, best_y_)) - 1));
-      return head + "; " + expect;
+      return head + "; " + gain;
     }
     return head + (model_.size() > 0 ? std::string("; ") + expect : std::string());
   }

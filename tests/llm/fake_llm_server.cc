@@ -98,9 +98,9 @@ FakeReply FakeReply::Raw(std::string body, int status) {
 }
 
 FakeReply&& FakeReply::WithRetryAfter(double seconds) && {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", seconds);
-  headers.emplace_back("Retry-After", text);
+  char value[32];
+  std::snprintf(value, sizeof(value), "%g", seconds);
+  headers.emplace_back("Retry-After", value);
   return std::move(*this);
 }
 

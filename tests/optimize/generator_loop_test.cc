@@ -371,8 +371,8 @@ TEST_F(GeneratorLoopTest, ABusyQueueOrAFixedDepthKeepsThePipeline) {
 // Usage rows kept in memory.
 class MemoryUsageLog : public UsageLog {
  public:
-  Status Append(const std::vector<SkillUsageRecord>& rows) override {
-    this->rows.insert(this->rows.end(), rows.begin(), rows.end());
+  Status Append(const std::vector<SkillUsageRecord>& added) override {
+    rows.insert(rows.end(), added.begin(), added.end());
     return Status::Ok();
   }
   Result<std::vector<SkillUsageRecord>> List() override { return rows; }

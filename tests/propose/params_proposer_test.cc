@@ -153,7 +153,7 @@ INSTANTIATE_TEST_SUITE_P(
                     }(),
                     "STAGES", "4"},
         MappingCase{"low_cache_hit", MakeFinding("low-cache-hit-rate"), "BM", "256"}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& param_info) { return param_info.param.name; });
 
 TEST(ParamsProposer, RegisterFindingsListEveryMoveInOrder) {
   // Spills: the register tile down, unroll down, launch-bounds minimum down (a higher one would

@@ -130,11 +130,11 @@ INSTANTIATE_TEST_SUITE_P(
                               "fix the YAML at column"},
                       BadCard{"section-order", 44, "body", "`## Preconditions` comes before `## Recipe` (line 48)",
                               "order the sections"}),
-    [](const ::testing::TestParamInfo<BadCard>& info) {
-      std::string name = info.param.folder;
+    [](const ::testing::TestParamInfo<BadCard>& param_info) {
+      std::string name = param_info.param.folder;
       for (char& c : name)
         if (c == '-') c = '_';
-      return name + "_" + std::to_string(info.param.line);
+      return name + "_" + std::to_string(param_info.param.line);
     });
 
 TEST(SkillCard, EveryProblemOfACardIsReported) {
