@@ -353,10 +353,13 @@ ServedRunner::~ServedRunner() = default;  // the LiveProcess kills the server's 
 Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
   std::error_code exists_ec;
   // Again when the folder went away under it (a temporary-folder cleaner, the caller's TMPDIR).
+  // A server started before then keeps the view of the file system it started with, where a new
+  // folder under a private /tmp does not exist: a fresh server takes the new folder's requests.
   if (!requests_ || !std::filesystem::is_directory(requests_->path(), exists_ec)) {
     auto root = TempDir::Create("kpilot-serve-");
     if (!root.ok()) return root.status();
     requests_.emplace(std::move(root).value());
+    server_.reset();
   }
   auto workdir = TempDir::CreateIn(requests_->path(), "run-");
   if (!workdir.ok()) return workdir.status();

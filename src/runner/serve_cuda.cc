@@ -74,6 +74,11 @@ class CudaSession : public WorkerSession {
       cudaStreamSynchronize(device_.stream->get());
       if (device_.tracer) (void)device_.tracer->Collect();
     }
+    // The persisting-L2 set-aside is the device's, not the context's: an earlier process (a
+    // candidate's runner among them) may have left it set, and every evaluation resets it to none
+    // (CudaWorker::ResetL2State). The state read below is the one an evaluation starts from.
+    if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0) == cudaSuccess) cudaCtxResetPersistingL2Cache();
+    (void)cudaGetLastError();  // a device without the feature: nothing to reset
     size_t total = 0;
     if (cudaMemGetInfo(&free_at_open_, &total) != cudaSuccess) free_at_open_ = 0;
     state_at_open_ = ReadCudaState(device_.stream->get());

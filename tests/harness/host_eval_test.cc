@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/fs.h"
+#include "scoped_env.h"
 #include "test_paths.h"
 #include "harness/harness.h"
 #include "task/loader.h"
@@ -320,6 +321,36 @@ TEST_F(HostEval, AServedRunnerWhoseWorkerDiedIdleStartsAFreshOne) {
     return w.find("had ended since its last request (signal 9)") != std::string::npos;
   })) << nlohmann::json(second->run.warnings).dump();
   EXPECT_EQ(served.servers_started(), 1);
+}
+
+// The requests folder lives under the caller's TMPDIR; when it went away (the caller's temporary
+// folder removed, as the adversarial suite does after each case) the next request goes to a new
+// folder and a fresh server, whose view of the file system has that folder, and passes.
+TEST_F(HostEval, AServedRunnerWhoseRequestsFolderWentAwayTakesTheNextRequestInAFreshServer) {
+  Task task = Load("saxpy");
+  const EvalOptions opt = QuickOnFirstWorkload(task);
+  Evaluator ev(*toolchain_, SystemProcessRunner(), testing::RunnerPath());
+  ServedRunner served(testing::RunnerPath());
+  const fs::path first_tmp = tmp_->path() / "first", second_tmp = tmp_->path() / "second";
+  fs::create_directories(first_tmp);
+  fs::create_directories(second_tmp);
+  Result<Evaluation> first = Status::Internal("not run"), second = Status::Internal("not run");
+  {
+    testing::ScopedEnv tmpdir("TMPDIR", first_tmp.c_str());
+    first = ev.Evaluate(task, task.reference.path, opt, &served);
+  }
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->verdict.kind, VerdictKind::kPassed) << first->verdict.summary;
+  fs::remove_all(first_tmp);
+  {
+    testing::ScopedEnv tmpdir("TMPDIR", second_tmp.c_str());
+    second = ev.Evaluate(task, task.reference.path, opt, &served);
+  }
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->verdict.kind, VerdictKind::kPassed) << second->verdict.summary;
+  EXPECT_EQ(second->run.details["served"].value("request", 0), 1) << second->run.details["served"].dump();
+  EXPECT_EQ(served.servers_started(), 2);
+  EXPECT_EQ(Leftovers(), std::vector<std::string>{});
 }
 
 // A "runner" that exits at once: the evaluation ends with an error or a runtime_error that says
