@@ -6,6 +6,7 @@ the worker calls these functions on the outputs of one trial.
 
 import contextlib
 import math
+import re
 import sys
 
 import torch
@@ -198,3 +199,26 @@ if _TorchFunctionMode is not None:
             return func(*args, **(kwargs or {}))
 else:
     _HandledCallMode = None
+
+
+# Kernels of vendor libraries (cuBLAS and cuBLASLt, cuDNN, CUTLASS as shipped in them, cuFFT, ...),
+# of PyTorch's own operators (ATen, the kernels Inductor generates for torch.compile) by the names
+# the profiler reports. A candidate's own kernels (load_inline, native objects) carry the names
+# their author gave them. Fills and copies (torch.zeros, .contiguous(), .to()) move data without
+# computing the result and are not library use.
+_LIBRARY_KERNEL = re.compile(
+    r"cublas|cudnn|cutlass|cufft|cusparse|cusolver|cutensor|curand|nvjet|"
+    r"^(?:void )?(?:ampere|volta|turing|maxwell|sm\d+)_\w*(?:gemm|xmma|fprop|dgrad|wgrad)|"
+    r"^(?:void )?(?:gemv2[NT]_kernel|gemmSN_|gemmk1_kernel|splitKreduce_kernel|dot_kernel|reduce_1Block_kernel)|"
+    r"\bat::native::|\bat::cuda::|\bat_cuda_detail::|^triton_(?:poi|red|per|tem)_", re.I)
+_DATA_MOVEMENT = re.compile(r"FillFunctor|copy_kernel|direct_copy|CatArrayBatchedCopy", re.I)
+
+
+def library_kernels(names):
+    """The library kernels among the kernel names of a candidate's call, first occurrence order,
+    no repeats."""
+    found = []
+    for name in names:
+        if _LIBRARY_KERNEL.search(name) and not _DATA_MOVEMENT.search(name) and name not in found:
+            found.append(name)
+    return found

@@ -433,6 +433,8 @@ class Run:
                 self.fallback_check(wl)
                 if self.device.type == "cuda":
                     self.side_stream_check(wl)
+                    if self.request.get("libraries", True) is False:
+                        self.library_check(wl)
         self.check_timers()
         # Where the run's time went (the cost figure of docs/pytorch.md): the checks, with the
         # reference's calls and exploit checks, then the timing, with the baseline's set-up.
@@ -541,6 +543,33 @@ class Run:
         if raised is not None and not isinstance(raised, ReferenceCalled):
             raise Verdict("suspicious", "the candidate fails when the reference cannot run (%s: %s)" %
                           (type(raised).__name__, raised))
+
+    def library_check(self, wl):
+        """Where the task says libraries = false: the kernels one candidate call launches, from
+        torch.profiler's CUDA activity, must all be the candidate's own. A vendor library's or a
+        PyTorch operator's kernel makes the verdict incorrect, as in kpilot-runner; a ModelNew that
+        falls back to the reference's torch ops, with a try/except or without, shows up here."""
+        if self.cand_kind in ("reference", "compile"):
+            self.exploit_note("library_kernels", False, skipped="the candidate is the reference itself")
+            return
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+        from .checks import library_kernels
+        args = self.problem.make_inputs(wl, trial_seeds(self.request)[0], self.device)
+        self.for_workload(wl)
+        try:
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                self.call(self.candidate, args)
+        except Exception:
+            raise Verdict("runtime_error", "the candidate failed on workload %s during the library check:\n%s" %
+                          (wl, _tail()))
+        kernels = [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
+        used = library_kernels(kernels)
+        self.exploit_note("library_kernels", bool(used), kernels=len(kernels), library_kernels=used[:5])
+        if used:
+            self.details["library_use"] = ["kernel " + k[:200] for k in used[:10]]
+            raise Verdict("incorrect", "the candidate runs library kernels (%s) but the task says libraries = false" %
+                          ", ".join(k[:120] for k in used[:3]))
 
     def side_stream_check(self, wl):
         """Work that escapes the current stream: after the candidate's end event completes, the

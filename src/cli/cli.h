@@ -106,6 +106,7 @@ std::filesystem::path PythonPackageDir();
 struct TaskSourceArgs {
   std::string python;          // "" = python3 on PATH
   std::string workloads_file;  // flashinfer workloads JSONL; "" = found beside the definition
+  bool no_libraries = false;   // --no-libraries: the task's `libraries` set to false
 };
 void AddTaskSourceOptions(CLI::App* cmd, TaskSourceArgs* args);
 // A task folder, a KernelBench problem .py or a flashinfer definition .json (LoadAnyTask).

@@ -12,6 +12,9 @@ void AddTaskSourceOptions(CLI::App* cmd, TaskSourceArgs* a) {
                   "PyTorch tasks: the interpreter with torch that runs kpilot's worker (default: python3 on PATH)");
   cmd->add_option("--workloads", a->workloads_file,
                   "flashinfer definitions: the workloads JSONL (default: the dataset layout, else <name>.jsonl beside it)");
+  cmd->add_flag("--no-libraries", a->no_libraries,
+                "Candidates may not run vendor-library or PyTorch kernels: such use makes the verdict incorrect "
+                "(the task's `libraries = false`)");
 }
 
 Result<Task> LoadTaskArg(const std::string& path, const TaskSourceArgs& a) {
@@ -19,7 +22,9 @@ Result<Task> LoadTaskArg(const std::string& path, const TaskSourceArgs& a) {
   opt.python = a.python;
   opt.pythonpath = PythonPackageDir();
   if (!a.workloads_file.empty()) opt.workloads = std::filesystem::absolute(a.workloads_file);
-  return LoadAnyTask(SystemProcessRunner(), path, opt);
+  auto task = LoadAnyTask(SystemProcessRunner(), path, opt);
+  if (task.ok() && a.no_libraries) task->libraries = false;
+  return task;
 }
 
 Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task, const std::string& python) {

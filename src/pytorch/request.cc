@@ -44,6 +44,7 @@ Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject&
         {"max_seconds", t.max_seconds},
         {"target_rel_ci", t.target_rel_ci}}},
       {"tolerance", nullptr},  // the format's rule
+      {"libraries", task.libraries},
       {"device", TorchDevice(opt)},
       {"lock_dir", GpuLockDir()},
       {"timeout_s", opt.timeout_s}};

@@ -517,6 +517,43 @@ class VisibleDevicesTest(unittest.TestCase):
         self.assertIsNone(visible_device_entry("4,5", 2))
 
 
+class LibraryKernelsTest(unittest.TestCase):
+    # Kernel names in the form torch.profiler reports them for ATen, cuBLAS(Lt), CUTLASS, cuDNN and
+    # Inductor kernels, next to kernels a candidate names itself.
+    LIBRARY = [
+        "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar("
+        "at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()"
+        "() const::{lambda()#7}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, ...)",
+        "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+        "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)",
+        "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+        "ampere_sgemm_128x64_tn",
+        "nvjet_tst_128x64_64x8_1x2_h_bz_coopA_NNT",
+        "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x64_8x5_nn_align1>(cutlass_80_simt_sgemm_128x64_8x5_nn_align1::Params)",
+        "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>(float const*, float*)",
+        "sm80_xmma_fprop_implicit_gemm_indexed_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8_stage1_warpsize1x2x1",
+        "triton_poi_fused_relu_0",
+    ]
+    OWN = [
+        "relu_kernel(float const*, float*, long, int)",
+        "void my_sgemm_kernel<128, 64>(float const*, float const*, float*, int, int, int)",
+        "tiled_gemm_bf16",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >"
+        "(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)",
+        "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda"
+        "(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda(float)#1}> >(int, ...)",
+        "Memcpy HtoD (Pageable -> Device)",
+        "Memset (Device)",
+    ]
+
+    def test_library_and_own_kernels(self):
+        self.assertEqual(checks.library_kernels(self.LIBRARY + self.OWN), self.LIBRARY)
+        self.assertEqual(checks.library_kernels(self.OWN), [])
+
+    def test_repeats_reported_once(self):
+        self.assertEqual(checks.library_kernels(["ampere_sgemm_128x64_tn"] * 3 + ["relu_kernel"]), ["ampere_sgemm_128x64_tn"])
+
+
 class CheckRulesTest(unittest.TestCase):
     TOL = {"atol": 1e-2, "rtol": 1e-2, "matched_ratio": 1.0}
 

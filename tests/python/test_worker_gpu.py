@@ -119,6 +119,21 @@ class CudaRunTest(unittest.TestCase):
         self.assertEqual(r["status"], "suspicious", r["message"])
         self.assertIn("escapes the current stream", r["message"])
 
+    def test_library_kernels_where_the_task_forbids_them(self):
+        # x.clamp_min is an ATen kernel: reported and incorrect with libraries = false, passed
+        # without; a native object's own kernel passes either way.
+        r = self.run_gpu("gpu_relu_problem.py", model_new("relu_new_ok.py"), libraries=False)
+        self.assertEqual(r["status"], "incorrect", r["message"])
+        self.assertIn("libraries = false", r["message"])
+        self.assertIn("at::native", r["message"])
+        self.assertTrue(r["details"]["library_use"])
+        r = self.run_gpu("gpu_relu_problem.py", model_new("relu_new_ok.py"))
+        self.assertEqual(r["status"], "passed", r["message"])
+        r = self.run_gpu("gpu_relu_problem.py", CudaObjects.get("relu"), libraries=False)
+        self.assertEqual(r["status"], "passed", r["message"])
+        lib = [e for e in r["details"]["exploits"] if e["check"] == "library_kernels"]
+        self.assertTrue(lib and not lib[0]["found"] and lib[0]["kernels"] >= 1, lib)
+
     def test_side_stream_native(self):
         r = self.run_gpu("gpu_relu_problem.py", CudaObjects.get("relu_side_stream"))
         self.assertEqual(r["status"], "suspicious", r["message"])

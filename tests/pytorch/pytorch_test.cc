@@ -138,6 +138,12 @@ TEST(BuildWorkerRequest, KernelBenchWithKpilotsProcedure) {
   EXPECT_EQ(r["lock_dir"], "/run/kpilot-locks");  // the runner's lock, so the two exclude each other
   EXPECT_EQ(r["timeout_s"], 45);
   EXPECT_EQ(r["time"], true);
+  EXPECT_EQ(r["libraries"], true);
+  Task forbidding = KernelBenchTask();
+  forbidding.libraries = false;  // kpilot eval --no-libraries
+  auto strict = BuildWorkerRequest(forbidding, {"native", "", "/tmp/x.so"}, {"reference", "", ""}, opt);
+  ASSERT_TRUE(strict.ok());
+  EXPECT_EQ((*strict)["libraries"], false);
 }
 
 TEST(BuildWorkerRequest, KernelBenchTimingKeepsEveryCheck) {
