@@ -12,6 +12,7 @@
 
 #include "bench/bench.h"
 #include "cli/cli.h"
+#include "core/text.h"
 #include "optimize/optimizer.h"
 #include "propose/llm_proposer.h"
 #include "pytorch/pytorch.h"
@@ -61,15 +62,6 @@ std::filesystem::path FirstCandidate(const Task& task) {
     if (e.path().extension() == ext) found.push_back(e.path());
   std::sort(found.begin(), found.end());
   return found.empty() ? std::filesystem::path() : found.front();
-}
-
-std::string UtcNow() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // The name a Trace gives the candidate: a Solution JSON's own `name`, else the file's stem.

@@ -1,20 +1,14 @@
 // Small text helpers shared by the lineage walk and admission (not part of the contract).
 #pragma once
 
-#include <ctime>
 #include <string>
+
+#include "core/text.h"
 
 namespace kpilot::lineage::internal {
 
 // Today's date in UTC, ISO 8601 ("2026-11-30").
-inline std::string Today() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
+inline std::string Today() { return UtcNow(UtcPrecision::kDate); }
 
 // `code` in a fenced block of language `lang`, ending with a newline.
 inline std::string Fenced(const std::string& lang, const std::string& code) {

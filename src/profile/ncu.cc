@@ -8,15 +8,10 @@
 #include <regex>
 #include <sstream>
 
+#include "core/text.h"
+
 namespace kpilot {
 namespace {
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 // Parses `"a","b, c","d ""e"""` starting at `pos`: every field quoted (ncu quotes all of them),
 // "" as an escaped quote, commas between fields, nothing after the last but white space.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/fs.h"
+#include "core/text.h"
 #include "pytorch/pytorch.h"
 #include "task/formula.h"
 
@@ -446,15 +447,6 @@ Status ReadWorkloads(const fs::path& file, Task& task, const Axes& axes) {
   return Status::Ok();
 }
 
-std::string NowIso8601() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // flashinfer-bench writes non-finite errors as the strings "NaN" / "Infinity" (pydantic's
 // ser_json_inf_nan="strings"), which JSON numbers cannot hold.
 nlohmann::json ErrorValue(double v) {
@@ -519,7 +511,7 @@ nlohmann::json TraceRecord(const TraceInput& in) {
   nlohmann::json evaluation = {
       {"status", in.status},
       {"environment", environment},
-      {"timestamp", in.timestamp.empty() ? NowIso8601() : in.timestamp},
+      {"timestamp", in.timestamp.empty() ? UtcNow() : in.timestamp},
       {"log", in.log},
   };
   // The schema wants correctness for PASSED and INCORRECT_NUMERICAL only, performance for PASSED only.

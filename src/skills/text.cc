@@ -6,13 +6,6 @@
 
 namespace kpilot::skills_text {
 
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
 namespace {
 
 size_t EditDistance(const std::string& a, const std::string& b) {

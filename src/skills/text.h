@@ -5,10 +5,9 @@
 #include <string>
 #include <vector>
 
-namespace kpilot::skills_text {
+#include "core/text.h"
 
-// Without leading and trailing white space.
-std::string Trim(const std::string& s);
+namespace kpilot::skills_text {
 
 // The candidate closest to `word` by edit distance, when it is close enough to be a likely typo
 // (distance at most max(2, size / 3)); nullopt otherwise.
@@ -29,5 +28,4 @@ std::vector<std::string> Terms(const std::string& text);
 namespace kpilot {
 using skills_text::ClosestWord;
 using skills_text::SplitAlternatives;
-using skills_text::Trim;
 }  // namespace kpilot

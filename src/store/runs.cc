@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/text.h"
 #include "store/sqlite_store.h"
 
 namespace kpilot::store {
@@ -36,7 +37,7 @@ Result<int64_t> SqliteStore::CreateRun(const RunRecord& r) {
       "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) RETURNING id");
   if (!stmt.ok()) return stmt.status();
   stmt->BindText(1, r.task_name).BindText(2, r.task_dir).BindText(3, r.config_json).BindText(4, r.status);
-  stmt->BindText(5, r.stop_reason).BindDouble(6, r.best_speedup).BindInt(7, r.best_node).BindText(8, NowIso8601());
+  stmt->BindText(5, r.stop_reason).BindDouble(6, r.best_speedup).BindInt(7, r.best_node).BindText(8, UtcNow(UtcPrecision::kMillis));
   return StepForId(*stmt);
 }
 
@@ -47,7 +48,7 @@ Status SqliteStore::UpdateRun(const RunRecord& r) {
       "WHERE id = ?1");
   if (!stmt.ok()) return stmt.status();
   stmt->BindInt(1, r.id).BindText(2, r.status).BindText(3, r.stop_reason).BindDouble(4, r.best_speedup);
-  stmt->BindInt(5, r.best_node).BindText(6, NowIso8601());
+  stmt->BindInt(5, r.best_node).BindText(6, UtcNow(UtcPrecision::kMillis));
   return stmt->Run();
 }
 
@@ -86,7 +87,7 @@ Status SqliteStore::AddRunNode(const RunNodeRecord& n) {
   stmt->BindInt(5, n.evaluation_id).BindText(6, n.source_name).BindText(7, n.source_blob);
   stmt->BindText(8, n.params_json).BindText(9, n.summary).BindText(10, n.finding).BindText(11, n.verdict);
   stmt->BindDouble(12, std::isfinite(n.speedup) ? n.speedup : 0).BindText(13, n.result_blob);
-  stmt->BindText(14, n.created_at.empty() ? NowIso8601() : n.created_at);
+  stmt->BindText(14, n.created_at.empty() ? UtcNow(UtcPrecision::kMillis) : n.created_at);
   return stmt->Run();
 }
 
@@ -127,7 +128,7 @@ Result<int64_t> SqliteStore::AddRunEvent(int64_t run_id, const std::string& kind
       "INSERT INTO run_events (run_id, seq, kind, payload_json, created_at) "
       "VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events WHERE run_id = ?1), ?2, ?3, ?4) RETURNING seq");
   if (!stmt.ok()) return stmt.status();
-  stmt->BindInt(1, run_id).BindText(2, kind).BindText(3, payload_json).BindText(4, NowIso8601());
+  stmt->BindInt(1, run_id).BindText(2, kind).BindText(3, payload_json).BindText(4, UtcNow(UtcPrecision::kMillis));
   return StepForId(*stmt);
 }
 

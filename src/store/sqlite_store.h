@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/text.h"
 #include "store/skill_usage.h"
 #include "store/sqlite.h"
 #include "store/store.h"
@@ -19,9 +20,6 @@
 
 namespace kpilot::store {
 namespace fs = std::filesystem;
-
-// ISO 8601 UTC with milliseconds, e.g. 2026-01-02T03:04:05.678Z.
-std::string NowIso8601();
 
 // Steps an INSERT … RETURNING id to completion, so the autocommit transaction has committed
 // (and any error surfaced) before the id is handed out.
@@ -58,11 +56,11 @@ class SqliteStore final : public Store {
   Result<std::vector<RunEventRecord>> ListRunEvents(int64_t run_id) override;
   Status AddSkillUsage(const std::vector<SkillUsageRecord>& rows) override {
     std::lock_guard<std::mutex> lock(mu_);
-    return InsertSkillUsage(db_.get(), db_path_, rows, NowIso8601());
+    return InsertSkillUsage(db_.get(), db_path_, rows, UtcNow(UtcPrecision::kMillis));
   }
   Status PutBaselineTiming(const BaselineTimingRecord& r) override {
     std::lock_guard<std::mutex> lock(mu_);
-    return UpsertBaselineTiming(db_.get(), db_path_, r, NowIso8601());
+    return UpsertBaselineTiming(db_.get(), db_path_, r, UtcNow(UtcPrecision::kMillis));
   }
   Result<std::vector<BaselineTimingRecord>> GetBaselineTimings(const std::string& problem_sha, const std::string& gpu,
                                                                const std::string& torch,

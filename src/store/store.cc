@@ -16,6 +16,7 @@
 
 #include "core/fs.h"
 #include "core/sha256.h"
+#include "core/text.h"
 #include "store/schema.h"
 #include "store/sqlite.h"
 #include "store/sqlite_store.h"
@@ -108,18 +109,6 @@ Status UseWal(sqlite3* db, const fs::path& db_path) {
 
 namespace store {
 
-std::string NowIso8601() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t secs = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms));
-  return buf;
-}
-
 Result<int64_t> StepForId(Statement& stmt) {
   Result<bool> row = stmt.Step();
   if (!row.ok()) return row.status();
@@ -180,7 +169,7 @@ Result<int64_t> SqliteStore::AddTask(const TaskRecord& t) {
       "INSERT INTO tasks (name, dir, definition_sha, created_at) VALUES (?1, ?2, ?3, ?4) "
       "ON CONFLICT (name, definition_sha) DO UPDATE SET dir = excluded.dir RETURNING id");
   if (!stmt.ok()) return stmt.status();
-  stmt->BindText(1, t.name).BindText(2, t.dir).BindText(3, t.definition_sha).BindText(4, NowIso8601());
+  stmt->BindText(1, t.name).BindText(2, t.dir).BindText(3, t.definition_sha).BindText(4, UtcNow(UtcPrecision::kMillis));
   return StepForId(*stmt);
 }
 
@@ -195,7 +184,7 @@ Result<int64_t> SqliteStore::AddCandidate(const CandidateRecord& c) {
       "DO UPDATE SET source_path = excluded.source_path RETURNING id");
   if (!stmt.ok()) return stmt.status();
   stmt->BindInt(1, c.task_id).BindText(2, c.source_path).BindText(3, c.source_blob);
-  stmt->BindText(4, *params).BindText(5, NowIso8601());
+  stmt->BindText(4, *params).BindText(5, UtcNow(UtcPrecision::kMillis));
   Result<int64_t> id = StepForId(*stmt);
   if (!id.ok() && id.status().code() == StatusCode::kNotFound) {
     return Status::NotFound("task id " + std::to_string(c.task_id) + " is not in store " +
@@ -220,7 +209,7 @@ Result<int64_t> SqliteStore::AddEvaluation(const EvaluationRecord& e) {
       "INSERT INTO evaluations (candidate_id, created_at, backend, verdict, speedup, result_blob, "
       "log_blob, ptxas_blob, sass_blob) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id");
   if (!stmt.ok()) return stmt.status();
-  stmt->BindInt(1, e.candidate_id).BindText(2, e.created_at.empty() ? NowIso8601() : e.created_at);
+  stmt->BindInt(1, e.candidate_id).BindText(2, e.created_at.empty() ? UtcNow(UtcPrecision::kMillis) : e.created_at);
   stmt->BindText(3, e.backend).BindText(4, e.verdict).BindDouble(5, e.speedup);
   stmt->BindText(6, e.result_blob).BindText(7, e.log_blob).BindText(8, e.ptxas_blob);
   stmt->BindText(9, e.sass_blob);
@@ -292,7 +281,7 @@ Status SqliteStore::PutValue(const std::string& key, const std::string& value) {
       "INSERT INTO kv (key, value, updated_at) VALUES (?1, ?2, ?3) ON CONFLICT (key) "
       "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at");
   if (!stmt.ok()) return stmt.status();
-  stmt->BindText(1, key).BindText(2, value).BindText(3, NowIso8601());
+  stmt->BindText(1, key).BindText(2, value).BindText(3, UtcNow(UtcPrecision::kMillis));
   return stmt->Run();
 }
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "propose/params_proposer.h"
 #include "sweep/space_file.h"
 #include "sweep/sweep_run.h"
@@ -21,15 +22,6 @@ using nlohmann::json;
 // How often the whole space file is rewritten while a sweep runs; the journal holds what came in
 // between (SweepRun::Save).
 constexpr double kSaveEverySeconds = 30;
-
-std::string IsoTimeNow() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // What the space file says about the machine when there is no GPU: the CPU.
 json HostDescription() {
@@ -145,7 +137,7 @@ Status SweepRun::Open(ProcessRunner& processes) {
     if (file->journal_lines_skipped)
       observer_->JournalLinesSkipped(SpaceJournalPath(out_), file->journal_lines_skipped);
   } else {
-    header_ = NewSpaceHeader({task_.name, task_.dir, options_.candidate, workload_, task_.Baseline().name}, IsoTimeNow());
+    header_ = NewSpaceHeader({task_.name, task_.dir, options_.candidate, workload_, task_.Baseline().name}, UtcNow());
   }
   header_["toolchain"] = {{"nvcc", NvccVersion(processes)}, {"gxx", GxxVersion(processes)}};
   header_["timing"] = {{"max_seconds", options_.max_seconds}, {"seeds_checked", {kSweepSeed}},

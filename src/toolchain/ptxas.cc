@@ -8,17 +8,11 @@
 #include <regex>
 #include <sstream>
 
+#include "core/text.h"
 #include "toolchain/toolchain.h"
 
 namespace kpilot {
 namespace {
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;

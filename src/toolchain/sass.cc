@@ -3,17 +3,11 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/text.h"
 #include "toolchain/toolchain.h"
 
 namespace kpilot {
 namespace {
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 // One instruction line:
 //   "        /*0070*/               @P0 EXIT ;                      /* 0x000000000000094d */"

@@ -1,0 +1,37 @@
+#include "core/text.h"
+
+#include <cstdio>
+#include <ctime>
+
+namespace kpilot {
+
+std::string Trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string FormatUtc(std::chrono::system_clock::time_point t, UtcPrecision precision) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  if (precision == UtcPrecision::kDate) {
+    std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+    return buf;
+  }
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (precision == UtcPrecision::kSeconds) {
+    std::snprintf(buf + n, sizeof buf - n, "Z");
+  } else {
+    // to_time_t truncates toward zero for times after the epoch; the remainder is the millis.
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
+    std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms));
+  }
+  return buf;
+}
+
+std::string UtcNow(UtcPrecision precision) { return FormatUtc(std::chrono::system_clock::now(), precision); }
+
+}  // namespace kpilot

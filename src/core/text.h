@@ -1,0 +1,24 @@
+// Text and time formatting shared by every module: one Trim, one UTC timestamp format.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace kpilot {
+
+// `s` without leading and trailing white space (space, tab, CR, LF).
+std::string Trim(const std::string& s);
+
+// How much of a UTC timestamp FormatUtc writes.
+enum class UtcPrecision {
+  kDate,     // 2026-11-30
+  kSeconds,  // 2026-11-30T14:05:09Z
+  kMillis,   // 2026-11-30T14:05:09.042Z
+};
+
+// `t` in ISO 8601, UTC.
+std::string FormatUtc(std::chrono::system_clock::time_point t, UtcPrecision precision = UtcPrecision::kSeconds);
+// The system clock's now, formatted as above.
+std::string UtcNow(UtcPrecision precision = UtcPrecision::kSeconds);
+
+}  // namespace kpilot

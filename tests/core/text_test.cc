@@ -1,0 +1,25 @@
+#include "core/text.h"
+
+#include <gtest/gtest.h>
+
+namespace kpilot {
+namespace {
+
+TEST(Trim, DropsWhiteSpaceAtBothEndsOnly) {
+  EXPECT_EQ(Trim("  a b\t\r\n"), "a b");
+  EXPECT_EQ(Trim("x"), "x");
+  EXPECT_EQ(Trim(" \t\n"), "");
+  EXPECT_EQ(Trim(""), "");
+}
+
+TEST(FormatUtc, WritesIso8601AtEachPrecision) {
+  // 2026-11-30T14:05:09.042Z
+  const auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(1796047509042LL));
+  EXPECT_EQ(FormatUtc(t, UtcPrecision::kDate), "2026-11-30");
+  EXPECT_EQ(FormatUtc(t, UtcPrecision::kSeconds), "2026-11-30T14:05:09Z");
+  EXPECT_EQ(FormatUtc(t, UtcPrecision::kMillis), "2026-11-30T14:05:09.042Z");
+  EXPECT_EQ(FormatUtc(std::chrono::system_clock::time_point{}, UtcPrecision::kMillis), "1970-01-01T00:00:00.000Z");
+}
+
+}  // namespace
+}  // namespace kpilot
