@@ -6,7 +6,6 @@
 #include <mutex>
 #include <random>
 #include <semaphore>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -15,13 +14,6 @@
 namespace kpilot::llm {
 
 namespace {
-
-class RealSleeper final : public Sleeper {
- public:
-  void Sleep(double seconds) override {
-    if (seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  }
-};
 
 // Seconds a 429/503 asks us to wait: retry-after-ms (OpenAI) or Retry-After in seconds; the
 // HTTP-date form of Retry-After is left to the backoff. < 0 when there is none.
@@ -44,14 +36,14 @@ class Client final : public ChatClient {
  public:
   Client(Endpoint endpoint, LlmConfig config, std::string api_key, std::unique_ptr<WireFormat> wire,
          std::shared_ptr<HttpTransport> transport, std::shared_ptr<TranscriptSink> sink,
-         std::shared_ptr<Sleeper> sleeper)
+         Clock& clock)
       : endpoint_(std::move(endpoint)),
         config_(std::move(config)),
         api_key_(std::move(api_key)),
         wire_(std::move(wire)),
         transport_(std::move(transport)),
         sink_(std::move(sink)),
-        sleeper_(std::move(sleeper)),
+        clock_(clock),
         slots_(std::max(config_.max_concurrency, 1)),
         rng_(std::random_device{}()) {}
 
@@ -76,9 +68,9 @@ class Client final : public ChatClient {
     Exchange exchange;
     exchange.endpoint = Describe();
     exchange.request_json = http.body;
-    auto start = std::chrono::steady_clock::now();
+    const Clock::TimePoint start = clock_.Now();
     Result<ChatReply> result = Send(http, &exchange);
-    exchange.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    exchange.seconds = std::chrono::duration<double>(clock_.Now() - start).count();
     if (result.ok()) {
       Account(&result->usage);
       exchange.usage = result->usage;
@@ -169,7 +161,8 @@ class Client final : public ChatClient {
                                                       config_.max_retries),
                                           Secrets()));
       }
-      sleeper_->Sleep(wait >= 0 ? wait : Backoff(attempt));
+      clock_.SleepFor(std::chrono::duration_cast<Clock::Duration>(
+          std::chrono::duration<double>(wait >= 0 ? wait : Backoff(attempt))));
     }
   }
 
@@ -191,7 +184,7 @@ class Client final : public ChatClient {
   const std::unique_ptr<WireFormat> wire_;
   const std::shared_ptr<HttpTransport> transport_;
   const std::shared_ptr<TranscriptSink> sink_;
-  const std::shared_ptr<Sleeper> sleeper_;
+  Clock& clock_;
   std::counting_semaphore<> slots_;
 
   mutable std::mutex mu_;  // guards spent_ and rng_
@@ -201,12 +194,10 @@ class Client final : public ChatClient {
 
 }  // namespace
 
-std::shared_ptr<Sleeper> MakeRealSleeper() { return std::make_shared<RealSleeper>(); }
-
 Result<std::unique_ptr<ChatClient>> MakeChatClient(const Endpoint& endpoint, const LlmConfig& config,
                                                    std::shared_ptr<HttpTransport> transport,
                                                    std::shared_ptr<TranscriptSink> sink,
-                                                   std::shared_ptr<Sleeper> sleeper) {
+                                                   Clock& clock) {
   if (!transport) return Status::Internal("MakeChatClient: no HTTP transport");
   Endpoint resolved = endpoint;
   if (!config.api_key_env.empty()) resolved.api_key_env = config.api_key_env;
@@ -222,10 +213,9 @@ Result<std::unique_ptr<ChatClient>> MakeChatClient(const Endpoint& endpoint, con
   }
   std::unique_ptr<WireFormat> wire = resolved.provider == Provider::kAnthropic ? MakeAnthropicWire()
                                                                                : MakeOpenAIWire(resolved.provider);
-  if (!sleeper) sleeper = MakeRealSleeper();
   return std::unique_ptr<ChatClient>(std::make_unique<Client>(std::move(resolved), config, std::move(key),
                                                               std::move(wire), std::move(transport),
-                                                              std::move(sink), std::move(sleeper)));
+                                                              std::move(sink), clock));
 }
 
 }  // namespace kpilot::llm

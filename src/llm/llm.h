@@ -6,8 +6,8 @@
 //   - LoadLlmConfig: the TOML defaults (timeouts, retries, prices, spending cap, …);
 //   - ChatClient: one provider-neutral chat call (text and tool calls) with retries, timeouts,
 //     a concurrency limit, token and cost accounting, and every exchange archived, redacted;
-//   - HttpTransport / Sleeper / TranscriptSink: the side effects, each with a real implementation
-//     and a test double.
+//   - HttpTransport / TranscriptSink and the Clock the retries wait on (core/clock.h): the side
+//     effects, each with a real implementation and a test double.
 // Keys never appear in logs, the store or error messages (Redact).
 #pragma once
 
@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/status.h"
 
 namespace kpilot::llm {
@@ -150,13 +151,6 @@ class HttpTransport {
 };
 std::shared_ptr<HttpTransport> MakeCurlTransport();
 
-class Sleeper {
- public:
-  virtual ~Sleeper() = default;
-  virtual void Sleep(double seconds) = 0;
-};
-std::shared_ptr<Sleeper> MakeRealSleeper();
-
 // One archived exchange, already redacted.
 struct Exchange {
   std::string endpoint;              // Endpoint described, no key
@@ -195,11 +189,12 @@ class ChatClient {
 };
 
 // The key is read from the environment here; Unavailable naming the variable when it is unset
-// (openai-compatible servers may run without one). `sleeper` null: real sleeps.
+// (openai-compatible servers may run without one). The back-off between attempts is waited out
+// on `clock` (borrowed: it must outlive the client), which also times each exchange.
 Result<std::unique_ptr<ChatClient>> MakeChatClient(const Endpoint& endpoint, const LlmConfig& config,
                                                    std::shared_ptr<HttpTransport> transport,
                                                    std::shared_ptr<TranscriptSink> sink,
-                                                   std::shared_ptr<Sleeper> sleeper = nullptr);
+                                                   Clock& clock = SystemClock());
 
 // `text` with every secret, and anything shaped like an API key or an Authorization / x-api-key
 // header value, replaced by "[redacted]".

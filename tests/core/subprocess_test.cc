@@ -14,6 +14,7 @@
 #include "core/fs.h"
 #include "core/sha256.h"
 #include "core/subprocess.h"
+#include "support/sync.h"
 
 namespace kpilot {
 namespace {
@@ -53,29 +54,32 @@ TEST(Subprocess, TimeoutKillsTheWholeProcessGroup) {
   ASSERT_TRUE(pid_text.ok());
   pid_t pid = std::atoi(pid_text->c_str());
   ASSERT_GT(pid, 0);
-  // Killed; it may linger briefly as a zombie of its (also killed) parent.
-  for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) {
+  // Killed; it may linger briefly as a zombie of its (also killed) parent. A process killed by
+  // another signals no one here: look at its state until it is gone or a zombie.
+  auto state = [pid] {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string a, b, state;
-    stat >> a >> b >> state;
-    if (state == "Z" || !stat) break;
-    usleep(20000);
-  }
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string a, b, state;
-  if (stat >> a >> b >> state) {
-    EXPECT_EQ(state, "Z") << "grandchild still running";
-  }
+    std::string a, b, s;
+    return stat >> a >> b >> s ? s : std::string("gone");
+  };
+  testing::WaitUntil([&] { return state() == "Z" || state() == "gone"; }, std::chrono::seconds(2));
+  const std::string last = state();
+  EXPECT_TRUE(last == "Z" || last == "gone") << "grandchild still running (state " << last << ")";
 }
 
 // A cancel flag that turns true mid-run kills the child's group; its output so far is kept.
 TEST(Subprocess, CancelKillsTheRunningChild) {
+  auto dir = TempDir::Create("kpilot-test-");
+  ASSERT_TRUE(dir.ok());
+  const std::filesystem::path marker = dir->path() / "started";
   auto cancel = std::make_shared<std::atomic<bool>>(false);
-  std::thread canceller([cancel] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Cancelled once the child has printed (it then touches `marker`); its sleeps are what a cancel
+  // must cut short.
+  std::thread canceller([cancel, marker] {
+    testing::WaitUntil([&] { return std::filesystem::exists(marker); });
     cancel->store(true);
   });
-  ProcessResult r = RunOk({.argv = {"sh", "-c", "echo started; sleep 100 & sleep 100"}, .cancel = cancel});
+  ProcessResult r = RunOk({.argv = {"sh", "-c", "echo started; touch \"$0\"; sleep 100 & sleep 100", marker.string()},
+                           .cancel = cancel});
   canceller.join();
   EXPECT_TRUE(r.cancelled);
   EXPECT_FALSE(r.timed_out);

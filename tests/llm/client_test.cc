@@ -9,6 +9,7 @@
 
 #include "fake_llm_server.h"
 #include "llm/llm.h"
+#include "support/fake_clock.h"
 
 namespace kpilot::llm {
 namespace {
@@ -34,22 +35,6 @@ class RecordingSink final : public TranscriptSink {
  private:
   mutable std::mutex mu_;
   std::vector<Exchange> exchanges_;
-};
-
-class RecordingSleeper final : public Sleeper {
- public:
-  void Sleep(double seconds) override {
-    std::lock_guard lock(mu_);
-    sleeps_.push_back(seconds);
-  }
-  std::vector<double> sleeps() const {
-    std::lock_guard lock(mu_);
-    return sleeps_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<double> sleeps_;
 };
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -81,7 +66,7 @@ class ChatClientTest : public ::testing::Test {
     Result<Endpoint> endpoint = ParseLlmSpec(spec);
     EXPECT_TRUE(endpoint.ok()) << endpoint.status().message();
     Result<std::unique_ptr<ChatClient>> client =
-        MakeChatClient(*endpoint, config_, MakeCurlTransport(), sink_, sleeper_);
+        MakeChatClient(*endpoint, config_, MakeCurlTransport(), sink_, clock_);
     EXPECT_TRUE(client.ok()) << client.status().message();
     return client.ok() ? std::move(client).value() : nullptr;
   }
@@ -89,7 +74,7 @@ class ChatClientTest : public ::testing::Test {
   FakeLlmServer server_;
   LlmConfig config_;
   std::shared_ptr<RecordingSink> sink_ = std::make_shared<RecordingSink>();
-  std::shared_ptr<RecordingSleeper> sleeper_ = std::make_shared<RecordingSleeper>();
+  kpilot::testing::FakeClock clock_;  // the back-off between attempts is recorded, never slept
 };
 
 // ---- wire formats ------------------------------------------------------------------------------
@@ -318,7 +303,7 @@ TEST_F(ChatClientTest, A429WaitsWhatRetryAfterSays) {
   ASSERT_TRUE(reply.ok()) << reply.status().message();
   EXPECT_EQ(reply->text, "done");
   EXPECT_EQ(reply->attempts, 2);
-  EXPECT_EQ(sleeper_->sleeps(), std::vector<double>{7});
+  EXPECT_EQ(clock_.SleepSeconds(), std::vector<double>{7});
   EXPECT_EQ(server_.RequestCount(), 2u);
   auto exchanges = sink_->exchanges();
   ASSERT_EQ(exchanges.size(), 1u);  // one exchange per call, however many attempts
@@ -336,7 +321,7 @@ TEST_F(ChatClientTest, A500IsRetriedWithJitteredExponentialBackoff) {
   Result<ChatReply> reply = client->Complete(Ask("x"));
   ASSERT_TRUE(reply.ok()) << reply.status().message();
   EXPECT_EQ(reply->attempts, 5);
-  std::vector<double> sleeps = sleeper_->sleeps();
+  std::vector<double> sleeps = clock_.SleepSeconds();
   ASSERT_EQ(sleeps.size(), 4u);
   const double ceilings[] = {1, 2, 3, 3};  // base·2^attempt, capped at backoff_max_s
   for (size_t i = 0; i < sleeps.size(); ++i) {
@@ -355,7 +340,7 @@ TEST_F(ChatClientTest, ANetworkErrorIsRetriedThenFailsAfterMaxRetries) {
   EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable);
   EXPECT_TRUE(Contains(reply.status().message(), "after 3 attempts")) << reply.status().message();
   EXPECT_TRUE(Contains(reply.status().message(), "check that the server runs")) << reply.status().message();
-  EXPECT_EQ(sleeper_->sleeps().size(), 2u);
+  EXPECT_EQ(clock_.SleepSeconds().size(), 2u);
   auto exchanges = sink_->exchanges();
   ASSERT_EQ(exchanges.size(), 1u);
   EXPECT_FALSE(exchanges[0].error.empty());
@@ -409,7 +394,7 @@ TEST_F(ChatClientTest, A401FailsAtOnceWithTheProvidersMessageRedacted) {
   EXPECT_TRUE(Contains(message, kKeyVariable)) << message;  // where to fix it
   EXPECT_FALSE(Contains(message, kKey)) << message;
   EXPECT_EQ(server_.RequestCount(), 1u);
-  EXPECT_TRUE(sleeper_->sleeps().empty());
+  EXPECT_TRUE(clock_.SleepSeconds().empty());
 }
 
 TEST_F(ChatClientTest, A404NamesTheModelAndBaseUrl) {
@@ -458,7 +443,7 @@ TEST_F(ChatClientTest, AMissingKeyNamesTheVariable) {
   config_.api_key_env = "KPILOT_LLM_TEST_ABSENT_KEY";
   Result<Endpoint> endpoint = ParseLlmSpec("llm:anthropic:claude-sonnet-4-5");
   ASSERT_TRUE(endpoint.ok());
-  auto client = MakeChatClient(*endpoint, config_, MakeCurlTransport(), sink_, sleeper_);
+  auto client = MakeChatClient(*endpoint, config_, MakeCurlTransport(), sink_, clock_);
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), StatusCode::kUnavailable);
   EXPECT_TRUE(Contains(client.status().message(), "export KPILOT_LLM_TEST_ABSENT_KEY=")) << client.status().message();

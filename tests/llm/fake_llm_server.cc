@@ -13,6 +13,8 @@
 #include <mutex>
 #include <thread>
 
+#include "support/sync.h"
+
 namespace kpilot::llm::testing {
 
 namespace {
@@ -184,10 +186,9 @@ FakeLlmServer::FakeLlmServer() : impl_(std::make_unique<Impl>()) {
   }
   // The socket listens from bind on: connections queue until the thread accepts them.
   impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
-  // stop() before the thread marks the server running would be lost; wait for it.
-  for (int i = 0; i < 5000 && !impl_->server.is_running(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  // stop() before the thread marks the server running would be lost; wait for it (httplib
+  // signals nothing when it starts).
+  kpilot::testing::WaitUntil([this] { return impl_->server.is_running(); }, std::chrono::seconds(5));
 }
 
 FakeLlmServer::~FakeLlmServer() { Stop(); }
