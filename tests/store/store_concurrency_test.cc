@@ -213,6 +213,9 @@ TEST_F(StoreConcurrencyTest, ChildKilledMidWriteLeavesAConsistentStore) {
     ASSERT_GT(cand, 0);
   }  // closed: the child must not share the parent's connection
   constexpr int kBeforeSignal = 25;
+  // The child says when it has written kBeforeSignal rows, and again some rows later (more each
+  // round), and is killed then, in the middle of further writes.
+  auto killed_after = [](int round) { return kBeforeSignal + 5 + 4 * round; };
   int64_t total_before = 0;
   for (int round = 0; round < 3; ++round) {
     int fds[2];
@@ -227,7 +230,7 @@ TEST_F(StoreConcurrencyTest, ChildKilledMidWriteLeavesAConsistentStore) {
       for (int i = 0;; ++i) {  // writes until killed
         if (!WriteEvaluation(**store, cand, who, i).ok()) _exit(12);
         if (!(*store)->PutValue("progress." + who, std::to_string(i)).ok()) _exit(13);
-        if (i + 1 == kBeforeSignal) {
+        if (i + 1 == kBeforeSignal || i + 1 == killed_after(round)) {
           char byte = 1;
           if (write(fds[1], &byte, 1) != 1) _exit(14);
         }
@@ -236,8 +239,8 @@ TEST_F(StoreConcurrencyTest, ChildKilledMidWriteLeavesAConsistentStore) {
     close(fds[1]);
     char byte = 0;
     ASSERT_EQ(read(fds[0], &byte, 1), 1) << "the child died before writing " << kBeforeSignal << " rows";
+    ASSERT_EQ(read(fds[0], &byte, 1), 1) << "the child died before writing " << killed_after(round) << " rows";
     close(fds[0]);
-    usleep(20000 + 7000 * round);  // let it get well into further writes
     ASSERT_EQ(kill(pid, SIGKILL), 0);
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -245,7 +248,7 @@ TEST_F(StoreConcurrencyTest, ChildKilledMidWriteLeavesAConsistentStore) {
     EXPECT_EQ(WTERMSIG(status), SIGKILL);
 
     int64_t total = ExpectConsistent(dir_);
-    EXPECT_GE(total, total_before + kBeforeSignal);
+    EXPECT_GE(total, total_before + killed_after(round)) << "rows committed before the kill were lost";
     total_before = total;
   }
   // The store is still writable after the crashes.
