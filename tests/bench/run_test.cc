@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
@@ -11,6 +12,7 @@
 
 #include "bench/bench.h"
 #include "core/fs.h"
+#include "support/sync.h"
 
 namespace kpilot {
 namespace {
@@ -29,7 +31,7 @@ class FakeRunner : public ProblemRunner {
     }
     int64_t run = resume_run > 0 ? resume_run : 100 + next_run_++;
     started(run);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    Meet();
     --running_[device + 1];
     ProblemResult r;
     if (p.id == crash_on) throw std::runtime_error("killed");  // the process dies mid-problem
@@ -45,8 +47,25 @@ class FakeRunner : public ProblemRunner {
   std::set<int> devices;
   int max_per_device = 0;
   std::string crash_on;
+  // > 1: runs meet in groups of this many, each held until its group has all arrived, so that
+  // the group's runs are in progress at once (as they would be on devices working side by side).
+  int meet = 1;
 
  private:
+  // Holds this run until the group it arrived in is complete (testing::kEventTimeout at most).
+  void Meet() {
+    std::unique_lock<std::mutex> lock(meet_mu_);
+    const int group = arrived_++ / meet;
+    met_.notify_all();
+    if (!met_.wait_for(lock, testing::kEventTimeout, [&] { return arrived_ >= (group + 1) * meet; })) {
+      ADD_FAILURE() << "a run waited in vain for " << meet << " runs at once";
+      meet = 1;  // the runs still to come need not wait as long
+    }
+  }
+  std::mutex meet_mu_;
+  std::condition_variable met_;
+  int arrived_ = 0;
+
   std::atomic<int> running_[8] = {};  // by device + 1
   std::atomic<int> next_run_{0};
 };
@@ -154,12 +173,13 @@ TEST_F(BenchRunTest, OneProblemPerDeviceAtATime) {
   auto id = CreateBench(*store_, suite_, json_config());
   ASSERT_TRUE(id.ok());
   FakeRunner runner;
+  runner.meet = 3;  // every device holds a problem before any finishes
   Quiet progress;
   auto results = RunBench(*store_, *id, suite_.problems, runner, {0, 1, 2}, progress);
   ASSERT_TRUE(results.ok());
   EXPECT_EQ(results->size(), 12u);
   EXPECT_EQ(runner.max_per_device, 1);
-  EXPECT_EQ(runner.devices, (std::set<int>{0, 1, 2})) << "12 problems of 20 ms reach every device";
+  EXPECT_EQ(runner.devices, (std::set<int>{0, 1, 2})) << "three problems at once, one on each device";
 }
 
 TEST_F(BenchRunTest, AnOptimizerRunIsNotABench) {
