@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/fs.h"
+#include "support/sync.h"
 #include "toolchain/toolchain.h"
 
 namespace kpilot {
@@ -159,7 +160,7 @@ TEST_F(FakeToolchainTest, FlagsReplaceTheDefaultsAndExtraFlagsAppend) {
   auto out = Make()->Compile(source_, {}, opts);
   ASSERT_TRUE(out.ok());
   std::vector<std::string> want = {(bin_ / "nvcc").string(), "-O1", "--use_fast_math", "-I", include_.string()};
-  EXPECT_TRUE(std::equal(want.begin(), want.end(), out->command.begin())) << testing::PrintToString(out->command);
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), out->command.begin())) << ::testing::PrintToString(out->command);
 }
 
 TEST_F(FakeToolchainTest, HostDefaults) {
@@ -169,7 +170,7 @@ TEST_F(FakeToolchainTest, HostDefaults) {
   ASSERT_TRUE(out.ok());
   std::vector<std::string> want = {(bin_ / "g++").string(), "-O3", "-march=native", "-fopenmp", "-std=c++17",
                                    "-fPIC", "-shared", "-I", include_.string(), "-DN=8", "-o"};
-  EXPECT_TRUE(std::equal(want.begin(), want.end(), out->command.begin())) << testing::PrintToString(out->command);
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), out->command.begin())) << ::testing::PrintToString(out->command);
   EXPECT_EQ(out->sass_status, "not applicable: host object");
 }
 
@@ -386,7 +387,7 @@ TEST_F(SingleFlightTest, ASecondCompileOfAKeyWaitsForTheFirstAndOtherKeysDoNot) 
   Joined b(gated_, [&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
   Joined c(gated_, [&] { other = toolchain_->Compile(source_, {{"BLOCK", "128"}}, CompileOptions{}); });
   ASSERT_TRUE(gated_.AwaitRunning(2));  // BLOCK=128 runs beside BLOCK=64
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(testing::WaitUntilOtherThreadsBlock()) << "the second BLOCK=64 compile never waited";
   EXPECT_EQ(gated_.Compiles().size(), 2u) << "the second BLOCK=64 compile ran the compiler too";
   gated_.Open();
   a.join();
@@ -411,7 +412,7 @@ TEST_F(SingleFlightTest, AWaiterCompilesItselfWhenTheCompileItWaitedForIsCancell
   Joined a(gated_, [&] { first = toolchain_->Compile(source_, {{"BLOCK", "64"}}, guess); });
   ASSERT_TRUE(gated_.AwaitRunning(1));
   Joined b(gated_, [&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, CompileOptions{}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(testing::WaitUntilOtherThreadsBlock()) << "the second compile never waited";
   cancel_first->store(true);
   a.join();
   ASSERT_FALSE(first.ok());
@@ -433,7 +434,7 @@ TEST_F(SingleFlightTest, AWaiterWhoseOwnCancelTurnsTrueStopsWaiting) {
   CompileOptions waiter;
   waiter.cancel = cancel_second;
   Joined b(gated_, [&] { second = toolchain_->Compile(source_, {{"BLOCK", "64"}}, waiter); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(testing::WaitUntilOtherThreadsBlock()) << "the second compile never waited";
   cancel_second->store(true);
   b.join();  // while the first compile still blocks
   ASSERT_FALSE(second.ok());

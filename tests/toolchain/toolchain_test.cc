@@ -14,6 +14,7 @@
 
 #include "core/fs.h"
 #include "core/subprocess.h"
+#include "support/sync.h"
 #include "toolchain/toolchain.h"
 
 #define KPILOT_NO_ABI_EXPORT
@@ -327,8 +328,16 @@ TEST_F(ToolchainTest, RealNvccCancelledMidCompileIsUnavailableAndNotCached) {
   CompileOptions opts;
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   opts.cancel = cancel;
-  std::thread canceller([cancel] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Cancelled once nvcc compiles the source: a child of this process whose start nothing
+  // signals (the toolchain's own probes, `nvcc --version` and the like, are not it).
+  std::thread canceller([cancel, src] {
+    testing::WaitUntil([&] {
+      for (pid_t child : ChildPids(getpid())) {
+        auto cmdline = ReadFile("/proc/" + std::to_string(child) + "/cmdline");
+        if (cmdline.ok() && cmdline->find(src.filename().string()) != std::string::npos) return true;
+      }
+      return false;
+    });
     cancel->store(true);
   });
   auto t0 = std::chrono::steady_clock::now();
