@@ -6,6 +6,7 @@
 
 #include "core/fs.h"
 #include "core/sha256.h"
+#include "profile/collect.h"
 
 namespace kpilot {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "harness/harness.h"
-#include "profile/collect.h"
+#include "profile/counter_profile.h"
 
 namespace kpilot {
 
