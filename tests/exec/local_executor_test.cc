@@ -14,6 +14,7 @@
 
 #include "core/fs.h"
 #include "exec/executor.h"
+#include "support/sync.h"
 #include "task/loader.h"
 #include "test_paths.h"
 #include "toolchain/toolchain.h"
@@ -221,9 +222,18 @@ class GatedToolchain : public Toolchain {
         order_.push_back(name);
         nices_[name] = options.nice;
       }
-      if (order_.size() == 1) cv_.wait(lock, [&] { return open_; });
+      if (order_.size() == 1) {
+        held_ = true;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return open_; });
+      }
     }
     return real_.Compile(source, params, options);
+  }
+  // Waits until the first compile is held at the gate; false after testing::kEventTimeout.
+  bool AwaitHeld() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, testing::kEventTimeout, [&] { return held_; });
   }
   void Open() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -243,24 +253,25 @@ class GatedToolchain : public Toolchain {
   Toolchain& real_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool open_ = false;
+  bool open_ = false, held_ = false;
   std::vector<std::string> order_;
   std::map<std::string, int> nices_;
 };
 
-// Delegates to a real toolchain; its first compile of the task's reference takes a second more.
-class SlowFirstReferenceToolchain : public Toolchain {
+// Delegates to a real toolchain; its first compile of the task's reference waits at a gate.
+class HeldFirstReferenceToolchain : public Toolchain {
  public:
-  explicit SlowFirstReferenceToolchain(Toolchain& real) : real_(real) {}
+  explicit HeldFirstReferenceToolchain(Toolchain& real) : real_(real) {}
   Result<CompileOutput> Compile(const std::filesystem::path& source, const ParamValues& params,
                                 const CompileOptions& options) override {
-    if (source.stem() == "reference" && !slowed_.exchange(true)) std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (source.stem() == "reference" && !held_.exchange(true)) gate.Pass();
     return real_.Compile(source, params, options);
   }
+  testing::Gate gate;
 
  private:
   Toolchain& real_;
-  std::atomic<bool> slowed_{false};
+  std::atomic<bool> held_{false};
 };
 
 // The reference is compiled beside the draft, before the evaluation takes the GPU: the
@@ -268,12 +279,18 @@ class SlowFirstReferenceToolchain : public Toolchain {
 TEST(LocalExecutor, CompilesTheReferenceBeforeTheEvaluationHoldsTheGpu) {
   Saxpy saxpy;
   ASSERT_NO_FATAL_FAILURE(saxpy.Load());
-  SlowFirstReferenceToolchain slow(*saxpy.toolchain);
-  LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 1);
-  EvalJobResult r = executor.Submit(SaxpyJob(saxpy.task, 0.1)).get();
+  HeldFirstReferenceToolchain held(*saxpy.toolchain);
+  LocalExecutor executor(held, SystemProcessRunner(), testing::RunnerPath(), 1);
+  auto future = executor.Submit(SaxpyJob(saxpy.task, 0.1));
+  EXPECT_TRUE(held.gate.AwaitArrivals(1)) << "the reference was never compiled";
+  EXPECT_EQ(executor.BusySeconds(), 0) << "the evaluation started before its reference compiled";
+  const double opened_s = executor.ElapsedSeconds();
+  held.gate.Open();
+  EvalJobResult r = future.get();
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_TRUE(r.evaluation.verdict.passed()) << r.evaluation.verdict.summary;
-  EXPECT_GE(r.compile_end_s - r.compile_start_s, 1.0) << "the compile stage waited for the reference";
+  EXPECT_GE(r.compile_end_s, opened_s) << "the compile stage waited for the reference";
+  EXPECT_LE(r.compile_end_s, r.eval_start_s);
   EXPECT_LT(r.evaluation.compile_s, 0.5) << "the evaluation compiled nothing itself";
 }
 
@@ -342,9 +359,8 @@ TEST(LocalExecutor, ExtractsADraftsSassWhileItIsEvaluated) {
     done_called = true;
   };
   auto future = executor.Submit(std::move(job));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (executor.BusySeconds() == 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // The evaluation starts on the executor's thread and says nothing: poll its busy time.
+  testing::WaitUntil([&] { return executor.BusySeconds() > 0; }, std::chrono::seconds(60));
   EXPECT_GT(executor.BusySeconds(), 0) << "the evaluation ran while its SASS was being extracted";
   EXPECT_EQ(future.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
   EXPECT_FALSE(done_called);
@@ -417,7 +433,10 @@ TEST(LocalExecutor, CompilesJobsBoundForEvaluationBeforeCompileOnlyOnesAndGuesse
   };
   std::vector<std::future<EvalJobResult>> futures;
   futures.push_back(job("a", false));  // takes the only compile thread, held at the gate
-  while (gated.Order().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!gated.AwaitHeld()) {
+    gated.Open();  // the executor waits for its jobs on the way out
+    FAIL() << "the first job never compiled";
+  }
   auto no_one = std::make_shared<std::atomic<bool>>(false);
   auto later = std::make_shared<std::atomic<bool>>(false);
   futures.push_back(job("s1", true, no_one));
@@ -458,7 +477,8 @@ TEST(LocalExecutor, AJobMarkedAheadGoesBeforeTheQueuedEvaluations) {
   int most = 0;
   while (most < 3 && futures.front().wait_for(std::chrono::milliseconds(1)) != std::future_status::ready)
     most = std::max(most, executor.EvaluationsReady());
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the first one starts
+  // The first one has started once the GPU's busy time counts it.
+  testing::WaitUntil([&] { return executor.BusySeconds() > 0; });
   futures.push_back(job(true));
   std::vector<double> starts;
   for (auto& f : futures) {
@@ -533,8 +553,8 @@ TEST(LocalExecutor, ACounterJobTakesOnlyAnEvaluationItsOwnGpuMade) {
   EXPECT_FALSE(counter_job(3).evaluation_reused);
 }
 
-// Counts how many compiles run at once; each takes 100 ms and fails (nothing is evaluated).
-class SlowToolchain : public Toolchain {
+// Counts how many compiles run at once; each waits at the gate, then fails (nothing is evaluated).
+class HeldToolchain : public Toolchain {
  public:
   Result<CompileOutput> Compile(const std::filesystem::path&, const ParamValues&, const CompileOptions&) override {
     {
@@ -542,11 +562,12 @@ class SlowToolchain : public Toolchain {
       most_ = std::max(most_, ++running_);
       ++total_;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    gate.Pass();
     std::lock_guard<std::mutex> lock(mu_);
     --running_;
     return CompileOutput{};
   }
+  testing::Gate gate;
   int Most() {
     std::lock_guard<std::mutex> lock(mu_);
     return most_;
@@ -561,7 +582,7 @@ class SlowToolchain : public Toolchain {
   int running_ = 0, most_ = 0, total_ = 0;
 };
 
-// Submits `n` compile-only jobs of sources k0.cu, k1.cu, … (for SlowToolchain).
+// Submits `n` compile-only jobs of sources k0.cu, k1.cu, … (for HeldToolchain).
 std::vector<std::future<EvalJobResult>> SubmitCompileOnly(LocalExecutor& executor, const Task& task, int n,
                                                           std::shared_ptr<const std::atomic<bool>> cancelled = nullptr) {
   std::vector<std::future<EvalJobResult>> futures;
@@ -577,33 +598,40 @@ std::vector<std::future<EvalJobResult>> SubmitCompileOnly(LocalExecutor& executo
 }
 
 TEST(LocalExecutor, CompileOnlyJobsTakeAtMostHalfTheCompileThreads) {
-  SlowToolchain slow;
+  HeldToolchain held;
   Task task;
-  LocalExecutor executor(slow, SystemProcessRunner(), testing::RunnerPath(), 4);
+  LocalExecutor executor(held, SystemProcessRunner(), testing::RunnerPath(), 4);
   auto futures = SubmitCompileOnly(executor, task, 8);
+  // Two compiles held at the gate, and every other thread of the executor idle: a third
+  // compile would have started by now.
+  EXPECT_TRUE(held.gate.AwaitArrivals(2));
+  EXPECT_TRUE(testing::WaitUntilOtherThreadsBlock());
+  EXPECT_EQ(held.gate.Arrivals(), 2);
+  held.gate.Open();
   for (auto& f : futures) {
     EvalJobResult r = f.get();
     EXPECT_TRUE(r.skipped);
     EXPECT_FALSE(r.compiled);
   }
-  EXPECT_EQ(slow.Most(), 2);
+  EXPECT_EQ(held.Most(), 2);
   EXPECT_EQ(executor.EvaluationsReady(), 0);
 }
 
-// Compiles until its cancel flag turns true, as the system toolchain's killed compiler does.
+// Compiles until its cancel flag turns true (10 s at most), as the system toolchain's killed
+// compiler does.
 class CancellableToolchain : public Toolchain {
  public:
   Result<CompileOutput> Compile(const std::filesystem::path&, const ParamValues&,
                                 const CompileOptions& options) override {
     ++calls_;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (options.cancel && options.cancel->load()) return Status::Unavailable("compile cancelled");
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    started.Notify();
+    // The flag is a bare atomic that signals nothing: poll it.
+    if (testing::WaitUntil([&] { return options.cancel && options.cancel->load(); }, std::chrono::seconds(10)))
+      return Status::Unavailable("compile cancelled");
     return CompileOutput{};
   }
   int Calls() const { return calls_.load(); }
+  testing::Notification started;
 
  private:
   std::atomic<int> calls_{0};
@@ -617,7 +645,7 @@ TEST(LocalExecutor, CancelStopsTheRunningCompileOnlyJobAndDropsTheQueuedOnes) {
   LocalExecutor executor(toolchain, SystemProcessRunner(), testing::RunnerPath(), 1);
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
   auto futures = SubmitCompileOnly(executor, task, 5, cancelled);
-  while (toolchain.Calls() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(toolchain.started.WaitFor()) << "no compile started";
   auto t0 = std::chrono::steady_clock::now();
   cancelled->store(true);
   for (auto& f : futures) {
