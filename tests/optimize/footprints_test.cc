@@ -1,13 +1,16 @@
 // ExecutorFootprints (optimizer.h): compile footprints are waited for only while the executor has
 // evaluations queued behind those its GPUs run, so that the search never waits for them with the
-// GPU idle. A scripted executor stands in: its compile-only jobs finish when the test says so.
+// GPU idle. A scripted executor stands in: its compile-only jobs finish when the test says so,
+// and it tells the test when the probe, waiting, asks it how much work is ahead.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <thread>
 
 #include "optimize/optimizer.h"
+#include "support/sync.h"
 
 namespace kpilot {
 namespace {
@@ -24,7 +27,25 @@ class ScriptedExecutor : public Executor {
   }
   double BusySeconds() const override { return 0; }
   double ElapsedSeconds() const override { return 0; }
-  int EvaluationsReady() const override { return ahead.load(); }
+  // A probe asks only while it waits for its compiles, having waited a while already.
+  int EvaluationsReady() const override {
+    {
+      std::lock_guard<std::mutex> lock(polls_mu_);
+      ++polls_;
+    }
+    polled_.notify_all();
+    return ahead.load();
+  }
+  // Waits until EvaluationsReady has been asked `n` more times than when `since` was taken
+  // (Polls()); false after testing::kEventTimeout.
+  bool AwaitPolls(int since, int n = 1) {
+    std::unique_lock<std::mutex> lock(polls_mu_);
+    return polled_.wait_for(lock, testing::kEventTimeout, [&] { return polls_ >= since + n; });
+  }
+  int Polls() {
+    std::lock_guard<std::mutex> lock(polls_mu_);
+    return polls_;
+  }
 
   // Finishes every compile submitted so far: `registers` = the config's value of R.
   void FinishAll() {
@@ -69,6 +90,9 @@ class ScriptedExecutor : public Executor {
   std::vector<std::shared_ptr<const std::atomic<bool>>> flags_;
   std::deque<std::promise<EvalJobResult>> promises_;
   size_t finished_ = 0;
+  mutable std::mutex polls_mu_;
+  mutable std::condition_variable polled_;
+  mutable int polls_ = 0;
 };
 
 struct Fixture {
@@ -84,7 +108,7 @@ TEST(ExecutorFootprints, WaitsForItsCompilesWhileEvaluationsAreQueuedBehindTheRu
   Fixture f;
   f.executor.ahead = 2;  // one GPU: one running, one queued
   std::thread finisher([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    EXPECT_TRUE(f.executor.AwaitPolls(0)) << "the probe did not wait";
     f.executor.FinishAll();
   });
   auto got = f.probe.Probe("src", "k.cu", f.configs);
@@ -105,7 +129,7 @@ TEST(ExecutorFootprints, ReturnsWhatIsKnownOnceOnlyTheRunningEvaluationIsLeftAnd
   Fixture f;
   f.executor.ahead = 2;
   std::thread idler([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    EXPECT_TRUE(f.executor.AwaitPolls(0)) << "the probe did not wait";
     f.executor.ahead = 1;  // the last one runs: the next drafts must compile now, or the GPU idles
   });
   const auto t0 = std::chrono::steady_clock::now();
@@ -171,8 +195,9 @@ TEST(ExecutorFootprints, PrefetchSubmitsGuessesAtOnceAndAProbeWaitsForOneStillQu
   EXPECT_EQ(f.probe.Prefetch(source, guesses), 0u) << "each guess is submitted once";
   EXPECT_EQ(f.probe.Prefetched(), 3u);
 
+  const int polls = f.executor.Polls();
   std::thread prober([&] { f.probe.Probe("src", "k.cu", {f.configs[0], f.configs[1]}); });
-  for (int i = 0; i < 500 && f.executor.Log()[2] != "32"; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_TRUE(f.executor.AwaitPolls(polls)) << "the probe did not wait";
   EXPECT_EQ(f.executor.Log(), (std::vector<std::string>{"128?", "64", "32"})) << "waited for, not submitted again";
   f.executor.ahead = 0;  // the GPU runs dry: the probe stops waiting
   prober.join();
@@ -192,7 +217,7 @@ TEST(ExecutorFootprints, PrefetchDoesNotWaitForAProbeThatIsWaiting) {
   Fixture f;
   f.executor.ahead = 2;  // the probe waits until its compiles finish
   std::thread prober([&] { f.probe.Probe("src", "k.cu", f.configs); });
-  while (f.executor.Submitted() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(f.executor.AwaitPolls(0)) << "the probe did not wait";  // its lock is released by then
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(f.probe.Prefetch("/sources/k.cu", {{{"R", "256"}}}), 1u);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
