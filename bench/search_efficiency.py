@@ -2,7 +2,7 @@
 """Search efficiency over an exhaustively measured space (docs/search.md, Replays).
 
 Replays each kpilot search policy over a space file (`kpilot sweep`, docs/sweep.md) with many
-seeds through `kpilot optimize TASK --replay SPACE --json`, and reports, for budgets of 1%..100%
+seeds through `kpilot optimize TASK --space SPACE --json`, and reports, for budgets of 1%..100%
 of the space, the fraction of the exhaustive best speedup reached, plus the evaluations needed to
 reach 95% of it.
 
@@ -20,7 +20,7 @@ What is measured:
     whose binary was evaluated already are skipped and not counted; promotion checks are not
     counted);
   - budgets: one run per (policy, seed) with the largest budget, read as its prefixes. The
-    proposer's drafts do not depend on the budget, so a run with budget b evaluates the same
+    generator's drafts do not depend on the budget, so a run with budget b evaluates the same
     configs as the first b of a longer run, except that the b-th may differ: the optimizer keeps
     two expansions in flight, and a budget trims the one in flight when it runs out.
     `--check-prefix N` re-runs N (policy, seed) pairs at 10% of the space and reports where they
@@ -105,7 +105,7 @@ def run_kpilot(args):
     # The store is written at every step; on tmpfs that costs no fsync.
     tmp_root = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     with tempfile.TemporaryDirectory(prefix="kpilot-se-", dir=tmp_root) as tmp:
-        cmd = [kpilot, "optimize", task, "--replay", space, "--policy", policy, "--seed", str(seed),
+        cmd = [kpilot, "optimize", task, "--space", space, "--policy", policy, "--seed", str(seed),
                "--budget", str(budget), "--json", "--store", os.path.join(tmp, "store"),
                "--out", os.path.join(tmp, "best")] + extra
         t0 = time.monotonic()
@@ -202,7 +202,7 @@ def main():
     task = a.task or space.get("task_dir")
     if not task or not os.path.isdir(task):
         sys.exit(f"the task folder {task!r} does not exist; pass --task")
-    # Past the last distinct binary a run can only close nodes (slowly: each asks the proposer
+    # Past the last distinct binary a run can only close nodes (slowly: each asks the generator
     # again), so the budget stops there; larger budgets read the last value.
     max_evals = distinct_evaluations(space)
     max_budget = min(max_evals, max(1, round(a.max_fraction * n)))

@@ -29,7 +29,7 @@ CLASSES = {"memory-bound", "compute-bound", "latency-bound", "launch-bound", "mi
 PLATFORMS = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "x86-64", "aarch64"}
 LANGUAGES = {"cuda", "cpp"}
 MOVES = {"up", "down", "set"}
-# Param roles of docs/propose.md; a card may also name one param literally (UPPER_CASE).
+# Param roles of docs/generate.md; a card may also name one param literally (UPPER_CASE).
 PARAM_ROLES = {"min-blocks", "block", "grid", "work-per-block", "stages", "unroll", "tile-k",
                "tile", "vector"}
 REQUIRED = {

@@ -5,7 +5,7 @@ of each space's exhaustive best, and the fraction of it reached after 8 evaluati
 
   python3 bench/skills_figure.py --kpilot build/bin/kpilot --seeds 10 --out bench/results/skills
 
-Each (space, seed) runs `kpilot optimize TASK --replay SPACE --workload W` twice: with the
+Each (space, seed) runs `kpilot optimize TASK --space SPACE --workload W` twice: with the
 built-in cards (the default: the params generator takes its finding-steered moves from the
 matched cards) and with `--skills off` (no finding-steered move; exploration only). Findings in a
 replay come from the stored ptxas resources, the stored SASS instruction mixes (scalar loads, fp64,

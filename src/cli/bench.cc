@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "core/text.h"
 #include "optimize/optimizer.h"
-#include "propose/llm_proposer.h"
+#include "generate/generator.h"
 #include "pytorch/pytorch.h"
 #include "task/loader.h"
 
@@ -166,11 +166,8 @@ class LiveRunner : public ProblemRunner {
       o.from = from.string();
     }
     KPILOT_RETURN_IF_ERROR(AdoptCandidateParams(&task, o.from));
-    if (o.arch.empty() && NeedsGpu(task)) {
-      std::string why;
-      auto gpus = SystemGpuProbe().List(&why);
-      if (!gpus.empty()) o.arch = gpus[std::min<size_t>(o.device, gpus.size() - 1)].Arch();
-    }
+    if (o.arch.empty() && NeedsGpu(task))
+      if (auto gpu = GpuAtIndex(SystemGpuProbe(), o.device); gpu.ok()) o.arch = gpu->Arch();
     // The params generator has nothing to search in a start that declares no params (e.g. a
     // definition's hand-written native kernel): the start is evaluated as it is, and said so.
     const bool untunable = eval_only.empty() && o.generator == "params" && task.params.empty();
@@ -492,7 +489,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--problems", a->problems, "Only problems whose name or LEVEL/NAME matches this glob, e.g. '1*_*'");
   cmd->add_option("--eval-only", a->eval_only,
                   "Evaluate the candidate given per problem in this folder (<stem>.cu|.py|.json or <stem>/) instead of optimizing");
-  cmd->add_option("--generator", a->generator, "As kpilot optimize: params | replay:DIR | llm:… | command:…")->capture_default_str();
+  cmd->add_option("--generator", a->generator, "As kpilot optimize: params | folder:DIR | llm:… | command:…")->capture_default_str();
   cmd->add_option("--llm-config", a->llm_config, "TOML config of the llm:/command: generators");
   cmd->add_option("--budget", a->budget, "Candidate evaluations per problem, the starting one included")->capture_default_str();
   cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();

@@ -76,14 +76,12 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--force", a->force, "Measure again even if the store has this GPU's values");
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a, exit_code]() {
-    std::string why;
-    auto gpus = SystemGpuProbe().List(&why);
-    if (gpus.empty() || a->device < 0 || a->device >= static_cast<int>(gpus.size())) {
-      *exit_code = Fail(Status::Unavailable("kpilot calibrate needs an NVIDIA GPU (" +
-                                            (gpus.empty() ? why : "no device " + std::to_string(a->device)) + ")"));
+    auto found = GpuAtIndex(SystemGpuProbe(), a->device);
+    if (!found.ok()) {
+      *exit_code = Fail(found.status().WithContext("kpilot calibrate measures an NVIDIA GPU"));
       return;
     }
-    const GpuInfo& gpu = gpus[static_cast<size_t>(a->device)];
+    const GpuInfo& gpu = *found;
     auto store = Store::Open(a->store_dir);
     if (!store.ok()) {
       *exit_code = Fail(store.status());

@@ -178,16 +178,15 @@ int RunEval(const EvalArgs& a) {
   opt.python_baseline = a.baseline;
   std::optional<GpuInfo> gpu;
   if (NeedsGpu(*task)) {
-    std::string why;
-    auto gpus = SystemGpuProbe().List(&why);
-    if (a.device < 0 || (!gpus.empty() && a.device >= static_cast<int>(gpus.size())))
-      return Fail(Status::InvalidInput(fmt::format("--device {}: this machine has {} GPU(s)", a.device, gpus.size())));
-    if (!gpus.empty()) gpu = gpus[static_cast<size_t>(a.device)];
+    auto found = GpuAtIndex(SystemGpuProbe(), a.device);
+    if (found.ok()) gpu = *found;
+    if (a.device < 0) return Fail(Status::InvalidInput(fmt::format("--device {}: not a device index", a.device)));
+    if (found.status().code() == StatusCode::kInvalidInput) return Fail(found.status());
     if (opt.compile.cuda_arch.empty() && gpu) opt.compile.cuda_arch = gpu->Arch();
-    if (gpus.empty() && !a.compile_only)
-      return Fail(Status::Unavailable("task " + task->name + " needs the cuda backend, but this machine has no usable GPU (" +
-                                      why + "); run it on a machine with an NVIDIA GPU, or add --compile-only to "
-                                      "check that the candidate compiles and see its resource report"));
+    if (!gpu && !a.compile_only)
+      return Fail(Status::Unavailable("task " + task->name + " needs the cuda backend, but this machine has " +
+                                      found.status().message() + "; run it on a machine with an NVIDIA GPU, or add "
+                                      "--compile-only to check that the candidate compiles and see its resource report"));
   }
 
   auto workspace = OpenWorkspace(a.store_dir, a.no_store);

@@ -12,7 +12,7 @@
 #include "core/fs.h"
 #include "device/device.h"
 #include "optimize/optimizer.h"
-#include "propose/llm_proposer.h"
+#include "generate/generator.h"
 #include "session/session.h"
 #include "task/loader.h"
 
@@ -38,7 +38,7 @@ struct OptimizeArgs {
   std::string store_dir = ".kpilot";
   int64_t resume = 0;
   std::string out_dir;
-  std::string replay;
+  std::string space_file;
   std::string calibration;
   bool json = false;
   std::string llm_config;
@@ -241,12 +241,12 @@ int RunOptimize(const OptimizeArgs& a) {
     o.seed = a.seed;
     o.workloads = a.workloads;
     o.arch = a.arch;
-    if (!a.replay.empty()) o.replay = std::filesystem::absolute(a.replay).string();
+    if (!a.space_file.empty()) o.space_file = std::filesystem::absolute(a.space_file).string();
     if (!a.calibration.empty()) {
-      if (a.replay.empty())
+      if (a.space_file.empty())
         return Fail(Status::InvalidInput("--calibration " + a.calibration +
-                                         " only goes with --replay (a live run measures the GPU it runs on)"));
-      o.replay_calibration = std::filesystem::absolute(a.calibration).string();
+                                         " only goes with --space (a live run measures the GPU it runs on)"));
+      o.space_calibration = std::filesystem::absolute(a.calibration).string();
     }
     if (!a.llm_config.empty()) o.llm_config = std::filesystem::absolute(a.llm_config).string();
     o.raw_metrics = a.raw_metrics;
@@ -268,10 +268,10 @@ int RunOptimize(const OptimizeArgs& a) {
   // unless --max-cost raises it.
   if (a.max_cost >= 0) o.max_cost_usd = a.max_cost;
   if (a.max_tokens >= 0) o.max_tokens = a.max_tokens;
-  // A replay's clock is simulated, and --time counts real seconds.
-  if (!o.replay.empty() && o.time_limit_s > 0)
-    return Fail(Status::InvalidInput("--time cannot limit a replay (its clock is simulated); use --budget"));
-  if (NeedsGpu(task) && o.replay.empty()) {
+  // A space run's clock is simulated, and --time counts real seconds.
+  if (!o.space_file.empty() && o.time_limit_s > 0)
+    return Fail(Status::InvalidInput("--time cannot limit a space run (its clock is simulated); use --budget"));
+  if (NeedsGpu(task) && o.space_file.empty()) {
     std::string why;
     auto gpus = SystemGpuProbe().List(&why);
     if (gpus.empty())
@@ -311,7 +311,7 @@ int RunOptimize(const OptimizeArgs& a) {
     std::cerr << fmt::format("kpilot: optimizing {} from {} with the {} generator, {} policy, budget {} evaluations\n",
                              task.name, std::filesystem::path(o.from).filename().string(), o.generator,
                              PolicyName(o.search.policy), o.budget)
-              << (o.replay.empty() ? "" : "kpilot: replaying " + o.replay + " (nothing is compiled or run)\n")
+              << (o.space_file.empty() ? "" : "kpilot: serving evaluations from " + o.space_file + " (nothing is compiled or run)\n")
               << (o.devices.size() > 1 ? fmt::format("kpilot: evaluating on GPUs {}, one queue each\n",
                                                      fmt::join(o.devices, ","))
                                        : "");
@@ -397,7 +397,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "Starting candidate (default: the task's first candidates/ file). A task without [params] tunes the "
                   "params the candidate declares in a /* kpilot-params */ block");
   cmd->add_option("--generator", a->generator,
-                  "params | replay:DIR | llm:PROVIDER:MODEL[@BASE_URL] (PROVIDER openai, anthropic or openai-compatible, "
+                  "params | folder:DIR | llm:PROVIDER:MODEL[@BASE_URL] (PROVIDER openai, anthropic or openai-compatible, "
                   "e.g. llm:openai-compatible:qwen2.5-coder:7b@http://127.0.0.1:11434/v1) | command:CMDLINE (an agent CLI "
                   "run in a prepared workspace with YOUR permissions, e.g. 'command:codex exec --full-auto -'); "
                   "see docs/generators.md")
@@ -472,7 +472,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--in-flight", a->in_flight,
                   "Expansions in flight: the next batches compile while the GPU evaluates (more keeps the GPU busier, "
                   "the tree further behind its results). 0 (default): adaptive, from 3 up to 4 while the GPU is "
-                  "measured idle; replays stay at 2")
+                  "measured idle; space runs stay at 2")
       ->check(CLI::Range(0, 16))
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
@@ -487,9 +487,9 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--store", a->store_dir, "Store folder")->capture_default_str();
   cmd->add_option("--resume", a->resume, "Continue an interrupted run");
   cmd->add_option("--out", a->out_dir, "Where to write the best candidate (default: STORE/runs/ID/best)");
-  cmd->add_option("--replay", a->replay, "Serve evaluations from a kpilot sweep space file instead of running them");
+  cmd->add_option("--space", a->space_file, "Serve evaluations from a kpilot sweep space file instead of running them");
   cmd->add_option("--calibration", a->calibration,
-                  "With --replay: the GPU's ceilings (kpilot calibrate --json output) for the roofline class, "
+                  "With --space: the GPU's ceilings (kpilot calibrate --json output) for the roofline class, "
                   "when the space file records none");
   cmd->add_flag("--json", a->json, "JSON result on stdout, progress as JSON lines on stderr");
   cmd->callback([a, cmd, exit_code]() {
@@ -499,7 +499,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                              "--memory", "--footprints", "--anticipate", "--counters", "--policy", "--search",
                              "--budget", "--time", "--plateau", "--energy-weight", "--target", "--objective",
                              "--drafts", "--in-flight", "--seed", "--workload", "--skills",
-                             "--arch", "--replay", "--calibration"})
+                             "--arch", "--space", "--calibration"})
       if (cmd->count(name) > 0) a->given.push_back(name == std::string("task") ? "TASK" : name);
     *exit_code = RunOptimize(*a);
   });

@@ -125,10 +125,9 @@ int ProfileCandidate(const ProfileArgs& a) {
   const Workload* w = a.workload.empty() ? &task->workloads.back() : task->FindWorkload(a.workload);
   if (!w) return Fail(Status::InvalidInput("--workload " + a.workload + ": no such workload in " + task->name));
 
-  std::string why;
-  auto gpus = SystemGpuProbe().List(&why);
+  auto found = GpuAtIndex(SystemGpuProbe(), 0);
   std::optional<GpuInfo> gpu;
-  if (!gpus.empty()) gpu = gpus.front();
+  if (found.ok()) gpu = *found;
   std::string ncu = FindOnPath("ncu");
   if (a.profiler != "auto" && a.profiler != "cupti" && a.profiler != "ncu")
     return Fail(Status::InvalidInput("--profiler " + a.profiler + ": expected auto, cupti or ncu"));
@@ -136,7 +135,7 @@ int ProfileCandidate(const ProfileArgs& a) {
     return Fail(Status::InvalidInput("--replay " + a.replay + ": expected user or kernel"));
   const bool need_ncu = a.profiler == "ncu" || !a.ncu_set.empty();
   if (!a.static_only && (!gpu || (need_ncu && ncu.empty())))
-    return Fail(Status::Unavailable(std::string(!gpu ? "no usable GPU (" + why + ")" : "ncu not found on PATH") +
+    return Fail(Status::Unavailable((!gpu ? found.status().message() : std::string("ncu not found on PATH")) +
                                     ": a kernel profile needs " + (need_ncu ? "a GPU and ncu" : "a GPU") +
                                     "; add --static for the profile that needs neither"));
   const auto started = std::chrono::steady_clock::now();

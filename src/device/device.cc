@@ -143,4 +143,14 @@ Result<std::vector<int>> ChooseDevices(const std::vector<GpuInfo>& visible, cons
   return out;
 }
 
+Result<GpuInfo> GpuAtIndex(GpuProbe& probe, int index) {
+  std::string why;
+  std::vector<GpuInfo> gpus = probe.List(&why);
+  if (gpus.empty()) return Status::Unavailable("no usable GPU (" + why + ")");
+  if (index < 0 || index >= static_cast<int>(gpus.size()))
+    return Status::InvalidInput("--device " + std::to_string(index) + ": this machine has " +
+                                std::to_string(gpus.size()) + " GPU(s)");
+  return gpus[static_cast<size_t>(index)];
+}
+
 }  // namespace kpilot

@@ -43,6 +43,11 @@ GpuProbe& SystemGpuProbe();
 // two models, or a spec that is neither; Unavailable when none is visible. Pure.
 Result<std::vector<int>> ChooseDevices(const std::vector<GpuInfo>& visible, const std::string& spec);
 
+// The GPU a command runs on: device `index` of those `probe` lists. InvalidInput for an index
+// this machine does not have ("--device 3: this machine has 1 GPU(s)"); Unavailable, with the
+// probe's reason, where it lists none.
+Result<GpuInfo> GpuAtIndex(GpuProbe& probe, int index);
+
 // "sm_90a" for compute capability 9.0 and 10.0/12.0 ("sm_100a", "sm_120a"), else "sm_XY".
 std::string ArchForComputeCapability(int major, int minor);
 

@@ -42,7 +42,7 @@ struct EvalJob {
   bool compile_only = false;
   // With compile_only: whether a caller waits for it now. Compile-only jobs whose flag is set (or
   // that have none) compile first, in the order submitted; the others — guesses at drafts that
-  // may come later (Proposer::Anticipate), and the compiles a footprint probe stopped waiting
+  // may come later (Generator::Anticipate), and the compiles a footprint probe stopped waiting
   // for — only when none of those waits, newest first: the latest good node is the likeliest to
   // be expanded next. The flag may change while the job is queued. Measured on the H200: with
   // no such order the GPU sat idle 2.4-3.4 s while a new best's children compiled, three times
@@ -76,7 +76,7 @@ struct EvalJob {
   // Called on the executor's thread with an evaluation's result (status ok) before its future is
   // ready, so that the caller can journal it the moment it ends: the search records it before a
   // kill -9 can lose it (docs/search.md, "Resume"). Not called for skipped or compile-only jobs;
-  // an executor whose results cost nothing to make again (the replay) need not call it. May be
+  // an executor whose results cost nothing to make again (the space executor) need not call it. May be
   // empty.
   std::function<void(const EvalJobResult&)> on_done;
 };
@@ -91,7 +91,7 @@ struct EvalJobResult {
   std::vector<KernelResources> resources;  // its ptxas report (cuda; empty otherwise)
   // On the executor's clock (seconds since it started): when the job was submitted, when its
   // compile ran, and when it held its GPU (evaluation and counters). Where a wait left a GPU
-  // idle, these say what it waited for (bench/busy_timeline.py). A replay models only the eval_*;
+  // idle, these say what it waited for (bench/busy_timeline.py). A space run models only the eval_*;
   // a journal record keeps only those too, since the rest is one process's clock.
   double submitted_s = 0, compile_start_s = 0, compile_end_s = 0;
   double eval_start_s = 0, eval_end_s = 0;
@@ -127,7 +127,7 @@ class Executor {
   // Of BusySeconds, the runners' checks and timing proper (RunnerChecksAndTimingSeconds of every
   // evaluation run: no process start, CUDA context, loading or counter profile), the share of
   // the wall time docs/results.md reports as "checks and timing proper" ("GPU busy share"). 0
-  // where nothing says (a replay).
+  // where nothing says (a space run).
   virtual double ChecksAndTimingSeconds() const { return 0; }
   virtual double ElapsedSeconds() const = 0;
   // Evaluation queues: BusySeconds can reach Devices() × ElapsedSeconds.
@@ -136,7 +136,7 @@ class Executor {
   // still waiting to compile or compiling are not counted, since they keep no GPU busy: once this
   // is at most Devices(), the GPUs run dry after what they run now, whatever is compiling, and a
   // caller whose wait would delay the next submissions should stop waiting. An executor whose
-  // futures are ready at once (the replay) has none.
+  // futures are ready at once (the space executor) has none.
   virtual int EvaluationsReady() const { return 0; }
 };
 

@@ -5,8 +5,6 @@
 #include "core/fs.h"
 #include "lineage/lineage.h"
 #include "lineage/util.h"
-#include "propose/prompt.h"
-#include "propose/reply.h"
 
 namespace kpilot::lineage {
 namespace {

@@ -8,7 +8,6 @@
 
 #include "core/fs.h"
 #include "lineage/lineage.h"
-#include "propose/reply.h"
 
 namespace kpilot::lineage {
 namespace {

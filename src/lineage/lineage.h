@@ -16,6 +16,11 @@
 //     happens, with progress events;
 //   - the cards: reversal, consistency of requires/provides with the feature states, rendering
 //     to SKILL.md (YAML front matter + Markdown body) and writing them to a folder.
+//   - admission of the cards on a held-out task, and LineageWalk::Mine, which runs the walk, the
+//     cards, admission, the skill library's validation and the writing as `kpilot lineage` does
+//     (the CLI parses flags, opens a LineageSession (session/session.h) and prints).
+// What the walk asks a model or agent goes through generate's drafting contract
+// (generate/drafting.h): prompt templates, reply parsing, agent command lines, transcripts.
 // docs/lineage.md describes the walk for users.
 #pragma once
 
@@ -34,8 +39,7 @@
 #include "core/subprocess.h"
 #include "harness/harness.h"
 #include "llm/llm.h"
-#include "propose/command_proposer.h"
-#include "propose/transcripts.h"
+#include "generate/drafting.h"
 #include "store/store.h"
 #include "task/task.h"
 
@@ -178,8 +182,18 @@ std::unique_ptr<LineageGenerator> MakeLlmLineageGenerator(std::shared_ptr<llm::C
 // Over an agent command (command:CMDLINE): per request a fresh workspace holding
 // INSTRUCTIONS.md (the system text and the prompt; also on stdin); the reply is the file
 // REPLY.md the agent writes there, else its stdout. Runs through RunAgentCommand
-// (src/propose/command_proposer.h): the same environment scrubbing, timeout and archiving.
-std::unique_ptr<LineageGenerator> MakeCommandLineageGenerator(ProcessRunner& processes, CommandProposerOptions options);
+// (src/generate/command_generator.h): the same environment scrubbing, timeout and archiving.
+std::unique_ptr<LineageGenerator> MakeCommandLineageGenerator(ProcessRunner& processes, CommandGeneratorOptions options);
+
+// The walk's generator for `spec` (llm:PROVIDER:MODEL[@BASE_URL] or command:CMDLINE), configured
+// the way an optimize run's generator is (`setup`: the LLM config, its cap for llm:, the sandbox
+// runner, the store folder hidden from a command: agent); its exchanges and agent runs go to
+// `transcripts` (may be null). *prompts_override receives the LLM config's prompts_dir.
+// InvalidInput naming --generator for any other spec (the walk needs a generator that writes
+// code) or a command: with no command; NotFound when the agent is not on PATH.
+Result<std::unique_ptr<LineageGenerator>> MakeLineageGenerator(const std::string& spec, const GeneratorSetup& setup,
+                                                               std::shared_ptr<RunTranscripts> transcripts,
+                                                               std::filesystem::path* prompts_override);
 
 // A paired comparison of two kernel sources on the task.
 struct Comparison {
@@ -275,6 +289,9 @@ class LineageProgress {
   virtual void Event(const nlohmann::json& event) = 0;
 };
 
+struct MiningOptions;
+struct MiningResult;
+
 class LineageWalk {
  public:
   // Everything is borrowed. `store` may be null (nothing recorded); `transcripts` may be null.
@@ -285,6 +302,15 @@ class LineageWalk {
   // InvalidInput naming its verdict. Generator and machine failures end the walk with their Status
   // (what was recorded stays in the store, the run marked failed).
   Result<LineageResult> Run(const std::string& expert_source, const LineageOptions& options);
+
+  // What `kpilot lineage` does: Run, then the accepted steps reversed into cards (CardsFromSteps,
+  // the provenance from the task and the measure; Internal when CheckCardChain finds them
+  // inconsistent), admission on the held-out task when options.held_out is set (AdmitCards, and
+  // each card's AddAdmissionEvidence), each card checked by the skill library's validation (a
+  // problem is reported as a `card_problem` progress event and kept, not fatal), the cards written
+  // (WriteCards: admitted ones, or all without admission, to options.out; rejected ones to
+  // out/rejected/, which loading skips), and a `cards` event recorded in the run.
+  Result<MiningResult> Mine(const std::string& expert_source, const MiningOptions& options);
 
  private:
   const Task& task_;
@@ -380,5 +406,41 @@ void AddAdmissionEvidence(SkillCard& card, const Admission& admission, const Pro
 // replaced); returns the paths written.
 Result<std::vector<std::filesystem::path>> WriteCards(const std::vector<SkillCard>& cards,
                                                      const std::filesystem::path& dir);
+
+// ---- mining: the walk, its cards, admission and writing them ------------------------------------
+
+// The held-out task admission applies each card to, and the kernel it starts from.
+struct HeldOutTask {
+  Task task;
+  std::string start;        // the start kernel's source
+  std::string start_name;   // its file name
+};
+
+// The held-out task in `dir` (--admit-on) and its start: the file `from` (--admit-from), else the
+// task's reference. Checked before the walk spends anything: InvalidInput when its backend is not
+// `mined`'s (cards are admitted only on a task of their backend) or it is `mined` itself; the
+// loader's and reader's errors name the flag.
+Result<HeldOutTask> LoadHeldOutTask(const Task& mined, const std::string& dir, const std::string& from);
+
+struct MiningOptions {
+  LineageOptions walk;
+  std::filesystem::path out;          // the skills folder the cards are written to (<id>/SKILL.md)
+  std::set<std::string> finding_ids;  // the ids a card's triggers may name (skills' ValidationOptions)
+  // Admission, optional: the held-out task and a measure over it (both borrowed). Null: none, and
+  // every card goes to `out`.
+  const HeldOutTask* held_out = nullptr;
+  LineageMeasure* held_out_measure = nullptr;
+};
+
+struct MiningResult {
+  LineageResult walk;
+  std::vector<Admission> admissions;              // one per card, in the cards' order; empty without admission
+  std::vector<std::filesystem::path> written;     // the cards written to `out`
+  std::vector<std::filesystem::path> rejected;    // the cards admission rejected, in out/rejected/
+  std::vector<std::string> card_problems;         // the skill library's validation, one line each
+  // As recorded in the run's `cards` event: {task, start, cards: [{card, admitted, stage, reason,
+  // speedup, ci, path}]}; null without admission.
+  nlohmann::json admission;
+};
 
 }  // namespace kpilot::lineage

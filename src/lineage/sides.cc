@@ -3,9 +3,6 @@
 #include <fmt/format.h>
 
 #include "core/fs.h"
-#include "propose/command_line.h"
-#include "propose/prompt.h"
-
 #include "lineage/lineage.h"
 
 namespace kpilot::lineage {
@@ -32,7 +29,7 @@ class LlmGenerator : public LineageGenerator {
 
 class CommandGenerator : public LineageGenerator {
  public:
-  CommandGenerator(ProcessRunner& processes, CommandProposerOptions options)
+  CommandGenerator(ProcessRunner& processes, CommandGeneratorOptions options)
       : processes_(processes), options_(std::move(options)) {}
 
   Result<std::string> Ask(const GeneratorRequest& r) override {
@@ -54,7 +51,7 @@ class CommandGenerator : public LineageGenerator {
 
  private:
   ProcessRunner& processes_;
-  CommandProposerOptions options_;
+  CommandGeneratorOptions options_;
 };
 
 class HarnessMeasure : public LineageMeasure {
@@ -106,8 +103,38 @@ std::unique_ptr<LineageGenerator> MakeLlmLineageGenerator(std::shared_ptr<llm::C
   return std::make_unique<LlmGenerator>(std::move(client));
 }
 
-std::unique_ptr<LineageGenerator> MakeCommandLineageGenerator(ProcessRunner& processes, CommandProposerOptions options) {
+std::unique_ptr<LineageGenerator> MakeCommandLineageGenerator(ProcessRunner& processes, CommandGeneratorOptions options) {
   return std::make_unique<CommandGenerator>(processes, std::move(options));
+}
+
+Result<std::unique_ptr<LineageGenerator>> MakeLineageGenerator(const std::string& spec, const GeneratorSetup& setup,
+                                                               std::shared_ptr<RunTranscripts> transcripts,
+                                                               std::filesystem::path* prompts_override) {
+  auto config = LoadGeneratorConfig(setup.llm_config);
+  if (!config.ok()) return config.status();
+  *prompts_override = config->prompts_dir;
+  if (spec.rfind("llm:", 0) == 0) {
+    auto endpoint = llm::ParseLlmSpec(spec);
+    if (!endpoint.ok()) return endpoint.status();
+    if (setup.max_cost_usd >= 0) config->max_cost_usd = setup.max_cost_usd;
+    auto client = llm::MakeChatClient(*endpoint, *config, llm::MakeCurlTransport(), std::move(transcripts));
+    if (!client.ok()) return client.status();
+    return MakeLlmLineageGenerator(std::shared_ptr<llm::ChatClient>(std::move(client).value()));
+  }
+  if (spec.rfind("command:", 0) == 0) {
+    auto o = CommandOptionsFromSpec(spec, *config);
+    if (!o.ok()) return o.status();
+    if (o->argv.empty())
+      return Status::InvalidInput("--generator " + spec + ": no command — give one or set command_argv in the LLM config");
+    if (FindOnPath(o->argv.front()).empty())
+      return Status::NotFound("--generator " + spec + ": " + o->argv.front() + " is not on PATH (nor an executable path)");
+    o->transcripts = std::move(transcripts);
+    o->sandbox_runner = setup.sandbox_runner;
+    o->sandbox_hide = {setup.store_dir.string()};
+    return MakeCommandLineageGenerator(SystemProcessRunner(), std::move(o).value());
+  }
+  return Status::InvalidInput("--generator " + spec +
+                              ": kpilot lineage needs a generator that writes code: llm:PROVIDER:MODEL[@BASE_URL] or command:CMDLINE");
 }
 
 std::unique_ptr<LineageMeasure> MakeHarnessMeasure(Evaluator& evaluator, const Task& task, EvalOptions options,

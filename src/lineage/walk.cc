@@ -9,8 +9,6 @@
 #include "core/sha256.h"
 #include "lineage/lineage.h"
 #include "lineage/util.h"
-#include "propose/prompt.h"
-#include "propose/reply.h"
 
 namespace kpilot::lineage {
 namespace {

@@ -1,7 +1,7 @@
 // Language models over HTTP: OpenAI Chat Completions, Anthropic Messages and any
 // OpenAI-compatible server (vLLM, llama.cpp, Ollama …), with no SDK — libcurl underneath.
 //
-// The contract the LLM generator (src/propose/llm_proposer.h) builds on:
+// The contract the LLM generator (src/generate/llm_generator.h) builds on:
 //   - ParseLlmSpec: "llm:PROVIDER:MODEL[@BASE_URL]" → Endpoint;
 //   - LoadLlmConfig: the TOML defaults (timeouts, retries, prices, spending cap, …);
 //   - ChatClient: one provider-neutral chat call (text and tool calls) with retries, timeouts,
@@ -68,7 +68,7 @@ struct LlmConfig {
   int tool_calls_per_proposal = 8;   // function-calling budget per proposal
   int reasks = 2;                    // re-asks on a reply without usable code
   int prompt_skills = 3;             // skill cards shown in an llm: prompt (0: none; tools still list them)
-  // The command: generator (src/propose/command_proposer.h).
+  // The command: generator (src/generate/command_generator.h).
   std::vector<std::string> command_argv;  // argv array form of the command, when configured
   std::vector<std::string> allowed_env;   // variables passed through to the agent (others scrubbed)
   double command_timeout_s = 1800;

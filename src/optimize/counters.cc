@@ -20,7 +20,7 @@ CounterProfiles::~CounterProfiles() {
 bool CounterProfiles::Wanted() const {
   // Under --feedback none the generator sees no findings or numbers: a profile would be GPU time
   // spent for nothing.
-  return opts_.counters && opts_.replay.empty() && task_.backend == Backend::kCuda && off_.empty() &&
+  return opts_.counters && opts_.space_file.empty() && task_.backend == Backend::kCuda && off_.empty() &&
          opts_.feedback != FeedbackMode::kNone;
 }
 

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "exec/executor.h"
-#include "propose/proposer.h"
+#include "generate/generator.h"
 
 namespace kpilot {
 
-// The params generator's compile footprints through an executor (proposer.h, FootprintProbe):
+// The params generator's compile footprints through an executor (generator.h, FootprintProbe):
 // the source compiled at each config as compile-only jobs, with the options its evaluation would
 // use, so that an evaluation that follows is a cache hit. Each (source, config) is compiled once,
 // and Remember takes an evaluated draft's own compile report, so that it is not compiled again
@@ -32,7 +32,7 @@ namespace kpilot {
 // their last evaluation, since the next drafts still need compiling; so Probe returns what is
 // known and leaves the rest unknown for this pick. Their compiles go on, behind those a later
 // Probe waits for and newest first (EvalJob::waited_for), and a later Probe finds them done. A
-// replay's results are ready at once, so it waits for nothing and sees every footprint. Why
+// space run's results are ready at once, so it waits for nothing and sees every footprint. Why
 // (docs/search.md, "Compile footprints"): on evaluations of about a second, a wait for 16
 // compiles was the pipeline's critical path, and the busy share was 45% with them against 77%
 // without. Counting drafts still compiling as work ahead kept the probe waiting while the GPU

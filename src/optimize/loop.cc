@@ -45,13 +45,13 @@ OptimizeLoop::OptimizeLoop(const OptimizeDeps& deps, OptimizeOptions opts, int64
       tree_(opts_.search),
       rng_(opts_.seed),
       tools_(std::move(tools)),
-      events_(deps_.store, deps_.progress, deps_.executor, run_id_, !opts_.replay.empty()),
+      events_(deps_.store, deps_.progress, deps_.executor, run_id_, !opts_.space_file.empty()),
       journal_(deps_.store, deps_.executor, run_id_, seen_),
-      spend_(deps_.proposer, opts_),
+      spend_(deps_.generator, opts_),
       skills_(deps_.task, opts_, deps_.skills, deps_.usage),
       depth_(opts_.pipeline_depth > 0 ? opts_.pipeline_depth
-             : opts_.replay.empty()   ? MinPipelineDepth(deps_.executor.Devices())
-                                      : kReplayPipelineDepth),
+             : opts_.space_file.empty()   ? MinPipelineDepth(deps_.executor.Devices())
+                                      : kSpacePipelineDepth),
       counters_(deps_.task, opts_, deps_.executor, tools_, data_, events_) {
   // Only cuda compiles report registers, spills and shared memory.
   if (opts_.footprints && deps_.task.backend == Backend::kCuda)
@@ -100,12 +100,12 @@ std::future<EvalJobResult> OptimizeLoop::SubmitDraft(const Draft& d, const std::
   return journal_.Submit(std::move(job), {{"proposal", proposal}});
 }
 
-bool OptimizeLoop::Anticipating() const { return opts_.anticipate && footprints_ && opts_.replay.empty(); }
+bool OptimizeLoop::Anticipating() const { return opts_.anticipate && footprints_ && opts_.space_file.empty(); }
 
 void OptimizeLoop::Anticipate(const std::filesystem::path& source, const ParamValues& params) {
   if (!Anticipating()) return;
   try {  // maybe on the executor's thread: nothing may escape
-    footprints_->Prefetch(source, deps_.proposer.Anticipate(deps_.task, params));
+    footprints_->Prefetch(source, deps_.generator.Anticipate(deps_.task, params));
   } catch (const std::exception&) {
     // Only a guess: a failure to make it costs nothing but the head start.
   }
@@ -324,7 +324,7 @@ Result<OptimizeLoop::Taken> OptimizeLoop::TakeDrafts(int64_t sel, Result<std::ve
                                                      bool siblings_in_flight, Batch* b) {
   Status spent = RecordSpend();
   if (!drafts.ok() || !spent.ok())
-    return !spent.ok() ? spent : drafts.status().WithContext("the " + deps_.proposer.name() + " generator");
+    return !spent.ok() ? spent : drafts.status().WithContext("the " + deps_.generator.name() + " generator");
   spend_.Answered();
   // Drafts the generator failed to make are remembered, not evaluated; a node whose expansions
   // fail kGeneratorFailuresToClose times in a row is closed.
@@ -415,7 +415,7 @@ Result<std::optional<StopReason>> OptimizeLoop::FillPipeline() {
     // apply any other that finished.
     counters_.ProfileIfWanted(*sel);
     KPILOT_RETURN_IF_ERROR(counters_.Collect(*sel));
-    Batch b{*sel, {}, {}, deps_.proposer.Propose(ContextFor(*sel))};
+    Batch b{*sel, {}, {}, deps_.generator.Propose(ContextFor(*sel))};
     WaitForAll guard{b.futures};
     // A generator still writing (an llm: or command: request can take minutes) leaves its
     // expansion in flight and the loop selects the next: several requests run at once, each
@@ -458,7 +458,7 @@ Result<bool> OptimizeLoop::TakeAnswers() {
 
 Status OptimizeLoop::EvaluateOldest(double* busy0, double* elapsed0) {
   // The oldest batch, even when a later one has ended first: a run's node order then follows its
-  // proposals, which replay:DIR needs to reproduce a run.
+  // proposals, which folder:DIR needs to reproduce a run.
   Batch b = std::move(in_flight_.front());
   in_flight_.pop_front();
   WaitForAll guard{b.futures};
@@ -467,11 +467,11 @@ Status OptimizeLoop::EvaluateOldest(double* busy0, double* elapsed0) {
     auto done = EvaluateDraft(b.parent, b.proposed[i].first, b.proposed[i].second, std::move(b.futures[i]));
     if (!done.ok()) return done.status();
   }
-  // Adaptive depth: measured on the real executor only (a replay's clock does not model the
+  // Adaptive depth: measured on the real executor only (a space run's clock does not model the
   // parallel compiles that the depth is there to hide). The window runs from the previous
   // batch's end to this one's, so evaluations that finished while the loop was selecting and
   // proposing count too.
-  if (opts_.pipeline_depth != 0 || !opts_.replay.empty()) return Status::Ok();
+  if (opts_.pipeline_depth != 0 || !opts_.space_file.empty()) return Status::Ok();
   const double busy1 = deps_.executor.BusySeconds(), elapsed1 = deps_.executor.ElapsedSeconds();
   const double busy = busy1 - *busy0, elapsed = elapsed1 - *elapsed0;
   *busy0 = busy1;

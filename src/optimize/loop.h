@@ -98,7 +98,7 @@ class OptimizeLoop {
   // evaluation passes within kAnticipateWithin of the best evaluation ended so far, the moment it
   // ends (on the executor's thread), so that its likely children compile while the GPU runs its
   // profile, the promotion checks and the drafts queued before them. Cuda runs with footprints
-  // only, never a replay (whose results are ready at once).
+  // only, never a space run (whose results are ready at once).
   bool Anticipating() const;
   void Anticipate(const std::filesystem::path& source, const ParamValues& params);
   void AnticipateAfter(const std::filesystem::path& source, const ParamValues& params, const EvalJobResult& r);

@@ -78,12 +78,12 @@ void AnalyzeNode(const Task& task, const OptimizeOptions& o, const std::vector<s
   n->achieved_fraction = ctx.roofline.achieved_fraction;
   auto limits = SmLimitsFor(e.compile.resources.front().arch.empty() ? "sm_90a" : e.compile.resources.front().arch);
   // The kernels the calls launched (all of them where some workload was not traced, or nothing
-  // was, as in a replay).
+  // was, as in a space run).
   std::vector<std::string> timed;
   for (const auto& t : e.timings) timed.push_back(t.workload);
   auto profiles = LaunchedOnly(StaticProfiles(e.compile), TracedKernelNames(e.run.details, timed));
   if (e.run.details.is_object() && e.run.details.contains("static_mix"))
-    AdoptStoredMixes(e.run.details["static_mix"], &profiles);  // a replay's stored SASS mix
+    AdoptStoredMixes(e.run.details["static_mix"], &profiles);  // a space run's stored SASS mix
   for (const auto& sp : profiles) {
     ProfileContext k = ctx;
     k.kernel = sp.resources.name;
@@ -110,7 +110,7 @@ Status RunEvents::Add(const std::string& kind, json payload) {
 }
 
 json RunEvents::Times(const EvalJobResult& r) const {
-  if (replay_ || r.submitted_s <= 0) return json::object();
+  if (space_run_ || r.submitted_s <= 0) return json::object();
   json t = {{"now_s", executor_.ElapsedSeconds()}, {"submitted_s", r.submitted_s},
             {"compile_start_s", r.compile_start_s}, {"compile_end_s", r.compile_end_s},
             {"eval_start_s", r.eval_start_s},      {"eval_end_s", r.eval_end_s}};

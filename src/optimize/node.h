@@ -52,12 +52,12 @@ void AnalyzeNode(const Task& task, const OptimizeOptions& o, const std::vector<s
 // The run's event log: each event stored (runs/ID events) and then shown to the progress sink.
 class RunEvents {
  public:
-  RunEvents(Store& store, ProgressSink& progress, Executor& executor, int64_t run_id, bool replay)
-      : store_(store), progress_(progress), executor_(executor), run_id_(run_id), replay_(replay) {}
+  RunEvents(Store& store, ProgressSink& progress, Executor& executor, int64_t run_id, bool space_run)
+      : store_(store), progress_(progress), executor_(executor), run_id_(run_id), space_run_(space_run) {}
   Status Add(const std::string& kind, nlohmann::json payload);
   // When job `r` was submitted, compiled and held its GPU, with the executor's clock now
   // (seconds; bench/busy_timeline.py finds where a GPU idled and what it waited for); empty for
-  // a replay, whose clock is modelled, and for a result served from the journal, which keeps
+  // a space run, whose clock is modelled, and for a result served from the journal, which keeps
   // no submit time (its times were an earlier process's clock).
   nlohmann::json Times(const EvalJobResult& r) const;
 
@@ -66,7 +66,7 @@ class RunEvents {
   ProgressSink& progress_;
   Executor& executor_;
   int64_t run_id_;
-  bool replay_;
+  bool space_run_;
 };
 
 }  // namespace kpilot

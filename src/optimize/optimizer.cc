@@ -46,8 +46,8 @@ std::string ShownRunStatus(const Store& store, const RunRecord& run) {
   return lock.ok() && lock->has_value() ? "interrupted" : run.status;
 }
 
-Optimizer::Optimizer(const Task& task, Proposer& proposer, Executor& executor, Store& store, ProgressSink& progress)
-    : deps_{task, proposer, executor, store, progress} {}
+Optimizer::Optimizer(const Task& task, Generator& generator, Executor& executor, Store& store, ProgressSink& progress)
+    : deps_{task, generator, executor, store, progress} {}
 
 Result<OptimizeResult> Optimizer::Run(const OptimizeOptions& options) {
   if (options.budget < 1) return Status::InvalidInput("--budget must be at least 1");

@@ -20,7 +20,7 @@
 #include "optimize/options.h"
 #include "optimize/policy.h"
 #include "profile/profiler.h"
-#include "propose/proposer.h"
+#include "generate/generator.h"
 #include "search/memory.h"
 #include "search/tree.h"
 #include "skills/skills.h"
@@ -38,7 +38,7 @@ class ProgressSink {
 // What a run works with, all borrowed: they must outlive it.
 struct OptimizeDeps {
   const Task& task;
-  Proposer& proposer;
+  Generator& generator;
   Executor& executor;
   Store& store;
   ProgressSink& progress;
@@ -63,7 +63,7 @@ struct OptimizeResult {
   Evaluation final;                     // the best, evaluated again against the task's baseline
   double busy_share = 0;                // evaluation queues busy / (wall time × devices)
   // Of that, the runners' checks and timing proper / (wall time × devices)
-  // (Executor::ChecksAndTimingSeconds; 0 for a replay).
+  // (Executor::ChecksAndTimingSeconds; 0 for a space run).
   double checks_timing_share = 0;
   int pipeline_depth = 0;               // expansions in flight at the end (adaptive: where it got to)
   int anticipated = 0;                  // compiles ahead of configs the generator anticipated
@@ -72,7 +72,7 @@ struct OptimizeResult {
 class Optimizer {
  public:
   // All references are borrowed and must outlive the optimizer.
-  Optimizer(const Task& task, Proposer& proposer, Executor& executor, Store& store, ProgressSink& progress);
+  Optimizer(const Task& task, Generator& generator, Executor& executor, Store& store, ProgressSink& progress);
 
   // The skill cards offered to the generator and where their usage is recorded (both borrowed,
   // may be null: no cards / no statistics). Call before Run or Resume.

@@ -108,8 +108,8 @@ json ToJson(const OptimizeOptions& o) {
           {"arch", o.arch},
           {"eval_timeout_s", o.eval_timeout_s},
           {"timing_max_seconds", o.timing_max_seconds},
-          {"replay", o.replay},
-          {"replay_calibration", o.replay_calibration}};
+          {"space", o.space_file},
+          {"space_calibration", o.space_calibration}};
 }
 
 Status CheckOptions(const Task& task, const OptimizeOptions& o) {
@@ -118,7 +118,7 @@ Status CheckOptions(const Task& task, const OptimizeOptions& o) {
   if (!(o.target_fraction >= 0 && o.target_fraction <= 2))
     return Status::InvalidInput("--target " + std::to_string(o.target_fraction) +
                                 ": give a fraction of the roofline ceiling such as 0.85 (0 = off)");
-  const bool live_cuda = task.backend == Backend::kCuda && o.replay.empty();
+  const bool live_cuda = task.backend == Backend::kCuda && o.space_file.empty();
   const std::string objective = ObjectiveName(o.objective);
   if (o.objective != Objective::kTime) {
     if (task.backend != Backend::kCuda || task.reference.kind == ReferenceKind::kPython)
@@ -128,7 +128,7 @@ Status CheckOptions(const Task& task, const OptimizeOptions& o) {
                                   " — use --objective time");
     if (!live_cuda)
       return Status::InvalidInput("--objective " + objective + " cannot be replayed: a sweep space stores no joules "
-                                  "— use --objective time with --replay");
+                                  "— use --objective time with --space");
   }
   if (o.objective == Objective::kMix && !(o.energy_weight > 0 && o.energy_weight <= 10))
     return Status::InvalidInput("--energy-weight " + std::to_string(o.energy_weight) +
@@ -197,8 +197,8 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.arch = j.at("arch").get<std::string>();
     o.eval_timeout_s = j.at("eval_timeout_s").get<double>();
     o.timing_max_seconds = j.at("timing_max_seconds").get<double>();
-    o.replay = j.value("replay", "");
-    o.replay_calibration = j.value("replay_calibration", "");
+    o.space_file = j.value("space", j.value("replay", ""));  // older stores name it "replay"
+    o.space_calibration = j.value("space_calibration", "");
     return o;
   } catch (const std::exception& e) {
     return Status::InvalidInput(std::string("stored run options are malformed: ") + e.what());

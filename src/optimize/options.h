@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/executor.h"
-#include "propose/proposer.h"
+#include "generate/generator.h"
 #include "search/tree.h"
 
 namespace kpilot {
@@ -46,7 +46,7 @@ const char* GuidanceModeName(GuidanceMode m);
 struct OptimizeOptions {
   std::string task_dir;
   std::string from;                     // the starting candidate (a source file)
-  std::string generator = "params";     // params | replay:DIR | llm:PROVIDER:MODEL[@URL] | command:CMDLINE
+  std::string generator = "params";     // params | folder:DIR | llm:PROVIDER:MODEL[@URL] | command:CMDLINE
   std::string llm_config;               // --llm-config FILE for llm:/command: ("" = the default places)
   bool raw_metrics = false;             // llm:/command: see raw counters, not only guidance
   double max_cost_usd = 0;              // stop (reason "cost") once the generator spent this many US$ (0 = no cap)
@@ -64,7 +64,7 @@ struct OptimizeOptions {
   // tree one batch behind its results; more keeps the GPU busier when compiles are much slower
   // than evaluations (docs/search.md). 0 = adaptive (the default): start at 3 and add one, up to
   // kMaxAutoPipelineDepth, whenever a batch left the evaluation queue idle more than 20% of the
-  // time (NextPipelineDepth); replays, whose clock is simulated, stay at kReplayPipelineDepth.
+  // time (NextPipelineDepth); replays, whose clock is simulated, stay at kSpacePipelineDepth.
   int pipeline_depth = 0;
   uint64_t seed = 1;
   // Skill cards (docs/skills.md): retrieved for every expansion and offered to the generator;
@@ -80,16 +80,16 @@ struct OptimizeOptions {
   // loads the same).
   std::vector<std::string> tool_dirs;
   bool memory = true;                            // --memory off: no search-memory summary for the generator
-  // Compile footprints for the params generator's model (proposer.h, FootprintProbe): cuda tasks
+  // Compile footprints for the params generator's model (generator.h, FootprintProbe): cuda tasks
   // only; false (`--footprints off`) for ablations. Runs stored before it existed had none.
   bool footprints = true;
-  // Speculative compiles of the configs the generator anticipates for good nodes (Proposer::
+  // Speculative compiles of the configs the generator anticipates for good nodes (Generator::
   // Anticipate; OptimizeLoop::AnticipateAfter), on the compile threads footprints may use: with
   // footprints only. false (`--anticipate off`) for ablations; runs stored before it had it off.
   bool anticipate = true;
   // Counter profiles of new bests: each promoted node's kernels are profiled with the counters
   // of its class's tools (CUPTI, else ncu) on the evaluation queue, and its findings replace the
-  // static ones before its next expansion (docs/search.md). Live cuda runs only (a replay's space
+  // static ones before its next expansion (docs/search.md). Live cuda runs only (a space run's space
   // stores no counters); false (`--counters off`) steers by static findings alone. Runs stored
   // before it existed had none.
   bool counters = true;
@@ -100,8 +100,8 @@ struct OptimizeOptions {
   double eval_timeout_s = 120;
   double timing_max_seconds = 2.0;      // per workload per evaluation
   TimingMode timing = TimingMode::kDefault;  // the timing procedure (docs/pytorch.md: default | kernelbench | flashinfer)
-  std::string replay;                   // a space file (kpilot sweep) served instead of running ("" = run)
-  std::string replay_calibration;       // with replay: a calibration file replacing the space's ("" = the space's)
+  std::string space_file;                   // a space file (kpilot sweep) served instead of running ("" = run)
+  std::string space_calibration;       // with space_file: a calibration file replacing the space's ("" = the space's)
 };
 
 

@@ -17,11 +17,11 @@ namespace kpilot {
 // time, never more than MaxPipelineDepth(devices), never less than `depth`. Each GPU beyond the
 // first adds one expansion in flight at the start and two to the cap, so every queue has a batch
 // to take while the next ones compile. Three at the start: on the H200 at a wall-clock budget it
-// ended better than two and four (docs/search.md, "Pipeline depth"). A replay, whose clock does
-// not model compiles, keeps kReplayPipelineDepth (its figures count evaluations, where deeper
+// ended better than two and four (docs/search.md, "Pipeline depth"). A space run, whose clock does
+// not model compiles, keeps kSpacePipelineDepth (its figures count evaluations, where deeper
 // only costs).
 inline constexpr int kMinAutoPipelineDepth = 3;
-inline constexpr int kReplayPipelineDepth = 2;
+inline constexpr int kSpacePipelineDepth = 2;
 inline constexpr int kMaxAutoPipelineDepth = 4;
 inline constexpr double kAutoPipelineBusyGoal = 0.8;
 inline int MinPipelineDepth(int devices) { return kMinAutoPipelineDepth + std::max(0, devices - 1); }

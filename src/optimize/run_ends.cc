@@ -3,7 +3,7 @@
 // evaluated again and recorded (Finish).
 #include "core/fs.h"
 #include "optimize/loop.h"
-#include "propose/param_space.h"
+#include "generate/param_space.h"
 #include "task/formula.h"
 
 namespace kpilot {
@@ -18,7 +18,7 @@ Result<OptimizeResult> OptimizeLoop::Start() {
   for (const auto& t : deps_.task.outputs) dtypes["outputs"][t.name] = std::string(DTypeName(t.dtype));
   if (deps_.task.compute_precision) dtypes["compute_precision"] = std::string(DTypeName(*deps_.task.compute_precision));
   start["dtypes"] = dtypes;
-  if (opts_.replay.empty()) start["times"] = {{"now_s", deps_.executor.ElapsedSeconds()}};
+  if (opts_.space_file.empty()) start["times"] = {{"now_s", deps_.executor.ElapsedSeconds()}};
   KPILOT_RETURN_IF_ERROR(events_.Add("start", start));
   // A resumed run evaluates the source its root proposal recorded, which the journaled result
   // (if any) is of, even when the file has been edited since.

@@ -6,7 +6,7 @@ namespace kpilot {
 using nlohmann::json;
 
 GeneratorSpend SpendLedger::Total() const {
-  GeneratorSpend now = proposer_.Spent();
+  GeneratorSpend now = generator_.Spent();
   now.requests += before_.requests;
   now.input_tokens += before_.input_tokens;
   now.output_tokens += before_.output_tokens;
@@ -34,7 +34,7 @@ void SpendLedger::Restore(const json& p) {
 bool SpendLedger::AllowsAnotherRequest(int proposing) const {
   if (proposing == 0 || (opts_.max_cost_usd <= 0 && opts_.max_tokens <= 0)) return true;
   if (answered_ == 0) return false;
-  const GeneratorSpend mine = proposer_.Spent(), total = Total();
+  const GeneratorSpend mine = generator_.Spent(), total = Total();
   const double expected = static_cast<double>(proposing) / answered_;
   if (opts_.max_cost_usd > 0 && total.cost_usd + expected * mine.cost_usd >= opts_.max_cost_usd) return false;
   const double tokens = static_cast<double>(total.input_tokens + total.output_tokens);

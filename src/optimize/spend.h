@@ -13,7 +13,7 @@ namespace kpilot {
 class SpendLedger {
  public:
   // Borrowed: both outlive the ledger.
-  SpendLedger(const Proposer& proposer, const OptimizeOptions& opts) : proposer_(proposer), opts_(opts) {}
+  SpendLedger(const Generator& generator, const OptimizeOptions& opts) : generator_(generator), opts_(opts) {}
 
   // The run's totals: this process's generator and what earlier processes of the run spent.
   GeneratorSpend Total() const;
@@ -31,7 +31,7 @@ class SpendLedger {
   bool AllowsAnotherRequest(int proposing) const;
 
  private:
-  const Proposer& proposer_;
+  const Generator& generator_;
   const OptimizeOptions& opts_;
   GeneratorSpend before_;    // what earlier processes of this run spent
   GeneratorSpend recorded_;  // the last `spend` event's totals

@@ -11,7 +11,7 @@ namespace kpilot {
 
 namespace {
 
-// Caps that keep each section useful to a proposer without crowding out the others.
+// Caps that keep each section useful to a generator without crowding out the others.
 constexpr size_t kTriedEntries = 12;
 constexpr size_t kBestEntries = 5;
 constexpr size_t kFailureGroups = 6;

@@ -1,5 +1,5 @@
 // Search memory: every attempt (what was tried, what it did, what failed and why) and a bounded
-// summary of it for the proposer.
+// summary of it for the generator.
 #pragma once
 
 #include <cstddef>

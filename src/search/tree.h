@@ -68,7 +68,7 @@ struct Node {
   double value_sum = 0;            // sum of rewards in the subtree
   double max_reward = 0;           // the best reward in the subtree (itself included)
   std::vector<int64_t> children;
-  bool closed = false;             // pruned, or its proposer has nothing left to offer
+  bool closed = false;             // pruned, or its generator has nothing left to offer
   std::string closed_reason;
 };
 
@@ -87,7 +87,7 @@ class SearchTree {
   // Precondition: `parent` is an id this tree returned; ChildLimit is the caller's guide (Select
   // honours it), not checked here. Returns the child's id.
   int64_t AddChild(int64_t parent, const Outcome& child);
-  // Closes a node (e.g. the proposer has no more distinct drafts for it). Closing twice keeps
+  // Closes a node (e.g. the generator has no more distinct drafts for it). Closing twice keeps
   // the first reason. A closed node takes no children; its subtree stays reachable.
   void Close(int64_t id, const std::string& reason);
 

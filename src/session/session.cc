@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/subprocess.h"
-#include "exec/replay_executor.h"
+#include "exec/space_executor.h"
 #include "pytorch/pytorch.h"
 
 namespace kpilot {
@@ -38,20 +38,51 @@ Result<SkillLibrary> LoadSkillLibrary(const InstallLayout& layout, const std::ve
 
 namespace {
 
-Result<std::unique_ptr<Proposer>> MakeGenerator(const Task& task, const OptimizeOptions& o, Store& store,
-                                                const InstallLayout& layout) {
+class StoreArchive : public TranscriptArchive {
+ public:
+  explicit StoreArchive(Store& store) : store_(store) {}
+
+  bool Archive(int64_t run_id, int64_t parent, const llm::Exchange& e) override {
+    nlohmann::json usage = {{"input_tokens", e.usage.input_tokens}, {"output_tokens", e.usage.output_tokens},
+                            {"cost_usd", e.usage.cost_usd}, {"priced", e.usage.priced}};
+    nlohmann::json whole = {{"endpoint", e.endpoint}, {"request", e.request_json}, {"response", e.response_json},
+                            {"status", e.status},     {"attempts", e.attempts},   {"seconds", e.seconds},
+                            {"usage", usage},         {"error", e.error}};
+    auto blob = store_.PutBlob(whole.dump(2));
+    if (!blob.ok()) return false;
+    nlohmann::json event = {{"parent", parent}, {"endpoint", e.endpoint}, {"blob", *blob}, {"status", e.status},
+                            {"attempts", e.attempts},   {"seconds", e.seconds},   {"usage", usage}, {"error", e.error}};
+    return store_.AddRunEvent(run_id, "transcript", event.dump()).ok();
+  }
+
+ private:
+  Store& store_;
+};
+
+// What every generator of a session is given: the shipped files, the sandbox for agents, and
+// the store for transcripts.
+GeneratorSetup BaseGeneratorSetup(Store& store, const InstallLayout& layout) {
   GeneratorSetup gen;
+  gen.include_dir = layout.include_dir;
+  gen.prompts_dir = layout.prompts_dir;
+  gen.transcripts = StoreTranscriptArchive(store);
+  gen.store_dir = store.dir();
+  gen.sandbox_runner = layout.runner;
+  return gen;
+}
+
+Result<std::unique_ptr<Generator>> MakeRunGenerator(const Task& task, const OptimizeOptions& o, Store& store,
+                                                const InstallLayout& layout) {
+  GeneratorSetup gen = BaseGeneratorSetup(store, layout);
   gen.llm_config = o.llm_config;
   gen.raw_metrics = o.raw_metrics;
   gen.max_cost_usd = o.generator.rfind("llm:", 0) == 0 ? o.max_cost_usd : -1;
-  gen.include_dir = layout.include_dir;
-  gen.prompts_dir = layout.prompts_dir;
-  gen.store = &store;
-  gen.sandbox_runner = layout.runner;
-  return MakeProposer(o.generator, task, gen);
+  return MakeGenerator(o.generator, task, gen);
 }
 
 }  // namespace
+
+std::shared_ptr<TranscriptArchive> StoreTranscriptArchive(Store& store) { return std::make_shared<StoreArchive>(store); }
 
 OptimizeSession::~OptimizeSession() = default;
 
@@ -59,21 +90,21 @@ Result<std::unique_ptr<OptimizeSession>> OptimizeSession::Open(const Task& task,
                                                                const SessionSettings& s) {
   std::unique_ptr<OptimizeSession> session(new OptimizeSession(task, store));
   if (!s.evaluate_only) {
-    auto proposer = MakeGenerator(task, o, store, s.layout);
-    if (!proposer.ok()) return proposer.status();
-    session->proposer_ = std::move(proposer).value();
+    auto generator = MakeRunGenerator(task, o, store, s.layout);
+    if (!generator.ok()) return generator.status();
+    session->generator_ = std::move(generator).value();
   }
 
-  if (!o.replay.empty()) {
-    auto replay = ReplayExecutor::Open(o.replay, task, o.seed);
-    if (!replay.ok()) return replay.status();
-    if (!o.replay_calibration.empty()) {
-      auto calibration = ReadCalibrationFile(o.replay_calibration);
+  if (!o.space_file.empty()) {
+    auto space = SpaceExecutor::Open(o.space_file, task, o.seed);
+    if (!space.ok()) return space.status();
+    if (!o.space_calibration.empty()) {
+      auto calibration = ReadCalibrationFile(o.space_calibration);
       if (!calibration.ok()) return calibration.status().WithContext("--calibration");
-      std::string warning = (*replay)->SetCalibration(*calibration);
+      std::string warning = (*space)->SetCalibration(*calibration);
       if (!warning.empty() && s.notices) *s.notices << "kpilot: warning: " << warning << "\n";
     }
-    session->executor_ = std::move(replay).value();
+    session->executor_ = std::move(space).value();
   } else {
     session->toolchain_ = MakeSystemToolchain(store.dir() / "cache", s.layout.include_dir);
     if (task.reference.kind == ReferenceKind::kPython) {
@@ -97,9 +128,27 @@ Result<std::unique_ptr<OptimizeSession>> OptimizeSession::Open(const Task& task,
 }
 
 Optimizer OptimizeSession::MakeOptimizer(ProgressSink& progress) {
-  Optimizer optimizer(task_, *proposer_, *executor_, store_, progress);
+  Optimizer optimizer(task_, *generator_, *executor_, store_, progress);
   optimizer.UseSkills(skills_ ? &*skills_ : nullptr, usage_.get());
   return optimizer;
+}
+
+LineageSession::~LineageSession() = default;
+
+Result<std::unique_ptr<LineageSession>> LineageSession::Open(const std::string& generator, const std::string& llm_config,
+                                                             double max_cost_usd, Store& store, const InstallLayout& layout) {
+  std::unique_ptr<LineageSession> session(new LineageSession());
+  GeneratorSetup gen = BaseGeneratorSetup(store, layout);
+  gen.llm_config = llm_config;
+  gen.max_cost_usd = max_cost_usd;
+  gen.store_dir = fs::absolute(store.dir());  // an agent runs in a workspace of its own, elsewhere
+  session->transcripts_ = std::make_shared<RunTranscripts>(gen.transcripts);
+  auto made = lineage::MakeLineageGenerator(generator, gen, session->transcripts_, &session->prompts_override_);
+  if (!made.ok()) return made.status();
+  session->generator_ = std::move(made).value();
+  session->toolchain_ = MakeSystemToolchain(store.dir() / "cache", layout.include_dir);
+  session->evaluator_ = std::make_unique<Evaluator>(*session->toolchain_, SystemProcessRunner(), layout.runner);
+  return session;
 }
 
 }  // namespace kpilot

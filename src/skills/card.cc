@@ -375,7 +375,7 @@ std::optional<ParamMove> CardReader::ReadMove(const YAML::Node& n, const std::st
     const auto& roles = ParamRoles();
     if (p && std::find(roles.begin(), roles.end(), *p) == roles.end() && !IsUpperParam(*p)) {
       Problem(Line(keys["param"], line), field + ".param", "`" + *p + "` is neither a param role nor a param name",
-              "use a role of docs/propose.md (" + JoinQuoted(roles) + ") or one UPPER_CASE param name");
+              "use a role of docs/generate.md (" + JoinQuoted(roles) + ") or one UPPER_CASE param name");
       p.reset();
     }
     if (p) mv.param = *p;

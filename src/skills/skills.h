@@ -53,7 +53,7 @@ struct MoveCondition {
 // A move for the parametric generator: change `param` when `trigger` (a finding id or a roofline
 // class) is present and, if given, the condition holds for that finding's evidence.
 struct ParamMove {
-  std::string param;                  // a param role (docs/propose.md) or an UPPER_CASE param name
+  std::string param;                  // a param role (docs/generate.md) or an UPPER_CASE param name
   MoveDirection move = MoveDirection::kUp;
   std::optional<std::string> value;   // only for kSet
   std::string when;                   // as written
@@ -114,7 +114,7 @@ const std::vector<std::string>& SkillPlatforms();
 const std::vector<std::string>& SkillLanguages();
 // The task.toml element types, DTypeName's spellings: "f64", "f32", "f16", "bf16", …
 const std::vector<std::string>& SkillDTypes();
-// The param roles of docs/propose.md: "vector", "block", "grid", …
+// The param roles of docs/generate.md: "vector", "block", "grid", …
 const std::vector<std::string>& ParamRoles();
 
 // --- validation ---------------------------------------------------------------------------------

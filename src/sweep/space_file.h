@@ -1,5 +1,5 @@
 // The space file of `kpilot sweep` (docs/sweep.md, "The space file"): its layout in one place,
-// read by the replay executor (exec/replay_executor.h) and written by the sweep (sweep/sweep.h).
+// read by the space executor (exec/space_executor.h) and written by the sweep (sweep/sweep.h).
 // This half of the sweep module is its own library, kpilot_sweep_space, which needs only core,
 // task and harness, so exec can link it without depending on the sweep's driver.
 //

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/text.h"
-#include "propose/params_proposer.h"
+#include "generate/params_generator.h"
 #include "sweep/space_file.h"
 #include "sweep/sweep_run.h"
 

@@ -1,5 +1,5 @@
 // The ablation switches (--feedback, --tools, --memory, --skills) change what the generator
-// receives: checked on the pure shaping of a context, through the loop with a recording proposer,
+// receives: checked on the pure shaping of a context, through the loop with a recording generator,
 // and in what the llm: prompt and the params generator do with it.
 #include <gtest/gtest.h>
 
@@ -8,10 +8,10 @@
 
 #include "core/fs.h"
 #include "optimize/optimizer.h"
-#include "propose/code_tools.h"
-#include "propose/generator_test_util.h"
-#include "propose/llm_proposer.h"
-#include "propose/prompt.h"
+#include "generate/code_tools.h"
+#include "generate/generator_test_util.h"
+#include "generate/llm_generator.h"
+#include "generate/prompt.h"
 #include "task/loader.h"
 #include "test_paths.h"
 
@@ -151,7 +151,7 @@ TEST(SearchForGenerator, TheParamsGeneratorSpreadsItsParentsWiderAndResumeKeepsT
   auto stored = OptimizeOptionsFromJson(ToJson(o));
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
   EXPECT_DOUBLE_EQ(stored->search.exploration, kGlobalDraftsExploration);
-  for (const char* g : {"llm:openai:gpt-5", "command:./agent.sh", "replay:runs/1"}) {
+  for (const char* g : {"llm:openai:gpt-5", "command:./agent.sh", "folder:runs/1"}) {
     o.generator = g;
     FitSearchToGenerator(&o);
     EXPECT_DOUBLE_EQ(o.search.exploration, SearchConfig{}.exploration) << g;
@@ -200,7 +200,7 @@ class ProfiledExecutor : public Executor {
 };
 
 // Records every context it is given; makes a distinct draft each time.
-class RecordingProposer : public Proposer {
+class RecordingGenerator : public Generator {
  public:
   std::string name() const override { return "recording"; }
   std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
@@ -242,14 +242,14 @@ class AblationLoopTest : public ::testing::Test {
   }
   // The contexts the generator received in a run with `o_`.
   std::vector<ProposalContext> Run() {
-    RecordingProposer proposer;
+    RecordingGenerator generator;
     ProfiledExecutor executor;
     NoProgress progress;
-    Optimizer optimizer(task_, proposer, executor, *store_, progress);
+    Optimizer optimizer(task_, generator, executor, *store_, progress);
     auto res = optimizer.Run(o_);
     EXPECT_TRUE(res.ok()) << res.status().ToString();
     devices_ = executor.devices;
-    return proposer.contexts;
+    return generator.contexts;
   }
   std::optional<TempDir> dir_;
   std::unique_ptr<Store> store_;
@@ -310,15 +310,15 @@ TEST_F(AblationLoopTest, EvaluationsRunOnTheRunsDevice) {
 TEST(AblationParams, OnRequestLeavesTheParamsGeneratorUnsteered) {
   auto t = LoadTask(testing::SourceDir() / "examples" / "cuda" / "bias_gelu");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  auto proposer = MakeProposer("params", *t);
-  ASSERT_TRUE(proposer.ok()) << proposer.status().ToString();
+  auto generator = MakeGenerator("params", *t);
+  ASSERT_TRUE(generator.ok()) << generator.status().ToString();
   ProposalContext c = Profiled();
   c.task = &*t;
   c.k = 2;
   c.parent_source = "// parent\n";
   c.parent_source_name = "p.cu";
   c.profile_on_request = true;
-  auto drafts = (*proposer)->Propose(c).get();
+  auto drafts = (*generator)->Propose(c).get();
   ASSERT_TRUE(drafts.ok()) << drafts.status().ToString();
   for (const auto& d : *drafts) {
     EXPECT_TRUE(d.targeted_finding.empty()) << d.summary;
@@ -361,7 +361,7 @@ std::string AllText(const llm::ChatRequest& r) {
 TEST(AblationLlm, OnRequestGuidanceComesOnlyThroughGetProfile) {
   auto t = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
   ASSERT_TRUE(t.ok());
-  LlmProposerOptions options;
+  LlmGeneratorOptions options;
   options.include_dir = testing::SourceDir() / "include";
   options.prompts_dir = testing::SourceDir() / "prompts";
   options.config.tool_calls_per_proposal = 2;
@@ -373,7 +373,7 @@ TEST(AblationLlm, OnRequestGuidanceComesOnlyThroughGetProfile) {
   ApplyAblations(o, &c);
 
   auto client = std::make_shared<ToolCallingClient>();
-  auto p = MakeLlmProposer("llm:openai:fake", *t, client, options);
+  auto p = MakeLlmGenerator("llm:openai:fake", *t, client, options);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   auto drafts = (*p)->Propose(c).get();
   ASSERT_TRUE(drafts.ok()) << drafts.status().ToString();
@@ -392,7 +392,7 @@ TEST(AblationLlm, OnRequestGuidanceComesOnlyThroughGetProfile) {
   ProposalContext pushed = testing::ParentContext(*t, testing::kMinimalKernel);
   auto proactive = std::make_shared<ToolCallingClient>();
   proactive->call_tool = false;
-  auto q = MakeLlmProposer("llm:openai:fake", *t, proactive, options);
+  auto q = MakeLlmGenerator("llm:openai:fake", *t, proactive, options);
   ASSERT_TRUE(q.ok());
   ASSERT_TRUE((*q)->Propose(pushed).get().ok());
   ASSERT_FALSE(proactive->requests.empty());

@@ -5,12 +5,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include "core/fs.h"
 #include "fake_llm_server.h"
 #include "run_kpilot.h"
+#include "support/sync.h"
 
 namespace kpilot {
 namespace {
@@ -119,14 +122,24 @@ TEST_F(GeneratorsCli, TheSpendingCapStopsTheRun) {
 }
 
 TEST_F(GeneratorsCli, SlowRequestsRunSideBySide) {
-  // Each reply takes 0.4 s and is a distinct kernel (one more exported function). After the
-  // first answer the cap ($1000 at $100 a request) lets the next expansions' requests go out
-  // together, up to the expansions in flight.
+  // Each reply is a distinct kernel (one more exported function). After the first answer the cap
+  // ($1000 at $100 a request) lets the next expansions' requests go out together, up to the
+  // expansions in flight: every later reply is held until two requests are in flight at once.
   FakeLlmServer server;
-  std::atomic<int> n{0};
-  server.SetFallback([&n](const llm::testing::RecordedRequest&) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  std::mutex mu;
+  std::condition_variable cv;
+  int n = 0, held = 0;
+  bool side_by_side = false;
+  server.SetFallback([&](const llm::testing::RecordedRequest&) {
+    std::unique_lock<std::mutex> lock(mu);
     const int i = ++n;
+    if (i > 1) {
+      side_by_side = side_by_side || ++held >= 2;
+      cv.notify_all();
+      // In vain, the run goes on and MaxConcurrent below says so.
+      cv.wait_for(lock, testing::kEventTimeout, [&] { return side_by_side; });
+      --held;
+    }
     return FakeReply::Code(ParallelReference() + "\nextern \"C\" int kpilot_test_variant_" + std::to_string(i) +
                            "() { return " + std::to_string(i) + "; }\n");
   });
@@ -142,7 +155,7 @@ TEST_F(GeneratorsCli, SlowRequestsRunSideBySide) {
 }
 
 TEST_F(GeneratorsCli, OptimizeThroughACommandAgent) {
-  std::string agent = (testing::SourceDir() / "tests" / "propose" / "fake_agent.sh").string();
+  std::string agent = (testing::SourceDir() / "tests" / "generate" / "fake_agent.sh").string();
   ProcessResult r = testing::RunKpilot(dir_->path(), Args("command:'" + agent + "' copy", 3), 600);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("runs as YOU in a sandbox"), std::string::npos) << r.err;

@@ -51,7 +51,7 @@ TEST_F(SweepGpu, GemmConfigurationsPassWithEverySample) {
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json space = Space();
   EXPECT_FALSE(space["gpu"].value("name", "").empty()) << space["gpu"].dump();
-  // The GPU's ceilings, so replays classify against the roofline (ReplayCli tests the replay).
+  // The GPU's ceilings, so replays classify against the roofline (SpaceCli tests the space runs).
   ASSERT_TRUE(space.contains("calibration")) << "no calibration in the space header";
   EXPECT_GT(space["calibration"].value("dram_bytes_per_s", 0.0), 1e11) << space["calibration"].dump();
   EXPECT_GT(space["calibration"].value("fp32_flops_per_s", 0.0), 1e12) << space["calibration"].dump();

@@ -1,4 +1,4 @@
-// Choosing the GPUs one run evaluates on (--devices): pure, over a listed machine.
+// Choosing the GPUs a run evaluates on (--devices, --device): pure, over a listed machine.
 #include <gtest/gtest.h>
 
 #include "device/device.h"
@@ -46,6 +46,34 @@ TEST(ChooseDevices, BadSpecsNameTheVisibleGpus) {
   EXPECT_NE(ChooseDevices(m, "2").status().message().find("0 (NVIDIA H200), 1 (NVIDIA L4)"), std::string::npos);
   EXPECT_NE(ChooseDevices(m, "0,1").status().message().find("do not compare"), std::string::npos);
   EXPECT_EQ(ChooseDevices({}, "all").status().code(), StatusCode::kUnavailable);
+}
+
+class ListedGpus : public GpuProbe {
+ public:
+  ListedGpus(std::vector<GpuInfo> gpus, std::string why) : gpus_(std::move(gpus)), why_(std::move(why)) {}
+  std::vector<GpuInfo> List(std::string* why_none) override {
+    if (gpus_.empty()) *why_none = why_;
+    return gpus_;
+  }
+
+ private:
+  std::vector<GpuInfo> gpus_;
+  std::string why_;
+};
+
+TEST(GpuAtIndex, TheIndexedGpuOrAnErrorSayingWhy) {
+  ListedGpus two(Machine({"NVIDIA H200", "NVIDIA H200"}), "");
+  auto second = GpuAtIndex(two, 1);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->index, 1);
+  auto third = GpuAtIndex(two, 2);
+  EXPECT_EQ(third.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(third.status().message().find("--device 2: this machine has 2 GPU(s)"), std::string::npos);
+  EXPECT_EQ(GpuAtIndex(two, -1).status().code(), StatusCode::kInvalidInput);
+  ListedGpus none({}, "libcuda.so.1 not found");
+  auto r = GpuAtIndex(none, 0);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("libcuda.so.1 not found"), std::string::npos);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 #include "core/fs.h"
 #include "fake_llm_server.h"
 #include "lineage/lineage.h"
-#include "propose/reply.h"
+#include "generate/drafting.h"
 #include "task/loader.h"
 #include "test_paths.h"
 
@@ -297,6 +297,79 @@ TEST_F(LineageWalkTest, StopsAtTheStepLimitAndRecordsEverythingInTheStore) {
   ASSERT_TRUE(nodes.ok());
   ASSERT_EQ(nodes->size(), 2u);
   EXPECT_EQ((*nodes)[1].summary, "without register-tile");
+}
+
+TEST_F(LineageWalkTest, MineWritesAdmittedCardsToOutAndTheRejectedOnesApart) {
+  measure_.Time(expert_, 1);
+  measure_.Time(s1_, 2);
+  measure_.Time(s2_, 5);
+  // The held-out start, and what the generator makes of it with each card: twice as fast with
+  // smem-tile (admitted), half as fast with register-tile (rejected).
+  const std::string start = Kernel({"unrolled-loops"}, " + 2");
+  const std::string with_smem = Kernel({"smem-tile", "unrolled-loops"}, " + 2");
+  const std::string with_register = Kernel({"register-tile", "unrolled-loops"}, " + 2");
+  measure_.Time(start, 4);
+  measure_.Time(with_smem, 2);
+  measure_.Time(with_register, 8);
+  std::vector<std::string> e = {"register-tile", "smem-tile", "unrolled-loops"};
+  std::vector<std::string> a1 = {"smem-tile", "unrolled-loops"};
+  gen_.replies = {
+      Propose("register-tile", e, a1, s1_), Cite("register-tile", expert_, s1_), Rebuild(expert_),
+      Propose("smem-tile", a1, {"unrolled-loops"}, s2_), Cite("smem-tile", s1_, s2_), Rebuild(s1_),
+      "Summary: only the naive loop is left\n```json\n{\"naive\": true}\n```\n",
+      Rebuild(with_smem),      // admission of the first card (smem-tile, the last removal)
+      Rebuild(with_register),  // and of the second
+  };
+  auto dir = TempDir::Create("kpilot-lineage-mine-");
+  ASSERT_TRUE(dir.ok());
+  auto store = Store::Open(dir->path() / "store");
+  ASSERT_TRUE(store.ok());
+  HeldOutTask held{task_, start, "start.cpp"};
+  MiningOptions mo;
+  mo.walk = opt_;
+  mo.out = dir->path() / "skills";
+  mo.held_out = &held;
+  mo.held_out_measure = &measure_;
+  LineageWalk walk(task_, vocab_, gen_, measure_, store->get(), nullptr, events_);
+  auto m = walk.Mine(expert_, mo);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->walk.steps.size(), 2u);
+  ASSERT_EQ(m->admissions.size(), 2u);
+  EXPECT_TRUE(m->admissions[0].admitted) << m->admissions[0].reason;
+  EXPECT_EQ(m->admissions[1].stage, "measure");
+  EXPECT_EQ(m->written, (std::vector<std::filesystem::path>{mo.out / "smem-tile" / "SKILL.md"}));
+  EXPECT_EQ(m->rejected, (std::vector<std::filesystem::path>{mo.out / "rejected" / "register-tile" / "SKILL.md"}));
+  for (const auto& p : {m->written[0], m->rejected[0]}) EXPECT_TRUE(std::filesystem::exists(p)) << p;
+  // The card's own evidence names the held-out measurement.
+  auto text = ReadFile(m->written[0]);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("kpilot lineage --admit-on"), std::string::npos);
+  EXPECT_EQ(m->admission["start"], "start.cpp");
+  EXPECT_NE(m->admission["cards"][1]["path"].get<std::string>().find("rejected"), std::string::npos);
+  // Every validation problem is reported as it is found, and the run records where the cards went.
+  size_t reported = 0;
+  for (const auto& ev : events_.events) reported += ev.value("event", "") == "card_problem";
+  EXPECT_EQ(reported, m->card_problems.size());
+  auto events = (*store)->ListRunEvents(m->walk.run_id);
+  ASSERT_TRUE(events.ok());
+  ASSERT_FALSE(events->empty());
+  EXPECT_EQ(events->back().kind, "cards");
+  auto cards = json::parse(events->back().payload_json);
+  EXPECT_EQ(cards["cards"], json({m->written[0].string()}));
+  EXPECT_EQ(cards["rejected"], json({m->rejected[0].string()}));
+  EXPECT_EQ(cards["admission"], m->admission);
+}
+
+TEST_F(LineageWalkTest, AHeldOutTaskMustBeAnotherTaskOfTheSameBackend) {
+  auto same = LoadHeldOutTask(task_, task_.dir.string(), "");
+  ASSERT_FALSE(same.ok());
+  EXPECT_NE(same.status().message().find("the mined task itself"), std::string::npos) << same.status().message();
+  auto other = LoadHeldOutTask(task_, (testing::SourceDir() / "examples" / "host" / "saxpy").string(), "");
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  EXPECT_EQ(other->start_name, other->task.reference.path.filename().string());
+  auto cuda = LoadHeldOutTask(task_, (testing::SourceDir() / "examples" / "cuda" / "sgemm").string(), "");
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_NE(cuda.status().message().find("task of their backend"), std::string::npos) << cuda.status().message();
 }
 
 TEST_F(LineageWalkTest, StopsWhenTheKernelIsTheReference) {

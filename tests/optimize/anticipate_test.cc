@@ -2,7 +2,7 @@
 // generator anticipates for the root, and for each draft that passes within a few percent of the
 // best so far, go to the executor as compile-only jobs no one waits for, the moment the evaluation
 // ends; a regression's are not guessed. Test doubles: an executor that evaluates at once and
-// logs every job, and a proposer that anticipates one config per node.
+// logs every job, and a generator that anticipates one config per node.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -11,7 +11,7 @@
 
 #include "core/fs.h"
 #include "optimize/optimizer.h"
-#include "scripted_proposer.h"
+#include "scripted_generator.h"
 #include "task/loader.h"
 #include "test_paths.h"
 
@@ -66,9 +66,9 @@ class LoggingExecutor : public Executor {
 };
 
 // Drafts V = values in order, one per expansion; anticipates "after-<parent's V>" for any node.
-class GuessingProposer : public testing::ScriptedProposer {
+class GuessingGenerator : public testing::ScriptedGenerator {
  public:
-  using ScriptedProposer::ScriptedProposer;
+  using ScriptedGenerator::ScriptedGenerator;
   std::vector<ParamValues> Anticipate(const Task&, const ParamValues& parent) const override {
     return {{{"V", "after-" + ValueOf(parent)}}};
   }
@@ -102,9 +102,9 @@ Outcome RunWith(bool anticipate) {
   o.anticipate = anticipate;
   // a improves on the root, b regresses, c is within 3% of a.
   LoggingExecutor exec({{"root", 1.0}, {"a", 1.5}, {"b", 0.5}, {"c", 1.48}});
-  GuessingProposer proposer({"a", "b", "c"});
+  GuessingGenerator generator({"a", "b", "c"});
   Quiet quiet;
-  Optimizer optimizer(*task, proposer, exec, **store, quiet);
+  Optimizer optimizer(*task, generator, exec, **store, quiet);
   auto res = optimizer.Run(o);
   EXPECT_TRUE(res.ok()) << res.status().ToString();
   return {exec.Jobs(), res.ok() ? res->anticipated : -1};

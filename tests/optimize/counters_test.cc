@@ -1,5 +1,5 @@
 // Counter profiles of new bests in the optimize loop, with test doubles: an executor that
-// answers counter jobs with a scripted profile (or a scripted failure) and a proposer that records
+// answers counter jobs with a scripted profile (or a scripted failure) and a generator that records
 // what each expansion saw. The real collection (CUPTI / ncu through kpilot-runner) is checked on
 // the GPU by cli_gpu_test and optimize_gpu_test.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include "core/fs.h"
 #include "core/subprocess.h"
 #include "optimize/optimizer.h"
-#include "scripted_proposer.h"
+#include "scripted_generator.h"
 #include "task/loader.h"
 #include "test_paths.h"
 
@@ -81,16 +81,16 @@ class CountersExecutor : public Executor {
 };
 
 // Drafts V=values in order, one per expansion; records each expansion's parent and its findings.
-class RecordingProposer : public testing::ScriptedProposer {
+class RecordingGenerator : public testing::ScriptedGenerator {
  public:
-  explicit RecordingProposer(std::vector<std::string> values, size_t fail_after = 1000)
-      : ScriptedProposer(std::move(values)), fail_after_(fail_after) {}
+  explicit RecordingGenerator(std::vector<std::string> values, size_t fail_after = 1000)
+      : ScriptedGenerator(std::move(values)), fail_after_(fail_after) {}
   std::string name() const override { return "recording"; }
   std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
     std::vector<std::string> ids;
     for (const auto& f : ctx.findings) ids.push_back(f.id);
     seen.push_back({ctx.parent_node, ids, ctx.bottleneck, ctx.parent_metrics});
-    if (seen.size() <= fail_after_) return ScriptedProposer::Propose(ctx);
+    if (seen.size() <= fail_after_) return ScriptedGenerator::Propose(ctx);
     std::promise<Result<std::vector<Draft>>> p;
     p.set_value(Status::Internal("the generator broke"));
     return p.get_future();
@@ -145,9 +145,9 @@ Fixture Make(const std::string& example, const std::string& from) {
 TEST(Counters, EachNewBestIsProfiledAndItsDraftsSeeTheFindings) {
   Fixture f = Make("cuda/vector_add", "vector_grid_stride.cu");
   CountersExecutor exec({{"root", 1.0}, {"a", 1.5}, {"b", 2.0}});
-  RecordingProposer proposer({"a", "b"});
+  RecordingGenerator generator({"a", "b"});
   Collect progress;
-  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  Optimizer optimizer(f.task, generator, exec, *f.store, progress);
   auto res = optimizer.Run(f.options);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   // The root (first passing), then a and b, each promoted once.
@@ -159,13 +159,13 @@ TEST(Counters, EachNewBestIsProfiledAndItsDraftsSeeTheFindings) {
   // Each is handed the evaluation the loop has: the root's own, then each promotion gate's.
   EXPECT_EQ(exec.handed, (std::vector<std::string>{"own root", "gate a", "gate b"}));
   // Each expansion was proposed from the newest best, after its counters arrived.
-  ASSERT_GE(proposer.seen.size(), 2u);
-  EXPECT_EQ(proposer.seen[0].parent, 0);
-  EXPECT_EQ(proposer.seen[0].findings, (std::vector<std::string>{"uncoalesced-root"}));
-  EXPECT_EQ(proposer.seen[0].bottleneck, "memory-bound");
-  EXPECT_NE(proposer.seen[0].metrics.find("dram__throughput"), std::string::npos) << proposer.seen[0].metrics;
-  EXPECT_EQ(proposer.seen[1].parent, 1);
-  EXPECT_EQ(proposer.seen[1].findings, (std::vector<std::string>{"uncoalesced-a"}));
+  ASSERT_GE(generator.seen.size(), 2u);
+  EXPECT_EQ(generator.seen[0].parent, 0);
+  EXPECT_EQ(generator.seen[0].findings, (std::vector<std::string>{"uncoalesced-root"}));
+  EXPECT_EQ(generator.seen[0].bottleneck, "memory-bound");
+  EXPECT_NE(generator.seen[0].metrics.find("dram__throughput"), std::string::npos) << generator.seen[0].metrics;
+  EXPECT_EQ(generator.seen[1].parent, 1);
+  EXPECT_EQ(generator.seen[1].findings, (std::vector<std::string>{"uncoalesced-a"}));
   auto recorded = progress.Of("counters");
   ASSERT_EQ(recorded.size(), 3u);
   EXPECT_EQ(recorded[0].value("node", -1), 0);
@@ -215,9 +215,9 @@ guidance = "DRAM at {dram__throughput.avg.pct_of_peak_sustained_elapsed}%"
   f.options.tool_dirs = {tools.string()};
   f.options.budget = 1;
   CountersExecutor exec({{"root", 1.0}});
-  RecordingProposer proposer({});
+  RecordingGenerator generator({});
   Collect progress;
-  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  Optimizer optimizer(f.task, generator, exec, *f.store, progress);
   auto res = optimizer.Run(f.options);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_NE(std::find(exec.tool_ids.begin(), exec.tool_ids.end(), "my-dram-rule"), exec.tool_ids.end());
@@ -241,13 +241,13 @@ TEST(Counters, ABestSupersededBeforeItIsExpandedIsNotProfiled) {
   f.options.budget = 3;
   f.options.pipeline_depth = 2;
   CountersExecutor exec({{"root", 1.0}, {"a", 1.5}, {"b", 2.0}});
-  RecordingProposer proposer({"a", "b"});
+  RecordingGenerator generator({"a", "b"});
   Collect progress;
-  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  Optimizer optimizer(f.task, generator, exec, *f.store, progress);
   auto res = optimizer.Run(f.options);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  ASSERT_EQ(proposer.seen.size(), 2u);
-  EXPECT_EQ(proposer.seen[1].parent, 0) << "b was drafted before a's result came back";
+  ASSERT_EQ(generator.seen.size(), 2u);
+  EXPECT_EQ(generator.seen[1].parent, 0) << "b was drafted before a's result came back";
   EXPECT_EQ(progress.Of("promote").size(), 3u) << "root, a, then b";
   EXPECT_EQ(exec.counter_jobs, (std::vector<std::string>{"root", "b"}));
   EXPECT_EQ(exec.handed, (std::vector<std::string>{"own root", "gate b"}));
@@ -264,9 +264,9 @@ TEST(Counters, ABestSupersededBeforeItIsExpandedIsNotProfiled) {
 // The counter jobs a two-node run with `f`'s options submits.
 std::vector<std::string> CounterJobsOf(Fixture& f) {
   CountersExecutor exec({{"root", 1.0}, {"a", 1.5}});
-  RecordingProposer proposer({"a"});
+  RecordingGenerator generator({"a"});
   Collect progress;
-  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  Optimizer optimizer(f.task, generator, exec, *f.store, progress);
   EXPECT_TRUE(optimizer.Run(f.options).ok());
   EXPECT_EQ(progress.Of("counters").size(), exec.counter_jobs.size());
   return exec.counter_jobs;
@@ -284,7 +284,7 @@ TEST(Counters, OffHostTasksAndReplaysAskForNone) {
   blind.options.feedback = FeedbackMode::kNone;  // the generator would see none of it
   EXPECT_TRUE(CounterJobsOf(blind).empty());
   Fixture replay = Make("cuda/vector_add", "vector_grid_stride.cu");
-  replay.options.replay = "space.json";  // the executor double serves it; a space stores no counters
+  replay.options.space_file = "space.json";  // the executor double serves it; a space stores no counters
   EXPECT_TRUE(CounterJobsOf(replay).empty());
 }
 
@@ -292,9 +292,9 @@ TEST(Counters, AProfilerThatCannotRunHereIsAskedOnceAndTheRunGoesOn) {
   Fixture f = Make("cuda/vector_add", "vector_grid_stride.cu");
   CountersExecutor exec({{"root", 1.0}, {"a", 1.5}, {"b", 2.0}});
   exec.failure = Status::Unavailable("CUPTI counters unavailable and no ncu on PATH");
-  RecordingProposer proposer({"a", "b"});
+  RecordingGenerator generator({"a", "b"});
   Collect progress;
-  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  Optimizer optimizer(f.task, generator, exec, *f.store, progress);
   auto res = optimizer.Run(f.options);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(exec.counter_jobs, (std::vector<std::string>{"root"}));
@@ -304,7 +304,7 @@ TEST(Counters, AProfilerThatCannotRunHereIsAskedOnceAndTheRunGoesOn) {
   ASSERT_EQ(recorded.size(), 1u);
   EXPECT_NE(recorded[0].value("error", "").find("no ncu"), std::string::npos);
   EXPECT_TRUE(recorded[0].value("counters_off", false));
-  EXPECT_TRUE(proposer.seen[0].findings.empty());  // static findings only (none for a scripted eval)
+  EXPECT_TRUE(generator.seen[0].findings.empty());  // static findings only (none for a scripted eval)
 }
 
 TEST(Counters, AResumedRunKeepsRecordedProfilesAndProfilesNothingTwice) {
@@ -313,9 +313,9 @@ TEST(Counters, AResumedRunKeepsRecordedProfilesAndProfilesNothingTwice) {
   int64_t run = 0;
   {
     CountersExecutor exec({{"root", 1.0}, {"a", 1.5}, {"b", 2.0}});
-    RecordingProposer proposer({"a", "b"}, /*fail_after=*/1);  // the second expansion fails the run
+    RecordingGenerator generator({"a", "b"}, /*fail_after=*/1);  // the second expansion fails the run
     Collect progress;
-    Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+    Optimizer optimizer(f.task, generator, exec, *f.store, progress);
     auto res = optimizer.Run(f.options);
     ASSERT_FALSE(res.ok());
     EXPECT_EQ(exec.counter_jobs, (std::vector<std::string>{"root", "a"}));
@@ -325,15 +325,15 @@ TEST(Counters, AResumedRunKeepsRecordedProfilesAndProfilesNothingTwice) {
     run = runs->front().id;
   }
   CountersExecutor exec({{"root", 1.0}, {"a", 1.5}, {"b", 2.0}});
-  RecordingProposer proposer({"b"});
+  RecordingGenerator generator({"b"});
   Collect progress;
-  Optimizer optimizer(f.task, proposer, exec, *f.store, progress);
+  Optimizer optimizer(f.task, generator, exec, *f.store, progress);
   auto res = optimizer.Resume(run);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   // Node 1 (a) is the incumbent; its recorded profile steers the first expansion after the resume.
-  ASSERT_FALSE(proposer.seen.empty());
-  EXPECT_EQ(proposer.seen[0].parent, 1);
-  EXPECT_EQ(proposer.seen[0].findings, (std::vector<std::string>{"uncoalesced-a"}));
+  ASSERT_FALSE(generator.seen.empty());
+  EXPECT_EQ(generator.seen[0].parent, 1);
+  EXPECT_EQ(generator.seen[0].findings, (std::vector<std::string>{"uncoalesced-a"}));
   EXPECT_EQ(exec.counter_jobs, (std::vector<std::string>{"b"}));
 }
 

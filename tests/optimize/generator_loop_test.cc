@@ -56,7 +56,7 @@ class CountingExecutor : public Executor {
 };
 
 // Spends `cost` dollars per call; makes a distinct draft, or fails to when `fail` is set.
-class SpendingProposer : public Proposer {
+class SpendingGenerator : public Generator {
  public:
   std::string name() const override { return "spending"; }
   std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
@@ -107,7 +107,7 @@ class Collect : public ProgressSink {
 
 // Answers each request on a thread of its own, once another request has run beside it (or after
 // 1 s alone): a loop that waits for each answer before it asks again never sees two at once.
-class ConcurrentProposer : public Proposer {
+class ConcurrentGenerator : public Generator {
  public:
   std::string name() const override { return "concurrent"; }
   std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
@@ -174,17 +174,17 @@ class GeneratorLoopTest : public ::testing::Test {
   Task task_;
   OptimizeOptions o_;
   CountingExecutor executor_;
-  SpendingProposer proposer_;
+  SpendingGenerator generator_;
   Collect progress_;
 };
 
 TEST_F(GeneratorLoopTest, TheSpendingCapStopsTheRun) {
   o_.max_cost_usd = 1.0;
-  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->stop_reason, StopReason::kCost);
-  EXPECT_EQ(proposer_.contexts.size(), 3u) << "0.4, 0.8, 1.2 ≥ 1.0: no fourth request";
+  EXPECT_EQ(generator_.contexts.size(), 3u) << "0.4, 0.8, 1.2 ≥ 1.0: no fourth request";
   EXPECT_EQ(res->evaluations, 4);
   EXPECT_NEAR(res->spend.cost_usd, 1.2, 1e-9);
   EXPECT_EQ(res->spend.requests, 3);
@@ -192,29 +192,29 @@ TEST_F(GeneratorLoopTest, TheSpendingCapStopsTheRun) {
   auto run = store_->GetRun(res->run_id);
   ASSERT_TRUE(run.ok() && run->has_value());
   EXPECT_EQ((*run)->stop_reason, "cost");
-  EXPECT_EQ(proposer_.contexts.front().run_id, res->run_id);
+  EXPECT_EQ(generator_.contexts.front().run_id, res->run_id);
 }
 
 TEST_F(GeneratorLoopTest, TheTokenCapStopsTheRun) {
   o_.max_tokens = 3000;  // 1500 a request: the second reaches it
-  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->stop_reason, StopReason::kTokens);
-  EXPECT_EQ(proposer_.contexts.size(), 2u);
+  EXPECT_EQ(generator_.contexts.size(), 2u);
   EXPECT_EQ(res->spend.input_tokens + res->spend.output_tokens, 3000);
 }
 
 TEST_F(GeneratorLoopTest, SeveralRequestsAreInFlightAtOnce) {
-  ConcurrentProposer proposer;
+  ConcurrentGenerator generator;
   o_.pipeline_depth = 3;
   o_.budget = 7;
   o_.search.policy = Policy::kGreedy;
-  Optimizer optimizer(task_, proposer, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator, executor_, *store_, progress_);
   auto started = std::chrono::steady_clock::now();
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_GE(proposer.max_running, 2) << "the loop asked for the next expansion while a request was unanswered";
+  EXPECT_GE(generator.max_running, 2) << "the loop asked for the next expansion while a request was unanswered";
   EXPECT_EQ(res->stop_reason, StopReason::kBudget);
   EXPECT_EQ(res->evaluations, 7) << "requests in flight count against the budget: none evaluated beyond it";
   auto events = store_->ListRunEvents(res->run_id);
@@ -229,32 +229,32 @@ TEST_F(GeneratorLoopTest, UnderASpendingCapRequestsGoOutOnlyWhileTheCapAllowsThe
   // $1 a request, cap $2.50: the first goes out alone (no cost known yet); after its answer two
   // may be in flight ($1 spent + $1 expected < $2.50), not three. Sequential requests would also
   // stop after the third.
-  ConcurrentProposer proposer;
-  proposer.wait_for_company = false;
-  proposer.cost = 1;
+  ConcurrentGenerator generator;
+  generator.wait_for_company = false;
+  generator.cost = 1;
   o_.pipeline_depth = 4;
   o_.max_cost_usd = 2.5;
   o_.search.policy = Policy::kGreedy;
-  Optimizer optimizer(task_, proposer, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->stop_reason, StopReason::kCost);
   EXPECT_EQ(res->spend.requests, 3);
-  EXPECT_LE(proposer.max_running, 2);
+  EXPECT_LE(generator.max_running, 2);
 }
 
 TEST_F(GeneratorLoopTest, ARequestInFlightThatFailsGivesItsBudgetBack) {
   // Budget 3, two drafts an expansion: after the start, the first request reserves the rest and
   // is the only one in flight. It fails: the run asks again instead of ending with "budget" at
   // one evaluation.
-  ConcurrentProposer proposer;
-  proposer.wait_for_company = false;
-  proposer.failing = {0};
+  ConcurrentGenerator generator;
+  generator.wait_for_company = false;
+  generator.failing = {0};
   o_.pipeline_depth = 3;
   o_.drafts_per_expansion = 2;
   o_.budget = 3;
   o_.search.policy = Policy::kGreedy;
-  Optimizer optimizer(task_, proposer, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->stop_reason, StopReason::kBudget);
@@ -264,7 +264,7 @@ TEST_F(GeneratorLoopTest, ARequestInFlightThatFailsGivesItsBudgetBack) {
 
 TEST_F(GeneratorLoopTest, WithoutACapTheBudgetStopsIt) {
   o_.budget = 4;
-  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->stop_reason, StopReason::kBudget);
@@ -273,10 +273,10 @@ TEST_F(GeneratorLoopTest, WithoutACapTheBudgetStopsIt) {
 
 TEST_F(GeneratorLoopTest, AGeneratorThatOnlyRepeatsItselfEndsTheRun) {
   // Duplicates hand their budget back, so without this stop the run would never end.
-  proposer_.repeat = true;
-  proposer_.cost = 0;
+  generator_.repeat = true;
+  generator_.cost = 0;
   o_.budget = 4;
-  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->stop_reason, StopReason::kDuplicates);
@@ -285,17 +285,17 @@ TEST_F(GeneratorLoopTest, AGeneratorThatOnlyRepeatsItselfEndsTheRun) {
 }
 
 TEST_F(GeneratorLoopTest, FailedDraftsAreRememberedAndAFailingNodeIsClosed) {
-  proposer_.fail = true;
+  generator_.fail = true;
   executor_.fail_root = true;
-  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->stop_reason, StopReason::kExhausted);
   EXPECT_EQ(res->evaluations, 1);
-  ASSERT_EQ(proposer_.contexts.size(), 2u) << "closed after two failed expansions";
+  ASSERT_EQ(generator_.contexts.size(), 2u) << "closed after two failed expansions";
   EXPECT_EQ(progress_.Count("generator_failure"), 2);
   // The second request already knows why the first failed, and why the parent is wrong.
-  const ProposalContext& second = proposer_.contexts[1];
+  const ProposalContext& second = generator_.contexts[1];
   EXPECT_NE(second.memory_summary.find("no fenced code block"), std::string::npos) << second.memory_summary;
   EXPECT_EQ(second.parent_verdict, "incorrect");
   EXPECT_EQ(second.parent_verdict_summary, "y[17] = 3.5, expected 2.5");
@@ -329,10 +329,10 @@ TEST(PipelineDepth, EachMoreGpuStartsOneDeeperAndMayGrowTwoMore) {
 }
 
 TEST_F(GeneratorLoopTest, AnIdleQueueDeepensTheAdaptivePipeline) {
-  proposer_.cost = 0;
+  generator_.cost = 0;
   o_.pipeline_depth = 0;  // adaptive
   executor_.busy_per_job = 0.5;
-  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->pipeline_depth, 4);
@@ -340,28 +340,28 @@ TEST_F(GeneratorLoopTest, AnIdleQueueDeepensTheAdaptivePipeline) {
 }
 
 TEST_F(GeneratorLoopTest, AReplayKeepsItsOwnDepthHoweverIdleItsClockLooks) {
-  proposer_.cost = 0;
+  generator_.cost = 0;
   o_.pipeline_depth = 0;
-  o_.replay = "space.json";  // the executor double serves it; only the depth rule differs
+  o_.space_file = "space.json";  // the executor double serves it; only the depth rule differs
   executor_.busy_per_job = 0.1;
-  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator_, executor_, *store_, progress_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ(res->pipeline_depth, kReplayPipelineDepth);
+  EXPECT_EQ(res->pipeline_depth, kSpacePipelineDepth);
   EXPECT_EQ(progress_.Count("pipeline"), 0);
 }
 
 TEST_F(GeneratorLoopTest, ABusyQueueOrAFixedDepthKeepsThePipeline) {
-  proposer_.cost = 0;
+  generator_.cost = 0;
   o_.pipeline_depth = 0;
   executor_.busy_per_job = 0.9;
-  Optimizer busy(task_, proposer_, executor_, *store_, progress_);
+  Optimizer busy(task_, generator_, executor_, *store_, progress_);
   auto res = busy.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->pipeline_depth, kMinAutoPipelineDepth);
   o_.pipeline_depth = 1;
   executor_.busy_per_job = 0.1;
-  Optimizer fixed(task_, proposer_, executor_, *store_, progress_);
+  Optimizer fixed(task_, generator_, executor_, *store_, progress_);
   res = fixed.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->pipeline_depth, 1);
@@ -383,7 +383,7 @@ class SkillsLoopTest : public GeneratorLoopTest {
  protected:
   void SetUp() override {
     GeneratorLoopTest::SetUp();
-    proposer_.cost = 0;
+    generator_.cost = 0;
     o_.budget = 4;
     auto lib = LoadLibrary({{testing::SourceDir() / "tests" / "fixtures" / "skills" / "host", SkillOrigin::kCommandLine}},
                            ValidationOptions{});
@@ -395,12 +395,12 @@ class SkillsLoopTest : public GeneratorLoopTest {
 };
 
 TEST_F(SkillsLoopTest, CardsReachTheGeneratorAndTheirUsageIsRecorded) {
-  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator_, executor_, *store_, progress_);
   optimizer.UseSkills(&library_, &usage_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  ASSERT_FALSE(proposer_.contexts.empty());
-  const ProposalContext& c = proposer_.contexts.front();
+  ASSERT_FALSE(generator_.contexts.empty());
+  const ProposalContext& c = generator_.contexts.front();
   EXPECT_TRUE(c.skills_enabled);
   ASSERT_EQ(c.skills.size(), 1u);
   EXPECT_EQ(c.skills[0].id, "omp-chunk-size");
@@ -425,13 +425,13 @@ TEST_F(SkillsLoopTest, CardsReachTheGeneratorAndTheirUsageIsRecorded) {
 
 TEST_F(SkillsLoopTest, SkillsOffOffersNoCardAndRecordsNoUsage) {
   o_.skills = false;
-  Optimizer optimizer(task_, proposer_, executor_, *store_, progress_);
+  Optimizer optimizer(task_, generator_, executor_, *store_, progress_);
   optimizer.UseSkills(&library_, &usage_);
   auto res = optimizer.Run(o_);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  ASSERT_FALSE(proposer_.contexts.empty());
-  EXPECT_FALSE(proposer_.contexts.front().skills_enabled);
-  EXPECT_TRUE(proposer_.contexts.front().skills.empty());
+  ASSERT_FALSE(generator_.contexts.empty());
+  EXPECT_FALSE(generator_.contexts.front().skills_enabled);
+  EXPECT_TRUE(generator_.contexts.front().skills.empty());
   EXPECT_TRUE(usage_.rows.empty());
 }
 

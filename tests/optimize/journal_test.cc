@@ -70,7 +70,7 @@ class JournalingExecutor : public Executor {
 
 // Distinct drafts that grow longer (so faster, by the executor's rule); fails with an error
 // Status on call `fail_at` (1-based; 0: never), as a crash at that point would end the loop.
-class GrowingProposer : public Proposer {
+class GrowingGenerator : public Generator {
  public:
   std::string name() const override { return "growing"; }
   std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) override {
@@ -208,7 +208,7 @@ class JournalTest : public ::testing::Test {
 
 TEST_F(JournalTest, DraftsThatFinishedBeforeTheInterruptionAreNotEvaluatedAgain) {
   JournalingExecutor first;
-  GrowingProposer dying;
+  GrowingGenerator dying;
   dying.fail_at = 3;  // two expansions in flight, the first one recorded, then the crash
   Optimizer interrupted(task_, dying, first, *store_, progress_);
   auto res = interrupted.Run(o_);
@@ -221,7 +221,7 @@ TEST_F(JournalTest, DraftsThatFinishedBeforeTheInterruptionAreNotEvaluatedAgain)
   const size_t nodes_before = store_->ListRunNodes(run)->size();
 
   JournalingExecutor second;
-  GrowingProposer alive;
+  GrowingGenerator alive;
   alive.next_ = 1000;
   Optimizer resumed(task_, alive, second, *store_, progress_);
   auto done = resumed.Resume(run);
@@ -267,8 +267,8 @@ TEST_F(JournalTest, APromotionCheckThatFinishedIsNotRunAgain) {
   interrupting.fail_kind = "promote";
   interrupting.fail_nth = 2;  // the first is the start's (no check); the second follows a check
   JournalingExecutor first;
-  GrowingProposer proposer;
-  Optimizer interrupted(task_, proposer, first, interrupting, progress_);
+  GrowingGenerator generator;
+  Optimizer interrupted(task_, generator, first, interrupting, progress_);
   ASSERT_FALSE(interrupted.Run(o_).ok());
   ASSERT_GE(first.Count(JobKind::kGate), 1);
   ASSERT_EQ(CountEvents(1, "promote"), 1);
@@ -277,8 +277,8 @@ TEST_F(JournalTest, APromotionCheckThatFinishedIsNotRunAgain) {
 
   JournalingExecutor second;
   second.gate_speedup = 1.7;  // a check run again would say 1.7
-  proposer.next_ = 1000;
-  Optimizer resumed(task_, proposer, second, *store_, progress_);
+  generator.next_ = 1000;
+  Optimizer resumed(task_, generator, second, *store_, progress_);
   auto done = resumed.Resume(1);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   for (const auto& [kind, text] : second.log)
@@ -296,14 +296,14 @@ TEST_F(JournalTest, TheFinalReEvaluationThatFinishedIsNotRunAgain) {
   InterruptingStore interrupting(*store_);
   interrupting.fail_kind = "final";
   JournalingExecutor first;
-  GrowingProposer proposer;
-  Optimizer interrupted(task_, proposer, first, interrupting, progress_);
+  GrowingGenerator generator;
+  Optimizer interrupted(task_, generator, first, interrupting, progress_);
   ASSERT_FALSE(interrupted.Run(o_).ok());
   ASSERT_EQ(first.Count(JobKind::kFinal), 1);
   EXPECT_EQ((*store_->GetRun(1))->status, "failed");
 
   JournalingExecutor second;
-  Optimizer resumed(task_, proposer, second, *store_, progress_);
+  Optimizer resumed(task_, generator, second, *store_, progress_);
   auto done = resumed.Resume(1);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   EXPECT_TRUE(second.log.empty()) << "nothing left to evaluate: the budget was spent and the final journaled";
@@ -332,8 +332,8 @@ TEST_F(JournalTest, ARunInProgressShowsItsBestAndCannotBeResumedTwice) {
   InterruptingStore interrupting(*store_);
   interrupting.fail_kind = "stop";  // fails at the end, after every promotion
   JournalingExecutor executor;
-  GrowingProposer proposer;
-  Optimizer interrupted(task_, proposer, executor, interrupting, progress_);
+  GrowingGenerator generator;
+  Optimizer interrupted(task_, generator, executor, interrupting, progress_);
   ASSERT_FALSE(interrupted.Run(o_).ok());
   auto run = *store_->GetRun(1);
   EXPECT_GT(run->best_speedup, 1.0) << "the incumbent is recorded as it is promoted";
@@ -342,7 +342,7 @@ TEST_F(JournalTest, ARunInProgressShowsItsBestAndCannotBeResumedTwice) {
   auto held = FileLock::TryLock(store_->dir() / "runs" / "1" / "lock");
   ASSERT_TRUE(held.ok() && held->has_value());
   EXPECT_EQ(ShownRunStatus(*store_, *run), "failed");
-  Optimizer again(task_, proposer, executor, *store_, progress_);
+  Optimizer again(task_, generator, executor, *store_, progress_);
   auto refused = again.Resume(1);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("another kpilot process"), std::string::npos) << refused.status().message();
@@ -360,8 +360,8 @@ TEST_F(JournalTest, AResumedRunCountsTheTimeAndTheChecksOfItsEarlierProcesses) {
   interrupting.fail_kind = "promote";
   interrupting.fail_nth = 3;  // the start's promotion, one after a check, then a check's is lost
   JournalingExecutor first;
-  GrowingProposer proposer;
-  Optimizer interrupted(task_, proposer, first, interrupting, progress_);
+  GrowingGenerator generator;
+  Optimizer interrupted(task_, generator, first, interrupting, progress_);
   o_.time_limit_s = 1800;
   o_.budget = 40;  // far from spent at the interruption
   ASSERT_FALSE(interrupted.Run(o_).ok());
@@ -379,8 +379,8 @@ TEST_F(JournalTest, AResumedRunCountsTheTimeAndTheChecksOfItsEarlierProcesses) {
   interrupting.fail_kind.clear();
 
   JournalingExecutor second;
-  proposer.next_ = 1000;
-  Optimizer resumed(task_, proposer, second, interrupting, progress_);
+  generator.next_ = 1000;
+  Optimizer resumed(task_, generator, second, interrupting, progress_);
   auto done = resumed.Resume(1);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   EXPECT_EQ(done->stop_reason, StopReason::kTime) << "an hour of a 30-minute limit was spent before the resume";
@@ -405,8 +405,8 @@ TEST_F(JournalTest, ARootServedFromTheJournalKeepsTheSourceItWasEvaluatedOn) {
   InterruptingStore interrupting(*store_);
   interrupting.fail_nodes = true;
   JournalingExecutor first;
-  GrowingProposer proposer;
-  Optimizer interrupted(task_, proposer, first, interrupting, progress_);
+  GrowingGenerator generator;
+  Optimizer interrupted(task_, generator, first, interrupting, progress_);
   ASSERT_FALSE(interrupted.Run(o_).ok());
   ASSERT_EQ(first.log.size(), 1u) << "only the root was evaluated";
   ASSERT_TRUE(Nodes(1).empty());
@@ -414,7 +414,7 @@ TEST_F(JournalTest, ARootServedFromTheJournalKeepsTheSourceItWasEvaluatedOn) {
   ASSERT_TRUE(WriteFileAtomic(from, edited).ok());
 
   JournalingExecutor second;
-  Optimizer resumed(task_, proposer, second, *store_, progress_);
+  Optimizer resumed(task_, generator, second, *store_, progress_);
   auto done = resumed.Resume(1);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   for (const auto& [kind, text] : second.log)

@@ -13,6 +13,7 @@
 
 #include "core/fs.h"
 #include "optimize/optimizer.h"
+#include "support/sync.h"
 #include "task/loader.h"
 #include "test_paths.h"
 
@@ -46,12 +47,12 @@ TEST(Optimize, ParamsSearchOnAHostTaskRecordsEveryNodeAndExports) {
   ASSERT_TRUE(store.ok());
   auto task = LoadTask(Example("host/saxpy"));
   ASSERT_TRUE(task.ok()) << task.status().ToString();
-  auto proposer = MakeProposer("params", *task);
-  ASSERT_TRUE(proposer.ok()) << proposer.status().ToString();
+  auto generator = MakeGenerator("params", *task);
+  ASSERT_TRUE(generator.ok()) << generator.status().ToString();
   auto toolchain = MakeSystemToolchain((*store)->dir() / "cache", testing::SourceDir() / "include");
   LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 2);
   Collect progress;
-  Optimizer optimizer(*task, **proposer, executor, **store, progress);
+  Optimizer optimizer(*task, **generator, executor, **store, progress);
   OptimizeOptions o = Quick("host/saxpy", "host/saxpy/candidates/omp_simd.cpp", 5);
   o.workloads = {task->workloads.front().name};
   auto res = optimizer.Run(o);
@@ -111,7 +112,7 @@ TEST(Optimize, ParamsSearchOnAHostTaskRecordsEveryNodeAndExports) {
   EXPECT_FALSE(v["workloads"][0].contains("candidate_samples_ms")) << "samples are left to the store";
 }
 
-TEST(Optimize, ReplayGeneratorEvaluatesAFolderInOrder) {
+TEST(Optimize, FolderGeneratorEvaluatesAFolderInOrder) {
   auto dir = TempDir::Create("kpilot-optimize-replay-");
   ASSERT_TRUE(dir.ok());
   fs::create_directories(dir->path() / "drafts");
@@ -121,12 +122,12 @@ TEST(Optimize, ReplayGeneratorEvaluatesAFolderInOrder) {
   ASSERT_TRUE(store.ok());
   auto task = LoadTask(Example("host/saxpy"));
   ASSERT_TRUE(task.ok());
-  auto proposer = MakeProposer("replay:" + (dir->path() / "drafts").string(), *task);
-  ASSERT_TRUE(proposer.ok()) << proposer.status().ToString();
+  auto generator = MakeGenerator("folder:" + (dir->path() / "drafts").string(), *task);
+  ASSERT_TRUE(generator.ok()) << generator.status().ToString();
   auto toolchain = MakeSystemToolchain((*store)->dir() / "cache", testing::SourceDir() / "include");
   LocalExecutor executor(*toolchain, SystemProcessRunner(), testing::RunnerPath(), 2);
   Collect progress;
-  Optimizer optimizer(*task, **proposer, executor, **store, progress);
+  Optimizer optimizer(*task, **generator, executor, **store, progress);
   OptimizeOptions o = Quick("host/saxpy", "host/saxpy/candidates/omp_simd.cpp", 10);
   o.workloads = {task->workloads.front().name};
   o.drafts_per_expansion = 1;
@@ -161,15 +162,18 @@ TEST(Optimize, KillNineThenResumeLosesAndRepeatsNothing) {
           static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Wait until a few nodes are recorded, then kill it without warning.
+  // Wait until a few nodes are recorded (another process writes them: poll the store), then kill
+  // it without warning.
   int recorded = 0;
-  for (int i = 0; i < 600 && recorded < 3; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    auto s = Store::Open(store_dir);
-    if (!s.ok()) continue;
-    auto n = (*s)->CountRows("run_nodes");
-    recorded = n.ok() ? static_cast<int>(*n) : 0;
-  }
+  testing::WaitUntil(
+      [&] {
+        auto s = Store::Open(store_dir);
+        if (!s.ok()) return false;
+        auto n = (*s)->CountRows("run_nodes");
+        recorded = n.ok() ? static_cast<int>(*n) : 0;
+        return recorded >= 3;
+      },
+      std::chrono::seconds(120));
   ASSERT_GE(recorded, 3) << "the run did not get going";
   kill(-pid, SIGKILL);
   int st;

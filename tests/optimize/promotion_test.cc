@@ -9,7 +9,7 @@
 
 #include "core/fs.h"
 #include "optimize/optimizer.h"
-#include "scripted_proposer.h"
+#include "scripted_generator.h"
 #include "task/loader.h"
 #include "test_paths.h"
 
@@ -76,7 +76,7 @@ class ScriptedExecutor : public Executor {
   std::map<std::string, Script> script_;
 };
 
-using testing::ScriptedProposer;
+using testing::ScriptedGenerator;
 
 class Collect : public ProgressSink {
  public:
@@ -95,9 +95,9 @@ TEST(Promotion, OnlyAPairedCiAboveOnePromotes) {
                          {"a", {1.5, 1.2, 1.5}},      // faster, paired CI above 1: promoted
                          {"b", {1.6, 0.98, 1.02}},    // looks faster, paired CI touches 1: rejected
                          {"c", {1.4, 0, 0}}});        // slower than the incumbent: no paired run
-  ScriptedProposer proposer({"a", "b", "c"});
+  ScriptedGenerator generator({"a", "b", "c"});
   Collect progress;
-  Optimizer optimizer(*task, proposer, exec, **store, progress);
+  Optimizer optimizer(*task, generator, exec, **store, progress);
   OptimizeOptions o;
   o.task_dir = task->dir.string();
   o.from = (task->dir / "candidates" / "omp_simd.cpp").string();
@@ -150,9 +150,9 @@ ScriptedRun RunScript(const std::string& task_dir, const std::map<std::string, S
     return out;
   }
   ScriptedExecutor exec(script);
-  ScriptedProposer proposer(values);
+  ScriptedGenerator generator(values);
   Collect progress;
-  Optimizer optimizer(*task, proposer, exec, **store, progress);
+  Optimizer optimizer(*task, generator, exec, **store, progress);
   OptimizeOptions o;
   o.task_dir = task->dir.string();
   for (const auto& f : std::filesystem::directory_iterator(task->dir / "candidates")) o.from = f.path().string();
@@ -262,9 +262,9 @@ TEST(Objectives, AreRefusedWhereNothingMeasuresThem) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidInput);
   EXPECT_NE(s.message().find("runs on the host"), std::string::npos) << s.message();
   EXPECT_TRUE(CheckOptions(*cuda, o).ok());
-  o.replay = "space.json";
+  o.space_file = "space.json";
   EXPECT_NE(CheckOptions(*cuda, o).message().find("cannot be replayed"), std::string::npos);
-  o.replay.clear();
+  o.space_file.clear();
   o.objective = Objective::kMix;
   o.energy_weight = 0;
   EXPECT_NE(CheckOptions(*cuda, o).message().find("--energy-weight"), std::string::npos);

@@ -1,5 +1,5 @@
 // The search policies on synthetic reward landscapes over discrete parameter grids, with a
-// simulated proposer. These runs are the evidence behind SearchConfig's defaults (docs/search.md);
+// simulated generator. These runs are the evidence behind SearchConfig's defaults (docs/search.md);
 // the sweep that produced them is DISABLED_TuneDefaults below:
 //   search_test --gtest_also_run_disabled_tests --gtest_filter='*TuneDefaults*'
 #include <gtest/gtest.h>
@@ -187,12 +187,12 @@ Landscape Rugged(uint64_t seed) {
   return l;
 }
 
-// The simulated proposer: a one-parameter step (±1) from the parent to a config nobody has
+// The simulated generator: a one-parameter step (±1) from the parent to a config nobody has
 // evaluated, or now and then a random untried config anywhere (a "rewrite from scratch").
 // Nothing left to offer → nullopt, and the driver closes the parent.
-class GridProposer {
+class GridGenerator {
  public:
-  GridProposer(const Landscape& l, uint64_t seed, double restart_p)
+  GridGenerator(const Landscape& l, uint64_t seed, double restart_p)
       : l_(l), rng_(seed), restart_p_(restart_p), tried_(l.Count(), 0) {}
   void MarkTried(const Config& x) { tried_[l_.Index(x)] = 1; }
   std::optional<Config> Propose(const Config& parent) {
@@ -234,7 +234,7 @@ struct RunStats {
 // Select → propose → evaluate → AddChild until `budget` evaluations (the root not counted).
 RunStats Simulate(const Landscape& l, const SearchConfig& c, uint64_t seed, int budget) {
   SearchTree tree(c);
-  GridProposer proposer(l, seed * 31 + 17, kRestart);
+  GridGenerator generator(l, seed * 31 + 17, kRestart);
   std::mt19937_64 select_rng(seed);
   std::vector<Config> configs;
   std::vector<int> evaluated(l.Count(), 0);
@@ -248,18 +248,18 @@ RunStats Simulate(const Landscape& l, const SearchConfig& c, uint64_t seed, int 
   };
   tree.AddRoot(outcome(l.start));
   configs.push_back(l.start);
-  proposer.MarkTried(l.start);
+  generator.MarkTried(l.start);
   evaluated[l.Index(l.start)] = 1;
   while (st.evaluations < budget) {
     std::optional<int64_t> id = tree.Select(select_rng);
     if (!id) break;
     if (!tree.MayExpand(*id)) ++st.bad_selections;
-    std::optional<Config> x = proposer.Propose(configs[*id]);
+    std::optional<Config> x = generator.Propose(configs[*id]);
     if (!x) {
       tree.Close(*id, "no untried neighbours");
       continue;
     }
-    proposer.MarkTried(*x);
+    generator.MarkTried(*x);
     if (evaluated[l.Index(*x)]++) ++st.duplicates;
     const Outcome o = outcome(*x);
     tree.AddChild(*id, o);

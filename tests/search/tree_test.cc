@@ -131,9 +131,9 @@ TEST(SearchTree, BaselinePoliciesIgnoreWideningButRespectClosure) {
     for (int i = 0; i < 20; ++i) t.AddChild(0, Pass(1.5));
     EXPECT_EQ(t.ChildLimit(0), INT_MAX) << PolicyName(p);
     EXPECT_TRUE(t.MayExpand(0));
-    t.Close(0, "proposer exhausted");
+    t.Close(0, "generator exhausted");
     EXPECT_FALSE(t.MayExpand(0));
-    EXPECT_EQ(t.node(0).closed_reason, "proposer exhausted");
+    EXPECT_EQ(t.node(0).closed_reason, "generator exhausted");
   }
 }
 

@@ -11,7 +11,7 @@
 #include <regex>
 
 #include "core/fs.h"
-#include "propose/params_proposer.h"
+#include "generate/params_generator.h"
 #include "skills_test_util.h"
 #include "task/loader.h"
 

@@ -1,4 +1,4 @@
-// The space file's one definition: what a sweep writes, LoadSpace (the replay executor's reader)
+// The space file's one definition: what a sweep writes, LoadSpace (the space executor's reader)
 // reads back; the journal a killed sweep leaves is folded in on resume.
 #include "sweep/space_file.h"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a synthetic space file (the format of `kpilot sweep`, docs/sweep.md) for the shell task
-bench/spaces/synthetic/task, so that replays (kpilot optimize --replay, bench/search_efficiency.py)
+bench/spaces/synthetic/task, so that replays (kpilot optimize --space, bench/search_efficiency.py)
 can be developed and policy constants checked without a GPU, and never on the real GEMM space.
 
 The landscape is a made-up but GEMM-shaped cost model over the task's params (BM, BN, BK, TM, TN,
