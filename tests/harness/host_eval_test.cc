@@ -12,6 +12,7 @@
 
 #include "core/fs.h"
 #include "scoped_env.h"
+#include "support/sync.h"
 #include "test_paths.h"
 #include "harness/harness.h"
 #include "task/loader.h"
@@ -92,6 +93,16 @@ class HostEval : public ::testing::Test {
       if (hit && std::stoi(pid) != getpid()) out.push_back(pid);
     }
     return out;
+  }
+
+  // Waits until a process under our TMPDIR has spun `seconds` of CPU: the candidate is in its
+  // endless call (hang.cpp), which nothing outside the runner can see otherwise.
+  bool AwaitSpinning(double seconds = 0.2) {
+    return testing::WaitUntil([&] {
+      for (const std::string& p : Leftovers())
+        if (testing::ProcessCpuSeconds(std::stoi(p)) >= seconds) return true;
+      return false;
+    });
   }
 
   static TempDir* cache_;
@@ -234,26 +245,27 @@ TEST_F(HostEval, ARunnerWhoseCallerIsKilledStopsAtOnce) {
           "--workload", task.workloads.front().name.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  bool running = false;  // the runner is up once a process works in a folder under our TMPDIR
-  for (int i = 0; i < 600 && !running; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    for (const std::string& p : Leftovers()) {
-      auto cmdline = ReadFile("/proc/" + p + "/cmdline");
-      running = running || (cmdline.ok() && cmdline->find("kpilot-runner") != std::string::npos);
-    }
-  }
+  // The runner is up once a process works in a folder under our TMPDIR.
+  const bool running = testing::WaitUntil(
+      [&] {
+        for (const std::string& p : Leftovers()) {
+          auto cmdline = ReadFile("/proc/" + p + "/cmdline");
+          if (cmdline.ok() && cmdline->find("kpilot-runner") != std::string::npos) return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(60));
   if (!running) {  // leave nothing running for the 120-s timeout
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
   ASSERT_TRUE(running) << "kpilot eval did not start its runner";
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the candidate's endless call
+  EXPECT_TRUE(AwaitSpinning()) << "the candidate's endless call never ran";
   kill(pid, SIGKILL);
   int st;
   waitpid(pid, &st, 0);
   auto killed = std::chrono::steady_clock::now();
-  while (!Leftovers().empty() && std::chrono::steady_clock::now() - killed < std::chrono::seconds(20))
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  testing::WaitUntil([&] { return Leftovers().empty(); }, std::chrono::seconds(20));
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   EXPECT_EQ(Leftovers(), std::vector<std::string>{});
   EXPECT_LT(took, 5) << "the runner outlived its caller by " << took << " s";
@@ -312,7 +324,11 @@ TEST_F(HostEval, AServedRunnerWhoseWorkerDiedIdleStartsAFreshOne) {
   ASSERT_TRUE(children.ok() && !children->empty()) << "the served runner's worker";
   const int worker = std::stoi(*children);
   ASSERT_EQ(kill(worker, SIGKILL), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Dead once it is a zombie, or reaped already.
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    const char state = testing::ProcessState(worker);
+    return state == 'Z' || state == '\0';
+  }));
   auto second = ev.Evaluate(task, task.reference.path, opt, &served);
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_EQ(second->verdict.kind, VerdictKind::kPassed) << second->verdict.summary;
@@ -448,17 +464,21 @@ TEST_F(HostEval, AServedRunnerWhoseCallerIsGoneStopsAtOnce) {
     if (busy) {
       std::string line = request_path.string() + "\n";
       ASSERT_EQ(write(to_runner[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
-      std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // into the candidate's endless call
+      EXPECT_TRUE(AwaitSpinning()) << "the candidate's endless call never ran";
     } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // idle, waiting for a request
+      // Idle, waiting for a request: the runner itself (exec'd) blocks in its wait for a line.
+      const fs::path exe = fs::canonical(runner);
+      EXPECT_TRUE(testing::WaitUntil([&] {
+        std::error_code ec;
+        return fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec) == exe && testing::ProcessState(pid) == 'S';
+      }));
     }
     close(from_runner[0]);  // the caller is gone: no one reads the results
     if (!busy) close(to_runner[1]);
     auto gone = std::chrono::steady_clock::now();
     int st = 0;
     pid_t got = 0;
-    while ((got = waitpid(pid, &st, WNOHANG)) == 0 && std::chrono::steady_clock::now() - gone < std::chrono::seconds(20))
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    testing::WaitUntil([&] { return (got = waitpid(pid, &st, WNOHANG)) != 0; }, std::chrono::seconds(20));
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - gone).count();
     if (got == 0) {
       kill(pid, SIGKILL);
@@ -470,9 +490,7 @@ TEST_F(HostEval, AServedRunnerWhoseCallerIsGoneStopsAtOnce) {
     if (busy) {
       EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 3) << "kExitCallerGone";
     }
-    auto t0 = std::chrono::steady_clock::now();
-    while (!Leftovers().empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    testing::WaitUntil([&] { return Leftovers().empty(); }, std::chrono::seconds(5));
     EXPECT_EQ(Leftovers(), std::vector<std::string>{}) << (busy ? "busy" : "idle");
   }
 }

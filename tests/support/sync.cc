@@ -5,8 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace kpilot::testing {
 
@@ -62,17 +64,41 @@ bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds
   return true;
 }
 
+namespace {
+
+// The fields of a /proc stat file after "PID (COMM)", from the state on; empty when it is gone.
+// COMM may hold spaces and parentheses, so the fields start after the last ')'.
+std::vector<std::string> StatFields(const std::string& path) {
+  std::ifstream stat(path);
+  std::string line;
+  if (!std::getline(stat, line)) return {};
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream rest(line.substr(close + 1));
+  std::vector<std::string> fields;
+  for (std::string f; rest >> f;) fields.push_back(f);
+  return fields;
+}
+
+}  // namespace
+
+char ProcessState(pid_t pid) {
+  const auto fields = StatFields("/proc/" + std::to_string(pid) + "/stat");
+  return fields.empty() ? '\0' : fields[0][0];
+}
+
+double ProcessCpuSeconds(pid_t pid) {
+  // utime and stime are the stat file's fields 14 and 15, in clock ticks.
+  const auto fields = StatFields("/proc/" + std::to_string(pid) + "/stat");
+  if (fields.size() < 13) return 0;
+  return static_cast<double>(std::stoll(fields[11]) + std::stoll(fields[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 pid_t ThisThreadId() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 bool ThreadIsBlocked(pid_t tid) {
-  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  // "TID (COMM) STATE …": COMM may hold spaces and parentheses, so the state follows the last ')'.
-  const size_t close = line.rfind(')');
-  if (close == std::string::npos || close + 2 >= line.size()) return false;
-  const char state = line[close + 2];
-  return state == 'S' || state == 'D';
+  const auto fields = StatFields("/proc/self/task/" + std::to_string(tid) + "/stat");
+  return !fields.empty() && (fields[0] == "S" || fields[0] == "D");
 }
 
 namespace {

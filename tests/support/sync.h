@@ -53,6 +53,12 @@ class Gate {
 // For conditions nothing signals; where the code under test can signal, wait for the signal.
 bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout = kEventTimeout);
 
+// Process `pid`'s state letter as /proc/PID/stat gives it (R, S, D, Z, …); '\0' once it is gone.
+char ProcessState(pid_t pid);
+// User and system CPU seconds process `pid` has used so far (0 once it is gone): a process that
+// spins in a loop shows it here, where nothing else would tell.
+double ProcessCpuSeconds(pid_t pid);
+
 // The calling thread's kernel id (gettid), for ThreadIsBlocked.
 pid_t ThisThreadId();
 // True while thread `tid` of this process sleeps in the kernel (state S or D in
