@@ -102,8 +102,8 @@ json FlashInferTraces(const Task& task, const Evaluation& e, const std::string& 
       in.latency_ms = t->candidate_reported_ms > 0 ? t->candidate_reported_ms : t->candidate.median;
       in.reference_latency_ms = t->baseline_reported_ms > 0 ? t->baseline_reported_ms : t->baseline.median;
     }
-    in.environment = {{"hardware", e.run.details.value("gpu", "")},
-                      {"libs", {{"torch", e.run.details.value("torch", "")}}}};
+    const RunReport report = e.run.Report();
+    in.environment = {{"hardware", report.gpu_name}, {"libs", {{"torch", report.torch_version}}}};
     in.timestamp = UtcNow();
     out.push_back(TraceRecord(in));
   }

@@ -61,12 +61,7 @@ int LocalExecutor::EvaluationsReady() const {
 }
 
 double RunnerChecksAndTimingSeconds(const nlohmann::json& run_details) {
-  if (!run_details.is_object() || !run_details.contains("timeline_s")) return 0;
-  const nlohmann::json& tl = run_details["timeline_s"];
-  if (!tl.is_object() || !tl.contains("objects") || !tl["objects"].is_number()) return 0;
-  const char* last = tl.contains("timing") ? "timing" : "checks";
-  if (!tl.contains(last) || !tl[last].is_number()) return 0;
-  return std::max(0.0, tl[last].get<double>() - tl["objects"].get<double>());
+  return ReadRunReport(run_details).ChecksAndTimingSeconds();
 }
 
 double LocalExecutor::ChecksAndTimingSeconds() const {

@@ -397,8 +397,8 @@ Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
     auto parsed = ParseRunnerResult(nlohmann::json::parse(*line, nullptr, false));
     if (parsed.ok()) {
       out.result = std::move(parsed).value();
-      const nlohmann::json& served = out.result.details.contains("served") ? out.result.details["served"] : nlohmann::json();
-      if (!served.is_object() || served.value("next", "") != "ready") server_.reset();  // it exits by itself
+      const std::optional<ServedState> served = out.result.Report().served;
+      if (!served || !served->ready) server_.reset();  // it exits by itself
       return out;
     }
   }

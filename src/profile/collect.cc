@@ -316,8 +316,7 @@ Result<CounterProfile> ProfileWithCounters(ProcessRunner& processes, const std::
   const bool need_ncu = opt.profiler == "ncu" || !opt.ncu_set.empty();
   if (need_ncu && opt.ncu_path.empty()) return Status::Unavailable("ncu not found on PATH");
   int sm_count = opt.sm_count;
-  if (sm_count <= 0 && e.run.details.is_object() && e.run.details.contains("gpu") && e.run.details["gpu"].is_object())
-    sm_count = e.run.details["gpu"].value("sm_count", 0);
+  if (sm_count <= 0) sm_count = e.run.Report().gpu_sm_count;
   const std::string arch = options.compile.cuda_arch.empty() ? "sm_90a" : options.compile.cuda_arch;
 
   CounterProfile out;

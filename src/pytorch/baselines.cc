@@ -34,7 +34,8 @@ double GeomeanSpeedup(const std::map<std::string, double>& baseline_ms, const Ev
 }  // namespace
 
 Result<nlohmann::json> TorchBaselines(Store* store, const Task& task, const Evaluation& e, TimingMode timing) {
-  nlohmann::json out = {{"gpu", e.run.details.value("gpu", "")}, {"torch", e.run.details.value("torch", "")},
+  const RunReport report = e.run.Report();
+  nlohmann::json out = {{"gpu", report.gpu_name}, {"torch", report.torch_version},
                         {"timing", std::string(TimingModeName(timing))}};
   std::string measured = e.baseline == "eager" ? "eager" : e.baseline == "torch.compile" ? "compile" : "";
   std::map<std::string, std::map<std::string, double>> ms;  // baseline → workload → ms

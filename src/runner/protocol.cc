@@ -1,5 +1,7 @@
 #include "runner/protocol.h"
 
+#include <algorithm>
+
 #include "core/fs.h"
 
 namespace kpilot {
@@ -262,6 +264,41 @@ json ToJson(const RunResult& r) {
           {"calibration", ToJson(r.calibration)},
           {"calibration_measured", r.calibration_measured},
           {"details", r.details}};
+}
+
+RunReport ReadRunReport(const json& details) {
+  RunReport r;
+  if (!details.is_object()) return r;
+  if (auto g = details.find("gpu"); g != details.end()) {
+    if (g->is_string()) {
+      r.gpu_name = g->get<std::string>();
+    } else if (g->is_object()) {
+      if (auto n = g->find("name"); n != g->end() && n->is_string()) r.gpu_name = n->get<std::string>();
+      if (auto c = g->find("sm_count"); c != g->end() && c->is_number_integer()) r.gpu_sm_count = c->get<int>();
+    }
+  }
+  if (auto t = details.find("torch"); t != details.end() && t->is_string()) r.torch_version = t->get<std::string>();
+  if (auto s = details.find("served"); s != details.end() && s->is_object()) {
+    ServedState st;
+    if (auto v = s->find("request"); v != s->end() && v->is_number_integer()) st.request = v->get<int>();
+    if (auto v = s->find("pid"); v != s->end() && v->is_number_integer()) st.pid = v->get<int>();
+    if (auto v = s->find("next"); v != s->end() && v->is_string()) st.ready = v->get<std::string>() == "ready";
+    if (auto v = s->find("why"); v != s->end() && v->is_string()) st.why = v->get<std::string>();
+    r.served = st;
+  }
+  if (auto tl = details.find("timeline_s"); tl != details.end() && tl->is_object())
+    for (const auto& [step, at] : tl->items())
+      if (at.is_number()) r.timeline_s[step] = at.get<double>();
+  return r;
+}
+
+double RunReport::ChecksAndTimingSeconds() const {
+  auto objects = timeline_s.find("objects");
+  if (objects == timeline_s.end()) return 0;
+  auto last = timeline_s.find("timing");
+  if (last == timeline_s.end()) last = timeline_s.find("checks");
+  if (last == timeline_s.end()) return 0;
+  return std::max(0.0, last->second - objects->second);
 }
 
 Result<RunResult> RunResultFromJson(const json& j) {

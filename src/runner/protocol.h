@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,33 @@ struct TimingRecord {
 
 // The runner's status: what it observed. The harness turns it into a Verdict.
 //   passed | incorrect | runtime_error | timeout | suspicious | error (kpilot or task fault)
+// A served runner's state after a request (details["served"]).
+struct ServedState {
+  int request = 0;    // 1 for the first request a server took
+  int pid = 0;        // the server's process
+  bool ready = false; // it takes the next request; false: it retires
+  std::string why;    // why it retires
+};
+
+// What other modules read of a run's details, typed. The details keep the whole report, as the
+// runner or the torch worker wrote it, for the record and `--json`; this is its contract.
+struct RunReport {
+  std::string gpu_name;           // the cuda runner's details.gpu.name, the torch worker's details.gpu
+  int gpu_sm_count = 0;           // the cuda runner only
+  std::string torch_version;      // the torch worker only
+  std::optional<ServedState> served;  // a served runner only
+  // Seconds since the worker started at each step's end (details.timeline_s): "objects",
+  // "checks", "timing", ...
+  std::map<std::string, double> timeline_s;
+  // The seconds spent on checks and timing proper: from the objects' load to the end of timing
+  // (of the checks, for a run that was not timed); 0 where the timeline does not say.
+  double ChecksAndTimingSeconds() const;
+};
+
+// The typed view of `details` (RunResult::details). Pure; keys that are missing or of another
+// type leave their defaults.
+RunReport ReadRunReport(const nlohmann::json& details);
+
 struct RunResult {
   int version = kRunnerProtocolVersion;
   std::string status;
@@ -170,6 +198,7 @@ struct RunResult {
   Calibration calibration;           // cuda: the ceilings used (measured now or passed in)
   bool calibration_measured = false; // true when this run measured them (harness caches them)
   nlohmann::json details = nlohmann::json::object();  // launch trace, library use, clocks, GPU
+  RunReport Report() const { return ReadRunReport(details); }
 };
 
 nlohmann::json ToJson(const RunResult& r);

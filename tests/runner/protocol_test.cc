@@ -82,5 +82,45 @@ TEST(Protocol, ResultRoundTripKeepsInfinitiesAndSamples) {
   EXPECT_EQ(back->leftover_processes_killed, 2);
 }
 
+// The details as the cuda runner, a served runner and the torch worker write them
+// (worker_cuda.cc, serve.cc, python/kpilot_torch/worker.py), read through the typed view.
+TEST(RunReport, ReadsWhatTheRunnersWrite) {
+  const auto cuda = nlohmann::json::parse(R"({
+    "gpu": {"name": "NVIDIA H200", "sm_count": 132, "cc": "9.0", "driver": "13.0"},
+    "served": {"request": 3, "pid": 4242, "next": "retire", "why": "the candidate kept 600 MiB of GPU memory allocated"},
+    "timeline_s": {"gpu_lock": 0.001, "context": 0.12, "objects": 0.15, "checks": 0.31, "timing": 0.74}})");
+  const RunReport r = ReadRunReport(cuda);
+  EXPECT_EQ(r.gpu_name, "NVIDIA H200");
+  EXPECT_EQ(r.gpu_sm_count, 132);
+  ASSERT_TRUE(r.served.has_value());
+  EXPECT_EQ(r.served->request, 3);
+  EXPECT_EQ(r.served->pid, 4242);
+  EXPECT_FALSE(r.served->ready);
+  EXPECT_NE(r.served->why.find("600 MiB"), std::string::npos);
+  EXPECT_NEAR(r.ChecksAndTimingSeconds(), 0.74 - 0.15, 1e-12);
+
+  const RunReport torch = ReadRunReport(nlohmann::json::parse(
+      R"({"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "served": {"request": 1, "pid": 7, "next": "ready", "why": ""}})"));
+  EXPECT_EQ(torch.gpu_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(torch.gpu_sm_count, 0);
+  EXPECT_EQ(torch.torch_version, "2.11.0+cu130");
+  EXPECT_TRUE(torch.served && torch.served->ready);
+  EXPECT_EQ(torch.ChecksAndTimingSeconds(), 0);  // no timeline
+}
+
+TEST(RunReport, MissingOrMistypedKeysLeaveTheDefaults) {
+  const RunReport r = ReadRunReport(nlohmann::json::parse(
+      R"({"gpu": 7, "torch": null, "served": "yes", "timeline_s": {"objects": "soon", "checks": 0.5}})"));
+  EXPECT_EQ(r.gpu_name, "");
+  EXPECT_EQ(r.torch_version, "");
+  EXPECT_FALSE(r.served.has_value());
+  EXPECT_EQ(r.timeline_s.count("objects"), 0u);
+  EXPECT_EQ(r.ChecksAndTimingSeconds(), 0);
+  EXPECT_FALSE(ReadRunReport(nlohmann::json::array()).served.has_value());
+  // Checks only (a run that was not timed): from the objects' load to the checks' end.
+  EXPECT_NEAR(ReadRunReport(nlohmann::json::parse(R"({"timeline_s": {"objects": 0.2, "checks": 0.5}})"))
+                  .ChecksAndTimingSeconds(), 0.3, 1e-12);
+}
+
 }  // namespace
 }  // namespace kpilot
