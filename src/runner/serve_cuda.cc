@@ -77,8 +77,7 @@ class CudaSession : public WorkerSession {
     // The persisting-L2 set-aside is the device's, not the context's: an earlier process (a
     // candidate's runner among them) may have left it set, and every evaluation resets it to none
     // (CudaWorker::ResetL2State). The state read below is the one an evaluation starts from.
-    if (cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0) == cudaSuccess) cudaCtxResetPersistingL2Cache();
-    (void)cudaGetLastError();  // a device without the feature: nothing to reset
+    ResetPersistingL2Limit();
     size_t total = 0;
     if (cudaMemGetInfo(&free_at_open_, &total) != cudaSuccess) free_at_open_ = 0;
     state_at_open_ = ReadCudaState(device_.stream->get());

@@ -85,13 +85,20 @@ bool CudaWorker::RefillInputs(const RunWorkload& w, uint64_t seed, DeviceTensors
   return true;
 }
 
+bool ResetPersistingL2Limit() {
+  size_t persisting = 0;
+  const bool was_set =
+      cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) == cudaSuccess && persisting > 0;
+  if (was_set) cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+  // Lines already marked persisting stay so until reset, whatever the limit is now.
+  cudaCtxResetPersistingL2Cache();
+  cudaGetLastError();  // a device without the feature reports it here; nothing to reset then
+  return was_set;
+}
+
 bool CudaWorker::ResetL2State(int* resets) {
   cudaStream_t s = stream_->get();
-  size_t persisting = 0;
-  if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) == cudaSuccess && persisting > 0) {
-    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
-    ++*resets;
-  }
+  if (ResetPersistingL2Limit()) ++*resets;
   cudaStreamAttrValue window{};
   if (cudaStreamGetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &window) == cudaSuccess &&
       window.accessPolicyWindow.num_bytes > 0) {
@@ -99,9 +106,6 @@ bool CudaWorker::ResetL2State(int* resets) {
     cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &none);
     ++*resets;
   }
-  // Lines already marked persisting stay so until reset, whatever the limit is now.
-  cudaCtxResetPersistingL2Cache();
-  cudaGetLastError();  // a device without the feature reports it here; nothing to reset then
   return true;
 }
 

@@ -142,6 +142,11 @@ RunResult RunCudaRequest(const RunRequest& request, PhaseReporter& reporter, Cud
 // fails every CUDA call of this process.
 std::string StickyError();
 
+// Sets the device's persisting-L2 set-aside to none and resets lines already marked persisting
+// (timing_cuda.cc); true when a set-aside was in place. The set-aside is the device's: it outlives
+// the process that set it.
+bool ResetPersistingL2Limit();
+
 // Shared-object names that mean a vendor library is in use.
 bool IsVendorLibrary(const std::string& name);
 
