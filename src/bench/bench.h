@@ -24,27 +24,27 @@ namespace kpilot {
 // ---- Suites ------------------------------------------------------------------------------------
 
 enum class SuiteFormat {
-  kKernelBench,   // ROOT/level<N>/<n>_<Name>.py; starting candidates in ROOT/candidates/<stem>/
-  kFlashInfer,    // ROOT/definitions/<op_type>/<name>.json (+ workloads/, solutions/)
-  kTaskFolders,   // ROOT/<level>/<task>/task.toml, or ROOT/<task>/task.toml (one level, "all")
+  kKernelBench,  // ROOT/level<N>/<n>_<Name>.py; starting candidates in ROOT/candidates/<stem>/
+  kFlashInfer,   // ROOT/definitions/<op_type>/<name>.json (+ workloads/, solutions/)
+  kTaskFolders,  // ROOT/<level>/<task>/task.toml, or ROOT/<task>/task.toml (one level, "all")
 };
 const char* SuiteFormatName(SuiteFormat f);
 
 struct BenchProblem {
-  std::string id;                    // unique in the suite: "level1/19_ReLU", "rmsnorm/rmsnorm_h512", "all/saxpy"
-  std::string level;                 // "1" (from level1/), the op_type, the task folder's parent, or "all"
-  std::string stem;                  // the file's stem or the task folder's name
-  std::filesystem::path path;        // the problem .py, the definition .json or the task folder
-  std::filesystem::path native;      // a starting native candidate ("" = none): KernelBench
-                                     // candidates/<stem>/native.cu, flashinfer native/<name>.cu or
-                                     // candidates/<name>/native.cu
-  std::filesystem::path model_new;   // KernelBench candidates/<stem>/model_new.py ("" = none)
+  std::string id;                   // unique in the suite: "level1/19_ReLU", "rmsnorm/rmsnorm_h512", "all/saxpy"
+  std::string level;                // "1" (from level1/), the op_type, the task folder's parent, or "all"
+  std::string stem;                 // the file's stem or the task folder's name
+  std::filesystem::path path;       // the problem .py, the definition .json or the task folder
+  std::filesystem::path native;     // a starting native candidate ("" = none): KernelBench
+                                    // candidates/<stem>/native.cu, flashinfer native/<name>.cu or
+                                    // candidates/<name>/native.cu
+  std::filesystem::path model_new;  // KernelBench candidates/<stem>/model_new.py ("" = none)
 };
 
 struct Suite {
   SuiteFormat format = SuiteFormat::kTaskFolders;
-  std::filesystem::path root;        // absolute
-  std::string name;                  // the root folder's name
+  std::filesystem::path root;          // absolute
+  std::string name;                    // the root folder's name
   std::vector<BenchProblem> problems;  // by level (numerically for level<N>), then problem number, then name
 };
 
@@ -69,24 +69,24 @@ Result<std::filesystem::path> FindEvalCandidate(const std::filesystem::path& dir
 struct WorkloadScore {
   std::string name;
   bool passed = false;
-  double speedup = 0;                // against eager; 0 when it failed
+  double speedup = 0;  // against eager; 0 when it failed
 };
 
 // What one problem ended with. A problem that could not be run at all (its file does not load,
 // no candidate for it) has an `error` and counts as not correct.
 struct ProblemResult {
   std::string id, level;
-  std::string error;                 // "" when it ran
-  std::string verdict;               // the best candidate's: passed | incorrect | … ("" on error)
-  double speedup_eager = 0;          // best over the eager reference (the task's baseline); 0 unless passed
-  double speedup_compile = 0;        // best over torch.compile; 0 unless passed and measured
-  bool compile_measured = false;     // a torch.compile baseline exists for this problem
-  std::string candidate;             // the best (or evaluated) candidate's source file
-  int64_t run_id = 0;                // the optimizer's run (0 with --eval-only)
-  int evaluations = 0;               // candidate evaluations (promotion checks not counted)
+  std::string error;              // "" when it ran
+  std::string verdict;            // the best candidate's: passed | incorrect | … ("" on error)
+  double speedup_eager = 0;       // best over the eager reference (the task's baseline); 0 unless passed
+  double speedup_compile = 0;     // best over torch.compile; 0 unless passed and measured
+  bool compile_measured = false;  // a torch.compile baseline exists for this problem
+  std::string candidate;          // the best (or evaluated) candidate's source file
+  int64_t run_id = 0;             // the optimizer's run (0 with --eval-only)
+  int evaluations = 0;            // candidate evaluations (promotion checks not counted)
   int64_t requests = 0, input_tokens = 0, output_tokens = 0;  // the generator's
   double cost_usd = 0;
-  double gpu_s = 0;                  // seconds the evaluation queue was busy (device time)
+  double gpu_s = 0;  // seconds the evaluation queue was busy (device time)
   double wall_s = 0;
   std::vector<WorkloadScore> workloads;
   std::vector<std::string> warnings;  // what went wrong without failing the problem (no torch.compile figure, …)
@@ -112,15 +112,15 @@ double FastP(const std::vector<ProblemResult>& results, double p, Baseline b);
 double GeomeanSpeedup(const std::vector<ProblemResult>& results, Baseline b);
 
 struct BaselineMetrics {
-  int measured = 0;                  // correct problems with a speedup over this baseline
+  int measured = 0;  // correct problems with a speedup over this baseline
   double fast_p[kFastPCount] = {};
   double geomean = 0;
 };
 
 struct LevelReport {
-  std::string level;                 // "all" for the whole suite
+  std::string level;  // "all" for the whole suite
   int problems = 0, correct = 0, errors = 0;
-  double correctness = 0;            // correct / problems
+  double correctness = 0;  // correct / problems
   BaselineMetrics eager, compile;
   int evaluations = 0;
   int64_t requests = 0, input_tokens = 0, output_tokens = 0;
@@ -129,7 +129,7 @@ struct LevelReport {
 
 // flashinfer: the contest's score of one definition (mean per-workload speedup, 0 if any failed).
 struct DefinitionScore {
-  std::string id;                    // op_type/name
+  std::string id;  // op_type/name
   double score = 0;
   int workloads = 0, passed = 0;
 };
@@ -137,8 +137,8 @@ struct DefinitionScore {
 struct BenchReport {
   std::string suite;
   std::string format;
-  std::vector<LevelReport> levels;   // in the order the levels first appear in the results
-  LevelReport total;                 // every problem
+  std::vector<LevelReport> levels;       // in the order the levels first appear in the results
+  LevelReport total;                     // every problem
   std::vector<DefinitionScore> contest;  // flashinfer suites only
   std::vector<ProblemResult> results;
 };
@@ -183,9 +183,9 @@ inline constexpr char kBenchTaskPrefix[] = "bench:";
 
 struct BenchState {
   int64_t id = 0;
-  std::string status;                // running | finished | failed
-  nlohmann::json config;             // as CreateBench stored it
-  std::vector<ProblemResult> finished;       // in the order they finished
+  std::string status;                                        // running | finished | failed
+  nlohmann::json config;                                     // as CreateBench stored it
+  std::vector<ProblemResult> finished;                       // in the order they finished
   std::vector<std::pair<std::string, int64_t>> interrupted;  // problem id → optimizer run, started and not finished
 };
 

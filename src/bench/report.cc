@@ -60,9 +60,14 @@ json ToJson(const LevelReport& l) {
           {"correctness", l.correctness},
           {"eager", ToJson(l.eager)},
           {"compile", ToJson(l.compile)},
-          {"cost", {{"evaluations", l.evaluations}, {"requests", l.requests}, {"input_tokens", l.input_tokens},
-                    {"output_tokens", l.output_tokens}, {"cost_usd", l.cost_usd}, {"gpu_s", l.gpu_s},
-                    {"wall_s", l.wall_s}}}};
+          {"cost",
+           {{"evaluations", l.evaluations},
+            {"requests", l.requests},
+            {"input_tokens", l.input_tokens},
+            {"output_tokens", l.output_tokens},
+            {"cost_usd", l.cost_usd},
+            {"gpu_s", l.gpu_s},
+            {"wall_s", l.wall_s}}}};
 }
 
 // "83%"; a geomean "2.41×"; "—" for a baseline no correct problem was measured against.
@@ -200,7 +205,7 @@ json ToJson(const BenchReport& r) {
   for (const auto& l : r.levels) levels.push_back(ToJson(l));
   json problems = json::array();
   for (const auto& p : r.results) problems.push_back(ToJson(p));
-  json j = {{"suite", r.suite},   {"format", r.format},      {"fast_p_rule", "correct and speedup > p"},
+  json j = {{"suite", r.suite}, {"format", r.format},       {"fast_p_rule", "correct and speedup > p"},
             {"levels", levels}, {"total", ToJson(r.total)}, {"problems", problems}};
   if (!r.contest.empty()) {
     json c = json::array();
@@ -227,8 +232,8 @@ std::string ReportTable(const BenchReport& r) {
     s += "\n";
   }
   s += "cost\n";
-  s += fmt::format("{:<8} {:>11} {:>9} {:>13} {:>13} {:>10} {:>9}\n", "level", "evaluations", "requests", "input tokens",
-                   "output tokens", "US$", "GPU s");
+  s += fmt::format("{:<8} {:>11} {:>9} {:>13} {:>13} {:>10} {:>9}\n", "level", "evaluations", "requests",
+                   "input tokens", "output tokens", "US$", "GPU s");
   for (const LevelReport* l : Rows(r))
     s += fmt::format("{:<8} {:>11} {:>9} {:>13} {:>13} {:>10.4f} {:>9.1f}\n", l->level, l->evaluations, l->requests,
                      l->input_tokens, l->output_tokens, l->cost_usd, l->gpu_s);
@@ -244,10 +249,11 @@ std::string ReportTable(const BenchReport& r) {
 }
 
 std::string ReportMarkdown(const BenchReport& r) {
-  std::string s = fmt::format("# kpilot bench: {} ({})\n\n{} problems. fast_p is the share of problems that are "
-                              "correct **and** more than p× faster than the baseline (KernelBench's rule; fast_0 is "
-                              "the correctness rate); the geometric mean is over correct problems.\n",
-                              r.suite, r.format, r.total.problems);
+  std::string s = fmt::format(
+      "# kpilot bench: {} ({})\n\n{} problems. fast_p is the share of problems that are "
+      "correct **and** more than p× faster than the baseline (KernelBench's rule; fast_0 is "
+      "the correctness rate); the geometric mean is over correct problems.\n",
+      r.suite, r.format, r.total.problems);
   for (const char* base : {"eager", "torch.compile"}) {
     s += fmt::format("\n## Against {}\n\n| level | n | correct |", base);
     std::string rule = "|---|---:|---:|";
@@ -275,7 +281,8 @@ std::string ReportMarkdown(const BenchReport& r) {
   }
   s += "\n## Problems\n\n| problem | result | evaluations | run |\n|---|---|---:|---:|\n";
   for (const auto& p : r.results)
-    s += fmt::format("| {} | {} | {} | {} |\n", p.id, ProblemCell(p), p.evaluations, p.run_id ? std::to_string(p.run_id) : "");
+    s += fmt::format("| {} | {} | {} | {} |\n", p.id, ProblemCell(p), p.evaluations,
+                     p.run_id ? std::to_string(p.run_id) : "");
   return s;
 }
 

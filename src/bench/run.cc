@@ -23,18 +23,21 @@ Result<int64_t> CreateBench(Store& store, const Suite& suite, const json& config
 Result<BenchState> LoadBench(Store& store, int64_t id) {
   auto run = store.GetRun(id);
   if (!run.ok()) return run.status();
-  if (!run->has_value()) return Status::NotFound("bench " + std::to_string(id) + " is not in store " + store.dir().string());
+  if (!run->has_value())
+    return Status::NotFound("bench " + std::to_string(id) + " is not in store " + store.dir().string());
   json config = json::parse((*run)->config_json, nullptr, false);
   if ((*run)->task_name.rfind(kBenchTaskPrefix, 0) != 0 || !config.is_object() || !config.contains("bench"))
-    return Status::InvalidInput("run " + std::to_string(id) + " is an optimization run, not a bench — continue it with "
-                                "kpilot optimize --resume " + std::to_string(id));
+    return Status::InvalidInput("run " + std::to_string(id) +
+                                " is an optimization run, not a bench — continue it with "
+                                "kpilot optimize --resume " +
+                                std::to_string(id));
   BenchState s;
   s.id = id;
   s.status = (*run)->status;
   s.config = config["bench"];
   auto events = store.ListRunEvents(id);
   if (!events.ok()) return events.status();
-  std::map<std::string, int64_t> runs;   // problem → its optimizer run
+  std::map<std::string, int64_t> runs;  // problem → its optimizer run
   std::set<std::string> started, done;
   for (const auto& e : *events) {
     json p = json::parse(e.payload_json, nullptr, false);

@@ -45,7 +45,8 @@ fs::path IfFile(const fs::path& p) {
 std::vector<BenchProblem> KernelBenchProblems(const fs::path& root) {
   std::vector<std::pair<int, fs::path>> levels;
   for (const auto& d : SortedEntries(root))
-    if (fs::is_directory(d) && LevelNumber(d.filename().string()) >= 0) levels.push_back({LevelNumber(d.filename().string()), d});
+    if (fs::is_directory(d) && LevelNumber(d.filename().string()) >= 0)
+      levels.push_back({LevelNumber(d.filename().string()), d});
   std::sort(levels.begin(), levels.end());
   std::vector<BenchProblem> out;
   for (const auto& [n, dir] : levels) {
@@ -117,9 +118,12 @@ std::vector<BenchProblem> TaskFolderProblems(const fs::path& root) {
 
 const char* SuiteFormatName(SuiteFormat f) {
   switch (f) {
-    case SuiteFormat::kKernelBench: return "kernelbench";
-    case SuiteFormat::kFlashInfer: return "flashinfer";
-    case SuiteFormat::kTaskFolders: return "tasks";
+    case SuiteFormat::kKernelBench:
+      return "kernelbench";
+    case SuiteFormat::kFlashInfer:
+      return "flashinfer";
+    case SuiteFormat::kTaskFolders:
+      return "tasks";
   }
   return "tasks";
 }
@@ -127,8 +131,10 @@ const char* SuiteFormatName(SuiteFormat f) {
 Result<Suite> DiscoverSuite(const fs::path& root_in) {
   std::error_code ec;
   if (!fs::is_directory(root_in, ec))
-    return Status::InvalidInput("suite " + root_in.string() + ": not a folder — give a KernelBench-layout folder "
-                                "(level1/, level2/ …), a flashinfer-bench dataset (definitions/) or a folder of task folders");
+    return Status::InvalidInput(
+        "suite " + root_in.string() +
+        ": not a folder — give a KernelBench-layout folder "
+        "(level1/, level2/ …), a flashinfer-bench dataset (definitions/) or a folder of task folders");
   Suite s;
   s.root = fs::absolute(root_in).lexically_normal();
   if (s.root.filename().empty()) s.root = s.root.parent_path();
@@ -189,8 +195,8 @@ Result<fs::path> FindEvalCandidate(const fs::path& dir, const BenchProblem& p) {
       if (auto f = IfFile(folder / name); !f.empty()) return f;
     std::vector<fs::path> files;
     for (const auto& f : SortedEntries(folder))
-      if (fs::is_regular_file(f) && (f.extension() == ".cu" || f.extension() == ".py" || f.extension() == ".json" ||
-                                     f.extension() == ".cpp"))
+      if (fs::is_regular_file(f) &&
+          (f.extension() == ".cu" || f.extension() == ".py" || f.extension() == ".json" || f.extension() == ".cpp"))
         files.push_back(f);
     if (files.size() == 1) return files.front();
     if (files.size() > 1)

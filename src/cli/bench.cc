@@ -25,19 +25,19 @@ using nlohmann::json;
 
 struct BenchArgs {
   std::string suite;
-  std::string levels;          // "1,2"
-  std::string problems;        // glob
-  std::string eval_only;       // CANDIDATES_DIR
+  std::string levels;     // "1,2"
+  std::string problems;   // glob
+  std::string eval_only;  // CANDIDATES_DIR
   std::string generator = "params";
   int budget = 8;
   std::string policy = "mcts";
   std::string feedback = "tools", guidance = "proactive", memory = "on", skills = "on";
   std::string timing = "default";
-  double max_seconds = 2.0;    // timing cap per workload per evaluation
+  double max_seconds = 2.0;  // timing cap per workload per evaluation
   int drafts = 2;
   uint64_t seed = 1;
   std::string llm_config;
-  TaskSourceArgs source;       // --python
+  TaskSourceArgs source;  // --python
   std::string store_dir = ".kpilot";
   int64_t resume = 0;
   std::string out;
@@ -159,7 +159,9 @@ class LiveRunner : public ProblemRunner {
       if (!c.ok()) return c.status();
       o.from = c->string();
     } else {
-      std::filesystem::path from = !p.native.empty() ? p.native : !p.model_new.empty() ? p.model_new : FirstCandidate(task);
+      std::filesystem::path from = !p.native.empty()      ? p.native
+                                   : !p.model_new.empty() ? p.model_new
+                                                          : FirstCandidate(task);
       if (from.empty())
         return Status::InvalidInput("no starting candidate for " + p.id + " — add candidates/" + p.stem +
                                     "/native.cu (or candidates/*.cu|.cpp in a task folder)");
@@ -210,7 +212,8 @@ class LiveRunner : public ProblemRunner {
     // A torch.compile figure that cannot be had (torch < 2.0, an op inductor cannot compile) leaves
     // the problem's eager result standing: it is counted as not fast against torch.compile.
     if (final.verdict.passed() && task.reference.kind == ReferenceKind::kPython)
-      if (Status c = CompileBaseline(task, o, executor, final, best_params, r); !c.ok()) r->warnings.push_back(c.message());
+      if (Status c = CompileBaseline(task, o, executor, final, best_params, r); !c.ok())
+        r->warnings.push_back(c.message());
     r->gpu_s = executor.BusySeconds();
     return Status::Ok();
   }
@@ -276,8 +279,10 @@ class PrintBenchProgress : public BenchProgress {
  public:
   explicit PrintBenchProgress(bool as_json) : json_(as_json) {}
   void Started(const BenchProblem& p, int device) override {
-    if (json_) std::cerr << json{{"event", "problem_start"}, {"problem", p.id}, {"device", device}}.dump() << "\n";
-    else std::cerr << fmt::format("kpilot: {} started{}\n", p.id, device >= 0 ? fmt::format(" on GPU {}", device) : "");
+    if (json_)
+      std::cerr << json{{"event", "problem_start"}, {"problem", p.id}, {"device", device}}.dump() << "\n";
+    else
+      std::cerr << fmt::format("kpilot: {} started{}\n", p.id, device >= 0 ? fmt::format(" on GPU {}", device) : "");
   }
   void Finished(const ProblemResult& r, int done, int total) override {
     if (json_) {
@@ -290,10 +295,12 @@ class PrintBenchProgress : public BenchProgress {
       return;
     }
     std::string what = !r.error.empty() ? "error: " + r.error.substr(0, 200)
-                       : !r.correct()   ? r.verdict
-                                        : fmt::format("{:.3f}× eager{}", r.speedup_eager,
-                                                      r.compile_measured ? fmt::format(", {:.3f}× compile", r.speedup_compile) : "");
-    std::cerr << fmt::format("[{}/{}] {}: {} ({} evaluations, {:.0f} s)\n", done, total, r.id, what, r.evaluations, r.wall_s);
+                       : !r.correct()
+                           ? r.verdict
+                           : fmt::format("{:.3f}× eager{}", r.speedup_eager,
+                                         r.compile_measured ? fmt::format(", {:.3f}× compile", r.speedup_compile) : "");
+    std::cerr << fmt::format("[{}/{}] {}: {} ({} evaluations, {:.0f} s)\n", done, total, r.id, what, r.evaluations,
+                             r.wall_s);
     for (const auto& w : r.warnings) std::cerr << "        " << w.substr(0, 300) << "\n";
   }
 
@@ -324,8 +331,8 @@ struct ReportSink {
 
 struct WrittenReport {
   BenchReport report;
-  json content;                     // report.json
-  std::filesystem::path path;       // report.json
+  json content;                // report.json
+  std::filesystem::path path;  // report.json
 };
 
 // Writes the report of `results`; `partial` = {done, total} marks one written while the bench
@@ -342,9 +349,10 @@ Result<WrittenReport> WriteReport(const ReportSink& sink, const std::vector<Prob
   if (!sink.markdown.empty()) {
     std::string md = ReportMarkdown(report);
     if (partial)
-      md = fmt::format("> Partial: {} of {} problems finished; the bench is still running or was interrupted "
-                       "(kpilot bench --resume {}).\n\n",
-                       partial->first, partial->second, sink.id) +
+      md = fmt::format(
+               "> Partial: {} of {} problems finished; the bench is still running or was interrupted "
+               "(kpilot bench --resume {}).\n\n",
+               partial->first, partial->second, sink.id) +
            md;
     KPILOT_RETURN_IF_ERROR(WriteFileAtomic(sink.markdown, md));
   }
@@ -370,7 +378,8 @@ class ReportAsYouGo : public BenchProgress {
     for (const auto& p : problems_)
       if (results_.count(p.id)) so_far.push_back(results_.at(p.id));
     auto wrote = WriteReport(sink_, so_far, std::make_pair(done, total));
-    if (!wrote.ok()) std::cerr << "kpilot: warning: could not write the partial report: " << wrote.status().message() << "\n";
+    if (!wrote.ok())
+      std::cerr << "kpilot: warning: could not write the partial report: " << wrote.status().message() << "\n";
   }
 
  private:
@@ -405,8 +414,10 @@ int RunBenchCommand(const BenchArgs& a) {
     o.drafts_per_expansion = a.drafts;
     o.seed = a.seed;
     if (!a.llm_config.empty()) o.llm_config = std::filesystem::absolute(a.llm_config).string();
-    if (a.skills == "on" || a.skills == "off") o.skills = a.skills == "on";
-    else return Fail(Status::InvalidInput("--skills " + a.skills + ": use on or off"));
+    if (a.skills == "on" || a.skills == "off")
+      o.skills = a.skills == "on";
+    else
+      return Fail(Status::InvalidInput("--skills " + a.skills + ": use on or off"));
     Status ablations = ApplyAblationFlags(a.feedback, a.guidance, a.memory, &o);
     if (!ablations.ok()) return Fail(ablations);
     if (o.generator.rfind("llm:", 0) == 0) {
@@ -423,9 +434,11 @@ int RunBenchCommand(const BenchArgs& a) {
   }
   auto suite = DiscoverSuite(config.value("suite", ""));
   if (!suite.ok()) return Fail(suite.status());
-  auto problems = SelectProblems(*suite, config.value("levels", std::vector<std::string>{}), config.value("problems", ""));
+  auto problems =
+      SelectProblems(*suite, config.value("levels", std::vector<std::string>{}), config.value("problems", ""));
   if (!problems.ok()) return Fail(problems.status());
-  if (problems->empty()) return Fail(Status::InvalidInput("--problems " + a.problems + ": no problem of " + suite->name + " matches"));
+  if (problems->empty())
+    return Fail(Status::InvalidInput("--problems " + a.problems + ": no problem of " + suite->name + " matches"));
 
   // Where problems run: one at a time on each visible GPU; a suite of host tasks (or PyTorch
   // problems on the cpu torch device, for tests) runs one at a time without one.
@@ -455,15 +468,17 @@ int RunBenchCommand(const BenchArgs& a) {
     id = *created;
   }
   if (!a.json)
-    std::cerr << fmt::format("kpilot: bench {} — {} problems of {} ({}), {}, {} — resume with kpilot bench --resume {}\n", id,
-                             problems->size(), suite->name, SuiteFormatName(suite->format),
-                             config.value("eval_only", "").empty()
-                                 ? fmt::format("{} generator, budget {}", config["optimize"].value("generator", ""),
-                                               config["optimize"].value("budget", 0))
-                                 : "evaluating " + config.value("eval_only", ""),
-                             devices.empty() ? std::string("one at a time") : fmt::format("{} GPU(s)", devices.size()), id);
+    std::cerr << fmt::format(
+        "kpilot: bench {} — {} problems of {} ({}), {}, {} — resume with kpilot bench --resume {}\n", id,
+        problems->size(), suite->name, SuiteFormatName(suite->format),
+        config.value("eval_only", "").empty()
+            ? fmt::format("{} generator, budget {}", config["optimize"].value("generator", ""),
+                          config["optimize"].value("budget", 0))
+            : "evaluating " + config.value("eval_only", ""),
+        devices.empty() ? std::string("one at a time") : fmt::format("{} GPU(s)", devices.size()), id);
   LiveRunner runner(**store, config);
-  std::filesystem::path out = !a.out.empty() ? std::filesystem::path(a.out) : (*store)->dir() / "bench" / std::to_string(id);
+  std::filesystem::path out =
+      !a.out.empty() ? std::filesystem::path(a.out) : (*store)->dir() / "bench" / std::to_string(id);
   auto prior = LoadBench(**store, id);
   if (!prior.ok()) return Fail(prior.status());
   const ReportSink sink{suite->name, suite->format, id, out, a.markdown};
@@ -472,8 +487,10 @@ int RunBenchCommand(const BenchArgs& a) {
   if (!results.ok()) return Fail(results.status());
   auto report = WriteReport(sink, *results, std::nullopt);
   if (!report.ok()) return Fail(report.status());
-  if (a.json) std::cout << report->content.dump(2) << "\n";
-  else std::cout << ReportTable(report->report) << "written    " << report->path.string() << "\n";
+  if (a.json)
+    std::cout << report->content.dump(2) << "\n";
+  else
+    std::cout << ReportTable(report->report) << "written    " << report->path.string() << "\n";
   return kExitOk;
 }
 
@@ -481,17 +498,22 @@ int RunBenchCommand(const BenchArgs& a) {
 
 void AddBenchCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<BenchArgs>();
-  auto* cmd = app.add_subcommand("bench", "Optimize (or evaluate) every problem of a suite; report fast_p and speedups per level");
+  auto* cmd = app.add_subcommand(
+      "bench", "Optimize (or evaluate) every problem of a suite; report fast_p and speedups per level");
   cmd->add_option("suite", a->suite,
                   "A KernelBench-layout folder (level1/ …), a flashinfer-bench dataset (definitions/ …) or a folder of "
                   "task folders");
-  cmd->add_option("--levels", a->levels, "Only these levels, e.g. 1,2 (KernelBench), op types (flashinfer), subfolders");
+  cmd->add_option("--levels", a->levels,
+                  "Only these levels, e.g. 1,2 (KernelBench), op types (flashinfer), subfolders");
   cmd->add_option("--problems", a->problems, "Only problems whose name or LEVEL/NAME matches this glob, e.g. '1*_*'");
-  cmd->add_option("--eval-only", a->eval_only,
-                  "Evaluate the candidate given per problem in this folder (<stem>.cu|.py|.json or <stem>/) instead of optimizing");
-  cmd->add_option("--generator", a->generator, "As kpilot optimize: params | folder:DIR | llm:… | command:…")->capture_default_str();
+  cmd->add_option(
+      "--eval-only", a->eval_only,
+      "Evaluate the candidate given per problem in this folder (<stem>.cu|.py|.json or <stem>/) instead of optimizing");
+  cmd->add_option("--generator", a->generator, "As kpilot optimize: params | folder:DIR | llm:… | command:…")
+      ->capture_default_str();
   cmd->add_option("--llm-config", a->llm_config, "TOML config of the llm:/command: generators");
-  cmd->add_option("--budget", a->budget, "Candidate evaluations per problem, the starting one included")->capture_default_str();
+  cmd->add_option("--budget", a->budget, "Candidate evaluations per problem, the starting one included")
+      ->capture_default_str();
   cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();
   cmd->add_option("--feedback", a->feedback, "Ablation: none | raw | tools (docs/bench.md)")
       ->check(CLI::IsMember({"none", "raw", "tools"}))
@@ -499,8 +521,12 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--guidance", a->guidance, "Ablation: proactive | on-request")
       ->check(CLI::IsMember({"proactive", "on-request"}))
       ->capture_default_str();
-  cmd->add_option("--memory", a->memory, "Ablation: on | off")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
-  cmd->add_option("--skills", a->skills, "Ablation: on | off")->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+  cmd->add_option("--memory", a->memory, "Ablation: on | off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--skills", a->skills, "Ablation: on | off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--timing", a->timing, "default | kernelbench | flashinfer (docs/pytorch.md)")
       ->check(CLI::IsMember({"default", "kernelbench", "flashinfer"}))
       ->capture_default_str();
@@ -511,7 +537,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   cmd->add_option("--python", a->source.python, "Python interpreter with torch (default: python3 on PATH)");
   cmd->add_option("--store", a->store_dir, "Store folder")->capture_default_str();
-  cmd->add_option("--resume", a->resume, "Continue bench BENCH_ID: finished problems are kept, an interrupted one resumes");
+  cmd->add_option("--resume", a->resume,
+                  "Continue bench BENCH_ID: finished problems are kept, an interrupted one resumes");
   cmd->add_option("--out", a->out, "Report folder (default: STORE/bench/ID): report.json, flashinfer traces/");
   cmd->add_flag("--json", a->json, "The report as JSON on stdout, progress as JSON lines on stderr");
   cmd->add_option("--markdown", a->markdown, "Also write the report as Markdown to FILE");

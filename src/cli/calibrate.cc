@@ -45,7 +45,8 @@ void Print(const nlohmann::json& c, const std::string& where) {
   auto tf = [](double v) { return fmt::format("{:.1f} TFLOP/s", v / 1e12); };
   std::cout << "gpu          " << c.value("gpu", "") << "\n";
   std::cout << "DRAM         " << tb(c.value("dram_bytes_per_s", 0.0)) << " (device-to-device copy, read + write)\n";
-  if (c.contains("l2_bytes_per_s")) std::cout << "L2           " << tb(c["l2_bytes_per_s"].get<double>()) << " (reads)\n";
+  if (c.contains("l2_bytes_per_s"))
+    std::cout << "L2           " << tb(c["l2_bytes_per_s"].get<double>()) << " (reads)\n";
   std::cout << "FP32         " << tf(c.value("fp32_flops_per_s", 0.0)) << " (FFMA)\n";
   if (c.contains("mma_sync_flops_per_s"))
     for (auto it = c["mma_sync_flops_per_s"].begin(); it != c["mma_sync_flops_per_s"].end(); ++it)
@@ -90,8 +91,10 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
     nlohmann::json cached;
     Calibration c = LoadCalibration(store->get(), gpu, &cached);
     if (!a->force && c.valid() && cached.contains("mma_sync_flops_per_s")) {
-      if (a->json) std::cout << cached.dump(2) << "\n";
-      else Print(cached, (*store)->dir().string() + " (cached; --force measures again)");
+      if (a->json)
+        std::cout << cached.dump(2) << "\n";
+      else
+        Print(cached, (*store)->dir().string() + " (cached; --force measures again)");
       *exit_code = kExitOk;
       return;
     }
@@ -124,8 +127,8 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
     }
     auto result = RunResultFromJson(nlohmann::json::parse(run->out, nullptr, false));
     if (!result.ok() || result->status != "passed") {
-      *exit_code = Fail(Status::Internal("calibration failed: " +
-                                         (result.ok() ? result->message : run->Describe() + " " + Tail(run->err, 500))));
+      *exit_code = Fail(Status::Internal(
+          "calibration failed: " + (result.ok() ? result->message : run->Describe() + " " + Tail(run->err, 500))));
       return;
     }
     nlohmann::json details = result->details.value("calibration", nlohmann::json::object());
@@ -135,8 +138,10 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
       return;
     }
     details["gpu"] = result->calibration.gpu;
-    if (a->json) std::cout << details.dump(2) << "\n";
-    else Print(details, (*store)->dir().string());
+    if (a->json)
+      std::cout << details.dump(2) << "\n";
+    else
+      Print(details, (*store)->dir().string());
     for (const auto& warning : result->warnings) std::cerr << "warning: " << warning << "\n";
     *exit_code = kExitOk;
   });

@@ -54,7 +54,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code);
 // Where a command keeps things: the store (unless --no-store) and the compile cache inside it, or
 // a scratch cache folder removed at exit.
 struct Workspace {
-  std::unique_ptr<Store> store;          // null with --no-store
+  std::unique_ptr<Store> store;  // null with --no-store
   std::optional<TempDir> scratch;
   std::filesystem::path cache_dir;
 };

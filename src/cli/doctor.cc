@@ -40,9 +40,9 @@ nlohmann::json ProbeSandbox(std::string* line) {
 struct Check {
   std::string name;
   bool found = false;
-  std::string detail;    // version or path when found, why not when missing
-  std::string enables;   // what kpilot does with it
-  std::string get_it;    // how to get it when missing
+  std::string detail;   // version or path when found, why not when missing
+  std::string enables;  // what kpilot does with it
+  std::string get_it;   // how to get it when missing
 };
 
 bool CanDlopen(const char* lib) {
@@ -88,7 +88,8 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
   cmd->callback([json_out, exit_code]() {
     std::vector<Check> checks;
     std::string nvcc = NvccVersion();
-    checks.push_back({"nvcc", !nvcc.empty(), nvcc.empty() ? "not found" : nvcc, "compiling .cu candidates (cuda backend)",
+    checks.push_back({"nvcc", !nvcc.empty(), nvcc.empty() ? "not found" : nvcc,
+                      "compiling .cu candidates (cuda backend)",
                       "install the CUDA toolkit and put its bin/ on PATH (or set CUDA_HOME)"});
     std::string gxx = GxxVersion();
     checks.push_back({"g++", !gxx.empty(), gxx.empty() ? "not found" : gxx, "compiling .cpp candidates (host backend)",
@@ -128,15 +129,23 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
       nlohmann::json j;
       j["tools"] = nlohmann::json::array();
       for (const auto& c : checks)
-        j["tools"].push_back({{"name", c.name}, {"found", c.found}, {"detail", c.detail}, {"enables", c.enables},
+        j["tools"].push_back({{"name", c.name},
+                              {"found", c.found},
+                              {"detail", c.detail},
+                              {"enables", c.enables},
                               {"how_to_get", c.found ? "" : c.get_it}});
       j["gpus"] = nlohmann::json::array();
       for (const auto& g : gpus)
-        j["gpus"].push_back({{"index", g.index}, {"name", g.name}, {"sm_count", g.sm_count},
+        j["gpus"].push_back({{"index", g.index},
+                             {"name", g.name},
+                             {"sm_count", g.sm_count},
                              {"compute_capability", fmt::format("{}.{}", g.cc_major, g.cc_minor)},
-                             {"arch", g.Arch()}, {"memory_bytes", g.memory_bytes},
-                             {"sm_clock_mhz", g.sm_clock_khz / 1000}, {"memory_clock_mhz", g.memory_clock_khz / 1000},
-                             {"l2_bytes", g.l2_bytes}, {"driver", g.driver_version}});
+                             {"arch", g.Arch()},
+                             {"memory_bytes", g.memory_bytes},
+                             {"sm_clock_mhz", g.sm_clock_khz / 1000},
+                             {"memory_clock_mhz", g.memory_clock_khz / 1000},
+                             {"l2_bytes", g.l2_bytes},
+                             {"driver", g.driver_version}});
       if (gpus.empty()) j["gpus_none_reason"] = why_none;
       j["sandbox"] = sandbox;
       std::cout << j.dump(2) << "\n";
@@ -144,11 +153,11 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
       std::cout << "GPUs:\n";
       if (gpus.empty()) std::cout << "  none (" << why_none << ") — the cuda backend needs an NVIDIA GPU\n";
       for (const auto& g : gpus)
-        std::cout << fmt::format("  [{}] {} — {} SMs, compute capability {}.{} ({}), {:.1f} GiB, SM {} MHz, "
-                                 "memory {} MHz, L2 {:.0f} MiB, driver {}\n",
-                                 g.index, g.name, g.sm_count, g.cc_major, g.cc_minor, g.Arch(),
-                                 g.memory_bytes / double(1ll << 30), g.sm_clock_khz / 1000, g.memory_clock_khz / 1000,
-                                 g.l2_bytes / double(1 << 20), g.driver_version);
+        std::cout << fmt::format(
+            "  [{}] {} — {} SMs, compute capability {}.{} ({}), {:.1f} GiB, SM {} MHz, "
+            "memory {} MHz, L2 {:.0f} MiB, driver {}\n",
+            g.index, g.name, g.sm_count, g.cc_major, g.cc_minor, g.Arch(), g.memory_bytes / double(1ll << 30),
+            g.sm_clock_khz / 1000, g.memory_clock_khz / 1000, g.l2_bytes / double(1 << 20), g.driver_version);
       std::cout << "Tools:\n";
       for (const auto& c : checks) {
         std::cout << fmt::format("  {:<16} {:<8} {}\n", c.name, c.found ? "ok" : "missing", c.detail);

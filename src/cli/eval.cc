@@ -36,8 +36,8 @@ struct EvalArgs {
   int device = 0;
   bool no_sandbox = false;
   std::vector<uint64_t> seeds;
-  TaskSourceArgs source;             // --python, --workloads FILE.jsonl
-  std::string baseline = "eager";    // PyTorch tasks: eager | compile
+  TaskSourceArgs source;           // --python, --workloads FILE.jsonl
+  std::string baseline = "eager";  // PyTorch tasks: eager | compile
 };
 
 // The CI half-width of the reported statistic, relative to it.
@@ -66,11 +66,11 @@ void PrintTable(const Evaluation& e, const std::string& stored) {
     std::cout << fmt::format("\n{:<14} {:>24} {:>24} {:>24}\n", "workload", "candidate (" + stat + " ± CI)",
                              fmt::format("{} ({} ± CI)", e.baseline, stat), "speedup [95% CI]");
     for (const auto& t : e.timings)
-      std::cout << fmt::format("{:<14} {:>24} {:>24} {:>24}\n", t.workload,
-                               FormatMs(t.candidate_reported_ms) + " ± " + Pct(t.candidate, t.statistic),
-                               FormatMs(t.baseline_reported_ms) + " ± " + Pct(t.baseline, t.statistic),
-                               fmt::format("{:.3f}× [{:.3f}, {:.3f}] n={}", t.speedup.ratio, t.speedup.ci.lo,
-                                           t.speedup.ci.hi, t.speedup.n));
+      std::cout << fmt::format(
+          "{:<14} {:>24} {:>24} {:>24}\n", t.workload,
+          FormatMs(t.candidate_reported_ms) + " ± " + Pct(t.candidate, t.statistic),
+          FormatMs(t.baseline_reported_ms) + " ± " + Pct(t.baseline, t.statistic),
+          fmt::format("{:.3f}× [{:.3f}, {:.3f}] n={}", t.speedup.ratio, t.speedup.ci.lo, t.speedup.ci.hi, t.speedup.n));
     std::cout << fmt::format("geomean speedup over {}: {:.3f}× [{:.3f}, {:.3f}]\n", e.baseline, e.speedup_geomean,
                              e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi);
   }
@@ -106,7 +106,9 @@ Result<std::string> Record(Store& store, const Task& task, const Evaluation& e) 
   TaskRecord tr;
   tr.name = task.name;
   tr.dir = task.dir.string();
-  tr.definition_sha = task.reference.kind == ReferenceKind::kPython ? ProblemSha(task) : toml.ok() ? Sha256Hex(*toml) : "";
+  tr.definition_sha = task.reference.kind == ReferenceKind::kPython ? ProblemSha(task)
+                      : toml.ok()                                   ? Sha256Hex(*toml)
+                                                                    : "";
   auto task_id = store.AddTask(tr);
   if (!task_id.ok()) return task_id.status();
   auto source = ReadFile(e.candidate);
@@ -157,8 +159,7 @@ int RunEval(const EvalArgs& a) {
   if (!a.backend.empty() && a.backend != BackendName(task->backend))
     return Fail(Status::InvalidInput("--backend " + a.backend + ": task " + task->name + " is a " +
                                      std::string(BackendName(task->backend)) + " task"));
-  if (!std::filesystem::exists(a.candidate))
-    return Fail(Status::NotFound(a.candidate + ": no such candidate file"));
+  if (!std::filesystem::exists(a.candidate)) return Fail(Status::NotFound(a.candidate + ": no such candidate file"));
   // -D is checked against the candidate's own kpilot-params block when the task declares none.
   if (Status s = AdoptCandidateParams(&task.value(), a.candidate); !s.ok()) return Fail(s);
   auto params = ParseDefines(*task, a.defines);
@@ -184,9 +185,10 @@ int RunEval(const EvalArgs& a) {
     if (found.status().code() == StatusCode::kInvalidInput) return Fail(found.status());
     if (opt.compile.cuda_arch.empty() && gpu) opt.compile.cuda_arch = gpu->Arch();
     if (!gpu && !a.compile_only)
-      return Fail(Status::Unavailable("task " + task->name + " needs the cuda backend, but this machine has " +
-                                      found.status().message() + "; run it on a machine with an NVIDIA GPU, or add "
-                                      "--compile-only to check that the candidate compiles and see its resource report"));
+      return Fail(Status::Unavailable(
+          "task " + task->name + " needs the cuda backend, but this machine has " + found.status().message() +
+          "; run it on a machine with an NVIDIA GPU, or add "
+          "--compile-only to check that the candidate compiles and see its resource report"));
   }
 
   auto workspace = OpenWorkspace(a.store_dir, a.no_store);
@@ -197,7 +199,8 @@ int RunEval(const EvalArgs& a) {
   bool native_candidate = std::filesystem::path(a.candidate).extension() == ".cu" ||
                           std::filesystem::path(a.candidate).extension() == ".cpp";
   if (a.compile_only && !native_candidate)
-    return Fail(Status::InvalidInput("--compile-only: " + a.candidate + " is not a native .cu/.cpp candidate; there is "
+    return Fail(Status::InvalidInput("--compile-only: " + a.candidate +
+                                     " is not a native .cu/.cpp candidate; there is "
                                      "nothing to compile"));
   if (a.compile_only) {
     if (!a.json) std::cerr << "kpilot: compiling " << a.candidate << " …\n";
@@ -212,16 +215,20 @@ int RunEval(const EvalArgs& a) {
     e.compile_s = c->seconds;
     e.total_s = c->seconds;
     e.verdict.kind = c->ok ? VerdictKind::kPassed : VerdictKind::kCompileError;
-    e.verdict.summary = c->ok ? "compiled (not run: --compile-only)" : "the candidate does not compile: " + c->first_error;
+    e.verdict.summary =
+        c->ok ? "compiled (not run: --compile-only)" : "the candidate does not compile: " + c->first_error;
     if (!c->ok) e.verdict.evidence = {{"first_error", c->first_error}, {"log_excerpt", Tail(c->log, 2000)}};
-    if (a.json) std::cout << ToJson(e).dump(2) << "\n";
-    else PrintTable(e, "");
+    if (a.json)
+      std::cout << ToJson(e).dump(2) << "\n";
+    else
+      PrintTable(e, "");
     return c->ok ? kExitOk : kExitNotPassed;
   }
 
-  if (!a.json) std::cerr << "kpilot: evaluating " << a.candidate << " on " << task->name << " (compile, check "
-                         << (opt.seeds.empty() ? kSeedsPerEvaluation : static_cast<int>(opt.seeds.size()))
-                         << " seeds per workload, time) …\n";
+  if (!a.json)
+    std::cerr << "kpilot: evaluating " << a.candidate << " on " << task->name << " (compile, check "
+              << (opt.seeds.empty() ? kSeedsPerEvaluation : static_cast<int>(opt.seeds.size()))
+              << " seeds per workload, time) …\n";
   if (gpu) opt.calibration = LoadCalibration(store_ptr, *gpu);
   Evaluator evaluator(*toolchain, SystemProcessRunner(), RunnerPath(), python->get());
   auto e = evaluator.Evaluate(*task, a.candidate, opt);
@@ -230,8 +237,10 @@ int RunEval(const EvalArgs& a) {
   nlohmann::json torch_baselines;
   if (task->reference.kind == ReferenceKind::kPython && e->verdict.passed() && !e->timings.empty()) {
     auto b = TorchBaselines(store_ptr, *task, *e, opt.timing.mode);
-    if (b.ok()) torch_baselines = *b;
-    else std::cerr << "kpilot: warning: could not cache the baseline timings: " << b.status().message() << "\n";
+    if (b.ok())
+      torch_baselines = *b;
+    else
+      std::cerr << "kpilot: warning: could not cache the baseline timings: " << b.status().message() << "\n";
   }
   if (store_ptr && gpu && e->run.calibration_measured && e->run.calibration.valid()) {
     Status s = SaveCalibration(*store_ptr, *gpu, e->run.calibration, nlohmann::json::object());
@@ -249,7 +258,8 @@ int RunEval(const EvalArgs& a) {
     if (!torch_baselines.is_null()) {
       j["baselines"] = torch_baselines;
       for (const char* b : {"eager", "compile"})
-        j[std::string("speedup_vs_") + b] = torch_baselines[b].is_null() ? nlohmann::json() : torch_baselines[b]["speedup"];
+        j[std::string("speedup_vs_") + b] =
+            torch_baselines[b].is_null() ? nlohmann::json() : torch_baselines[b]["speedup"];
     }
     std::cout << j.dump(2) << "\n";
   } else {

@@ -57,31 +57,50 @@ class StderrProgress : public lineage::LineageProgress {
   void Event(const json& e) override {
     std::string kind = e.value("event", "");
     std::string line;
-    if (kind == "start") line = fmt::format("lineage of {} on {} with {}", e.value("expert", ""), e.value("task", ""), e.value("generator", ""));
-    else if (kind == "expert") line = fmt::format("expert: {} ({:.3f}× the task's baseline)", e.value("verdict", ""), e.value("speedup", 0.0));
-    else if (kind == "propose") line = fmt::format("step {}, attempt {}: asking for one removal …", e.value("step", 0), e.value("attempt", 0));
-    else if (kind == "simplified") line = fmt::format("  attempt {}: without {} it passes at {:.3f}× the pre-removal speed; confirming …",
-                                                     e.value("attempt", 0), e.value("feature", ""), e.value("speedup", 0.0));
-    else if (kind == "rejected") line = fmt::format("  attempt {} rejected at {}: {}", e.value("attempt", 0), e.value("stage", ""), e.value("reason", ""));
-    else if (kind == "accepted") line = fmt::format("  step {} accepted: {} is worth {:.3f}× [{:.3f}, {:.3f}]; round trip {}", e.value("step", 0),
-                                                   e.value("feature", ""), e.value("effect", 0.0), e["ci"][0].get<double>(),
-                                                   e["ci"][1].get<double>(), e["round_trip"].dump()) +
-                                       (e["ci"][1].get<double>() < 1 ? " — slower with it here; its card says so under risks" : "");
-    else if (kind == "stop") line = fmt::format("stop: {} — {}", e.value("reason", ""), e.value("detail", ""));
-    else if (kind == "admit") line = fmt::format("admission: applying card {} to {} …", e.value("card", ""), e.value("task", ""));
-    else if (kind == "admission") line = fmt::format("  card {} {}: {}", e.value("card", ""),
-                                                     e.value("admitted", false) ? "admitted" : "rejected at " + e.value("stage", ""),
-                                                     e.value("reason", ""));
-    else if (kind == "card_problem") line = "warning: mined card " + e.value("problem", "");
-    else line = e.dump();
+    if (kind == "start")
+      line = fmt::format("lineage of {} on {} with {}", e.value("expert", ""), e.value("task", ""),
+                         e.value("generator", ""));
+    else if (kind == "expert")
+      line = fmt::format("expert: {} ({:.3f}× the task's baseline)", e.value("verdict", ""), e.value("speedup", 0.0));
+    else if (kind == "propose")
+      line = fmt::format("step {}, attempt {}: asking for one removal …", e.value("step", 0), e.value("attempt", 0));
+    else if (kind == "simplified")
+      line = fmt::format("  attempt {}: without {} it passes at {:.3f}× the pre-removal speed; confirming …",
+                         e.value("attempt", 0), e.value("feature", ""), e.value("speedup", 0.0));
+    else if (kind == "rejected")
+      line = fmt::format("  attempt {} rejected at {}: {}", e.value("attempt", 0), e.value("stage", ""),
+                         e.value("reason", ""));
+    else if (kind == "accepted")
+      line = fmt::format("  step {} accepted: {} is worth {:.3f}× [{:.3f}, {:.3f}]; round trip {}", e.value("step", 0),
+                         e.value("feature", ""), e.value("effect", 0.0), e["ci"][0].get<double>(),
+                         e["ci"][1].get<double>(), e["round_trip"].dump()) +
+             (e["ci"][1].get<double>() < 1 ? " — slower with it here; its card says so under risks" : "");
+    else if (kind == "stop")
+      line = fmt::format("stop: {} — {}", e.value("reason", ""), e.value("detail", ""));
+    else if (kind == "admit")
+      line = fmt::format("admission: applying card {} to {} …", e.value("card", ""), e.value("task", ""));
+    else if (kind == "admission")
+      line = fmt::format("  card {} {}: {}", e.value("card", ""),
+                         e.value("admitted", false) ? "admitted" : "rejected at " + e.value("stage", ""),
+                         e.value("reason", ""));
+    else if (kind == "card_problem")
+      line = "warning: mined card " + e.value("problem", "");
+    else
+      line = e.dump();
     std::cerr << "kpilot: " << line << "\n";
   }
 };
 
 json StepJson(const lineage::Step& s) {
-  return {{"step", s.index},          {"feature", s.proposal.feature}, {"mechanism", s.proposal.mechanism},
-          {"locus", s.proposal.locus}, {"effect", s.effect},            {"ci", {s.effect_ci.lo, s.effect_ci.hi}},
-          {"round_trip", s.round_trip}, {"from", s.after_name},         {"to", s.before_name}};
+  return {{"step", s.index},
+          {"feature", s.proposal.feature},
+          {"mechanism", s.proposal.mechanism},
+          {"locus", s.proposal.locus},
+          {"effect", s.effect},
+          {"ci", {s.effect_ci.lo, s.effect_ci.hi}},
+          {"round_trip", s.round_trip},
+          {"from", s.after_name},
+          {"to", s.before_name}};
 }
 
 int RunLineage(const LineageArgs& a) {
@@ -94,7 +113,8 @@ int RunLineage(const LineageArgs& a) {
   if (!(a.round_trip_min > 0 && a.round_trip_min <= 1))
     return Fail(Status::InvalidInput("--round-trip-min must be in (0, 1], e.g. 0.99"));
   const InstallLayout layout = Layout();
-  auto vocabulary = lineage::LoadFeatureVocabulary(a.vocabulary.empty() ? layout.skills_dir / "README.md" : fs::path(a.vocabulary));
+  auto vocabulary =
+      lineage::LoadFeatureVocabulary(a.vocabulary.empty() ? layout.skills_dir / "README.md" : fs::path(a.vocabulary));
   if (!vocabulary.ok()) return Fail(vocabulary.status());
   // The held-out task and its start are checked before the walk spends anything.
   std::optional<lineage::HeldOutTask> held_out;
@@ -117,7 +137,8 @@ int RunLineage(const LineageArgs& a) {
     std::string why;
     auto gpus = SystemGpuProbe().List(&why);
     if (gpus.empty())
-      return Fail(Status::Unavailable("task " + task->name + " needs the cuda backend, but this machine has no usable GPU (" + why +
+      return Fail(Status::Unavailable("task " + task->name +
+                                      " needs the cuda backend, but this machine has no usable GPU (" + why +
                                       "); run kpilot lineage on a machine with an NVIDIA GPU"));
     if (a.device < 0 || a.device >= static_cast<int>(gpus.size()))
       return Fail(Status::InvalidInput(fmt::format("--device {}: this machine has {} GPU(s)", a.device, gpus.size())));
@@ -170,8 +191,8 @@ int RunLineage(const LineageArgs& a) {
   mo.held_out_measure = held_measure.get();
 
   StderrProgress progress;
-  lineage::LineageWalk walk(*task, *vocabulary, (*session)->generator(), *measure, store->get(), &(*session)->transcripts(),
-                            progress);
+  lineage::LineageWalk walk(*task, *vocabulary, (*session)->generator(), *measure, store->get(),
+                            &(*session)->transcripts(), progress);
   auto mined = walk.Mine(*expert, mo);
   if (!mined.ok()) return Fail(mined.status());
   const lineage::LineageResult& res = mined->walk;
@@ -184,7 +205,8 @@ int RunLineage(const LineageArgs& a) {
     for (const auto& s : res.steps) steps.push_back(StepJson(s));
     json rejected = json::array();
     for (const auto& at : res.attempts)
-      if (!at.accepted && at.stage != "naive") rejected.push_back({{"attempt", at.attempt}, {"step", at.step}, {"stage", at.stage}, {"reason", at.reason}});
+      if (!at.accepted && at.stage != "naive")
+        rejected.push_back({{"attempt", at.attempt}, {"step", at.step}, {"stage", at.stage}, {"reason", at.reason}});
     json j = {{"run", res.run_id},
               {"task", task->name},
               {"expert", lo.expert_name},
@@ -201,20 +223,23 @@ int RunLineage(const LineageArgs& a) {
               {"admission", mined->admission},
               {"card_problems", mined->card_problems},
               {"out", a.out},
-              {"generator", {{"input_tokens", res.spent.input_tokens}, {"output_tokens", res.spent.output_tokens},
-                             {"cost_usd", res.spent.cost_usd}, {"priced", res.spent.priced}}}};
+              {"generator",
+               {{"input_tokens", res.spent.input_tokens},
+                {"output_tokens", res.spent.output_tokens},
+                {"cost_usd", res.spent.cost_usd},
+                {"priced", res.spent.priced}}}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << fmt::format("lineage run {} of {} on {}: {} step(s) accepted in {} attempt(s); stopped: {} ({})\n", res.run_id,
-                             lo.expert_name, task->name, res.steps.size(), res.attempts.size(), res.stop_reason,
-                             res.stop_detail);
+    std::cout << fmt::format("lineage run {} of {} on {}: {} step(s) accepted in {} attempt(s); stopped: {} ({})\n",
+                             res.run_id, lo.expert_name, task->name, res.steps.size(), res.attempts.size(),
+                             res.stop_reason, res.stop_detail);
     for (const auto& s : res.steps)
-      std::cout << fmt::format("  step {}: {} ({:.3f}× [{:.3f}, {:.3f}]) at {}\n", s.index, s.proposal.feature, s.effect,
-                               s.effect_ci.lo, s.effect_ci.hi, s.proposal.locus);
+      std::cout << fmt::format("  step {}: {} ({:.3f}× [{:.3f}, {:.3f}]) at {}\n", s.index, s.proposal.feature,
+                               s.effect, s.effect_ci.lo, s.effect_ci.hi, s.proposal.locus);
     for (const auto& p : mined->written) std::cout << "  card " << p.string() << "\n";
     for (const auto& ad : mined->admissions)
-      std::cout << fmt::format("  {} {} on {}: {}\n", ad.admitted ? "admitted" : "rejected", ad.card_id, held_out->task.name,
-                               ad.reason);
+      std::cout << fmt::format("  {} {} on {}: {}\n", ad.admitted ? "admitted" : "rejected", ad.card_id,
+                               held_out->task.name, ad.reason);
     for (const auto& p : mined->rejected) std::cout << "  rejected card " << p.string() << "\n";
   }
   return mined->written.empty() ? kExitNotPassed : kExitOk;
@@ -224,29 +249,35 @@ int RunLineage(const LineageArgs& a) {
 
 void AddLineageCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<LineageArgs>();
-  auto* cmd = app.add_subcommand("lineage", "Mine skill cards from an expert kernel by walking it back to the naive form");
+  auto* cmd =
+      app.add_subcommand("lineage", "Mine skill cards from an expert kernel by walking it back to the naive form");
   cmd->add_option("task_dir", a->task_dir, "Task folder (holding task.toml)")->required();
   cmd->add_option("expert", a->expert, "The expert kernel (it must pass the harness)")->required();
-  cmd->add_option("--generator", a->generator, "llm:PROVIDER:MODEL[@BASE_URL] | command:CMDLINE (docs/generators.md)")->required();
+  cmd->add_option("--generator", a->generator, "llm:PROVIDER:MODEL[@BASE_URL] | command:CMDLINE (docs/generators.md)")
+      ->required();
   cmd->add_option("--out", a->out, "Skills folder the cards are written to (<id>/SKILL.md)")->capture_default_str();
   cmd->add_option("--max-steps", a->max_steps, "Stop after this many accepted steps")->capture_default_str();
-  cmd->add_option("--max-rejections", a->max_rejections, "Stop after this many rejected attempts in a row")->capture_default_str();
+  cmd->add_option("--max-rejections", a->max_rejections, "Stop after this many rejected attempts in a row")
+      ->capture_default_str();
   cmd->add_option("--trials", a->trials, "Round-trip trials (paired evaluations) per step")->capture_default_str();
   cmd->add_option("--round-trip-min", a->round_trip_min,
                   "The rebuilt kernel must reach this share of the pre-removal speed in every trial")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print a JSON summary on stdout");
   cmd->add_option("--store", a->store_dir, "Store folder")->capture_default_str();
-  cmd->add_option("--llm-config", a->llm_config, "TOML config of the generator (default: ~/.config/kpilot/llm.toml when present)");
+  cmd->add_option("--llm-config", a->llm_config,
+                  "TOML config of the generator (default: ~/.config/kpilot/llm.toml when present)");
   cmd->add_option("--max-cost", a->max_cost, "Spending cap in US dollars (llm:; default: the config's max_cost_usd)");
   cmd->add_option("--workload", a->workloads, "Only these workloads (repeatable)");
-  cmd->add_option("--vocabulary", a->vocabulary, "A skills README with the '## Feature vocabulary' table (default: skills/README.md)");
+  cmd->add_option("--vocabulary", a->vocabulary,
+                  "A skills README with the '## Feature vocabulary' table (default: skills/README.md)");
   cmd->add_option("--arch", a->arch, "CUDA target, e.g. sm_90a (default: the GPU's)");
   cmd->add_option("--timeout", a->timeout_s, "Wall-clock limit of each evaluation in seconds")->capture_default_str();
   cmd->add_option("--device", a->device, "CUDA device index")->capture_default_str();
-  cmd->add_option("--admit-on", a->admit_on,
-                  "Held-out task folder: each mined card is applied to its start by the generator and admitted only when "
-                  "the result is correct and faster (paired CI above 1); the others go to OUT/rejected/");
+  cmd->add_option(
+      "--admit-on", a->admit_on,
+      "Held-out task folder: each mined card is applied to its start by the generator and admitted only when "
+      "the result is correct and faster (paired CI above 1); the others go to OUT/rejected/");
   cmd->add_option("--admit-from", a->admit_from, "The held-out task's start kernel (default: its reference)");
   cmd->add_option("--admit-workload", a->admit_workloads, "Only these workloads of the held-out task (repeatable)");
   cmd->callback([a, exit_code]() { *exit_code = RunLineage(*a); });

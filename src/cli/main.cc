@@ -7,16 +7,11 @@ namespace {
 
 // The subcommands, in the order `kpilot --help` lists them.
 const kpilot::cli::Command kCommands[] = {
-    {"doctor", kpilot::cli::AddDoctorCommand},
-    {"eval", kpilot::cli::AddEvalCommand},
-    {"calibrate", kpilot::cli::AddCalibrateCommand},
-    {"profile", kpilot::cli::AddProfileCommand},
-    {"optimize", kpilot::cli::AddOptimizeCommand},
-    {"sweep", kpilot::cli::AddSweepCommand},
-    {"bench", kpilot::cli::AddBenchCommand},
-    {"lineage", kpilot::cli::AddLineageCommand},
-    {"runs", kpilot::cli::AddRunsCommands},
-    {"skills", kpilot::cli::AddSkillsCommand},
+    {"doctor", kpilot::cli::AddDoctorCommand},       {"eval", kpilot::cli::AddEvalCommand},
+    {"calibrate", kpilot::cli::AddCalibrateCommand}, {"profile", kpilot::cli::AddProfileCommand},
+    {"optimize", kpilot::cli::AddOptimizeCommand},   {"sweep", kpilot::cli::AddSweepCommand},
+    {"bench", kpilot::cli::AddBenchCommand},         {"lineage", kpilot::cli::AddLineageCommand},
+    {"runs", kpilot::cli::AddRunsCommands},          {"skills", kpilot::cli::AddSkillsCommand},
 };
 
 }  // namespace

@@ -42,21 +42,21 @@ struct OptimizeArgs {
   std::string calibration;
   bool json = false;
   std::string llm_config;
-  double max_cost = -1;   // < 0: the LLM config's max_cost_usd (llm:), none otherwise
-  int64_t max_tokens = -1;  // < 0: none given (a resumed run keeps its own)
+  double max_cost = -1;             // < 0: the LLM config's max_cost_usd (llm:), none otherwise
+  int64_t max_tokens = -1;          // < 0: none given (a resumed run keeps its own)
   std::vector<std::string> search;  // --search NAME=VALUE: the tree's constants
   double energy_weight = 0.5;
   bool raw_metrics = false;
-  TaskSourceArgs source;  // --python, --workloads FILE.jsonl
-  std::string feedback = "tools";     // ablations (docs/bench.md)
+  TaskSourceArgs source;           // --python, --workloads FILE.jsonl
+  std::string feedback = "tools";  // ablations (docs/bench.md)
   std::string guidance = "proactive";
   std::vector<std::string> tools_dirs;  // --tools DIR: rule-file tools (repeatable)
   std::string memory = "on";
   std::string footprints = "on";
   std::string anticipate = "on";
   std::string counters = "on";
-  std::string devices = "all";  // GPUs to evaluate on: all (of the first one's model) or indices
-  std::string runner = "served";  // served | per-eval (how, not what: not part of the run)
+  std::string devices = "all";     // GPUs to evaluate on: all (of the first one's model) or indices
+  std::string runner = "served";   // served | per-eval (how, not what: not part of the run)
   std::vector<std::string> given;  // the options given that define a run (refused with --resume)
 };
 
@@ -66,7 +66,8 @@ Result<double> ParseDuration(const std::string& s) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
   std::string unit(end);
-  if (end == s.c_str() || !std::isfinite(v) || v < 0) return Status::InvalidInput("--time " + s + ": expected a duration such as 30m, 90s or 2h");
+  if (end == s.c_str() || !std::isfinite(v) || v < 0)
+    return Status::InvalidInput("--time " + s + ": expected a duration such as 30m, 90s or 2h");
   if (unit.empty() || unit == "s") return v;
   if (unit == "m") return v * 60;
   if (unit == "h") return v * 3600;
@@ -87,7 +88,8 @@ Result<std::string> StartingCandidate(const Task& task, const std::string& from)
   std::filesystem::path dir = task.dir / "candidates";
   // A suite keeps candidates beside its level folders: <suite>/candidates/<stem>/ for <suite>/level1/<stem>.py.
   std::vector<std::filesystem::path> dirs = {dir};
-  if (python) dirs = {dir / task.reference.path.stem(), task.dir.parent_path() / "candidates" / task.reference.path.stem()};
+  if (python)
+    dirs = {dir / task.reference.path.stem(), task.dir.parent_path() / "candidates" / task.reference.path.stem()};
   std::error_code ec;
   for (const auto& d : dirs) {
     for (auto& e : std::filesystem::directory_iterator(d, ec))
@@ -142,12 +144,12 @@ class PrintProgress : public ProgressSink {
                                                               e["ci"][1].get<double>())
                                                 : e.value("reason", ""));
     } else if (kind == "reject" && e.contains("reason")) {
-      std::cerr << fmt::format("        kept the incumbent: the paired check of node {} failed: {}\n", e.value("node", 0),
-                               e.value("reason", ""));
+      std::cerr << fmt::format("        kept the incumbent: the paired check of node {} failed: {}\n",
+                               e.value("node", 0), e.value("reason", ""));
     } else if (kind == "reject") {
-      std::cerr << fmt::format("        kept the incumbent: node {} is {:.3f}× over it, CI [{:.3f}, {:.3f}] not above 1\n",
-                               e.value("node", 0), e.value("paired_speedup", 0.0), e["ci"][0].get<double>(),
-                               e["ci"][1].get<double>());
+      std::cerr << fmt::format(
+          "        kept the incumbent: node {} is {:.3f}× over it, CI [{:.3f}, {:.3f}] not above 1\n",
+          e.value("node", 0), e.value("paired_speedup", 0.0), e["ci"][0].get<double>(), e["ci"][1].get<double>());
     } else if (kind == "duplicate") {
       std::cerr << "        skipped a draft whose binary was evaluated already\n";
     } else if (kind == "stop") {
@@ -159,19 +161,19 @@ class PrintProgress : public ProgressSink {
       std::cerr << fmt::format("        closed node {}: {}\n", e.value("node", 0), e.value("reason", ""));
     } else if (kind == "pipeline") {
       const int gpus = std::max(1, e.value("devices", 1));
-      std::cerr << fmt::format("        the evaluation queue{} busy {:.0f}% of the last batch: {} expansions in flight now\n",
-                               gpus > 1 ? fmt::format("s ({} GPUs) were", gpus) : " was",
-                               100 * e.value("busy_s", 0.0) / std::max(1e-9, e.value("elapsed_s", 1.0) * gpus),
-                               e.value("depth", 0));
+      std::cerr << fmt::format(
+          "        the evaluation queue{} busy {:.0f}% of the last batch: {} expansions in flight now\n",
+          gpus > 1 ? fmt::format("s ({} GPUs) were", gpus) : " was",
+          100 * e.value("busy_s", 0.0) / std::max(1e-9, e.value("elapsed_s", 1.0) * gpus), e.value("depth", 0));
     } else if (kind == "counters") {
       std::cerr << "        counter profile, " << CountersGist(e) << "\n";
     } else if (kind == "energy_choice") {
       const double fastest = e.value("fastest_joules", 0.0), chosen = e.value("chosen_joules", 0.0);
-      std::cerr << fmt::format("energy: node {} ({:.3f}×) uses {:.1f}% fewer joules a call than the fastest, node {} "
-                               "({:.3f}×), whose time CI it lies within: it is the best\n",
-                               e.value("chosen", 0), e.value("chosen_speedup", 0.0),
-                               fastest > 0 ? 100 * (1 - chosen / fastest) : 0.0, e.value("fastest", 0),
-                               e.value("fastest_speedup", 0.0));
+      std::cerr << fmt::format(
+          "energy: node {} ({:.3f}×) uses {:.1f}% fewer joules a call than the fastest, node {} "
+          "({:.3f}×), whose time CI it lies within: it is the best\n",
+          e.value("chosen", 0), e.value("chosen_speedup", 0.0), fastest > 0 ? 100 * (1 - chosen / fastest) : 0.0,
+          e.value("fastest", 0), e.value("fastest_speedup", 0.0));
     } else if (kind == "warning") {
       std::cerr << "kpilot: warning: " << e.value("message", "") << "\n";
     } else if (kind == "resume") {
@@ -257,10 +259,13 @@ int RunOptimize(const OptimizeArgs& a) {
     o.anticipate = a.anticipate == "on";
     o.counters = a.counters == "on";
     for (const auto& v : a.skills) {
-      if (v == "on" || v == "off") o.skills = v == "on";
-      else if (std::filesystem::is_directory(v)) o.skill_dirs.push_back(std::filesystem::absolute(v).string());
+      if (v == "on" || v == "off")
+        o.skills = v == "on";
+      else if (std::filesystem::is_directory(v))
+        o.skill_dirs.push_back(std::filesystem::absolute(v).string());
       else
-        return Fail(Status::InvalidInput("--skills " + v + ": not a folder of skill cards — give a folder holding "
+        return Fail(Status::InvalidInput("--skills " + v +
+                                         ": not a folder of skill cards — give a folder holding "
                                          "<id>/SKILL.md, or on / off"));
     }
   }
@@ -275,7 +280,8 @@ int RunOptimize(const OptimizeArgs& a) {
     std::string why;
     auto gpus = SystemGpuProbe().List(&why);
     if (gpus.empty())
-      return Fail(Status::Unavailable("task " + task.name + " needs a GPU (" + why + "); run kpilot optimize on a "
+      return Fail(Status::Unavailable("task " + task.name + " needs a GPU (" + why +
+                                      "); run kpilot optimize on a "
                                       "machine with an NVIDIA GPU"));
     // One exclusive evaluation queue per GPU the run uses (also on resume: the machine decides).
     auto chosen = ChooseDevices(gpus, a.devices);
@@ -311,10 +317,12 @@ int RunOptimize(const OptimizeArgs& a) {
     std::cerr << fmt::format("kpilot: optimizing {} from {} with the {} generator, {} policy, budget {} evaluations\n",
                              task.name, std::filesystem::path(o.from).filename().string(), o.generator,
                              PolicyName(o.search.policy), o.budget)
-              << (o.space_file.empty() ? "" : "kpilot: serving evaluations from " + o.space_file + " (nothing is compiled or run)\n")
-              << (o.devices.size() > 1 ? fmt::format("kpilot: evaluating on GPUs {}, one queue each\n",
-                                                     fmt::join(o.devices, ","))
-                                       : "");
+              << (o.space_file.empty()
+                      ? ""
+                      : "kpilot: serving evaluations from " + o.space_file + " (nothing is compiled or run)\n")
+              << (o.devices.size() > 1
+                      ? fmt::format("kpilot: evaluating on GPUs {}, one queue each\n", fmt::join(o.devices, ","))
+                      : "");
   Optimizer::ResumeOverrides overrides;
   if (a.max_cost >= 0) overrides.max_cost_usd = a.max_cost;
   if (a.max_tokens >= 0) overrides.max_tokens = a.max_tokens;
@@ -322,31 +330,45 @@ int RunOptimize(const OptimizeArgs& a) {
   auto res = a.resume > 0 ? optimizer.Resume(a.resume, overrides) : optimizer.Run(o);
   if (!res.ok()) return Fail(res.status());
 
-  std::string out_dir = !a.out_dir.empty() ? a.out_dir : ((*store)->dir() / "runs" / std::to_string(res->run_id) / "best").string();
+  std::string out_dir =
+      !a.out_dir.empty() ? a.out_dir : ((*store)->dir() / "runs" / std::to_string(res->run_id) / "best").string();
   Status ex = ExportRun(**store, res->run_id, out_dir);
   if (!ex.ok()) return Fail(ex);
   const Evaluation& f = res->final;
   if (a.json) {
-    nlohmann::json j = {{"run", res->run_id},           {"stop_reason", StopReasonName(res->stop_reason)},
-                        {"evaluations", res->evaluations}, {"promotion_checks", res->promotion_checks},
-                        {"duplicates", res->duplicates}, {"best_node", res->best_node},
-                        {"best_params", res->best_params}, {"exported_to", out_dir},
-                        {"busy_share", res->busy_share},  {"checks_timing_share", res->checks_timing_share},
+    nlohmann::json j = {{"run", res->run_id},
+                        {"stop_reason", StopReasonName(res->stop_reason)},
+                        {"evaluations", res->evaluations},
+                        {"promotion_checks", res->promotion_checks},
+                        {"duplicates", res->duplicates},
+                        {"best_node", res->best_node},
+                        {"best_params", res->best_params},
+                        {"exported_to", out_dir},
+                        {"busy_share", res->busy_share},
+                        {"checks_timing_share", res->checks_timing_share},
                         {"pipeline_depth", res->pipeline_depth},
-                        {"devices", o.devices},          {"counter_profiles", res->counter_profiles},
-                        {"counters_s", res->counters_s}, {"anticipated", res->anticipated},
+                        {"devices", o.devices},
+                        {"counter_profiles", res->counter_profiles},
+                        {"counters_s", res->counters_s},
+                        {"anticipated", res->anticipated},
                         {"final", ToJson(f)},
-                        {"generator", {{"name", o.generator}, {"requests", res->spend.requests},
-                                       {"input_tokens", res->spend.input_tokens}, {"output_tokens", res->spend.output_tokens},
-                                       {"cost_usd", res->spend.cost_usd}, {"priced", res->spend.priced},
-                                       {"max_cost_usd", o.max_cost_usd}, {"max_tokens", o.max_tokens}}},
+                        {"generator",
+                         {{"name", o.generator},
+                          {"requests", res->spend.requests},
+                          {"input_tokens", res->spend.input_tokens},
+                          {"output_tokens", res->spend.output_tokens},
+                          {"cost_usd", res->spend.cost_usd},
+                          {"priced", res->spend.priced},
+                          {"max_cost_usd", o.max_cost_usd},
+                          {"max_tokens", o.max_tokens}}},
                         {"objective", ObjectiveName(o.objective)}};
     std::cout << j.dump(2) << "\n";
   } else {
     std::string params;
     for (const auto& [k, v] : res->best_params) params += fmt::format(" {}={}", k, v);
     std::cout << fmt::format("run        {} ({}, {} evaluations, {} promotion checks, {} duplicates skipped)\n",
-                             res->run_id, StopReasonName(res->stop_reason), res->evaluations, res->promotion_checks, res->duplicates);
+                             res->run_id, StopReasonName(res->stop_reason), res->evaluations, res->promotion_checks,
+                             res->duplicates);
     std::cout << fmt::format("best       node {}: {}{}\n", res->best_node, res->best_source_name,
                              params.empty() ? " (defaults)" : params);
     std::cout << fmt::format("verdict    {} — {}\n", VerdictName(f.verdict.kind), f.verdict.summary);
@@ -354,14 +376,16 @@ int RunOptimize(const OptimizeArgs& a) {
       std::cout << fmt::format("{:<10} {:.4f} ms vs {} {:.4f} ms: {:.3f}× [{:.3f}, {:.3f}]\n", t.workload,
                                t.candidate.median, f.baseline, t.baseline.median, t.speedup.ratio, t.speedup.ci.lo,
                                t.speedup.ci.hi);
-    std::cout << fmt::format("speedup    {:.3f}× over {} (geomean, CI [{:.3f}, {:.3f}])\n", f.speedup_geomean, f.baseline,
-                             f.speedup_geomean_ci.lo, f.speedup_geomean_ci.hi);
+    std::cout << fmt::format("speedup    {:.3f}× over {} (geomean, CI [{:.3f}, {:.3f}])\n", f.speedup_geomean,
+                             f.baseline, f.speedup_geomean_ci.lo, f.speedup_geomean_ci.hi);
     if (o.objective != Objective::kTime) {
       const double ratio = JoulesRatio(f);
-      std::cout << (ratio > 0 ? fmt::format("energy     {:.3f}× fewer joules per call than {} (geomean; --objective {})\n",
-                                            ratio, f.baseline, ObjectiveName(o.objective))
-                              : fmt::format("energy     not measured (NVML energy unavailable); --objective {} chose by "
-                                            "time\n", ObjectiveName(o.objective)));
+      std::cout << (ratio > 0
+                        ? fmt::format("energy     {:.3f}× fewer joules per call than {} (geomean; --objective {})\n",
+                                      ratio, f.baseline, ObjectiveName(o.objective))
+                        : fmt::format("energy     not measured (NVML energy unavailable); --objective {} chose by "
+                                      "time\n",
+                                      ObjectiveName(o.objective)));
     }
     std::cout << fmt::format(
         "pipeline   evaluation queue{} busy {:.0f}% of the run{} ({} expansions in flight at the end)\n",
@@ -376,8 +400,9 @@ int RunOptimize(const OptimizeArgs& a) {
       std::cout << fmt::format("counters   {} new bests profiled with counters ({:.1f} s of GPU time)\n",
                                res->counter_profiles, res->counters_s);
     if (res->spend.requests > 0)
-      std::cout << fmt::format("generator  {} requests, {} input + {} output tokens, US${:.4f}{}\n", res->spend.requests,
-                               res->spend.input_tokens, res->spend.output_tokens, res->spend.cost_usd,
+      std::cout << fmt::format("generator  {} requests, {} input + {} output tokens, US${:.4f}{}\n",
+                               res->spend.requests, res->spend.input_tokens, res->spend.output_tokens,
+                               res->spend.cost_usd,
                                res->spend.priced ? "" : " (some model had no configured price: counted as 0)");
     std::cout << "written    " << out_dir << " (source, params.json, report.json)\n";
   }
@@ -396,11 +421,12 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--from", a->from,
                   "Starting candidate (default: the task's first candidates/ file). A task without [params] tunes the "
                   "params the candidate declares in a /* kpilot-params */ block");
-  cmd->add_option("--generator", a->generator,
-                  "params | folder:DIR | llm:PROVIDER:MODEL[@BASE_URL] (PROVIDER openai, anthropic or openai-compatible, "
-                  "e.g. llm:openai-compatible:qwen2.5-coder:7b@http://127.0.0.1:11434/v1) | command:CMDLINE (an agent CLI "
-                  "run in a prepared workspace with YOUR permissions, e.g. 'command:codex exec --full-auto -'); "
-                  "see docs/generators.md")
+  cmd->add_option(
+         "--generator", a->generator,
+         "params | folder:DIR | llm:PROVIDER:MODEL[@BASE_URL] (PROVIDER openai, anthropic or openai-compatible, "
+         "e.g. llm:openai-compatible:qwen2.5-coder:7b@http://127.0.0.1:11434/v1) | command:CMDLINE (an agent CLI "
+         "run in a prepared workspace with YOUR permissions, e.g. 'command:codex exec --full-auto -'); "
+         "see docs/generators.md")
       ->capture_default_str();
   cmd->add_option("--llm-config", a->llm_config,
                   "TOML config of the llm:/command: generators (default: ~/.config/kpilot/llm.toml when present)");
@@ -419,8 +445,9 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "(findings with guidance); docs/bench.md")
       ->check(CLI::IsMember({"none", "raw", "tools"}))
       ->capture_default_str();
-  cmd->add_option("--guidance", a->guidance,
-                  "Ablation: proactive (guidance in every prompt) or on-request (llm: gets it only by calling get_profile)")
+  cmd->add_option(
+         "--guidance", a->guidance,
+         "Ablation: proactive (guidance in every prompt) or on-request (llm: gets it only by calling get_profile)")
       ->check(CLI::IsMember({"proactive", "on-request"}))
       ->capture_default_str();
   cmd->add_option("--memory", a->memory, "Ablation: on | off — the search-memory summary given to the generator")
@@ -452,10 +479,11 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"served", "per-eval"}))
       ->capture_default_str();
   cmd->add_option("--policy", a->policy, "mcts | greedy | beam | random")->capture_default_str();
-  cmd->add_option("--search", a->search,
-                  "NAME=VALUE: one of the tree's constants (repeatable): exploration, max_weight, widen_c, widen_alpha, "
-                  "asymmetry, failure_reward, prune_window, regress_margin, beam_width (defaults and why: "
-                  "docs/search.md, Constants)");
+  cmd->add_option(
+      "--search", a->search,
+      "NAME=VALUE: one of the tree's constants (repeatable): exploration, max_weight, widen_c, widen_alpha, "
+      "asymmetry, failure_reward, prune_window, regress_margin, beam_width (defaults and why: "
+      "docs/search.md, Constants)");
   cmd->add_option("--budget", a->budget, "Candidate evaluations, the starting one included")->capture_default_str();
   cmd->add_option("--time", a->time, "Wall-clock limit, e.g. 30m");
   cmd->add_option("--plateau", a->plateau, "Stop after this many evaluations without a promotion (0 = off)");
@@ -495,11 +523,12 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
   cmd->callback([a, cmd, exit_code]() {
     // Everything but --resume, --store, --out, --json, --max-cost, --max-tokens, --devices, --runner and the
     // task-source options (--python, --workloads FILE) defines the run.
-    for (const char* name : {"task", "--from", "--generator", "--llm-config", "--raw-metrics", "--feedback", "--guidance", "--tools",
-                             "--memory", "--footprints", "--anticipate", "--counters", "--policy", "--search",
-                             "--budget", "--time", "--plateau", "--energy-weight", "--target", "--objective",
-                             "--drafts", "--in-flight", "--seed", "--workload", "--skills",
-                             "--arch", "--space", "--calibration"})
+    for (const char* name :
+         {"task",       "--from",      "--generator", "--llm-config", "--raw-metrics", "--feedback",
+          "--guidance", "--tools",     "--memory",    "--footprints", "--anticipate",  "--counters",
+          "--policy",   "--search",    "--budget",    "--time",       "--plateau",     "--energy-weight",
+          "--target",   "--objective", "--drafts",    "--in-flight",  "--seed",        "--workload",
+          "--skills",   "--arch",      "--space",     "--calibration"})
       if (cmd->count(name) > 0) a->given.push_back(name == std::string("task") ? "TASK" : name);
     *exit_code = RunOptimize(*a);
   });

@@ -38,7 +38,8 @@ std::filesystem::path ShippedDir(const char* env_name, const std::filesystem::pa
                                  const std::filesystem::path& in_tree, const std::filesystem::path& marker) {
   if (const char* env = std::getenv(env_name); env && *env) return env;
   for (std::filesystem::path dir = ExecutableDir(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-    if (std::filesystem::exists(dir / "share" / "kpilot" / installed / marker)) return dir / "share" / "kpilot" / installed;
+    if (std::filesystem::exists(dir / "share" / "kpilot" / installed / marker))
+      return dir / "share" / "kpilot" / installed;
     if (std::filesystem::exists(dir / in_tree / marker)) return dir / in_tree;
   }
   if (auto source = BuildTreeSourceDir()) return *source / in_tree;
@@ -52,7 +53,8 @@ std::filesystem::path PromptsDir() { return ShippedDir("KPILOT_PROMPTS_DIR", "pr
 std::filesystem::path SkillsDir() { return ShippedDir("KPILOT_SKILLS_DIR", "skills", "skills", "README.md"); }
 
 std::filesystem::path ExampleToolsDir() {
-  return ShippedDir("KPILOT_EXAMPLE_TOOLS_DIR", "tools", std::filesystem::path("examples") / "tools", "l2_locality.toml");
+  return ShippedDir("KPILOT_EXAMPLE_TOOLS_DIR", "tools", std::filesystem::path("examples") / "tools",
+                    "l2_locality.toml");
 }
 
 std::filesystem::path PythonPackageDir() {

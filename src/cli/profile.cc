@@ -86,16 +86,17 @@ Rendered Render(const ProfileArgs& a, const std::vector<KernelReport>& reports, 
 }
 
 int Emit(const ProfileArgs& a, const Rendered& r) {
-  if (a.json) std::cout << r.json.dump(2) << "\n";
-  else std::cout << r.text;
+  if (a.json)
+    std::cout << r.json.dump(2) << "\n";
+  else
+    std::cout << r.text;
   return kExitOk;
 }
 
 int ListTools(const ProfileArgs& a) {
   auto tools = ProfileTools(a);
   if (!tools.ok()) return Fail(tools.status());
-  for (const auto& t : *tools)
-    std::cout << fmt::format("{:<32} {:<56} {}\n", t->id(), ClassList(*t), t->description());
+  for (const auto& t : *tools) std::cout << fmt::format("{:<32} {:<56} {}\n", t->id(), ClassList(*t), t->description());
   return kExitOk;
 }
 
@@ -165,17 +166,18 @@ int ProfileCandidate(const ProfileArgs& a) {
   // static block size and the user tool folders.
   std::string tool_dirs;
   for (const auto& d : a.tools_dirs) tool_dirs += d + ";";
-  std::string archive_key =
-      fmt::format("profile/v2/{}/{}/{}/{}/block{}/{}", compiled->key, w->name,
-                  a.static_only ? "static" : "kernel/" + a.profiler + "/" + a.ncu_set, a.all_tools ? "all" : "selected",
-                  a.block, Sha256Hex(tool_dirs).substr(0, 12));
+  std::string archive_key = fmt::format("profile/v2/{}/{}/{}/{}/block{}/{}", compiled->key, w->name,
+                                        a.static_only ? "static" : "kernel/" + a.profiler + "/" + a.ncu_set,
+                                        a.all_tools ? "all" : "selected", a.block, Sha256Hex(tool_dirs).substr(0, 12));
   if (store_ptr && !a.fresh && a.save_raw.empty()) {
     auto cached = store_ptr->GetValue(archive_key);
     if (cached.ok() && cached->has_value()) {
       auto stored = nlohmann::json::parse(**cached, nullptr, false);
       if (!stored.is_discarded() && stored.contains("json") && stored.contains("text")) {
-        if (a.json) std::cout << stored["json"].dump(2) << "\n";
-        else std::cout << "(served from the store; --fresh profiles again)\n" << stored["text"].get<std::string>();
+        if (a.json)
+          std::cout << stored["json"].dump(2) << "\n";
+        else
+          std::cout << "(served from the store; --fresh profiles again)\n" << stored["text"].get<std::string>();
         return kExitOk;
       }
     }
@@ -187,8 +189,8 @@ int ProfileCandidate(const ProfileArgs& a) {
   step("static_profile");
 
   nlohmann::json json_extra = nlohmann::json::object();
-  nlohmann::json header = {{"task", task->name}, {"candidate", a.candidate}, {"workload", w->name},
-                           {"arch", copt.cuda_arch}};
+  nlohmann::json header = {
+      {"task", task->name}, {"candidate", a.candidate}, {"workload", w->name}, {"arch", copt.cuda_arch}};
   if (!params->empty()) header["params"] = ParamsText(*params);
   std::vector<KernelReport> reports;
   if (a.static_only) {
@@ -240,8 +242,10 @@ int ProfileCandidate(const ProfileArgs& a) {
       if (!ws.ok()) return Fail(ws.WithContext("--save-raw"));
     }
     header["profiler"] = got->profiler;
-    if (got->profiler == "ncu") header["ncu"] = got->version;
-    else header["cupti_chip"] = got->version;
+    if (got->profiler == "ncu")
+      header["ncu"] = got->version;
+    else
+      header["cupti_chip"] = got->version;
     if (!got->fallback_note.empty()) header["profiler_note"] = got->fallback_note;
     json_extra["profiler_wall_s"] = got->wall_s;
     json_extra["profiler_info"] = got->info;
@@ -275,7 +279,8 @@ int RunProfile(const ProfileArgs& a) {
 
 void AddProfileCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<ProfileArgs>();
-  auto* cmd = app.add_subcommand("profile", "Classify a candidate's bottleneck and say what to change (ncu, SASS, trace)");
+  auto* cmd =
+      app.add_subcommand("profile", "Classify a candidate's bottleneck and say what to change (ncu, SASS, trace)");
   cmd->add_option("task", a->task_dir, "Task folder, KernelBench problem .py or flashinfer-bench definition .json");
   AddTaskSourceOptions(cmd, &a->source);
   cmd->add_option("candidate", a->candidate, "Candidate source (.cu)");
@@ -300,8 +305,10 @@ void AddProfileCommand(CLI::App& app, int* exit_code) {
                   "How CUPTI repeats the call for metrics that need several passes: user (kpilot calls it again) "
                   "or kernel (CUPTI replays each kernel, saving and restoring device memory)")
       ->capture_default_str();
-  cmd->add_option("--ncu-set", a->ncu_set, "Have ncu collect this section set (e.g. full) instead of the tools' metrics");
-  cmd->add_option("--save-raw", a->save_raw, "Write the profiler's raw output here (ncu's CSV or the CUPTI counters as JSON)");
+  cmd->add_option("--ncu-set", a->ncu_set,
+                  "Have ncu collect this section set (e.g. full) instead of the tools' metrics");
+  cmd->add_option("--save-raw", a->save_raw,
+                  "Write the profiler's raw output here (ncu's CSV or the CUPTI counters as JSON)");
   cmd->callback([a, exit_code]() { *exit_code = RunProfile(*a); });
 }
 

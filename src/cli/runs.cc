@@ -24,7 +24,8 @@ namespace {
 // --store, or a command run from another folder, would otherwise leave an empty store behind).
 Result<std::unique_ptr<Store>> OpenExisting(const std::string& store_dir) {
   if (!std::filesystem::exists(std::filesystem::path(store_dir) / "kpilot.db"))
-    return Status::NotFound("no kpilot store at " + store_dir + " (pass --store DIR: the folder kpilot optimize wrote to, "
+    return Status::NotFound("no kpilot store at " + store_dir +
+                            " (pass --store DIR: the folder kpilot optimize wrote to, "
                             ".kpilot in the folder it ran in by default)");
   return Store::Open(store_dir);
 }
@@ -37,16 +38,22 @@ int ListRuns(const std::string& store_dir, bool json) {
   if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : *runs)
-      j.push_back({{"id", r.id}, {"task", r.task_name}, {"status", ShownRunStatus(**store, r)}, {"stop_reason", r.stop_reason},
-                   {"best_speedup", r.best_speedup}, {"best_node", r.best_node}, {"created_at", r.created_at},
+      j.push_back({{"id", r.id},
+                   {"task", r.task_name},
+                   {"status", ShownRunStatus(**store, r)},
+                   {"stop_reason", r.stop_reason},
+                   {"best_speedup", r.best_speedup},
+                   {"best_node", r.best_node},
+                   {"created_at", r.created_at},
                    {"updated_at", r.updated_at}});
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << fmt::format("{:>4}  {:<18} {:<12} {:<10} {:>9}  {}\n", "id", "task", "status", "stopped", "best", "started");
+  std::cout << fmt::format("{:>4}  {:<18} {:<12} {:<10} {:>9}  {}\n", "id", "task", "status", "stopped", "best",
+                           "started");
   for (const auto& r : *runs)
-    std::cout << fmt::format("{:>4}  {:<18} {:<12} {:<10} {:>8.3f}×  {}\n", r.id, r.task_name, ShownRunStatus(**store, r), r.stop_reason,
-                             r.best_speedup, r.created_at);
+    std::cout << fmt::format("{:>4}  {:<18} {:<12} {:<10} {:>8.3f}×  {}\n", r.id, r.task_name,
+                             ShownRunStatus(**store, r), r.stop_reason, r.best_speedup, r.created_at);
   if (runs->empty()) std::cout << "(no runs in " << store_dir << ")\n";
   return kExitOk;
 }
@@ -64,7 +71,8 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
   const RunRecord& r = **run;
   // What the generator spent: the last "spend" event holds the run's totals; transcripts are
   // counted, not listed (each is a blob in the store).
-  nlohmann::json spend = {{"requests", 0}, {"input_tokens", 0}, {"output_tokens", 0}, {"cost_usd", 0.0}, {"priced", true}};
+  nlohmann::json spend = {
+      {"requests", 0}, {"input_tokens", 0}, {"output_tokens", 0}, {"cost_usd", 0.0}, {"priced", true}};
   int transcripts = 0;
   for (const auto& e : *events) {
     if (e.kind == "spend") spend = nlohmann::json::parse(e.payload_json, nullptr, false);
@@ -72,26 +80,37 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
   }
   spend["transcripts"] = transcripts;
   if (json) {
-    nlohmann::json j = {{"id", r.id}, {"task", r.task_name}, {"task_dir", r.task_dir}, {"status", ShownRunStatus(**store, r)},
-                        {"stop_reason", r.stop_reason}, {"best_speedup", r.best_speedup}, {"best_node", r.best_node},
-                        {"options", nlohmann::json::parse(r.config_json, nullptr, false)}, {"generator_spend", spend}};
+    nlohmann::json j = {{"id", r.id},
+                        {"task", r.task_name},
+                        {"task_dir", r.task_dir},
+                        {"status", ShownRunStatus(**store, r)},
+                        {"stop_reason", r.stop_reason},
+                        {"best_speedup", r.best_speedup},
+                        {"best_node", r.best_node},
+                        {"options", nlohmann::json::parse(r.config_json, nullptr, false)},
+                        {"generator_spend", spend}};
     j["nodes"] = nlohmann::json::array();
     for (const auto& n : *nodes)
-      j["nodes"].push_back({{"node", n.node}, {"parent", n.parent}, {"verdict", n.verdict}, {"speedup", n.speedup},
-                            {"params", nlohmann::json::parse(n.params_json, nullptr, false)}, {"summary", n.summary},
+      j["nodes"].push_back({{"node", n.node},
+                            {"parent", n.parent},
+                            {"verdict", n.verdict},
+                            {"speedup", n.speedup},
+                            {"params", nlohmann::json::parse(n.params_json, nullptr, false)},
+                            {"summary", n.summary},
                             {"finding", n.finding}});
     j["history"] = nlohmann::json::array();
     for (const auto& e : *events)
       if (e.kind != "proposal")
-        j["history"].push_back({{"seq", e.seq}, {"kind", e.kind}, {"payload", nlohmann::json::parse(e.payload_json, nullptr, false)}});
+        j["history"].push_back(
+            {{"seq", e.seq}, {"kind", e.kind}, {"payload", nlohmann::json::parse(e.payload_json, nullptr, false)}});
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
   int passed = 0;
   for (const auto& n : *nodes) passed += n.verdict == "passed";
   std::cout << fmt::format("run        {} — {} ({})\n", r.id, r.task_name, r.task_dir);
-  std::cout << fmt::format("status     {} ({}); best {:.3f}× at node {}\n", ShownRunStatus(**store, r), r.stop_reason, r.best_speedup,
-                           r.best_node);
+  std::cout << fmt::format("status     {} ({}); best {:.3f}× at node {}\n", ShownRunStatus(**store, r), r.stop_reason,
+                           r.best_speedup, r.best_node);
   for (const auto& n : *nodes)
     if (n.node == r.best_node) {
       std::string params;
@@ -102,12 +121,13 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
       std::cout << fmt::format("best       {}{}  (kpilot export {} DIR writes it out)\n", n.source_name,
                                params.empty() ? "" : ":" + params, r.id);
     }
-  std::cout << fmt::format("tree       {} nodes, {} passed, {} failed\n", nodes->size(), passed, nodes->size() - passed);
+  std::cout << fmt::format("tree       {} nodes, {} passed, {} failed\n", nodes->size(), passed,
+                           nodes->size() - passed);
   if (spend.value("requests", 0) > 0 || transcripts > 0)
-    std::cout << fmt::format("generator  {} requests, {} input + {} output tokens, US${:.4f}{}; {} transcripts archived\n",
-                             spend.value("requests", 0), spend.value("input_tokens", 0), spend.value("output_tokens", 0),
-                             spend.value("cost_usd", 0.0), spend.value("priced", true) ? "" : " (unpriced model counted as 0)",
-                             transcripts);
+    std::cout << fmt::format(
+        "generator  {} requests, {} input + {} output tokens, US${:.4f}{}; {} transcripts archived\n",
+        spend.value("requests", 0), spend.value("input_tokens", 0), spend.value("output_tokens", 0),
+        spend.value("cost_usd", 0.0), spend.value("priced", true) ? "" : " (unpriced model counted as 0)", transcripts);
   std::cout << "\nnode parent verdict        speedup  change\n";
   for (const auto& n : *nodes)
     std::cout << fmt::format("{:>4} {:>6} {:<14} {:>7}  {}\n", n.node, n.parent, n.verdict,

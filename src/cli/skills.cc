@@ -25,7 +25,7 @@ struct SkillsArgs {
   std::string store_dir = ".kpilot";
   double improved_factor = kDefaultImprovedFactor;
   // retrieve
-  std::vector<std::string> findings;     // ID or ID=EVIDENCE
+  std::vector<std::string> findings;  // ID or ID=EVIDENCE
   std::string roofline_class;
   std::vector<std::string> features;
   std::string platform;
@@ -54,7 +54,9 @@ int List(const SkillsArgs& a) {
     nlohmann::json j = {{"cards", nlohmann::json::array()}, {"overrides", nlohmann::json::array()}};
     for (const auto& c : lib->cards) j["cards"].push_back(ToJson(c));
     for (const auto& o : lib->overrides)
-      j["overrides"].push_back({{"id", o.id}, {"replaced", o.replaced.string()}, {"by", o.by.string()},
+      j["overrides"].push_back({{"id", o.id},
+                                {"replaced", o.replaced.string()},
+                                {"by", o.by.string()},
                                 {"by_origin", SkillOriginName(o.by_origin)}});
     std::cout << j.dump(2) << "\n";
     return kExitOk;
@@ -116,7 +118,8 @@ int Validate(const SkillsArgs& a) {
   }
   if (!problems.empty()) {
     std::cerr << FormatProblems(problems) << "\n";
-    return Fail(Status::InvalidInput(fmt::format("{} problem(s) in skill cards ({} card(s) valid)", problems.size(), valid)));
+    return Fail(
+        Status::InvalidInput(fmt::format("{} problem(s) in skill cards ({} card(s) valid)", problems.size(), valid)));
   }
   std::cout << fmt::format("{} card(s) valid in {}\n", valid, Join(a.validate_dirs));
   return kExitOk;
@@ -136,8 +139,13 @@ int Stats(const SkillsArgs& a) {
   if (a.json) {
     nlohmann::json j = {{"improved_factor", a.improved_factor}, {"rows", nlohmann::json::array()}};
     for (const auto& s : stats)
-      j["rows"].push_back({{"kind", s.kind}, {"name", s.name}, {"fired", s.fired}, {"applied", s.applied},
-                           {"improved", s.improved}, {"measured", s.measured}, {"hit_rate", s.HitRate()},
+      j["rows"].push_back({{"kind", s.kind},
+                           {"name", s.name},
+                           {"fired", s.fired},
+                           {"applied", s.applied},
+                           {"improved", s.improved},
+                           {"measured", s.measured},
+                           {"hit_rate", s.HitRate()},
                            {"mean_gain", s.mean_gain}});
     std::cout << j.dump(2) << "\n";
     return kExitOk;
@@ -169,7 +177,8 @@ int RetrieveCards(const SkillsArgs& a) {
   }
   ctx.features.insert(a.features.begin(), a.features.end());
   for (const auto& f : ctx.features)
-    if (!IsFeature(f)) return Fail(Status::InvalidInput("--feature " + f + ": not in the feature vocabulary of skills/README.md"));
+    if (!IsFeature(f))
+      return Fail(Status::InvalidInput("--feature " + f + ": not in the feature vocabulary of skills/README.md"));
   ctx.platform = a.platform;
   ctx.language = a.language;
   ctx.task_text = a.text;
@@ -249,7 +258,8 @@ void AddSkillsCommand(CLI::App& app, int* exit_code) {
   stats->callback([a, exit_code]() { *exit_code = Stats(*a); });
 
   auto* retrieve = cmd->add_subcommand("retrieve", "Rank the cards for a context, with the reasons");
-  retrieve->add_option("--finding", a->findings, "Finding id, most severe first; ID=EVIDENCE adds evidence (repeatable)");
+  retrieve->add_option("--finding", a->findings,
+                       "Finding id, most severe first; ID=EVIDENCE adds evidence (repeatable)");
   retrieve->add_option("--class", a->roofline_class, "Roofline class (memory-bound, compute-bound, …)");
   retrieve->add_option("--feature", a->features, "A feature the code already has (repeatable)");
   retrieve->add_option("--platform", a->platform, "sm_80, sm_90a, …");

@@ -31,7 +31,7 @@ struct SweepArgs {
   std::string out;
   size_t cap = 100000;
   double max_seconds = 0.5;
-  double timeout_s = 0;   // per configuration; 0 = derived from max_seconds
+  double timeout_s = 0;  // per configuration; 0 = derived from max_seconds
   double stop_after_s = 0;
   std::string store_dir = ".kpilot";
   std::string arch;
@@ -53,8 +53,10 @@ class ProgressLines : public SweepObserver {
                              resumed ? fmt::format(" ({} already evaluated there, resuming)", resumed) : "");
   }
   void JournalLinesSkipped(const std::filesystem::path& journal, size_t lines) override {
-    std::cerr << fmt::format("kpilot: {} unreadable line(s) in {} skipped (a write cut short); those "
-                             "configurations run again\n", lines, journal.string());
+    std::cerr << fmt::format(
+        "kpilot: {} unreadable line(s) in {} skipped (a write cut short); those "
+        "configurations run again\n",
+        lines, journal.string());
   }
   void CompileStarted(size_t configs, int threads) override {
     if (!quiet_) std::cerr << fmt::format("kpilot: compiling {} configurations on {} threads\n", configs, threads);
@@ -67,10 +69,10 @@ class ProgressLines : public SweepObserver {
   }
   void BatchEvaluated(size_t objects, double batch_s, const SweepProgress& p) override {
     if (quiet_) return;
-    std::cerr << fmt::format("kpilot: evaluated {} objects in {:.1f} s; {}/{} configurations done, {:.0f} s{}\n", objects,
-                             batch_s, p.done, p.total, p.elapsed_s,
-                             p.best ? fmt::format("; best {:.3f}× ({})", p.best->speedup, ParamsText(p.best->params))
-                                    : "");
+    std::cerr << fmt::format(
+        "kpilot: evaluated {} objects in {:.1f} s; {}/{} configurations done, {:.0f} s{}\n", objects, batch_s, p.done,
+        p.total, p.elapsed_s,
+        p.best ? fmt::format("; best {:.3f}× ({})", p.best->speedup, ParamsText(p.best->params)) : "");
   }
 
  private:
@@ -81,8 +83,9 @@ class ProgressLines : public SweepObserver {
 int PrintDryRun(const Sweep& sweep, const SweepArgs& a) {
   const std::string& name = sweep.task().name;
   if (a.json)
-    std::cout << json{{"task", name}, {"valid", sweep.size()}, {"combinations", sweep.combinations()}, {"cap", a.cap}}.dump(2)
-              << "\n";
+    std::cout
+        << json{{"task", name}, {"valid", sweep.size()}, {"combinations", sweep.combinations()}, {"cap", a.cap}}.dump(2)
+        << "\n";
   else
     std::cout << fmt::format("{}: {} valid configurations of {} combinations{}\n", name, sweep.size(),
                              sweep.combinations(),
@@ -98,13 +101,18 @@ int PrintSummary(const SweepSummary& s, const std::string& task, bool as_json) {
       e.erase("candidate_ms"), e.erase("baseline_ms");
       best.push_back(std::move(e));
     }
-    std::cout << json{{"out", s.out.string()}, {"configs", s.configs}, {"by_status", s.by_status},
-                      {"complete", s.complete}, {"best", best}}.dump(2)
+    std::cout << json{{"out", s.out.string()},
+                      {"configs", s.configs},
+                      {"by_status", s.by_status},
+                      {"complete", s.complete},
+                      {"best", best}}
+                     .dump(2)
               << "\n";
   } else {
     std::string counts;
     for (const auto& [status, n] : s.by_status) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, status);
-    std::cout << fmt::format("space      {} configurations of {} ({}) in {}\n", s.configs, task, counts, s.out.string());
+    std::cout << fmt::format("space      {} configurations of {} ({}) in {}\n", s.configs, task, counts,
+                             s.out.string());
     for (const SweepBest& b : s.best)
       std::cout << fmt::format("{:>9.3f}×  {:.4f} ms  {}\n", b.speedup, b.median_ms, ParamsText(b.params));
     if (s.stopped || !s.complete)
@@ -165,14 +173,18 @@ int RunSweep(const SweepArgs& a, Task task) {
 void AddSweepCommand(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<SweepArgs>();
   auto* cmd = app.add_subcommand("sweep", "Evaluate every configuration of a task's [params] space into a space file");
-  cmd->add_option("task", a->task_dir, "Task folder (holding task.toml), KernelBench problem .py or flashinfer definition .json")->required();
+  cmd->add_option("task", a->task_dir,
+                  "Task folder (holding task.toml), KernelBench problem .py or flashinfer definition .json")
+      ->required();
   cmd->add_option("candidate", a->candidate, "Candidate source whose -D params span the space")->required();
   cmd->add_option("--workload", a->workload, "The workload to time (default: the task's first)");
   cmd->add_option("--jobs", a->jobs, "Compile threads (default: every core; one fewer while a cuda sweep evaluates)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--batch", a->batch, "Objects per runner process")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--out", a->out, "Space file (default: sweep-<task>.json); an existing one is resumed");
-  cmd->add_option("--cap", a->cap, "At most this many configurations")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--cap", a->cap, "At most this many configurations")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--max-seconds", a->max_seconds, "Timing-loop cap per configuration, in seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -10,8 +10,9 @@ namespace kpilot::cli {
 void AddTaskSourceOptions(CLI::App* cmd, TaskSourceArgs* a) {
   cmd->add_option("--python", a->python,
                   "PyTorch tasks: the interpreter with torch that runs kpilot's worker (default: python3 on PATH)");
-  cmd->add_option("--workloads", a->workloads_file,
-                  "flashinfer definitions: the workloads JSONL (default: the dataset layout, else <name>.jsonl beside it)");
+  cmd->add_option(
+      "--workloads", a->workloads_file,
+      "flashinfer definitions: the workloads JSONL (default: the dataset layout, else <name>.jsonl beside it)");
   cmd->add_flag("--no-libraries", a->no_libraries,
                 "Candidates may not run vendor-library or PyTorch kernels: such use makes the verdict incorrect "
                 "(the task's `libraries = false`)");

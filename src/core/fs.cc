@@ -72,9 +72,7 @@ Result<TempDir> TempDir::CreateIn(const fs::path& parent, const std::string& pre
   return TempDir(fs::path(templ));
 }
 
-TempDir::TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)), keep_(other.keep_) {
-  other.path_.clear();
-}
+TempDir::TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)), keep_(other.keep_) { other.path_.clear(); }
 
 TempDir& TempDir::operator=(TempDir&& other) noexcept {
   if (this != &other) {

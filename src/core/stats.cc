@@ -51,7 +51,8 @@ SampleSummary Summarize(const std::vector<double>& samples) {
   r.median_ci = MedianConfidenceInterval(samples);
   double var = 0;
   for (double x : samples) var += (x - r.mean) * (x - r.mean);
-  double half = r.n > 1 ? 1.96 * std::sqrt(var / static_cast<double>(r.n - 1)) / std::sqrt(static_cast<double>(r.n)) : 0;
+  double half =
+      r.n > 1 ? 1.96 * std::sqrt(var / static_cast<double>(r.n - 1)) / std::sqrt(static_cast<double>(r.n)) : 0;
   r.mean_ci = {r.mean - half, r.mean + half};
   return r;
 }

@@ -19,10 +19,10 @@ struct SampleSummary {
   double mean = 0;
   double min = 0;
   double max = 0;
-  double q1 = 0;              // 25th percentile
-  double q3 = 0;              // 75th percentile
-  Interval median_ci;         // distribution-free 95% CI of the median (order statistics)
-  Interval mean_ci;           // 95% CI of the mean (normal approximation: ± 1.96·sd/√n)
+  double q1 = 0;       // 25th percentile
+  double q3 = 0;       // 75th percentile
+  Interval median_ci;  // distribution-free 95% CI of the median (order statistics)
+  Interval mean_ci;    // 95% CI of the mean (normal approximation: ± 1.96·sd/√n)
   // Half the CI's width relative to the median: 0.01 means "median ± 1%".
   double RelativeHalfWidth() const;
 };

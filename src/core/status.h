@@ -14,11 +14,11 @@ namespace kpilot {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidInput,   // the user's input is wrong (task.toml, flags, candidate path): exit code 2
-  kNotFound,       // a file or record that should exist does not: exit code 2
-  kUnavailable,    // the machine lacks what was asked for (no GPU, no nvcc): exit code 3
-  kInternal,       // kpilot itself failed (I/O, SQLite, a subprocess it could not start)
-  kTimeout,        // a bounded operation ran out of time
+  kInvalidInput,  // the user's input is wrong (task.toml, flags, candidate path): exit code 2
+  kNotFound,      // a file or record that should exist does not: exit code 2
+  kUnavailable,   // the machine lacks what was asked for (no GPU, no nvcc): exit code 3
+  kInternal,      // kpilot itself failed (I/O, SQLite, a subprocess it could not start)
+  kTimeout,       // a bounded operation ran out of time
 };
 
 class Status {
@@ -54,8 +54,8 @@ int ExitCodeFor(const Status& s);
 template <typename T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}           // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {     // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok() && "Result built from an ok Status carries no value");
   }
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -77,8 +77,8 @@ class Result {
 
 }  // namespace kpilot
 
-#define KPILOT_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::kpilot::Status _kp_s = (expr);          \
-    if (!_kp_s.ok()) return _kp_s;            \
+#define KPILOT_RETURN_IF_ERROR(expr) \
+  do {                               \
+    ::kpilot::Status _kp_s = (expr); \
+    if (!_kp_s.ok()) return _kp_s;   \
   } while (0)

@@ -195,7 +195,10 @@ class PosixProcessRunner : public ProcessRunner {
                        r.output_truncated);
         } else if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
           close(fd);
-          if (fd == out_fd) out_fd = -1; else err_fd = -1;
+          if (fd == out_fd)
+            out_fd = -1;
+          else
+            err_fd = -1;
         }
       }
     }

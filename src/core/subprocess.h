@@ -17,12 +17,12 @@
 namespace kpilot {
 
 struct ProcessSpec {
-  std::vector<std::string> argv;                 // argv[0] is looked up on PATH when it has no '/'
-  std::optional<std::filesystem::path> cwd;      // default: the caller's working directory
-  std::optional<std::vector<std::string>> env;   // "NAME=VALUE" entries; default: inherit
-  std::string stdin_data;                        // written to the child's stdin, then closed
-  double timeout_s = 0;                          // wall-clock limit in seconds; 0 = none
-  size_t max_output_bytes = 16u << 20;           // per stream; beyond it the head is dropped
+  std::vector<std::string> argv;                // argv[0] is looked up on PATH when it has no '/'
+  std::optional<std::filesystem::path> cwd;     // default: the caller's working directory
+  std::optional<std::vector<std::string>> env;  // "NAME=VALUE" entries; default: inherit
+  std::string stdin_data;                       // written to the child's stdin, then closed
+  double timeout_s = 0;                         // wall-clock limit in seconds; 0 = none
+  size_t max_output_bytes = 16u << 20;          // per stream; beyond it the head is dropped
   // When set and it turns true, the child's process group is killed (checked every 50 ms): a
   // caller that no longer needs the result ends it without waiting. May be null.
   std::shared_ptr<const std::atomic<bool>> cancel;
@@ -32,14 +32,14 @@ struct ProcessSpec {
 };
 
 struct ProcessResult {
-  int exit_code = -1;         // valid when term_signal == 0 and !timed_out
-  int term_signal = 0;        // the signal that ended the child, 0 if it exited
-  bool timed_out = false;     // killed (with its whole process group) at the timeout
-  bool cancelled = false;     // killed (likewise) because ProcessSpec::cancel turned true
+  int exit_code = -1;      // valid when term_signal == 0 and !timed_out
+  int term_signal = 0;     // the signal that ended the child, 0 if it exited
+  bool timed_out = false;  // killed (with its whole process group) at the timeout
+  bool cancelled = false;  // killed (likewise) because ProcessSpec::cancel turned true
   bool output_truncated = false;
-  std::string out;            // stdout (the last max_output_bytes when truncated)
-  std::string err;            // stderr, likewise
-  double wall_s = 0;          // seconds from start to reaped
+  std::string out;    // stdout (the last max_output_bytes when truncated)
+  std::string err;    // stderr, likewise
+  double wall_s = 0;  // seconds from start to reaped
 
   bool Succeeded() const { return !timed_out && !cancelled && term_signal == 0 && exit_code == 0; }
   // "exit code 2", "killed by signal 11 (Segmentation fault)", "timed out after 120 s",

@@ -52,7 +52,8 @@ class DriverGpuProbe : public GpuProbe {
     CUresult rc = init(0);
     int n = 0;
     if (rc != 0 || count(&n) != 0 || n == 0) {
-      if (why_none) *why_none = rc != 0 ? "cuInit failed with error " + std::to_string(rc) : "the driver reports no GPU";
+      if (why_none)
+        *why_none = rc != 0 ? "cuInit failed with error " + std::to_string(rc) : "the driver reports no GPU";
       return out;
     }
     int drv = 0;
@@ -124,8 +125,8 @@ Result<std::vector<int>> ChooseDevices(const std::vector<GpuInfo>& visible, cons
       used = 0;
     }
     if (item.empty() || used != item.size() || index < 0)
-      return Status::InvalidInput("--devices " + spec + ": expected all, or GPU indices such as 0,1 (visible: " +
-                                  listed + ")");
+      return Status::InvalidInput("--devices " + spec +
+                                  ": expected all, or GPU indices such as 0,1 (visible: " + listed + ")");
     const GpuInfo* g = nullptr;
     for (const auto& v : visible)
       if (v.index == index) g = &v;

@@ -17,8 +17,8 @@ struct GpuInfo {
   int cc_major = 0;
   int cc_minor = 0;
   int64_t memory_bytes = 0;
-  int sm_clock_khz = 0;       // max SM clock
-  int memory_clock_khz = 0;   // max memory clock
+  int sm_clock_khz = 0;      // max SM clock
+  int memory_clock_khz = 0;  // max memory clock
   int memory_bus_bits = 0;
   int64_t l2_bytes = 0;
   int64_t shared_per_block_optin = 0;

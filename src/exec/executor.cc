@@ -11,11 +11,14 @@
 namespace kpilot {
 
 LocalExecutor::LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe,
-                             int compile_threads, PythonTaskRunner* python, std::vector<int> devices,
-                             RunnerReuse reuse)
-    : toolchain_(toolchain), processes_(processes), runner_exe_(runner_exe),
-      evaluator_(toolchain, processes, std::move(runner_exe), python), reuse_(reuse),
-      max_footprint_compiles_(std::max(1, compile_threads / 2)), queues_(std::max<size_t>(1, devices.size())) {
+                             int compile_threads, PythonTaskRunner* python, std::vector<int> devices, RunnerReuse reuse)
+    : toolchain_(toolchain),
+      processes_(processes),
+      runner_exe_(runner_exe),
+      evaluator_(toolchain, processes, std::move(runner_exe), python),
+      reuse_(reuse),
+      max_footprint_compiles_(std::max(1, compile_threads / 2)),
+      queues_(std::max<size_t>(1, devices.size())) {
   for (int i = 0; i < std::max(1, compile_threads); ++i) compilers_.emplace_back([this] { CompileLoop(); });
   if (devices.empty()) devices = {-1};
   for (int d : devices) evaluators_.emplace_back([this, d] { EvalLoop(d); });
@@ -85,17 +88,15 @@ void LocalExecutor::CompileLoop() {
       // Compile-only jobs take at most half the compile threads: the rest stay free for drafts
       // bound for evaluation that arrive while they run.
       auto footprint_ok = [&] { return !footprint_queue_.empty() && footprints_compiling_ < max_footprint_compiles_; };
-      compile_cv_.wait(lock, [&] {
-        return !compile_queue_.empty() || footprint_ok() || (stopping_ && footprint_queue_.empty());
-      });
+      compile_cv_.wait(
+          lock, [&] { return !compile_queue_.empty() || footprint_ok() || (stopping_ && footprint_queue_.empty()); });
       if (!compile_queue_.empty()) {
         p = std::move(compile_queue_.front());
         compile_queue_.pop_front();
       } else if (!footprint_queue_.empty()) {
         // The first compile-only job someone waits for, else the newest.
-        auto it = std::find_if(footprint_queue_.begin(), footprint_queue_.end(), [](const auto& q) {
-          return !q->job.waited_for || q->job.waited_for->load();
-        });
+        auto it = std::find_if(footprint_queue_.begin(), footprint_queue_.end(),
+                               [](const auto& q) { return !q->job.waited_for || q->job.waited_for->load(); });
         if (it == footprint_queue_.end()) it = std::prev(footprint_queue_.end());
         p = std::move(*it);
         footprint_queue_.erase(it);
@@ -134,9 +135,8 @@ void LocalExecutor::CompileLoop() {
     // evaluation's to report.
     std::future<Status> fixed;
     if (!p->job.compile_only)
-      fixed = std::async(std::launch::async, [this, &p] {
-        return evaluator_.CompileFixedObjects(*p->job.task, p->job.options);
-      });
+      fixed = std::async(std::launch::async,
+                         [this, &p] { return evaluator_.CompileFixedObjects(*p->job.task, p->job.options); });
     auto compiled = toolchain_.Compile(p->job.source, p->job.params, p->job.options.compile);
     if (fixed.valid()) (void)fixed.get();
     p->result.compile_end_s = ElapsedSeconds();
@@ -176,8 +176,10 @@ void LocalExecutor::CompileLoop() {
         p->parts_left = 2;
       }
       ++evaluations_ready_;
-      if (p->job.ahead) eval_queue_.push_front(p);
-      else eval_queue_.push_back(p);
+      if (p->job.ahead)
+        eval_queue_.push_front(p);
+      else
+        eval_queue_.push_back(p);
     }
     if (!sass_later) continue;
     // A cache hit when the entry has its SASS; otherwise cuobjdump runs now, beside the runner.
@@ -218,9 +220,8 @@ void LocalExecutor::EvalLoop(int device) {
     std::shared_ptr<Pending> p;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      eval_cv_.wait(lock, [&] {
-        return !eval_queue_.empty() || (stopping_ && compile_queue_.empty() && compiling_ == 0);
-      });
+      eval_cv_.wait(lock,
+                    [&] { return !eval_queue_.empty() || (stopping_ && compile_queue_.empty() && compiling_ == 0); });
       if (eval_queue_.empty()) return;
       p = std::move(eval_queue_.front());
       eval_queue_.pop_front();
@@ -237,7 +238,7 @@ void LocalExecutor::EvalLoop(int device) {
       runner = slot.get();
     }
     const Task& task = *p->job.task;
-    const Workload* w = task.workloads.empty()              ? nullptr
+    const Workload* w = task.workloads.empty()             ? nullptr
                         : p->job.options.workloads.empty() ? &task.workloads.back()
                                                            : task.FindWorkload(p->job.options.workloads.back());
     // A counter job whose caller has the candidate's evaluation already profiles it at once.
@@ -247,11 +248,14 @@ void LocalExecutor::EvalLoop(int device) {
     p->result.evaluation_reused = p->job.counter_tools && have && same_gpu && w && CounterProfileCanTake(*have, *w) &&
                                   std::filesystem::exists(have->compile.object, ec);
     auto e = p->result.evaluation_reused ? Result<Evaluation>(*have)
-                                         : evaluator_.Evaluate(task, p->job.source, [&] {
-                                             EvalOptions o = p->job.options;
-                                             o.params = p->job.params;
-                                             return o;
-                                           }(), runner);
+                                         : evaluator_.Evaluate(
+                                               task, p->job.source,
+                                               [&] {
+                                                 EvalOptions o = p->job.options;
+                                                 o.params = p->job.params;
+                                                 return o;
+                                               }(),
+                                               runner);
     if (e.ok() && p->job.counter_tools) {
       if (!e->verdict.passed()) {
         // Not Unavailable: the profiler is not at fault, and the next best is profiled as usual.
@@ -263,8 +267,10 @@ void LocalExecutor::EvalLoop(int device) {
         auto got = ProfileWithCounters(processes_, runner_exe_, task, *w, p->job.options, *e, *p->job.counter_tools,
                                        p->job.counters);
         p->result.counters_s = ElapsedSeconds() - t0;
-        if (got.ok()) p->result.counters = std::move(got).value();
-        else p->result.counters_status = got.status();
+        if (got.ok())
+          p->result.counters = std::move(got).value();
+        else
+          p->result.counters_status = got.status();
       }
     }
     p->result.eval_end_s = ElapsedSeconds();
@@ -275,8 +281,10 @@ void LocalExecutor::EvalLoop(int device) {
       if (e.ok() && !p->result.evaluation_reused) checks_timing_s_ += RunnerChecksAndTimingSeconds(e->run.details);
       --evaluations_ready_;
     }
-    if (e.ok()) p->result.evaluation = std::move(e).value();
-    else p->result.status = e.status();
+    if (e.ok())
+      p->result.evaluation = std::move(e).value();
+    else
+      p->result.status = e.status();
     FinishPart(p);
   }
 }

@@ -28,7 +28,7 @@ namespace kpilot {
 struct EvalJobResult;
 
 struct EvalJob {
-  const Task* task = nullptr;          // borrowed; must outlive the job
+  const Task* task = nullptr;  // borrowed; must outlive the job
   std::filesystem::path source;
   ParamValues params;
   EvalOptions options;
@@ -82,12 +82,12 @@ struct EvalJob {
 };
 
 struct EvalJobResult {
-  Status status;                       // kpilot's own failure (not the candidate's)
-  Evaluation evaluation;               // valid when status.ok() && !skipped
-  bool skipped = false;                // `admit` said no
-  std::string object_sha;              // sha256 of the compiled object ("" when it did not compile)
+  Status status;           // kpilot's own failure (not the candidate's)
+  Evaluation evaluation;   // valid when status.ok() && !skipped
+  bool skipped = false;    // `admit` said no
+  std::string object_sha;  // sha256 of the compiled object ("" when it did not compile)
   double compile_s = 0;
-  bool compiled = false;               // the source compiled at these params
+  bool compiled = false;                   // the source compiled at these params
   std::vector<KernelResources> resources;  // its ptxas report (cuda; empty otherwise)
   // On the executor's clock (seconds since it started): when the job was submitted, when its
   // compile ran, and when it held its GPU (evaluation and counters). Where a wait left a GPU
@@ -98,12 +98,12 @@ struct EvalJobResult {
   // When the SASS extracted beside the evaluation was ready (0: none was): a result whose SASS
   // ends after its evaluation reaches the caller then, not at eval_end_s.
   double sass_end_s = 0;
-  int device = -1;                     // the GPU its evaluation queue runs on (-1: the job's options.device)
+  int device = -1;  // the GPU its evaluation queue runs on (-1: the job's options.device)
   // With counter_tools: the profile of a passing evaluation, or why there is none.
   std::optional<CounterProfile> counters;
   Status counters_status = Status::Ok();
-  double counters_s = 0;               // wall seconds the counter collection held the GPU
-  bool evaluation_reused = false;      // `evaluation` is the job's counters_of: nothing was evaluated
+  double counters_s = 0;           // wall seconds the counter collection held the GPU
+  bool evaluation_reused = false;  // `evaluation` is the job's counters_of: nothing was evaluated
 };
 
 // Pure: the seconds a runner spent on checks and timing proper, from its details["timeline_s"]
@@ -212,8 +212,8 @@ class LocalExecutor : public Executor {
   int compiling_ = 0;
   int evaluations_ready_ = 0;  // EvaluationsReady()
   int footprints_compiling_ = 0;
-  const int max_footprint_compiles_;  // half the compile threads, at least one
-  double busy_s_ = 0;  // of evaluations that have ended
+  const int max_footprint_compiles_;          // half the compile threads, at least one
+  double busy_s_ = 0;                         // of evaluations that have ended
   std::map<const Pending*, double> running_;  // evaluations running now: since when (ElapsedSeconds)
   double checks_timing_s_ = 0;
   std::vector<std::thread> compilers_;

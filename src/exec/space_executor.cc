@@ -75,8 +75,9 @@ Result<Calibration> ReadCalibrationFile(const std::filesystem::path& file) {
     return Status::InvalidInput(file.string() + ": not a JSON object; give the output of kpilot calibrate --json");
   for (const char* field : {"dram_bytes_per_s", "fp32_flops_per_s"})
     if (!j.contains(field) || !j[field].is_number() || j[field].get<double>() <= 0)
-      return Status::InvalidInput(file.string() + ": " + field +
-                                  " must be a positive number (bytes or FLOP per second); kpilot calibrate --json prints it");
+      return Status::InvalidInput(
+          file.string() + ": " + field +
+          " must be a positive number (bytes or FLOP per second); kpilot calibrate --json prints it");
   return CalibrationFromJson(j);
 }
 
@@ -91,7 +92,7 @@ SpaceExecutor::SpaceExecutor(Space space, uint64_t seed) : space_(std::move(spac
 }
 
 Result<std::unique_ptr<SpaceExecutor>> SpaceExecutor::Open(const std::filesystem::path& file, const Task& task,
-                                                             uint64_t seed) {
+                                                           uint64_t seed) {
   auto space = LoadSpace(file);
   if (!space.ok()) return space.status();
   if (space->task != task.name)
@@ -107,8 +108,8 @@ Result<const SpaceConfig*> SpaceExecutor::Find(const Task* task, const ParamValu
       if (!p.values.empty()) full.emplace(p.name, p.values.front());
   auto it = index_.find(full);
   if (it == index_.end())
-    return Status::InvalidInput("folder: config " + ParamsText(full, "(no params)") + " is not in " + space_.file.string() + " (" +
-                                std::to_string(space_.configs.size()) + " configs)");
+    return Status::InvalidInput("folder: config " + ParamsText(full, "(no params)") + " is not in " +
+                                space_.file.string() + " (" + std::to_string(space_.configs.size()) + " configs)");
   return &space_.configs[it->second];
 }
 
@@ -121,7 +122,7 @@ Evaluation SpaceExecutor::Base(const EvalJob& job, const SpaceConfig& c) const {
   if (job.task) e.backend = job.task->backend;
   e.baseline = space_.baseline;
   e.verdict.kind = SpaceVerdict(c.status).value();
-  e.verdict.summary = c.status == "passed" ? "passed (served from " + space_.file.filename().string() + ")"
+  e.verdict.summary = c.status == "passed"    ? "passed (served from " + space_.file.filename().string() + ")"
                       : c.status == "not_run" ? "not run in the sweep" + (c.message.empty() ? "" : ": " + c.message)
                                               : c.message;
   if (e.verdict.summary.empty()) e.verdict.summary = c.status + " (served from the space)";
@@ -175,7 +176,8 @@ Result<EvalJobResult> SpaceExecutor::Serve(EvalJob& job) {
     e.baseline = job.options.baseline_name;
     if (e.verdict.passed() && b.status != "passed") {
       e.verdict.kind = VerdictKind::kRuntimeError;
-      e.verdict.summary = "the baseline (" + ParamsText(b.params, "(no params)") + ") did not pass in the sweep: " + b.status;
+      e.verdict.summary =
+          "the baseline (" + ParamsText(b.params, "(no params)") + ") did not pass in the sweep: " + b.status;
     }
     if (e.verdict.passed()) {
       const uint64_t pair = static_cast<uint64_t>(&c - space_.configs.data()) * 1000003u +
@@ -219,8 +221,10 @@ Result<EvalJobResult> SpaceExecutor::Serve(EvalJob& job) {
 std::future<EvalJobResult> SpaceExecutor::Submit(EvalJob job) {
   auto served = Serve(job);
   EvalJobResult r;
-  if (served.ok()) r = std::move(served).value();
-  else r.status = served.status();
+  if (served.ok())
+    r = std::move(served).value();
+  else
+    r.status = served.status();
   std::promise<EvalJobResult> p;
   p.set_value(std::move(r));
   return p.get_future();

@@ -47,7 +47,7 @@ class SpaceExecutor : public Executor {
   SpaceExecutor(Space space, uint64_t seed);
   // Loads `file` and checks that it was swept for `task` (InvalidInput naming both otherwise).
   static Result<std::unique_ptr<SpaceExecutor>> Open(const std::filesystem::path& file, const Task& task,
-                                                      uint64_t seed);
+                                                     uint64_t seed);
 
   // Ready at once. A config not in the file is a non-ok status naming its params.
   std::future<EvalJobResult> Submit(EvalJob job) override;
@@ -68,7 +68,7 @@ class SpaceExecutor : public Executor {
   uint64_t seed_;
   std::map<ParamValues, size_t> index_;
   mutable std::mutex mu_;
-  std::set<std::ptrdiff_t> compiled_;   // configs compiled once already
+  std::set<std::ptrdiff_t> compiled_;  // configs compiled once already
   double busy_s_ = 0, elapsed_s_ = 0;
 };
 

@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 bool Searchable(const fs::path& p) {
-  static const char* kExt[] = {".h", ".hpp", ".cuh", ".hh", ".inl", ".cu", ".cpp", ".cc", ".cxx", ".c", ".py", ".md", ".txt"};
+  static const char* kExt[] = {".h",  ".hpp", ".cuh", ".hh", ".inl", ".cu", ".cpp",
+                               ".cc", ".cxx", ".c",   ".py", ".md",  ".txt"};
   std::string e = p.extension().string();
   return std::find(std::begin(kExt), std::end(kExt), e) != std::end(kExt);
 }
@@ -54,15 +55,18 @@ std::vector<llm::ToolSpec> CodeTools::Specs() const {
   if (!options_.roots.empty()) {
     std::string trees;
     for (size_t i = 0; i < options_.roots.size(); ++i) trees += (trees.empty() ? "" : ", ") + RootName(i);
-    specs.push_back({"search_code",
-                     "Search the reference source trees (" + trees + ") for lines matching a query; returns ranked "
-                     "\"TREE/path:line: text\" hits, at most " + std::to_string(options_.max_hits) + ".",
-                     {{"type", "object"},
-                      {"properties",
-                       {{"query", {{"type", "string"}, {"description", "words that must all appear in a line, or a regex"}}},
-                        {"regex", {{"type", "boolean"}, {"description", "treat query as an ECMAScript regex"}}},
-                        {"path_contains", {{"type", "string"}, {"description", "only files whose path contains this"}}}}},
-                      {"required", {"query"}}}});
+    specs.push_back(
+        {"search_code",
+         "Search the reference source trees (" + trees +
+             ") for lines matching a query; returns ranked "
+             "\"TREE/path:line: text\" hits, at most " +
+             std::to_string(options_.max_hits) + ".",
+         {{"type", "object"},
+          {"properties",
+           {{"query", {{"type", "string"}, {"description", "words that must all appear in a line, or a regex"}}},
+            {"regex", {{"type", "boolean"}, {"description", "treat query as an ECMAScript regex"}}},
+            {"path_contains", {{"type", "string"}, {"description", "only files whose path contains this"}}}}},
+          {"required", {"query"}}}});
     specs.push_back({"read_file",
                      "Read part of a file from the source trees, by the TREE/path a search returned.",
                      {{"type", "object"},
@@ -72,25 +76,31 @@ std::vector<llm::ToolSpec> CodeTools::Specs() const {
                         {"max_lines", {{"type", "integer"}, {"description", "default 200, at most 400"}}}}},
                       {"required", {"path"}}}});
   }
-  specs.push_back({"get_profile", "The parent candidate's roofline class and ranked findings with guidance.",
-                   {{"type", "object"},
-                    {"properties", {{"counters", {{"type", "boolean"}, {"description", "also the raw numbers, when allowed"}}}}}}});
+  specs.push_back(
+      {"get_profile",
+       "The parent candidate's roofline class and ranked findings with guidance.",
+       {{"type", "object"},
+        {"properties", {{"counters", {{"type", "boolean"}, {"description", "also the raw numbers, when allowed"}}}}}}});
   specs.push_back({"list_skills",
                    "The skill cards (optimization techniques with preconditions, recipe and risks) kpilot's library "
                    "offers for this parent, best first: id, intent, tune_only, why it was offered.",
                    {{"type", "object"}, {"properties", json::object()}}});
-  specs.push_back({"get_skill", "One offered skill card's whole text (SKILL.md) by id.",
+  specs.push_back({"get_skill",
+                   "One offered skill card's whole text (SKILL.md) by id.",
                    {{"type", "object"},
                     {"properties", {{"name", {{"type", "string"}, {"description", "the card id from list_skills"}}}}},
                     {"required", {"name"}}}});
-  specs.push_back({"submit_candidate", "Submit the one complete candidate file (instead of a fenced code block).",
+  specs.push_back({"submit_candidate",
+                   "Submit the one complete candidate file (instead of a fenced code block).",
                    {{"type", "object"},
                     {"properties",
                      {{"source", {{"type", "string"}, {"description", "the whole file"}}},
                       {"summary", {{"type", "string"}, {"description", "one line: what changed and why"}}},
                       {"finding", {{"type", "string"}, {"description", "the finding id it answers, if any"}}},
                       {"applied_skills",
-                       {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "ids of the skill cards the file applies"}}}}},
+                       {{"type", "array"},
+                        {"items", {{"type", "string"}}},
+                        {"description", "ids of the skill cards the file applies"}}}}},
                     {"required", {"source"}}}});
   return specs;
 }
@@ -98,16 +108,20 @@ std::vector<llm::ToolSpec> CodeTools::Specs() const {
 std::string CodeTools::Call(const std::string& name, const json& args) const {
   try {
     if (name == "search_code" && !options_.roots.empty())
-      return SearchCode(args.at("query").get<std::string>(), args.value("regex", false), args.value("path_contains", ""));
+      return SearchCode(args.at("query").get<std::string>(), args.value("regex", false),
+                        args.value("path_contains", ""));
     if (name == "read_file" && !options_.roots.empty())
       return ReadFile(args.at("path").get<std::string>(), args.value("start_line", 1), args.value("max_lines", 200));
     if (name == "get_profile") {
       if (!ctx_) return "error: no profile";
-      std::string s = "roofline class: " + (ctx_->bottleneck.empty() ? std::string("(not profiled)") : ctx_->bottleneck) + "\n";
+      std::string s =
+          "roofline class: " + (ctx_->bottleneck.empty() ? std::string("(not profiled)") : ctx_->bottleneck) + "\n";
       if (ctx_->findings.empty()) s += "no findings\n";
-      for (const auto& f : ctx_->findings) s += fmt::format("- {} (severity {:.2f}): {}\n", f.id, f.severity, f.guidance);
+      for (const auto& f : ctx_->findings)
+        s += fmt::format("- {} (severity {:.2f}): {}\n", f.id, f.severity, f.guidance);
       if (args.value("counters", false)) {
-        if (!options_.raw_metrics) return s + "(raw counters are not shared in this run: it was started without --raw-metrics)\n";
+        if (!options_.raw_metrics)
+          return s + "(raw counters are not shared in this run: it was started without --raw-metrics)\n";
         json ev = json::object();
         for (const auto& f : ctx_->findings) ev[f.id] = f.evidence;
         s += "evidence: " + ev.dump() + "\n";
@@ -265,11 +279,13 @@ std::string CodeTools::SearchCode(const std::string& query, bool regex, const st
           match = std::regex_search(line, *re);
         } else {
           std::string l = Lower(line);
-          match = std::all_of(terms.begin(), terms.end(), [&](const std::string& t) { return l.find(t) != std::string::npos; });
+          match = std::all_of(terms.begin(), terms.end(),
+                              [&](const std::string& t) { return l.find(t) != std::string::npos; });
           if (match && l.find(Lower(query)) != std::string::npos) score += 5;  // the query as a phrase
         }
         if (!match) continue;
-        std::string text = line.substr(line.find_first_not_of(" \t") == std::string::npos ? 0 : line.find_first_not_of(" \t"), 200);
+        std::string text =
+            line.substr(line.find_first_not_of(" \t") == std::string::npos ? 0 : line.find_first_not_of(" \t"), 200);
         hits.push_back({score, hits.size(), fmt::format("{}:{}: {}", rel, n, text)});
         if (hits.size() > 20000) break;
       }
@@ -280,7 +296,8 @@ std::string CodeTools::SearchCode(const std::string& query, bool regex, const st
   std::string out;
   size_t shown = std::min(hits.size(), options_.max_hits);
   for (size_t i = 0; i < shown; ++i) out += hits[i].text + "\n";
-  if (hits.size() > shown) out += fmt::format("… {} more matches; narrow the query or use path_contains\n", hits.size() - shown);
+  if (hits.size() > shown)
+    out += fmt::format("… {} more matches; narrow the query or use path_contains\n", hits.size() - shown);
   return out;
 }
 

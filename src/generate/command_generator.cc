@@ -92,9 +92,9 @@ class CommandGenerator : public Generator {
         std::vector<std::future<Result<Draft>>> wave;
         for (int i = start; i < std::min(k, start + width); ++i)
           wave.push_back(std::async(std::launch::async, [this, c, i] {
-          RunTranscripts::Scope scope(c->run_id, c->parent_node);  // requests for other parents run beside it
-          return OneDraft(*c, i);
-        }));
+            RunTranscripts::Scope scope(c->run_id, c->parent_node);  // requests for other parents run beside it
+            return OneDraft(*c, i);
+          }));
         for (auto& f : wave) {
           Result<Draft> d = f.get();
           if (!d.ok()) return d.status();  // kpilot's own failure (workspace, the program missing)
@@ -151,7 +151,8 @@ class CommandGenerator : public Generator {
   static std::vector<std::string> ReadAppliedSkills(const fs::path& dir) {
     struct stat st;
     fs::path file = dir / kAppliedSkillsFile;
-    if (lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) > kMaxAppliedSkillsBytes)
+    if (lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<size_t>(st.st_size) > kMaxAppliedSkillsBytes)
       return {};
     auto text = ReadFile(file);
     return text.ok() ? SkillIdList(*text) : std::vector<std::string>{};
@@ -177,10 +178,12 @@ const std::vector<std::string>& DefaultAgentEnvironment() {
   return kNames;
 }
 
-std::vector<std::string> AgentEnvironment(const std::vector<std::string>& allowed, const std::vector<std::string>& extra,
+std::vector<std::string> AgentEnvironment(const std::vector<std::string>& allowed,
+                                          const std::vector<std::string>& extra,
                                           const std::vector<std::string>* environ_entries) {
   std::vector<std::string> source;
-  if (environ_entries) source = *environ_entries;
+  if (environ_entries)
+    source = *environ_entries;
   else
     for (char** e = environ; e && *e; ++e) source.emplace_back(*e);
   std::vector<std::string> out;
@@ -203,7 +206,8 @@ SandboxSpec AgentSandboxSpec(const fs::path& workspace, const std::vector<std::s
     s.keep_read_only.push_back(fs::absolute(found).parent_path().string());
   if (const char* home = std::getenv("HOME"); home && *home) {
     std::error_code ec;
-    for (const char* own : {".claude", ".claude.json", ".codex", ".gemini", ".cache", ".config", ".local/state", ".npm"})
+    for (const char* own :
+         {".claude", ".claude.json", ".codex", ".gemini", ".cache", ".config", ".local/state", ".npm"})
       if (fs::exists(fs::path(home) / own, ec)) s.keep_writable.push_back((fs::path(home) / own).string());
   }
   return s;
@@ -235,7 +239,8 @@ Result<ProcessResult> RunAgentCommand(ProcessRunner& processes, const CommandGen
   spec.timeout_s = options.timeout_s;
   spec.max_output_bytes = 1 << 20;
   auto run = processes.Run(spec);
-  if (!run.ok()) return run.status().WithContext("the command generator could not start " + JoinCommandLine(options.argv));
+  if (!run.ok())
+    return run.status().WithContext("the command generator could not start " + JoinCommandLine(options.argv));
   if (options.transcripts) {
     llm::Exchange e;
     e.endpoint = "command: " + JoinCommandLine(options.argv);
@@ -292,11 +297,14 @@ Result<std::string> PrepareAgentWorkspace(const fs::path& dir, const Task& task,
   auto ref = ReadFile(task.reference.path);
   if (!ref.ok()) return ref.status();
   std::string parent_name = ctx.parent_source_name.empty() ? "parent" + CandidateExtension(task)
-                                                            : fs::path(ctx.parent_source_name).filename().string();
+                                                           : fs::path(ctx.parent_source_name).filename().string();
   const std::vector<std::pair<fs::path, const std::string*>> files = {
-      {dir / "INSTRUCTIONS.md", &texts[0]},       {dir / "GUIDANCE.md", &texts[1]},
-      {dir / "task" / "task.toml", &toml},       {dir / "task" / task.reference.path.filename(), &*ref},
-      {dir / "parent" / parent_name, &ctx.parent_source}, {dir / "include" / "kpilot" / "kernel.h", &*abi}};
+      {dir / "INSTRUCTIONS.md", &texts[0]},
+      {dir / "GUIDANCE.md", &texts[1]},
+      {dir / "task" / "task.toml", &toml},
+      {dir / "task" / task.reference.path.filename(), &*ref},
+      {dir / "parent" / parent_name, &ctx.parent_source},
+      {dir / "include" / "kpilot" / "kernel.h", &*abi}};
   for (const auto& [path, text] : files) {
     Status s = WriteFileAtomic(path, *text);
     if (!s.ok()) return s;
@@ -315,21 +323,25 @@ Result<std::string> PrepareAgentWorkspace(const fs::path& dir, const Task& task,
 
 std::string CommandDisclosure(const CommandGeneratorOptions& o) {
   std::string env;
-  for (const auto& n : o.allowed_env.empty() ? DefaultAgentEnvironment() : o.allowed_env) env += (env.empty() ? "" : " ") + n;
+  for (const auto& n : o.allowed_env.empty() ? DefaultAgentEnvironment() : o.allowed_env)
+    env += (env.empty() ? "" : " ") + n;
   return "kpilot: the command generator runs " + JoinCommandLine(o.argv) +
          " (no shell) in a fresh workspace per draft holding the task (task.toml, the reference source), the parent "
          "candidate's source, its guidance, the skill cards retrieved for it and the ABI header; it runs as YOU" +
-         std::string(o.sandbox_runner.empty() ? ", unconfined," : " in a sandbox (its own processes only, the store and task folder hidden, "
-                                                                  "files writable only in the workspace and its own state folders in your home; "
-                                                                  "network kept)") +
-         " with only these variables: " +
-         env + fmt::format("; timeout {:.0f} s. What the agent sends, and where, is up to the agent.\n", o.timeout_s);
+         std::string(o.sandbox_runner.empty()
+                         ? ", unconfined,"
+                         : " in a sandbox (its own processes only, the store and task folder hidden, "
+                           "files writable only in the workspace and its own state folders in your home; "
+                           "network kept)") +
+         " with only these variables: " + env +
+         fmt::format("; timeout {:.0f} s. What the agent sends, and where, is up to the agent.\n", o.timeout_s);
 }
 
-Result<std::unique_ptr<Generator>> MakeCommandGenerator(const std::string& name, const Task& task, ProcessRunner& processes,
-                                                      CommandGeneratorOptions options) {
+Result<std::unique_ptr<Generator>> MakeCommandGenerator(const std::string& name, const Task& task,
+                                                        ProcessRunner& processes, CommandGeneratorOptions options) {
   if (options.argv.empty())
-    return Status::InvalidInput("generator " + name + ": no command — give one (command:'codex exec -') or set command_argv in the LLM config");
+    return Status::InvalidInput(
+        "generator " + name + ": no command — give one (command:'codex exec -') or set command_argv in the LLM config");
   for (const char* file : {"agent.md", "guidance.md"}) {
     auto t = LoadPromptTemplate(file, options.prompts_override, options.prompts_dir);
     if (!t.ok()) return t.status();
@@ -339,7 +351,8 @@ Result<std::unique_ptr<Generator>> MakeCommandGenerator(const std::string& name,
     if (!r.ok()) return r.status();
   }
   if (FindOnPath(options.argv.front()).empty())
-    return Status::NotFound("generator " + name + ": " + options.argv.front() + " is not on PATH (nor an executable path)");
+    return Status::NotFound("generator " + name + ": " + options.argv.front() +
+                            " is not on PATH (nor an executable path)");
   return std::unique_ptr<Generator>(new CommandGenerator(name, task, processes, std::move(options)));
 }
 

@@ -31,19 +31,19 @@
 namespace kpilot {
 
 struct CommandGeneratorOptions {
-  std::vector<std::string> argv;           // the agent's command line, split (command_line.h)
-  std::vector<std::string> allowed_env;    // names passed through; empty: the defaults above
+  std::vector<std::string> argv;         // the agent's command line, split (command_line.h)
+  std::vector<std::string> allowed_env;  // names passed through; empty: the defaults above
   double timeout_s = 1800;
   int max_concurrency = 2;
   bool raw_metrics = false;
-  std::filesystem::path include_dir;       // holds kpilot/kernel.h
-  std::filesystem::path prompts_dir;       // the shipped templates
-  std::filesystem::path prompts_override;  // LlmConfig::prompts_dir ("" = none)
-  bool keep_workspaces = false;            // for debugging: leave them in $TMPDIR
+  std::filesystem::path include_dir;            // holds kpilot/kernel.h
+  std::filesystem::path prompts_dir;            // the shipped templates
+  std::filesystem::path prompts_override;       // LlmConfig::prompts_dir ("" = none)
+  bool keep_workspaces = false;                 // for debugging: leave them in $TMPDIR
   std::shared_ptr<RunTranscripts> transcripts;  // each agent run archived (may be null)
   // kpilot-runner: the agent runs under `--sandbox` (AgentSandboxSpec); empty: as the user.
   std::filesystem::path sandbox_runner;
-  std::vector<std::string> sandbox_hide;   // what the agent must not see (the store, the task folder)
+  std::vector<std::string> sandbox_hide;  // what the agent must not see (the store, the task folder)
 };
 
 // An agent's sandbox: the network kept (it reaches its model provider) and the user's uid (its
@@ -60,19 +60,20 @@ const std::vector<std::string>& DefaultAgentEnvironment();
 
 // "NAME=VALUE" for each allowed name set in `environ_entries` (this process's environment when
 // null), plus `extra`. Nothing else passes, secret-looking names included unless listed.
-std::vector<std::string> AgentEnvironment(const std::vector<std::string>& allowed, const std::vector<std::string>& extra,
+std::vector<std::string> AgentEnvironment(const std::vector<std::string>& allowed,
+                                          const std::vector<std::string>& extra,
                                           const std::vector<std::string>* environ_entries = nullptr);
 
 // `processes` is borrowed. The templates are loaded and checked here.
 Result<std::unique_ptr<Generator>> MakeCommandGenerator(const std::string& name, const Task& task,
-                                                      ProcessRunner& processes, CommandGeneratorOptions options);
+                                                        ProcessRunner& processes, CommandGeneratorOptions options);
 
 // Runs the agent once in `dir` (prepared by the caller) with `stdin_text` on its stdin, in its own
 // process group with options.timeout_s, and an environment holding only the allowed variables plus
 // KPILOT_WORKSPACE=dir and KPILOT_CANDIDATE=candidate_file, confined by AgentSandboxSpec when
 // options.sandbox_runner is set (unless KPILOT_SANDBOX=none); archives the run (stdin, stdout and
-// stderr tails, the sandbox's report) when options.transcripts is set. Any exit, signal or timeout is a result; a non-ok
-// Status only when the program cannot be started. Shared with `kpilot lineage`'s command generator.
+// stderr tails, the sandbox's report) when options.transcripts is set. Any exit, signal or timeout is a result; a
+// non-ok Status only when the program cannot be started. Shared with `kpilot lineage`'s command generator.
 Result<ProcessResult> RunAgentCommand(ProcessRunner& processes, const CommandGeneratorOptions& options,
                                       const std::filesystem::path& dir, const std::string& stdin_text,
                                       const std::string& candidate_file);
@@ -84,8 +85,9 @@ Result<ProcessResult> RunAgentCommand(ProcessRunner& processes, const CommandGen
 Result<CommandGeneratorOptions> CommandOptionsFromSpec(const std::string& spec, const llm::LlmConfig& config);
 
 // Writes one draft's workspace into `dir` (exists, empty) and returns the instructions text.
-Result<std::string> PrepareAgentWorkspace(const std::filesystem::path& dir, const Task& task, const ProposalContext& ctx,
-                                          const CommandGeneratorOptions& options, int draft);
+Result<std::string> PrepareAgentWorkspace(const std::filesystem::path& dir, const Task& task,
+                                          const ProposalContext& ctx, const CommandGeneratorOptions& options,
+                                          int draft);
 
 // What a run states before the first agent starts.
 std::string CommandDisclosure(const CommandGeneratorOptions& options);

@@ -28,7 +28,8 @@ Result<std::vector<std::string>> SplitCommandLine(const std::string& line) {
         if (j >= line.size()) return fail("unterminated double quote", i);
         if (line[j] == '"') break;
         if (line[j] == '\\' && j + 1 < line.size() &&
-            (line[j + 1] == '$' || line[j + 1] == '`' || line[j + 1] == '"' || line[j + 1] == '\\' || line[j + 1] == '\n')) {
+            (line[j + 1] == '$' || line[j + 1] == '`' || line[j + 1] == '"' || line[j + 1] == '\\' ||
+             line[j + 1] == '\n')) {
           if (line[j + 1] != '\n') word.push_back(line[j + 1]);
           ++j;
           continue;
@@ -50,7 +51,9 @@ Result<std::vector<std::string>> SplitCommandLine(const std::string& line) {
     }
   }
   if (in_word) words.push_back(std::move(word));
-  if (words.empty()) return Status::InvalidInput("command line \"" + line + "\" has no words — give the program to run, e.g. command:./agent.sh");
+  if (words.empty())
+    return Status::InvalidInput("command line \"" + line +
+                                "\" has no words — give the program to run, e.g. command:./agent.sh");
   return words;
 }
 
@@ -58,7 +61,9 @@ std::string JoinCommandLine(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& w : argv) {
     if (!out.empty()) out += ' ';
-    bool plain = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == std::string::npos;
+    bool plain =
+        !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                          std::string::npos;
     if (plain) {
       out += w;
       continue;

@@ -57,17 +57,28 @@ std::string Lower(std::string_view s) {
 
 std::string_view ParamRoleName(ParamRole role) {
   switch (role) {
-    case ParamRole::kMinBlocks: return "min-blocks";
-    case ParamRole::kGrid: return "grid";
-    case ParamRole::kWorkPerBlock: return "work-per-block";
-    case ParamRole::kStages: return "stages";
-    case ParamRole::kUnroll: return "unroll";
-    case ParamRole::kVector: return "vector";
-    case ParamRole::kRegisterTile: return "register-tile";
-    case ParamRole::kTileK: return "tile-k";
-    case ParamRole::kTile: return "tile";
-    case ParamRole::kBlock: return "block";
-    case ParamRole::kOther: return "other";
+    case ParamRole::kMinBlocks:
+      return "min-blocks";
+    case ParamRole::kGrid:
+      return "grid";
+    case ParamRole::kWorkPerBlock:
+      return "work-per-block";
+    case ParamRole::kStages:
+      return "stages";
+    case ParamRole::kUnroll:
+      return "unroll";
+    case ParamRole::kVector:
+      return "vector";
+    case ParamRole::kRegisterTile:
+      return "register-tile";
+    case ParamRole::kTileK:
+      return "tile-k";
+    case ParamRole::kTile:
+      return "tile";
+    case ParamRole::kBlock:
+      return "block";
+    case ParamRole::kOther:
+      return "other";
   }
   return "other";
 }
@@ -92,63 +103,81 @@ constexpr const char* kLessUnroll = "less unrolling keeps fewer values live";
 const std::vector<Rule>& RuleTable() {
   using R = ParamRole;
   static const std::vector<Rule> kRules = {
-      {"scalar-global-loads", nullptr, nullptr,
+      {"scalar-global-loads",
+       nullptr,
+       nullptr,
        {{R::kVector, +1, "wider vectors move more bytes per load instruction"}}},
-      {"uncoalesced", nullptr, nullptr,
-       {{R::kVector, +1, "wider per-thread vectors use more of each fetched sector"}}},
+      {"uncoalesced", nullptr, nullptr, {{R::kVector, +1, "wider per-thread vectors use more of each fetched sector"}}},
       // Spills: a launch-bounds minimum caps registers, so it moves down here (up would spill more).
-      {"register-spill", nullptr, nullptr,
+      {"register-spill",
+       nullptr,
+       nullptr,
        {kFewerAccumulators,
         {R::kUnroll, -1, kLessUnroll},
         {R::kMinBlocks, -1, "a lower launch-bounds minimum leaves ptxas more registers than spills"}}},
-      {"high-register", nullptr, nullptr,
+      {"high-register",
+       nullptr,
+       nullptr,
        {kFewerAccumulators,
         {R::kMinBlocks, +1, "a higher launch-bounds minimum caps registers so more blocks fit"},
         {R::kUnroll, -1, kLessUnroll}}},
-      {"occupancy", "register", nullptr,
+      {"occupancy",
+       "register",
+       nullptr,
        {kFewerAccumulators,
         {R::kMinBlocks, +1, "a higher launch-bounds minimum caps registers so more blocks fit"},
         {R::kUnroll, -1, kLessUnroll}}},
-      {"occupancy", "shared", nullptr,
+      {"occupancy",
+       "shared",
+       nullptr,
        {{R::kStages, -1, "fewer pipeline stages need less shared memory per block"},
         {R::kTileK, -1, "a shorter K tile needs less shared memory per block"},
         {R::kTile, -1, "smaller tiles need less shared memory per block"}}},
-      {"occupancy", "block", nullptr,  // "block_size" and "blocks": the resident-block limit
+      {"occupancy",
+       "block",
+       nullptr,  // "block_size" and "blocks": the resident-block limit
        {{R::kBlock, +1, "larger blocks put more warps under the resident-block limit"}}},
-      {"occupancy", "warps", nullptr,
-       {{R::kBlock, -1, "a smaller block divides the SM's warp slots better"}}},
-      {"occupancy", "", nullptr,  // achieved occupancy low: too few or uneven blocks
-       {{R::kGrid, +1, "more blocks keep the SMs full"},
-        {R::kBlock, -1, "smaller blocks give more, evener blocks"}}},
-      {"tail", nullptr, nullptr,
+      {"occupancy", "warps", nullptr, {{R::kBlock, -1, "a smaller block divides the SM's warp slots better"}}},
+      {"occupancy",
+       "",
+       nullptr,  // achieved occupancy low: too few or uneven blocks
+       {{R::kGrid, +1, "more blocks keep the SMs full"}, {R::kBlock, -1, "smaller blocks give more, evener blocks"}}},
+      {"tail",
+       nullptr,
+       nullptr,
        {{R::kBlock, -1, "smaller blocks fill the last wave"},
         {R::kGrid, +1, "more waves make the partial last one matter less"},
         {R::kTile, -1, "smaller tiles make more blocks to fill the last wave"}}},
-      {"launch-overhead", nullptr, nullptr,
-       {{R::kWorkPerBlock, +1, "more work per block amortizes each launch"}}},
-      {"dram-near-peak", nullptr, nullptr, {},
-       "only moving fewer bytes helps (fusion, lower precision)"},
-      {"warp-stall", nullptr, "long_scoreboard",
+      {"launch-overhead", nullptr, nullptr, {{R::kWorkPerBlock, +1, "more work per block amortizes each launch"}}},
+      {"dram-near-peak", nullptr, nullptr, {}, "only moving fewer bytes helps (fusion, lower precision)"},
+      {"warp-stall",
+       nullptr,
+       "long_scoreboard",
        {{R::kStages, +1, "more pipeline stages keep more loads in flight"},
         {R::kUnroll, +1, "more unrolling issues more independent loads"},
         {R::kVector, +1, "wider loads keep more bytes in flight"}}},
-      {"warp-stall", nullptr, "lg_throttle",
-       {{R::kVector, +1, "wider loads need fewer load instructions"}}},
-      {"warp-stall", nullptr, "mio_throttle",
+      {"warp-stall", nullptr, "lg_throttle", {{R::kVector, +1, "wider loads need fewer load instructions"}}},
+      {"warp-stall",
+       nullptr,
+       "mio_throttle",
        {{R::kVector, +1, "wider accesses need fewer shared-memory instructions"},
         {R::kRegisterTile, +1, "a larger register tile reads each shared-memory value for more FMAs"}}},
-      {"warp-stall", nullptr, "wait",
-       {{R::kUnroll, +1, "more unrolling interleaves independent instructions"}}},
-      {"warp-stall", nullptr, "no_instruction",
+      {"warp-stall", nullptr, "wait", {{R::kUnroll, +1, "more unrolling interleaves independent instructions"}}},
+      {"warp-stall",
+       nullptr,
+       "no_instruction",
        {{R::kUnroll, -1, "less unrolling shrinks the hot loop for the instruction cache"}}},
-      {"warp-stall", nullptr, "barrier",
+      {"warp-stall",
+       nullptr,
+       "barrier",
        {{R::kBlock, -1, "smaller blocks wait on fewer warps at each barrier"},
         {R::kTileK, +1, "a longer K tile does more work between barriers"}}},
-      {"barrier", nullptr, nullptr,
+      {"barrier",
+       nullptr,
+       nullptr,
        {{R::kBlock, -1, "smaller blocks wait on fewer warps at each barrier"},
         {R::kTileK, +1, "a longer K tile does more work between barriers"}}},
-      {"low-cache-hit", nullptr, nullptr,
-       {{R::kTile, +1, "larger tiles reuse each loaded element more"}}},
+      {"low-cache-hit", nullptr, nullptr, {{R::kTile, +1, "larger tiles reuse each loaded element more"}}},
       {"shared-bank-conflict", nullptr, nullptr, {}, "padding or a swizzle in the source helps"},
       {"tensor-cores-unused", nullptr, nullptr, {}, "mma/wgmma code in the source helps"},
       {"fp64", nullptr, nullptr, {}, "f32 literals and functions in the source help"},
@@ -161,9 +190,10 @@ const std::vector<Rule>& RuleTable() {
 
 const std::vector<std::string_view>& KnownStalls() {
   static const std::vector<std::string_view> kStalls = {
-      "long_scoreboard", "short_scoreboard", "lg_throttle", "mio_throttle", "barrier",
-      "math_pipe_throttle", "wait", "not_selected", "membar", "branch_resolving",
-      "no_instruction", "drain", "dispatch_stall", "imc_miss", "tex_throttle", "sleeping"};
+      "long_scoreboard", "short_scoreboard",   "lg_throttle",    "mio_throttle",
+      "barrier",         "math_pipe_throttle", "wait",           "not_selected",
+      "membar",          "branch_resolving",   "no_instruction", "drain",
+      "dispatch_stall",  "imc_miss",           "tex_throttle",   "sleeping"};
   return kStalls;
 }
 
@@ -216,8 +246,7 @@ const Rule* MatchRule(const Finding& f) {
     if (!ContainsNoCase(f.id, rule.id)) continue;
     if (rule.limiter) {
       std::string limiter = Limiter(f);
-      if (*rule.limiter == '\0' ? !limiter.empty() : limiter.find(rule.limiter) == std::string::npos)
-        continue;
+      if (*rule.limiter == '\0' ? !limiter.empty() : limiter.find(rule.limiter) == std::string::npos) continue;
     }
     if (rule.stall && DominantStall(f).find(rule.stall) == std::string::npos) continue;
     return &rule;
@@ -254,8 +283,7 @@ std::string Measured(const Finding& f) {
     for (const Quote& q : kQuotes) {
       for (const auto& [key, value] : f.evidence.items()) {
         if (!value.is_number() || key.find(q.key) == std::string::npos) continue;
-        parts.push_back(std::string(q.before) + Num(value.get<double>() * q.scale) +
-                        std::string(q.after));
+        parts.push_back(std::string(q.before) + Num(value.get<double>() * q.scale) + std::string(q.after));
         break;
       }
       if (parts.size() == 2) break;

@@ -33,27 +33,26 @@ Status ReadSidecar(const fs::path& path, DraftFile* entry) {
   try {
     doc = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::parse_error& e) {
-    return Status::InvalidInput(where + ":" + std::to_string(LineAt(*text, e.byte)) +
-                                ": not valid JSON (" + e.what() +
+    return Status::InvalidInput(where + ":" + std::to_string(LineAt(*text, e.byte)) + ": not valid JSON (" + e.what() +
                                 ") — fix the sidecar or delete it (sidecars are optional)");
   }
   if (!doc.is_object()) {
-    return Status::InvalidInput(where + ": expected a JSON object like {\"params\": {\"BLOCK\": 256}, "
-                                "\"summary\": \"…\", \"finding\": \"…\"}, got " + JsonType(doc));
+    return Status::InvalidInput(where +
+                                ": expected a JSON object like {\"params\": {\"BLOCK\": 256}, "
+                                "\"summary\": \"…\", \"finding\": \"…\"}, got " +
+                                JsonType(doc));
   }
   for (const auto& [key, value] : doc.items()) {
     if (key == "params") {
       if (!value.is_object())
-        return Status::InvalidInput(where + ": params: expected an object of NAME: value, got " +
-                                    JsonType(value));
+        return Status::InvalidInput(where + ": params: expected an object of NAME: value, got " + JsonType(value));
       for (const auto& [name, v] : value.items()) {
         if (v.is_string()) {
           entry->params[name] = v.get<std::string>();
         } else if (v.is_number()) {
           entry->params[name] = v.dump();  // 256, 0.5, 2.0 — as written for the -D value
         } else {
-          return Status::InvalidInput(where + ": params." + name + ": expected a string or number, got " +
-                                      JsonType(v));
+          return Status::InvalidInput(where + ": params." + name + ": expected a string or number, got " + JsonType(v));
         }
       }
     } else if (key == "summary" || key == "finding") {
@@ -77,7 +76,8 @@ Result<std::vector<DraftFile>> ReadDraftFolder(const fs::path& dir, const Task& 
                             " does not exist — pass folder:DIR with a folder of candidate files");
   }
   if (!fs::is_directory(dir, ec)) {
-    return Status::InvalidInput("folder:" + dir.string() + " is not a folder — pass folder:DIR with a "
+    return Status::InvalidInput("folder:" + dir.string() +
+                                " is not a folder — pass folder:DIR with a "
                                 "folder of candidate files");
   }
   const std::string ext = CandidateExtension(task);
@@ -94,8 +94,8 @@ Result<std::vector<DraftFile>> ReadDraftFolder(const fs::path& dir, const Task& 
   }
   if (sources.empty()) {
     return Status::InvalidInput("draft folder " + dir.string() + " has no candidate files — put " + ext +
-                                " files there (task " + task.name + " is " +
-                                std::string(BackendName(task.backend)) + "), one per draft");
+                                " files there (task " + task.name + " is " + std::string(BackendName(task.backend)) +
+                                "), one per draft");
   }
   std::sort(sources.begin(), sources.end(),
             [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
@@ -109,9 +109,9 @@ Result<std::vector<DraftFile>> ReadDraftFolder(const fs::path& dir, const Task& 
     fs::path by_name = dir / (source.filename().string() + ".json");
     bool stem = fs::is_regular_file(by_stem, ec), name = fs::is_regular_file(by_name, ec);
     if (stem && name) {
-      return Status::InvalidInput("draft folder " + dir.string() + ": both " + by_stem.filename().string() +
-                                  " and " + by_name.filename().string() + " describe " +
-                                  source.filename().string() + " — keep one");
+      return Status::InvalidInput("draft folder " + dir.string() + ": both " + by_stem.filename().string() + " and " +
+                                  by_name.filename().string() + " describe " + source.filename().string() +
+                                  " — keep one");
     }
     if (stem || name) KPILOT_RETURN_IF_ERROR(ReadSidecar(stem ? by_stem : by_name, &entry));
     entries.push_back(std::move(entry));

@@ -26,10 +26,10 @@
 namespace kpilot {
 
 struct DraftFile {
-  std::filesystem::path source;   // the candidate file
-  ParamValues params;             // from the sidecar, else empty
-  std::string summary;            // from the sidecar, else "folder: FILE"
-  std::string finding;            // from the sidecar, else ""
+  std::filesystem::path source;  // the candidate file
+  ParamValues params;            // from the sidecar, else empty
+  std::string summary;           // from the sidecar, else "folder: FILE"
+  std::string finding;           // from the sidecar, else ""
 };
 
 // The entries of `dir` for `task`, in file-name order, sidecars parsed. Errors name the folder or

@@ -20,13 +20,16 @@ std::ostream& Notices(const GeneratorSetup& setup) { return setup.notices ? *set
 Result<llm::LlmConfig> LoadGeneratorConfig(const std::string& file) {
   if (!file.empty()) return llm::LoadLlmConfig(file);
   std::filesystem::path user;
-  if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) user = std::filesystem::path(x) / "kpilot" / "llm.toml";
-  else if (const char* h = std::getenv("HOME"); h && *h) user = std::filesystem::path(h) / ".config" / "kpilot" / "llm.toml";
+  if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x)
+    user = std::filesystem::path(x) / "kpilot" / "llm.toml";
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    user = std::filesystem::path(h) / ".config" / "kpilot" / "llm.toml";
   if (!user.empty() && std::filesystem::exists(user)) return llm::LoadLlmConfig(user);
   return llm::LlmConfig{};
 }
 
-Result<std::unique_ptr<Generator>> MakeGenerator(const std::string& spec, const Task& task, const GeneratorSetup& setup) {
+Result<std::unique_ptr<Generator>> MakeGenerator(const std::string& spec, const Task& task,
+                                                 const GeneratorSetup& setup) {
   if (spec == "params") {
     if (task.params.empty()) {
       return Status::InvalidInput("generator \"params\": task " + task.name +

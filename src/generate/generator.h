@@ -25,11 +25,11 @@ class TranscriptArchive;  // generate/transcripts.h
 
 // One proposed candidate: a complete source file plus params.
 struct Draft {
-  std::string source;             // the whole candidate file
-  std::string source_name;        // a file name with the task's extension, e.g. "blocked_omp.cpp"
-  ParamValues params;             // -D values
-  std::string summary;            // one line: what changed and why
-  std::string targeted_finding;   // the finding id the change answers ("" = none)
+  std::string source;            // the whole candidate file
+  std::string source_name;       // a file name with the task's extension, e.g. "blocked_omp.cpp"
+  ParamValues params;            // -D values
+  std::string summary;           // one line: what changed and why
+  std::string targeted_finding;  // the finding id the change answers ("" = none)
   // Ids of the skill cards (ProposalContext::skills) this draft applies: the card whose move made
   // a params draft; the cards an llm:/command: reply names on its "Applied skills:" line.
   std::vector<std::string> skills_applied;
@@ -43,15 +43,15 @@ struct Draft {
 struct EvaluatedParams {
   ParamValues params;
   bool passed = false;
-  double speedup = 0;              // what the search tree was given (passed only)
+  double speedup = 0;  // what the search tree was given (passed only)
 };
 
 // What compiling a config says before it is timed: the ptxas report of its kernels (cuda).
 struct Footprint {
-  bool compiles = true;         // false: the config does not compile (the numbers are unset)
-  int registers = 0;            // per thread, the most any kernel uses
-  int64_t spill_bytes = 0;      // spill stores and loads, summed over kernels
-  int64_t shared_bytes = 0;     // static shared memory, the most any kernel uses
+  bool compiles = true;      // false: the config does not compile (the numbers are unset)
+  int registers = 0;         // per thread, the most any kernel uses
+  int64_t spill_bytes = 0;   // spill stores and loads, summed over kernels
+  int64_t shared_bytes = 0;  // static shared memory, the most any kernel uses
 };
 
 // The params generator's seam to the compiler (docs/search.md, "Compile footprints"): it
@@ -73,22 +73,22 @@ class FootprintProbe {
 
 // A params move of an offered skill card whose `when` held for the parent's findings or class.
 struct SkillMoveHint {
-  std::string param;       // a param role ("vector", "tile", …) or an UPPER_CASE param name
-  std::string direction;   // "up" | "down" | "set"
-  std::string value;       // for "set"
-  std::string finding;     // the finding id (or class name) that triggered it
-  std::string reason;      // why the move matched, in words
+  std::string param;      // a param role ("vector", "tile", …) or an UPPER_CASE param name
+  std::string direction;  // "up" | "down" | "set"
+  std::string value;      // for "set"
+  std::string finding;    // the finding id (or class name) that triggered it
+  std::string reason;     // why the move matched, in words
 };
 
 // A skill card retrieval offered for the parent (src/skills; docs/skills.md), ranked best first.
 struct OfferedSkill {
   std::string id;
-  std::string intent;              // one line
-  bool tune_only = false;          // the code has what the card provides: only its moves apply
+  std::string intent;      // one line
+  bool tune_only = false;  // the code has what the card provides: only its moves apply
   std::vector<SkillMoveHint> moves;
-  std::string card_text;           // the whole SKILL.md, for prompts and get_skill
-  std::filesystem::path folder;    // the card's folder (copied into a command: workspace)
-  std::string reason;              // why retrieval ranked it here
+  std::string card_text;         // the whole SKILL.md, for prompts and get_skill
+  std::filesystem::path folder;  // the card's folder (copied into a command: workspace)
+  std::string reason;            // why retrieval ranked it here
 };
 
 struct ProposalContext {
@@ -98,21 +98,21 @@ struct ProposalContext {
   std::string parent_source;
   std::string parent_source_name;
   ParamValues parent_params;
-  std::string parent_verdict;      // "passed", …
+  std::string parent_verdict;           // "passed", …
   std::string parent_verdict_summary;   // the verdict's one-line summary (compile error, mismatch …)
   std::string parent_verdict_evidence;  // its evidence as JSON text ("" = none)
-  std::string parent_metrics;      // JSON text: compile resources and roofline numbers ("" = none)
+  std::string parent_metrics;           // JSON text: compile resources and roofline numbers ("" = none)
   double parent_speedup = 0;
-  std::string bottleneck;          // the parent's roofline class name ("" = not profiled)
-  std::vector<Finding> findings;   // the parent's findings, ranked
-  std::string memory_summary;      // SearchMemory::Summary for the parent
-  std::vector<ParamValues> tried_params;  // params already evaluated anywhere in the run (dedupe)
+  std::string bottleneck;                  // the parent's roofline class name ("" = not profiled)
+  std::vector<Finding> findings;           // the parent's findings, ranked
+  std::string memory_summary;              // SearchMemory::Summary for the parent
+  std::vector<ParamValues> tried_params;   // params already evaluated anywhere in the run (dedupe)
   std::vector<EvaluatedParams> evaluated;  // every evaluated node of the run, in evaluation order
   std::vector<std::string> sibling_summaries;
-  int remaining_budget = 0;        // evaluations left
-  int k = 1;                       // return at most k drafts
-  uint64_t seed = 0;               // for randomized moves; same seed, same drafts
-  int64_t run_id = 0;              // the run asking (generators archive transcripts under it)
+  int remaining_budget = 0;  // evaluations left
+  int k = 1;                 // return at most k drafts
+  uint64_t seed = 0;         // for randomized moves; same seed, same drafts
+  int64_t run_id = 0;        // the run asking (generators archive transcripts under it)
   // Skill cards for the parent, ranked (empty when none fit). skills_enabled is false with
   // `--skills off`: generators then use no card, and `params` no finding-steered move.
   std::vector<OfferedSkill> skills;
@@ -132,13 +132,13 @@ struct GeneratorSpend {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   double cost_usd = 0;
-  bool priced = true;              // false when some model had no configured price (counted as 0)
+  bool priced = true;  // false when some model had no configured price (counted as 0)
 };
 
 class Generator {
  public:
   virtual ~Generator() = default;
-  virtual std::string name() const = 0;   // "params", "folder:DIR", …
+  virtual std::string name() const = 0;  // "params", "folder:DIR", …
   // Up to ctx.k drafts; an empty list means "nothing more from this parent" (the search closes
   // it). Asynchronous: an LLM call can take minutes and several may be in flight.
   virtual std::future<Result<std::vector<Draft>>> Propose(const ProposalContext& ctx) = 0;
@@ -155,11 +155,11 @@ class Generator {
 // What the llm: and command: generators need beyond the spec (llm_generator.h and
 // command_generator.h say how each is used); `params` and `folder:` ignore it.
 struct GeneratorSetup {
-  std::string llm_config;                  // --llm-config FILE ("": $XDG_CONFIG_HOME/kpilot/llm.toml if any)
-  bool raw_metrics = false;                // --raw-metrics: counters in prompts and get_profile
-  double max_cost_usd = -1;                // the run's cap; the generator stops asking at it (< 0: config's)
-  std::filesystem::path include_dir;       // the folder holding kpilot/kernel.h
-  std::filesystem::path prompts_dir;       // the shipped prompt templates (LlmConfig::prompts_dir overrides)
+  std::string llm_config;             // --llm-config FILE ("": $XDG_CONFIG_HOME/kpilot/llm.toml if any)
+  bool raw_metrics = false;           // --raw-metrics: counters in prompts and get_profile
+  double max_cost_usd = -1;           // the run's cap; the generator stops asking at it (< 0: config's)
+  std::filesystem::path include_dir;  // the folder holding kpilot/kernel.h
+  std::filesystem::path prompts_dir;  // the shipped prompt templates (LlmConfig::prompts_dir overrides)
   // Where the exchanges with the model and the agent runs are archived (generate/transcripts.h;
   // null: not archived), and the store folder a command: agent must not see ("": none).
   std::shared_ptr<TranscriptArchive> transcripts;
@@ -167,7 +167,7 @@ struct GeneratorSetup {
   // kpilot-runner, which confines command: agents (`--sandbox`, CommandGeneratorOptions); empty:
   // they run as the user, unconfined.
   std::filesystem::path sandbox_runner;
-  std::ostream* notices = nullptr;         // where "which endpoint receives what" is stated (null: stderr)
+  std::ostream* notices = nullptr;  // where "which endpoint receives what" is stated (null: stderr)
 };
 
 // The config of the llm: and command: generators: `file` (--llm-config) when given, else
@@ -180,6 +180,6 @@ Result<llm::LlmConfig> LoadGeneratorConfig(const std::string& file);
 // naming the spec and the choices otherwise; `params` on a task without tunable params is
 // InvalidInput with the fix ("declare [params] in task.toml").
 Result<std::unique_ptr<Generator>> MakeGenerator(const std::string& spec, const Task& task,
-                                               const GeneratorSetup& setup = {});
+                                                 const GeneratorSetup& setup = {});
 
 }  // namespace kpilot

@@ -26,9 +26,13 @@ struct Templates {
 class LlmGenerator : public Generator {
  public:
   LlmGenerator(std::string name, const Task& task, std::shared_ptr<llm::ChatClient> client, LlmGeneratorOptions options,
-              Templates templates, std::string abi_header)
-      : name_(std::move(name)), task_(task), client_(std::move(client)), options_(std::move(options)),
-        templates_(std::move(templates)), abi_header_(std::move(abi_header)) {}
+               Templates templates, std::string abi_header)
+      : name_(std::move(name)),
+        task_(task),
+        client_(std::move(client)),
+        options_(std::move(options)),
+        templates_(std::move(templates)),
+        abi_header_(std::move(abi_header)) {}
 
   std::string name() const override { return name_; }
 
@@ -52,8 +56,10 @@ class LlmGenerator : public Generator {
       Status first_error = Status::Ok();
       for (auto& f : each) {
         Result<Draft> d = f.get();
-        if (d.ok()) drafts.push_back(std::move(d).value());
-        else if (first_error.ok()) first_error = d.status();
+        if (d.ok())
+          drafts.push_back(std::move(d).value());
+        else if (first_error.ok())
+          first_error = d.status();
       }
       // A client error (bad key, endpoint down after its retries) fails the proposal only when
       // no draft came back at all; otherwise the others go on.
@@ -204,7 +210,8 @@ class LlmGenerator : public Generator {
     // model often repeats only the code); only offered cards are kept.
     for (auto m = req.messages.rbegin(); !named_skills && m != req.messages.rend(); ++m)
       if (m->role == "assistant") named_skills = AppliedSkillsLine(m->content);
-    AppliedSkills applied = FilterAppliedSkills(named_skills.value_or(std::vector<std::string>{}), OfferedSkillIds(ctx));
+    AppliedSkills applied =
+        FilterAppliedSkills(named_skills.value_or(std::vector<std::string>{}), OfferedSkillIds(ctx));
     d.skills_applied = applied.kept;
     d.summary = model + ": " + (d.summary.empty() ? "rewrite" : d.summary);
     if (!problems.empty())
@@ -242,7 +249,8 @@ std::string LlmDisclosure(const std::string& describe, const LlmGeneratorOptions
 }
 
 Result<std::unique_ptr<Generator>> MakeLlmGenerator(const std::string& name, const Task& task,
-                                                  std::shared_ptr<llm::ChatClient> client, LlmGeneratorOptions options) {
+                                                    std::shared_ptr<llm::ChatClient> client,
+                                                    LlmGeneratorOptions options) {
   Templates t;
   std::filesystem::path override_dir = options.config.prompts_dir;
   for (auto [file, dst] : {std::pair{"system.md", &t.system}, {"propose.md", &t.propose}, {"reask.md", &t.reask}}) {
@@ -256,13 +264,17 @@ Result<std::unique_ptr<Generator>> MakeLlmGenerator(const std::string& name, con
   PromptVars vars = BuildPromptVars(task, probe, {});
   vars["problem"] = "";
   for (auto [file, text] : {std::pair{"system.md", &t.system}, {"propose.md", &t.propose}, {"reask.md", &t.reask}}) {
-    auto r = RenderPrompt(*text, vars, (override_dir.empty() || !std::filesystem::exists(override_dir / file)
-                                            ? options.prompts_dir / file : override_dir / file).string());
+    auto r =
+        RenderPrompt(*text, vars,
+                     (override_dir.empty() || !std::filesystem::exists(override_dir / file) ? options.prompts_dir / file
+                                                                                            : override_dir / file)
+                         .string());
     if (!r.ok()) return r.status();
   }
   auto abi = ReadFile(options.include_dir / "kpilot" / "kernel.h");
   if (!abi.ok()) return abi.status().WithContext("the candidate ABI header for the llm generator");
-  return std::unique_ptr<Generator>(new LlmGenerator(name, task, std::move(client), std::move(options), std::move(t), *abi));
+  return std::unique_ptr<Generator>(
+      new LlmGenerator(name, task, std::move(client), std::move(options), std::move(t), *abi));
 }
 
 }  // namespace kpilot

@@ -24,18 +24,19 @@
 namespace kpilot {
 
 struct LlmGeneratorOptions {
-  llm::LlmConfig config;                  // tool budget, re-asks, prompts_dir, code_roots
+  llm::LlmConfig config;  // tool budget, re-asks, prompts_dir, code_roots
   bool raw_metrics = false;
-  double max_cost_usd = 0;                // 0: no cap here (the optimizer still has its own)
-  std::filesystem::path include_dir;      // holds kpilot/kernel.h
-  std::filesystem::path prompts_dir;      // the shipped templates
+  double max_cost_usd = 0;                      // 0: no cap here (the optimizer still has its own)
+  std::filesystem::path include_dir;            // holds kpilot/kernel.h
+  std::filesystem::path prompts_dir;            // the shipped templates
   std::shared_ptr<RunTranscripts> transcripts;  // told the run and parent before each proposal (may be null)
 };
 
 // `name` is the spec ("llm:openai:gpt-4o"). The templates are loaded and checked here, so a bad
 // override is an error before anything is sent: InvalidInput/NotFound naming the file.
 Result<std::unique_ptr<Generator>> MakeLlmGenerator(const std::string& name, const Task& task,
-                                                  std::shared_ptr<llm::ChatClient> client, LlmGeneratorOptions options);
+                                                    std::shared_ptr<llm::ChatClient> client,
+                                                    LlmGeneratorOptions options);
 
 // What a run states before the first request: which endpoint receives what.
 std::string LlmDisclosure(const std::string& describe, const LlmGeneratorOptions& options);

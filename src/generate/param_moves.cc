@@ -10,7 +10,7 @@
 namespace kpilot {
 namespace {
 
-constexpr int kRandomSamples = 256;           // rejection samples before enumerating
+constexpr int kRandomSamples = 256;  // rejection samples before enumerating
 constexpr size_t kEnumerateCap = 1 << 16;
 
 struct Candidate {
@@ -49,9 +49,15 @@ class Explorer {
   Explorer(ParamSpace& space, const ParamValues& parent, const std::vector<EvaluatedParams>& evaluated,
            std::mt19937_64& rng, const std::set<ParamValues>& taken, const ExploreConfig& config,
            const std::vector<ParamValues>* whole_space, const FootprintSource* footprints)
-      : space_(space), parent_(parent), rng_(rng), config_(config), whole_space_(whole_space),
-        source_(config.footprint_top_k > 0 ? footprints : nullptr), pool_(space, taken),
-        model_(config.surrogate), footprint_model_(config.surrogate) {
+      : space_(space),
+        parent_(parent),
+        rng_(rng),
+        config_(config),
+        whole_space_(whole_space),
+        source_(config.footprint_top_k > 0 ? footprints : nullptr),
+        pool_(space, taken),
+        model_(config.surrogate),
+        footprint_model_(config.surrogate) {
     Learn(evaluated);
     LearnFootprints();
   }
@@ -283,7 +289,8 @@ class Explorer {
   void Crossovers() {
     const size_t elites = std::min(config_.elites, scored_.size());
     for (size_t e = 0; e < elites; ++e) {
-      const std::string kind = e == 0 ? "crossover with the best so far" : "crossover with the #" + std::to_string(e + 1) + " so far";
+      const std::string kind =
+          e == 0 ? "crossover with the best so far" : "crossover with the #" + std::to_string(e + 1) + " so far";
       for (size_t n = 0; n < config_.crossovers_per_elite; ++n) {
         ParamValues cfg = parent_;
         for (const auto& p : space_.params())
@@ -351,13 +358,13 @@ class Explorer {
   std::mt19937_64& rng_;
   const ExploreConfig& config_;
   const std::vector<ParamValues>* whole_space_;  // every valid config, or null
-  const FootprintSource* source_;  // compile footprints, or null (not used this call)
+  const FootprintSource* source_;                // compile footprints, or null (not used this call)
   Pool pool_;
   Surrogate model_;
-  Surrogate footprint_model_;      // coordinates + footprint features
+  Surrogate footprint_model_;                              // coordinates + footprint features
   std::map<size_t, std::optional<Footprint>> footprints_;  // by pool index, as fetched
-  std::vector<Scored> scored_;  // passed configs, best first
-  double best_y_ = 0;           // the best passed log speedup (EI's incumbent)
+  std::vector<Scored> scored_;                             // passed configs, best first
+  double best_y_ = 0;                                      // the best passed log speedup (EI's incumbent)
 };
 
 // The design's candidates from the value grid (ExploreConfig::design_from_grid): a uniformly
@@ -407,9 +414,9 @@ class GridProjection {
 
  private:
   ParamSpace& space_;
-  std::vector<ParamValues> owned_;                    // the enumeration, when not handed one
-  const std::vector<ParamValues>* valid_ = nullptr;   // every valid config, in enumeration order
-  std::vector<std::vector<int>> positions_;           // their value positions
+  std::vector<ParamValues> owned_;                   // the enumeration, when not handed one
+  const std::vector<ParamValues>* valid_ = nullptr;  // every valid config, in enumeration order
+  std::vector<std::vector<int>> positions_;          // their value positions
 };
 
 // The space-filling start (ExploreConfig::initial_design): each pick is, of design_candidates
@@ -455,9 +462,8 @@ std::vector<ExploreDraft> DesignPicks(ParamSpace& space, size_t k, std::mt19937_
 }  // namespace
 
 std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& parent,
-                                         const std::vector<EvaluatedParams>& evaluated, size_t k,
-                                         std::mt19937_64& rng, std::set<ParamValues>& taken,
-                                         const ExploreConfig& config,
+                                         const std::vector<EvaluatedParams>& evaluated, size_t k, std::mt19937_64& rng,
+                                         std::set<ParamValues>& taken, const ExploreConfig& config,
                                          const std::vector<ParamValues>* whole_space,
                                          const FootprintSource* footprints) {
   if (space.params().empty() || k == 0) return {};
@@ -479,8 +485,7 @@ std::vector<double> FootprintFeatures(const Footprint& f) {
           std::log2(1.0 + static_cast<double>(f.shared_bytes)) / 17.0};
 }
 
-std::optional<ParamValues> RandomUntried(ParamSpace& space, const std::set<ParamValues>& taken,
-                                         std::mt19937_64& rng) {
+std::optional<ParamValues> RandomUntried(ParamSpace& space, const std::set<ParamValues>& taken, std::mt19937_64& rng) {
   const auto& ps = space.params();
   for (int attempt = 0; attempt < kRandomSamples; ++attempt) {
     ParamValues cfg;

@@ -53,7 +53,7 @@ enum class Acquisition {
 // configs out of the model"). The local slot and the hyperparameter grid stay options.
 struct ExploreConfig {
   Acquisition acquisition = Acquisition::kExpectedImprovement;
-  double kappa = 1.0;                 // kUpperBound: mean + kappa·sd, both in log speedup
+  double kappa = 1.0;  // kUpperBound: mean + kappa·sd, both in log speedup
   // Of each `local_every` exploration picks, the last comes from the parent's neighbourhood (the
   // moves below, not the whole-space candidates), so the tree's choice of parent still steers
   // the search; 0: every pick from the whole pool.
@@ -61,14 +61,14 @@ struct ExploreConfig {
   // Whether the params generator hands the whole space to ExploreByModel when it has at most
   // 20000 valid configs (see `whole_space` there).
   bool rank_whole_space = true;
-  size_t max_scored = 4096;           // whole-space candidates scored per call (a seeded sample)
-  size_t elites = 4;                  // crossover and differential partners: the best so many
-  size_t crossovers_per_elite = 6;    // uniform-mask children per elite
-  size_t differentials = 8;           // differential-evolution mutants per call
-  double differential_weight = 0.8;   // F
+  size_t max_scored = 4096;             // whole-space candidates scored per call (a seeded sample)
+  size_t elites = 4;                    // crossover and differential partners: the best so many
+  size_t crossovers_per_elite = 6;      // uniform-mask children per elite
+  size_t differentials = 8;             // differential-evolution mutants per call
+  double differential_weight = 0.8;     // F
   double differential_crossover = 0.7;  // CR
-  size_t random_candidates = 48;      // restart candidates per call
-  size_t pair_cap = 16;               // value combinations kept per pair of params
+  size_t random_candidates = 48;        // restart candidates per call
+  size_t pair_cap = 16;                 // value combinations kept per pair of params
   // Space-filling start: while fewer than `initial_design` configs are taken (the parent, every
   // tried config and the drafts in flight), exploration drafts come from a randomized
   // Latin-hypercube-like design instead of the model, which has too few points to be trusted:
@@ -78,7 +78,7 @@ struct ExploreConfig {
   // the synthetic ones (docs/search.md).
   size_t initial_design = 6;
   size_t design_candidates = 64;
-  bool design_balance = true;         // false: the first random untried config (plain sampling)
+  bool design_balance = true;  // false: the first random untried config (plain sampling)
   // Where the design's candidates come from. true: uniformly random points of the whole value
   // grid (constraints ignored), each moved to the nearest valid untried config (fewest value
   // positions apart, summed over params; ties to the first in enumeration order). Constraints
@@ -135,15 +135,13 @@ struct ExploreDraft {
 // given, supplies compile footprints (ExploreConfig::footprint_top_k). Fewer than k
 // (maybe none) when nothing untried is found: the caller falls back to RandomUntried.
 std::vector<ExploreDraft> ExploreByModel(ParamSpace& space, const ParamValues& parent,
-                                         const std::vector<EvaluatedParams>& evaluated, size_t k,
-                                         std::mt19937_64& rng, std::set<ParamValues>& taken,
-                                         const ExploreConfig& config = {},
+                                         const std::vector<EvaluatedParams>& evaluated, size_t k, std::mt19937_64& rng,
+                                         std::set<ParamValues>& taken, const ExploreConfig& config = {},
                                          const std::vector<ParamValues>* whole_space = nullptr,
                                          const FootprintSource* footprints = nullptr);
 
 // A uniformly random valid configuration not in `taken`: rejection sampling over the product,
 // then, when those are rare, a draw from the enumerated ones; nullopt when none is left.
-std::optional<ParamValues> RandomUntried(ParamSpace& space, const std::set<ParamValues>& taken,
-                                         std::mt19937_64& rng);
+std::optional<ParamValues> RandomUntried(ParamSpace& space, const std::set<ParamValues>& taken, std::mt19937_64& rng);
 
 }  // namespace kpilot

@@ -40,7 +40,8 @@ bool ParamSpace::Valid(const ParamValues& cfg) {
 uint64_t Below(std::mt19937_64& rng, uint64_t n) {
   const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
   uint64_t x;
-  do x = rng(); while (x >= limit);
+  do x = rng();
+  while (x >= limit);
   return x % n;
 }
 

@@ -52,7 +52,11 @@ std::optional<std::vector<ParamValues>> WholeSpace(const Task& task) {
 class Planner {
  public:
   Planner(const Task& task, const ProposalContext& ctx, const std::vector<ParamValues>* whole_space)
-      : task_(task), ctx_(ctx), space_(task), rng_(ctx.seed), explore_config_(),
+      : task_(task),
+        ctx_(ctx),
+        space_(task),
+        rng_(ctx.seed),
+        explore_config_(),
         whole_space_(explore_config_.rank_whole_space ? whole_space : nullptr) {
     parent_ = WithDefaults(task, ctx.parent_params);
     taken_.insert(parent_);
@@ -94,8 +98,7 @@ class Planner {
         continue;
       }
       if (rule->moves.empty()) {
-        if (no_fix_.empty())
-          no_fix_ = f.id + " says " + Measured(f) + "; params cannot fix that: " + rule->no_fix;
+        if (no_fix_.empty()) no_fix_ = f.id + " says " + Measured(f) + "; params cannot fix that: " + rule->no_fix;
         continue;
       }
       mapped_ = true;
@@ -137,8 +140,8 @@ class Planner {
       ParamValues cfg = parent_;
       cfg[ps[i].name] = ps[i].values[j];
       if (taken_.count(cfg) || !space_.Valid(cfg)) continue;
-      std::string because = f ? f->id + " says " + Measured(*f)
-                              : std::string("compute-bound and no finding maps to a param");
+      std::string because =
+          f ? f->id + " says " + Measured(*f) : std::string("compute-bound and no finding maps to a param");
       Add(std::move(cfg), Step(i, at, j) + ": " + because + "; " + move.why, f ? f->id : "");
       break;
     }
@@ -189,8 +192,8 @@ class Planner {
       for (const Finding& x : ctx_.findings)
         if (x.id == hint.finding) f = &x;
       std::string because = f ? hint.finding + " says " + Measured(*f) : hint.reason;
-      Add(std::move(cfg), Step(i, at, j) + ": card " + card.id + ", " + because + "; " + card.intent,
-          f ? f->id : "", card.id);
+      Add(std::move(cfg), Step(i, at, j) + ": card " + card.id + ", " + because + "; " + card.intent, f ? f->id : "",
+          card.id);
       break;
     }
     return true;
@@ -257,11 +260,11 @@ class Planner {
   ParamValues parent_;
   std::set<ParamValues> taken_;  // the parent, everything tried, every draft so far
   std::vector<Draft> drafts_;
-  bool mapped_ = false;             // some finding had a rule with moves (or a card a move)
-  bool from_cards_ = false;         // the moves came from the offered cards
+  bool mapped_ = false;      // some finding had a rule with moves (or a card a move)
+  bool from_cards_ = false;  // the moves came from the offered cards
   std::vector<std::string> unmapped_;
-  std::string no_fix_;              // the first finding params cannot fix, explained
-  std::string explore_reason_;      // set when no move is steered at all (--skills off)
+  std::string no_fix_;          // the first finding params cannot fix, explained
+  std::string explore_reason_;  // set when no move is steered at all (--skills off)
 };
 
 class ParamsGenerator : public Generator {
@@ -347,8 +350,6 @@ Result<std::vector<Draft>> ProposeParams(const Task& task, const ProposalContext
   return Planner(task, ctx, whole ? &*whole : nullptr).Run();
 }
 
-std::unique_ptr<Generator> MakeParamsGenerator(const Task& task) {
-  return std::make_unique<ParamsGenerator>(task);
-}
+std::unique_ptr<Generator> MakeParamsGenerator(const Task& task) { return std::make_unique<ParamsGenerator>(task); }
 
 }  // namespace kpilot

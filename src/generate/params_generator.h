@@ -74,7 +74,8 @@ Result<std::vector<Draft>> ProposeParams(const Task& task, const ProposalContext
 // step along its declared values, then two steps, and so on, each round in declaration order;
 // the parent excluded, at most `cap`. The findings' moves and the one-param exploration steps of
 // a later Propose are among them (a move steps one param to its nearest valid untried value);
-// pair moves, model picks that change several params, and restarts are not. Pure; a constraint that cannot be evaluated counts as not holding.
+// pair moves, model picks that change several params, and restarts are not. Pure; a constraint that cannot be evaluated
+// counts as not holding.
 std::vector<ParamValues> AnticipateParams(const Task& task, const ParamValues& parent, size_t cap);
 
 // The generator "params" around ProposeParams, holding a copy of `task` (used when ctx.task is

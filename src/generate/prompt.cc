@@ -20,10 +20,12 @@ std::string CodeLanguage(const Task& task) { return task.backend == Backend::kCu
 
 std::string ParamsSection(const Task& task, const ProposalContext& ctx) {
   if (task.params.empty()) return "";
-  std::string s = "## Tunable params\n\nkpilot passes these to the compiler as -DNAME=VALUE; the parent is compiled with " +
-                  ParamsText(ctx.parent_params, "their defaults") + ", and your file is compiled with the same values. "
-                  "Keep a `#ifndef NAME / #define NAME <default>` for each param you use; another part of the search "
-                  "tunes them.\n\n";
+  std::string s =
+      "## Tunable params\n\nkpilot passes these to the compiler as -DNAME=VALUE; the parent is compiled with " +
+      ParamsText(ctx.parent_params, "their defaults") +
+      ", and your file is compiled with the same values. "
+      "Keep a `#ifndef NAME / #define NAME <default>` for each param you use; another part of the search "
+      "tunes them.\n\n";
   for (const auto& p : task.params) {
     std::string values;
     for (const auto& v : p.values) values += (values.empty() ? "" : ", ") + v;
@@ -44,7 +46,8 @@ std::string ProfileSection(const ProposalContext& ctx) {
   if (!ctx.findings.empty()) {
     s += "Findings, most severe first (each says what to change and why):\n\n";
     int i = 1;
-    for (const auto& f : ctx.findings) s += fmt::format("{}. `{}` (severity {:.2f}): {}\n", i++, f.id, f.severity, f.guidance);
+    for (const auto& f : ctx.findings)
+      s += fmt::format("{}. `{}` (severity {:.2f}): {}\n", i++, f.id, f.severity, f.guidance);
     s += "\nIf your change answers one finding, name it on a line `Finding: <id>`.\n";
   }
   return s + "\n";
@@ -143,8 +146,9 @@ std::string SkillsSection(const ProposalContext& ctx, const PromptOptions& optio
       "kpilot's skill library offers these techniques for the parent, ranked for its profile and platform. "
       "Apply a card only where its preconditions hold, following its recipe; mind its risks.";
   if (options.tools)
-    head += fmt::format(" `get_skill` returns a whole card (with its Before / After code); `list_skills` lists all {} offered.",
-                        ctx.skills.size());
+    head += fmt::format(
+        " `get_skill` returns a whole card (with its Before / After code); `list_skills` lists all {} offered.",
+        ctx.skills.size());
   head += "\n\n";
   const std::string foot =
       "End your reply, after the code block, with one line naming the cards your file applies: "
@@ -189,7 +193,8 @@ std::string SkillFoldersSection(const ProposalContext& ctx) {
       "## Skill cards for this kernel\n\n"
       "kpilot's skill library offers these cards for the parent, ranked for its profile and platform. Each is an "
       "Agent Skills folder in this workspace, `skills/<id>/SKILL.md` (the same folders are under `.claude/skills/`). "
-      "Read a card before you apply it: its preconditions say when the technique fails, its recipe how to apply it.\n\n";
+      "Read a card before you apply it: its preconditions say when the technique fails, its recipe how to apply "
+      "it.\n\n";
   int i = 1;
   for (const auto& k : ctx.skills) {
     s += fmt::format("{}. `{}` (skills/{}/SKILL.md): {}", i++, k.id, k.id, k.intent);
@@ -215,7 +220,8 @@ std::vector<std::string> OfferedSkillIds(const ProposalContext& ctx) {
 std::vector<std::string> SkillCardLines(const OfferedSkill& skill) {
   std::vector<std::string> out;
   out.push_back("### `" + skill.id + "`: " + skill.intent);
-  if (skill.tune_only) out.push_back("The parent already has what this card provides: use it to tune, not to add it again.");
+  if (skill.tune_only)
+    out.push_back("The parent already has what this card provides: use it to tune, not to add it again.");
   if (!skill.reason.empty()) out.push_back("Offered because: " + OneLine(skill.reason));
   std::string front, body;
   SplitCard(skill.card_text, &front, &body);
@@ -225,7 +231,8 @@ std::vector<std::string> SkillCardLines(const OfferedSkill& skill) {
     if (n.IsMap() && n["preconditions"] && n["preconditions"].IsSequence())
       for (const auto& p : n["preconditions"])
         if (p.IsMap() && p["what"] && p["why"])
-          preconditions.push_back("- " + OneLine(p["what"].as<std::string>()) + " — " + OneLine(p["why"].as<std::string>()));
+          preconditions.push_back("- " + OneLine(p["what"].as<std::string>()) + " — " +
+                                  OneLine(p["why"].as<std::string>()));
     if (n.IsMap() && n["risks"] && n["risks"].IsSequence())
       for (const auto& r : n["risks"])
         if (r.IsScalar()) risks.push_back("- " + OneLine(r.as<std::string>()));
@@ -264,18 +271,21 @@ PromptVars BuildPromptVars(const Task& task, const ProposalContext& ctx, const P
   v["task_toml"] = Fence("toml", TaskTomlText(task));
   v["reference_name"] = task.reference.path.filename().string();
   auto ref = ReadFile(task.reference.path);
-  v["reference_source"] = ref.ok() ? Fence(task.reference.kind == ReferenceKind::kPython ? "python" : CodeLanguage(task), *ref)
-                                   : "(the reference could not be read)\n";
+  v["reference_source"] =
+      ref.ok() ? Fence(task.reference.kind == ReferenceKind::kPython ? "python" : CodeLanguage(task), *ref)
+               : "(the reference could not be read)\n";
   v["abi_header"] = Fence("c", options.abi_header);
   v["params"] = ParamsSection(task, ctx);
   v["parent_name"] = ctx.parent_source_name;
   v["parent_source"] = Fence(CodeLanguage(task), ctx.parent_source);
-  v["parent_verdict"] = ctx.parent_verdict == "passed"
-                            ? fmt::format("passed, {:.3f}× the task's baseline", ctx.parent_speedup)
-                            : ctx.parent_verdict + (ctx.parent_verdict_summary.empty() ? "" : ": " + ctx.parent_verdict_summary);
+  v["parent_verdict"] =
+      ctx.parent_verdict == "passed"
+          ? fmt::format("passed, {:.3f}× the task's baseline", ctx.parent_speedup)
+          : ctx.parent_verdict + (ctx.parent_verdict_summary.empty() ? "" : ": " + ctx.parent_verdict_summary);
   std::string evidence;
   if (ctx.parent_verdict != "passed" && (!ctx.parent_verdict_summary.empty() || !ctx.parent_verdict_evidence.empty())) {
-    evidence = "## What went wrong with the parent\n\n" + ctx.parent_verdict + ": " + ctx.parent_verdict_summary + "\n\n";
+    evidence =
+        "## What went wrong with the parent\n\n" + ctx.parent_verdict + ": " + ctx.parent_verdict_summary + "\n\n";
     if (!ctx.parent_verdict_evidence.empty()) {
       auto j = nlohmann::json::parse(ctx.parent_verdict_evidence, nullptr, false);
       evidence += Fence("json", j.is_discarded() ? ctx.parent_verdict_evidence : j.dump(2)) + "\n";
@@ -288,21 +298,25 @@ PromptVars BuildPromptVars(const Task& task, const ProposalContext& ctx, const P
                                    "roofline class and the profiling tools' findings with their guidance.\n\n"
                                  : "";
   v["raw_metrics"] = options.raw_metrics ? RawMetricsSection(ctx) : "";
-  v["memory"] = ctx.memory_summary.empty() ? "" : "## What the search has tried so far\n\n" + ctx.memory_summary + "\n\n";
+  v["memory"] =
+      ctx.memory_summary.empty() ? "" : "## What the search has tried so far\n\n" + ctx.memory_summary + "\n\n";
   std::string siblings;
   for (const auto& s : ctx.sibling_summaries)
     if (!s.empty()) siblings += "- " + s + "\n";
-  v["siblings"] = siblings.empty() ? "" : "## Already tried from this parent — do not repeat these\n\n" + siblings + "\n";
-  v["tools"] = options.tools
-                   ? "## Tools\n\nYou may call tools before answering: `search_code` and `read_file` over reference source "
-                     "trees (CUTLASS/CuTe headers and examples first when configured), `get_profile` for the parent's "
-                     "findings (and raw counters when this run allows them), `list_skills`/`get_skill`. Calls are "
-                     "limited per draft; when you are done, answer with the file or call `submit_candidate`.\n\n"
-                   : "";
-  v["draft_note"] = ctx.k > 1 ? fmt::format("This is draft {} of {} asked at once from the same parent: make it a "
-                                            "different idea from the most obvious one (for example, answer finding {} "
-                                            "when there is one).\n\n",
-                                            options.draft + 1, ctx.k, options.draft + 1)
+  v["siblings"] =
+      siblings.empty() ? "" : "## Already tried from this parent — do not repeat these\n\n" + siblings + "\n";
+  v["tools"] =
+      options.tools
+          ? "## Tools\n\nYou may call tools before answering: `search_code` and `read_file` over reference source "
+            "trees (CUTLASS/CuTe headers and examples first when configured), `get_profile` for the parent's "
+            "findings (and raw counters when this run allows them), `list_skills`/`get_skill`. Calls are "
+            "limited per draft; when you are done, answer with the file or call `submit_candidate`.\n\n"
+          : "";
+  v["draft_note"] = ctx.k > 1 ? fmt::format(
+                                    "This is draft {} of {} asked at once from the same parent: make it a "
+                                    "different idea from the most obvious one (for example, answer finding {} "
+                                    "when there is one).\n\n",
+                                    options.draft + 1, ctx.k, options.draft + 1)
                               : "";
   v["candidate_file"] = options.candidate_file;
   v["skills"] = SkillsSection(ctx, options);
@@ -333,7 +347,8 @@ Result<std::string> RenderPrompt(const std::string& text, const PromptVars& vars
       int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(open), '\n'));
       std::string known;
       for (const auto& [k, _] : vars) known += (known.empty() ? "" : " ") + k;
-      return Status::InvalidInput(fmt::format("{}:{}: unknown placeholder {{{{{}}}}} — known: {}", file, line, name, known));
+      return Status::InvalidInput(
+          fmt::format("{}:{}: unknown placeholder {{{{{}}}}} — known: {}", file, line, name, known));
     }
     out.append(text, pos, open - pos);
     out += it->second;

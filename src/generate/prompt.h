@@ -25,12 +25,12 @@ using PromptVars = std::map<std::string, std::string>;
 inline constexpr char kAppliedSkillsFile[] = "APPLIED_SKILLS";
 
 struct PromptOptions {
-  bool raw_metrics = false;     // the raw_metrics section (compile resources, roofline numbers,
-                                // each finding's evidence); otherwise only class, ids and guidance
-  bool tools = false;           // the tools section (function calling is on)
-  int draft = 0;                // this draft's index among ctx.k asked at once
-  std::string abi_header;       // the text of include/kpilot/kernel.h
-  std::string candidate_file;   // the file an agent writes (command:), e.g. "candidate.cu"
+  bool raw_metrics = false;    // the raw_metrics section (compile resources, roofline numbers,
+                               // each finding's evidence); otherwise only class, ids and guidance
+  bool tools = false;          // the tools section (function calling is on)
+  int draft = 0;               // this draft's index among ctx.k asked at once
+  std::string abi_header;      // the text of include/kpilot/kernel.h
+  std::string candidate_file;  // the file an agent writes (command:), e.g. "candidate.cu"
   // The skills section (llm:): at most max_skills of ctx.skills (cards that add a technique first,
   // then tune-only ones, each group in retrieval's order), at most max_skill_chars in all; card
   // bodies are cut at line ends, never inside a line.

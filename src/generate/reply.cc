@@ -36,7 +36,8 @@ bool IsCodeLanguage(const std::string& lang) {
 std::string LabelledLine(const std::string& text, const std::string& label) {
   for (const auto& line : Lines(text)) {
     std::string t = Trim(line);
-    while (!t.empty() && (t.front() == '*' || t.front() == '#' || t.front() == '-' || t.front() == '/')) t = Trim(t.substr(1));
+    while (!t.empty() && (t.front() == '*' || t.front() == '#' || t.front() == '-' || t.front() == '/'))
+      t = Trim(t.substr(1));
     if (Lower(t.substr(0, label.size())) == Lower(label)) {
       std::string v = Trim(t.substr(label.size()));
       while (!v.empty() && v.back() == '*') v.pop_back();
@@ -128,8 +129,10 @@ void AddSkillIds(const std::string& text, std::vector<std::string>* ids) {
     if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(id);
   };
   for (char c : text) {
-    if (c == ',' || std::isspace(static_cast<unsigned char>(c))) flush();
-    else word.push_back(c);
+    if (c == ',' || std::isspace(static_cast<unsigned char>(c)))
+      flush();
+    else
+      word.push_back(c);
   }
   flush();
 }
@@ -147,11 +150,14 @@ std::optional<std::vector<std::string>> AppliedSkillsLine(const std::string& tex
       continue;
     }
     if (in_fence) continue;
-    while (!t.empty() && (t.front() == '*' || t.front() == '#' || t.front() == '-' || t.front() == '_' || t.front() == '>'))
+    while (!t.empty() &&
+           (t.front() == '*' || t.front() == '#' || t.front() == '-' || t.front() == '_' || t.front() == '>'))
       t = Trim(t.substr(1));
     std::string l = Lower(t);
-    if (l.rfind(kLabel, 0) == 0) last = t.substr(kLabel.size());
-    else if (l.rfind("applied skills**:", 0) == 0) last = t.substr(kLabel.size() + 2);
+    if (l.rfind(kLabel, 0) == 0)
+      last = t.substr(kLabel.size());
+    else if (l.rfind("applied skills**:", 0) == 0)
+      last = t.substr(kLabel.size() + 2);
   }
   if (!last) return std::nullopt;
   std::vector<std::string> ids;
@@ -192,7 +198,8 @@ ExtractedCandidate ExtractCandidate(const std::string& reply) {
     bool in_fence = false;
     for (const auto& line : Lines(reply)) {
       std::string t = Trim(line);
-      if (t.rfind("```", 0) == 0 || t.rfind("~~~", 0) == 0) in_fence = !in_fence;
+      if (t.rfind("```", 0) == 0 || t.rfind("~~~", 0) == 0)
+        in_fence = !in_fence;
       else if (!in_fence && !t.empty()) {
         out.summary = t.substr(0, 200);
         break;
@@ -204,21 +211,24 @@ ExtractedCandidate ExtractCandidate(const std::string& reply) {
   for (const auto& b : blocks)
     if (IsCodeLanguage(b.language)) code.push_back(&b);
   if (code.empty()) {
-    out.problem = "the reply has no fenced code block — reply with the whole candidate file in one ```cpp (or ```cuda) block";
+    out.problem =
+        "the reply has no fenced code block — reply with the whole candidate file in one ```cpp (or ```cuda) block";
     return out;
   }
   static const std::regex kLaunch(R"(\bkpilot_launch\s*\()");
   for (const auto* b : code)
     if (std::regex_search(b->code, kLaunch)) launching.push_back(b);
   if (launching.size() > 1) {
-    out.problem = "the reply has " + std::to_string(launching.size()) +
-                  " code blocks that define kpilot_launch (several files) — reply with exactly one complete candidate file";
+    out.problem =
+        "the reply has " + std::to_string(launching.size()) +
+        " code blocks that define kpilot_launch (several files) — reply with exactly one complete candidate file";
     return out;
   }
-  const CodeBlock* pick = launching.empty()
-                              ? *std::max_element(code.begin(), code.end(),
-                                                  [](const CodeBlock* a, const CodeBlock* b) { return a->code.size() < b->code.size(); })
-                              : launching.front();
+  const CodeBlock* pick =
+      launching.empty()
+          ? *std::max_element(code.begin(), code.end(),
+                              [](const CodeBlock* a, const CodeBlock* b) { return a->code.size() < b->code.size(); })
+          : launching.front();
   out.problem = AbiProblem(pick->code);
   if (out.problem.empty()) out.source = pick->code;
   return out;

@@ -22,10 +22,10 @@ std::vector<CodeBlock> FencedBlocks(const std::string& text);
 std::string AbiProblem(const std::string& source);
 
 struct ExtractedCandidate {
-  std::string source;    // the candidate file ("" when none)
-  std::string problem;   // why there is none: no code, several files, ABI mismatch ("" when found)
-  std::string summary;   // the reply's "Summary:" line, else its first line of prose (≤ 200 bytes)
-  std::string finding;   // the reply's "Finding:" line ("" when none)
+  std::string source;   // the candidate file ("" when none)
+  std::string problem;  // why there is none: no code, several files, ABI mismatch ("" when found)
+  std::string summary;  // the reply's "Summary:" line, else its first line of prose (≤ 200 bytes)
+  std::string finding;  // the reply's "Finding:" line ("" when none)
 };
 
 // The candidate in a reply. Blocks tagged with another language (bash, json, text …) are not

@@ -18,11 +18,11 @@
 namespace kpilot {
 
 struct SurrogateConfig {
-  double additive_length = 0.4;   // ℓa, in coordinate units (a 4-value param steps by 1/3)
-  double product_length = 0.5;    // ℓp
-  double product_weight = 0.5;    // kernel = (1 − w)·additive + w·product
-  double noise = 0.01;            // nugget on standardized targets (timing noise and ruggedness)
-  size_t max_points = 256;        // the newest points kept; the fit is O(n³)
+  double additive_length = 0.4;  // ℓa, in coordinate units (a 4-value param steps by 1/3)
+  double product_length = 0.5;   // ℓp
+  double product_weight = 0.5;   // kernel = (1 − w)·additive + w·product
+  double noise = 0.01;           // nugget on standardized targets (timing noise and ruggedness)
+  size_t max_points = 256;       // the newest points kept; the fit is O(n³)
   // Hyperparameters fitted by Fit: every combination of these lists is tried and the one with
   // the highest log marginal likelihood kept (a grid, so the fit is deterministic and cheap:
   // O(grid · n³)). An empty list keeps the value above. Fitting starts at `fit_min_points`
@@ -65,10 +65,10 @@ class Surrogate {
 
   SurrogateConfig config_;
   std::vector<std::vector<double>> x_;
-  std::vector<double> y_;                // raw targets
+  std::vector<double> y_;  // raw targets
   double y_mean_ = 0, y_sd_ = 1;
-  std::vector<double> chol_;             // lower Cholesky factor of K + noise·I, row-major n×n
-  std::vector<double> alpha_;            // (K + noise·I)⁻¹ · standardized y
+  std::vector<double> chol_;   // lower Cholesky factor of K + noise·I, row-major n×n
+  std::vector<double> alpha_;  // (K + noise·I)⁻¹ · standardized y
   double log_likelihood_ = 0;
 };
 

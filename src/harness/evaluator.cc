@@ -46,8 +46,8 @@ Result<std::vector<const Workload*>> SelectWorkloads(const Task& task, const std
     if (!task.FindWorkload(name)) {
       std::string known;
       for (const auto& w : task.workloads) known += (known.empty() ? "" : ", ") + w.name;
-      return Status::InvalidInput("--workload " + name + ": task " + task.name + " has no such workload (it has: " +
-                                  known + ")");
+      return Status::InvalidInput("--workload " + name + ": task " + task.name +
+                                  " has no such workload (it has: " + known + ")");
     }
   std::vector<const Workload*> selected;
   for (const auto& w : task.workloads)
@@ -113,8 +113,9 @@ Status StageObjects(RunRequest& request, const std::filesystem::path& dir) {
     // A missing object stays named as it is: loading it is the runner's to report.
     if (!fs::exists(from, ec)) continue;
     // Cache entries are <cache>/<key>/object.so: the key keeps copies apart.
-    const fs::path to = dir / "objects" / (std::to_string(staged.size()) + "-" + from.parent_path().filename().string() +
-                                           "-" + from.filename().string());
+    const fs::path to =
+        dir / "objects" /
+        (std::to_string(staged.size()) + "-" + from.parent_path().filename().string() + "-" + from.filename().string());
     fs::create_hard_link(from, to, ec);
     if (ec) {
       ec.clear();
@@ -224,8 +225,8 @@ Result<Evaluator::FixedObjects> Evaluator::CompileFixed(const Task& task, const 
     auto base = toolchain_.Compile(*opt.baseline_source, opt.baseline_params, ref_opts);
     if (!base.ok()) return base.status();
     if (!base->ok)
-      return Status::InvalidInput("the baseline " + opt.baseline_source->string() + " does not compile: " +
-                                  base->first_error);
+      return Status::InvalidInput("the baseline " + opt.baseline_source->string() +
+                                  " does not compile: " + base->first_error);
     f.baseline = base->object;
     f.baseline_name = opt.baseline_name;
   } else if (!task.baselines.empty()) {
@@ -245,8 +246,8 @@ Status Evaluator::CompileFixedObjects(const Task& task, const EvalOptions& opt) 
   return fixed.ok() ? Status::Ok() : fixed.status();
 }
 
-Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::path& candidate,
-                                       const EvalOptions& opt, RunnerChannel* runner) {
+Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::path& candidate, const EvalOptions& opt,
+                                       RunnerChannel* runner) {
   if (task.reference.kind == ReferenceKind::kPython) return EvaluatePython(task, candidate, opt);
   auto t_start = std::chrono::steady_clock::now();
   Evaluation e;
@@ -408,9 +409,10 @@ Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
   const bool timed_out = !line.ok() && line.status().code() == StatusCode::kTimeout;
   out.process.timed_out = timed_out;
   out.result.status = timed_out ? "timeout" : "runtime_error";
-  out.result.message = runner_exe_.string() + " --serve ended without a result (" +
-                       (line.ok() ? "it printed: " + Tail(*line, 200) : out.process.Describe(request.timeout_s + backstop_s_)) +
-                       "): " + Tail(out.process.err, 500);
+  out.result.message =
+      runner_exe_.string() + " --serve ended without a result (" +
+      (line.ok() ? "it printed: " + Tail(*line, 200) : out.process.Describe(request.timeout_s + backstop_s_)) +
+      "): " + Tail(out.process.err, 500);
   return out;
 }
 

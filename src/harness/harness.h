@@ -20,7 +20,7 @@
 namespace kpilot {
 
 enum class VerdictKind { kCompileError, kRuntimeError, kTimeout, kIncorrect, kSuspicious, kPassed };
-std::string_view VerdictName(VerdictKind k);  // "compile_error", …, "passed"
+std::string_view VerdictName(VerdictKind k);                         // "compile_error", …, "passed"
 std::optional<VerdictKind> ParseVerdictKind(std::string_view name);  // VerdictName's inverse
 
 // What happened to a candidate, as data. `summary` is one plain sentence; `evidence` holds the
@@ -44,7 +44,7 @@ struct WorkloadTiming {
   std::string statistic = "median";  // what the procedure reports ("mean" for --timing kernelbench)
   double candidate_reported_ms = 0;  // that statistic of the candidate's samples
   double baseline_reported_ms = 0;
-  double joules_per_call = 0;        // --energy (cuda): NVML, candidate and baseline
+  double joules_per_call = 0;  // --energy (cuda): NVML, candidate and baseline
   double watts = 0;
   double baseline_joules_per_call = 0;
   double baseline_watts = 0;
@@ -53,17 +53,17 @@ struct WorkloadTiming {
 struct Evaluation {
   Verdict verdict;
   std::string task;
-  std::string candidate;             // the source path as given
+  std::string candidate;  // the source path as given
   ParamValues params;
   Backend backend = Backend::kHost;
-  std::string baseline;              // name of what speedups are measured against
-  CompileOutput compile;             // the candidate's compile
+  std::string baseline;   // name of what speedups are measured against
+  CompileOutput compile;  // the candidate's compile
   std::vector<WorkloadTiming> timings;
-  double speedup_geomean = 0;        // over workloads; 0 unless passed with timing
-  Interval speedup_geomean_ci;       // geometric means of the per-workload CI bounds
-  RunResult run;                     // the runner's raw result
-  double compile_s = 0;              // wall seconds: compiling all objects
-  double run_s = 0;                  // wall seconds: the runner
+  double speedup_geomean = 0;   // over workloads; 0 unless passed with timing
+  Interval speedup_geomean_ci;  // geometric means of the per-workload CI bounds
+  RunResult run;                // the runner's raw result
+  double compile_s = 0;         // wall seconds: compiling all objects
+  double run_s = 0;             // wall seconds: the runner
   double total_s = 0;
 };
 
@@ -75,7 +75,7 @@ nlohmann::json ToJson(const Evaluation& e);
 // EvaluationFromRecord: InvalidInput naming what is malformed.
 nlohmann::json RecordJson(const Evaluation& e);
 Result<Evaluation> EvaluationFromRecord(const nlohmann::json& j);
-nlohmann::json ToJson(const KernelResources& r);  // every field
+nlohmann::json ToJson(const KernelResources& r);                   // every field
 KernelResources KernelResourcesFromJson(const nlohmann::json& j);  // throws on a missing field
 
 // Pure: the verdict for a runner result (status "error" is not a verdict: it is returned as a
@@ -85,8 +85,8 @@ Verdict VerdictFromRun(const RunResult& run);
 void SummarizeTimings(const RunResult& run, Evaluation* e);
 
 struct EvalOptions {
-  std::vector<std::string> workloads;   // empty = all of the task's workloads
-  ParamValues params;                   // -D values for the candidate
+  std::vector<std::string> workloads;  // empty = all of the task's workloads
+  ParamValues params;                  // -D values for the candidate
   CompileOptions compile;
   // The input seeds of the correctness trials; empty: kSeedsPerEvaluation drawn afresh for each
   // evaluation (EvaluationSeeds), so no candidate can carry answers for seeds known in advance.
@@ -96,7 +96,7 @@ struct EvalOptions {
   // and not timed (a candidate hard-wired to the declared shapes fails it).
   bool draw = true;
   TimingConfig timing;
-  double timeout_s = 120;               // the runner's wall-clock limit
+  double timeout_s = 120;  // the runner's wall-clock limit
   bool sandbox = true;
   int64_t address_space_bytes = 16ll << 30;  // host backend RLIMIT_AS
   // The baseline to time against instead of the task's (the search's promotion gate times a
@@ -105,9 +105,9 @@ struct EvalOptions {
   ParamValues baseline_params;
   std::string baseline_name = "incumbent";
   // cuda backend
-  int device = 0;                       // CUDA device index
-  bool energy = false;                  // NVML joules per call (adds ≥ 2 s per workload)
-  Calibration calibration;              // cached ceilings; empty: the runner measures them
+  int device = 0;           // CUDA device index
+  bool energy = false;      // NVML joules per call (adds ≥ 2 s per workload)
+  Calibration calibration;  // cached ceilings; empty: the runner measures them
   // PyTorch-defined tasks (task.reference.kind == kPython, docs/pytorch.md): what speedups are
   // measured against when there is no baseline_source — "eager" (the reference) or "compile"
   // (torch.compile of it) — and the torch device (see TorchDevice).
@@ -133,9 +133,9 @@ std::string GpuLockDir();
 
 // What the torch worker runs as a candidate or a baseline (docs/pytorch.md, "run").
 struct PythonSubject {
-  std::string kind;                 // reference | compile | model_new | native | solution
-  std::filesystem::path path;       // model_new, solution: the file (absolute)
-  std::filesystem::path object;     // native: the compiled shared object (absolute)
+  std::string kind;              // reference | compile | model_new | native | solution
+  std::filesystem::path path;    // model_new, solution: the file (absolute)
+  std::filesystem::path object;  // native: the compiled shared object (absolute)
 };
 nlohmann::json ToJson(const PythonSubject& s);
 
@@ -185,7 +185,8 @@ class Evaluator {
     std::string baseline_name;  // empty: the task's own
   };
   Result<FixedObjects> CompileFixed(const Task& task, const EvalOptions& options);
-  Result<Evaluation> EvaluatePython(const Task& task, const std::filesystem::path& candidate, const EvalOptions& options);
+  Result<Evaluation> EvaluatePython(const Task& task, const std::filesystem::path& candidate,
+                                    const EvalOptions& options);
 
   Toolchain& toolchain_;
   ProcessRunner& processes_;
@@ -249,8 +250,8 @@ class ServedRunner : public RunnerChannel {
 
 // Readies `request` for a sandboxed runner working in `dir`: each object it names (reference,
 // baseline, candidate, sweep objects) is linked or copied into dir/objects/ and the request
-// names the copy (one that does not exist keeps its name: the runner reports it), and the folders the objects came from (the compile cache, and the store that
-// holds it) join request.sandbox_hide, so the worker sees neither.
+// names the copy (one that does not exist keeps its name: the runner reports it), and the folders the objects came from
+// (the compile cache, and the store that holds it) join request.sandbox_hide, so the worker sees neither.
 Status StageObjects(RunRequest& request, const std::filesystem::path& dir);
 
 // Adds `path` to `list` (a sandbox's hidden or kept paths) unless it is there already, empty or

@@ -24,13 +24,14 @@ Result<std::string> SubjectKind(const Task& task, const std::filesystem::path& s
   std::string ext = source.extension().string();
   std::string native_ext = cpu ? ".cpp" : ".cu";
   std::string other = task.format == TaskFormat::kFlashInfer ? ".json" : ".py";
-  std::string accepted = "a native " + native_ext + " (the kpilot ABI) or " +
-                         (task.format == TaskFormat::kFlashInfer ? "a flashinfer Solution .json"
-                                                                 : "a KernelBench ModelNew .py");
+  std::string accepted =
+      "a native " + native_ext + " (the kpilot ABI) or " +
+      (task.format == TaskFormat::kFlashInfer ? "a flashinfer Solution .json" : "a KernelBench ModelNew .py");
   if (ext == native_ext) return std::string("native");
   if (ext == ".py" && task.format == TaskFormat::kKernelBench) return std::string("model_new");
   if (ext == ".json" && task.format == TaskFormat::kFlashInfer) return std::string("solution");
-  std::string why = ext == ".cu" && cpu ? " (the torch device is the cpu, where native candidates are .cpp for g++)" : "";
+  std::string why =
+      ext == ".cu" && cpu ? " (the torch device is the cpu, where native candidates are .cpp for g++)" : "";
   return Status::InvalidInput(source.string() + ": the " + role + " of " + std::string(TaskFormatName(task.format)) +
                               " task " + task.name + " must be " + accepted + why);
 }
@@ -73,8 +74,8 @@ Result<Evaluation> Evaluator::EvaluatePython(const Task& task, const std::filesy
       auto base = toolchain_.Compile(*opt.baseline_source, opt.baseline_params, base_opts);
       if (!base.ok()) return base.status();
       if (!base->ok)
-        return Status::InvalidInput("the baseline " + opt.baseline_source->string() + " does not compile: " +
-                                    base->first_error);
+        return Status::InvalidInput("the baseline " + opt.baseline_source->string() +
+                                    " does not compile: " + base->first_error);
       baseline.object = base->object;
     }
     e.baseline = opt.baseline_name;

@@ -8,12 +8,18 @@ namespace kpilot {
 
 std::string_view VerdictName(VerdictKind k) {
   switch (k) {
-    case VerdictKind::kCompileError: return "compile_error";
-    case VerdictKind::kRuntimeError: return "runtime_error";
-    case VerdictKind::kTimeout: return "timeout";
-    case VerdictKind::kIncorrect: return "incorrect";
-    case VerdictKind::kSuspicious: return "suspicious";
-    case VerdictKind::kPassed: return "passed";
+    case VerdictKind::kCompileError:
+      return "compile_error";
+    case VerdictKind::kRuntimeError:
+      return "runtime_error";
+    case VerdictKind::kTimeout:
+      return "timeout";
+    case VerdictKind::kIncorrect:
+      return "incorrect";
+    case VerdictKind::kSuspicious:
+      return "suspicious";
+    case VerdictKind::kPassed:
+      return "passed";
   }
   return "?";
 }
@@ -28,8 +34,10 @@ std::optional<VerdictKind> ParseVerdictKind(std::string_view name) {
 namespace {
 
 nlohmann::json SummaryJson(const SampleSummary& s) {
-  return {{"n", s.n}, {"median_ms", s.median}, {"mean_ms", s.mean}, {"min_ms", s.min}, {"max_ms", s.max},
-          {"q1_ms", s.q1}, {"q3_ms", s.q3}, {"median_ci_ms", {s.median_ci.lo, s.median_ci.hi}}};
+  return {{"n", s.n},          {"median_ms", s.median},
+          {"mean_ms", s.mean}, {"min_ms", s.min},
+          {"max_ms", s.max},   {"q1_ms", s.q1},
+          {"q3_ms", s.q3},     {"median_ci_ms", {s.median_ci.lo, s.median_ci.hi}}};
 }
 
 }  // namespace
@@ -37,11 +45,16 @@ nlohmann::json SummaryJson(const SampleSummary& s) {
 Verdict VerdictFromRun(const RunResult& run) {
   Verdict v;
   v.summary = run.message;
-  if (run.status == "passed") v.kind = VerdictKind::kPassed;
-  else if (run.status == "incorrect") v.kind = VerdictKind::kIncorrect;
-  else if (run.status == "timeout") v.kind = VerdictKind::kTimeout;
-  else if (run.status == "suspicious") v.kind = VerdictKind::kSuspicious;
-  else v.kind = VerdictKind::kRuntimeError;
+  if (run.status == "passed")
+    v.kind = VerdictKind::kPassed;
+  else if (run.status == "incorrect")
+    v.kind = VerdictKind::kIncorrect;
+  else if (run.status == "timeout")
+    v.kind = VerdictKind::kTimeout;
+  else if (run.status == "suspicious")
+    v.kind = VerdictKind::kSuspicious;
+  else
+    v.kind = VerdictKind::kRuntimeError;
   if (v.summary.empty() && v.passed())
     v.summary = "every check passed (" + std::to_string(run.checks.size()) + " output comparisons)";
 
@@ -111,35 +124,49 @@ nlohmann::json ToJson(const Evaluation& e) {
     if (std::find(seeds.begin(), seeds.end(), c.seed) == seeds.end()) seeds.push_back(c.seed);
   nlohmann::json timings = nlohmann::json::array();
   for (const auto& t : e.timings)
-    timings.push_back({{"workload", t.workload},
-                       {"candidate", SummaryJson(t.candidate)},
-                       {"baseline", SummaryJson(t.baseline)},
-                       {"speedup", {{"ratio", t.speedup.ratio}, {"ci", {t.speedup.ci.lo, t.speedup.ci.hi}}, {"n", t.speedup.n}}},
-                       {"statistic", t.statistic},
-                       {"candidate_reported_ms", t.candidate_reported_ms},
-                       {"baseline_reported_ms", t.baseline_reported_ms},
-                       {"energy", {{"joules_per_call", t.joules_per_call}, {"watts", t.watts},
-                                   {"baseline_joules_per_call", t.baseline_joules_per_call},
-                                   {"baseline_watts", t.baseline_watts}}},
-                       {"candidate_samples_ms", t.candidate_ms},
-                       {"baseline_samples_ms", t.baseline_ms},
-                       {"method", t.method}});
+    timings.push_back(
+        {{"workload", t.workload},
+         {"candidate", SummaryJson(t.candidate)},
+         {"baseline", SummaryJson(t.baseline)},
+         {"speedup", {{"ratio", t.speedup.ratio}, {"ci", {t.speedup.ci.lo, t.speedup.ci.hi}}, {"n", t.speedup.n}}},
+         {"statistic", t.statistic},
+         {"candidate_reported_ms", t.candidate_reported_ms},
+         {"baseline_reported_ms", t.baseline_reported_ms},
+         {"energy",
+          {{"joules_per_call", t.joules_per_call},
+           {"watts", t.watts},
+           {"baseline_joules_per_call", t.baseline_joules_per_call},
+           {"baseline_watts", t.baseline_watts}}},
+         {"candidate_samples_ms", t.candidate_ms},
+         {"baseline_samples_ms", t.baseline_ms},
+         {"method", t.method}});
   nlohmann::json resources = nlohmann::json::array();
   for (const auto& r : e.compile.resources)
-    resources.push_back({{"kernel", r.name}, {"arch", r.arch}, {"registers", r.registers},
-                         {"shared_bytes", r.shared_bytes}, {"stack_bytes", r.stack_bytes},
-                         {"spill_store_bytes", r.spill_stores}, {"spill_load_bytes", r.spill_loads}});
+    resources.push_back({{"kernel", r.name},
+                         {"arch", r.arch},
+                         {"registers", r.registers},
+                         {"shared_bytes", r.shared_bytes},
+                         {"stack_bytes", r.stack_bytes},
+                         {"spill_store_bytes", r.spill_stores},
+                         {"spill_load_bytes", r.spill_loads}});
   return {{"kpilot_evaluation_version", 1},
           {"task", e.task},
           {"candidate", e.candidate},
           {"params", e.params},
           {"backend", BackendName(e.backend)},
           {"baseline", e.baseline},
-          {"verdict", {{"kind", VerdictName(e.verdict.kind)}, {"summary", e.verdict.summary}, {"evidence", e.verdict.evidence}}},
-          {"compile", {{"ok", e.compile.ok}, {"cache_hit", e.compile.cache_hit}, {"seconds", e.compile.seconds},
-                       {"first_error", e.compile.first_error}, {"key", e.compile.key}, {"command", e.compile.command},
-                       {"sass", e.compile.sass_status}, {"resources", resources},
-                       {"compiler_version", e.compile.compiler_version}}},
+          {"verdict",
+           {{"kind", VerdictName(e.verdict.kind)}, {"summary", e.verdict.summary}, {"evidence", e.verdict.evidence}}},
+          {"compile",
+           {{"ok", e.compile.ok},
+            {"cache_hit", e.compile.cache_hit},
+            {"seconds", e.compile.seconds},
+            {"first_error", e.compile.first_error},
+            {"key", e.compile.key},
+            {"command", e.compile.command},
+            {"sass", e.compile.sass_status},
+            {"resources", resources},
+            {"compiler_version", e.compile.compiler_version}}},
           {"timings", timings},
           {"speedup_geomean", e.speedup_geomean},
           {"speedup_geomean_ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}},
@@ -147,9 +174,11 @@ nlohmann::json ToJson(const Evaluation& e) {
           {"seeds", seeds},
           {"wall_s", {{"compile", e.compile_s}, {"run", e.run_s}, {"total", e.total_s}}},
           {"warnings", e.run.warnings},
-          {"calibration", {{"gpu", e.run.calibration.gpu}, {"dram_bytes_per_s", e.run.calibration.dram_bytes_per_s},
-                           {"fp32_flops_per_s", e.run.calibration.fp32_flops_per_s},
-                           {"measured_now", e.run.calibration_measured}}},
+          {"calibration",
+           {{"gpu", e.run.calibration.gpu},
+            {"dram_bytes_per_s", e.run.calibration.dram_bytes_per_s},
+            {"fp32_flops_per_s", e.run.calibration.fp32_flops_per_s},
+            {"measured_now", e.run.calibration_measured}}},
           {"run_details", e.run.details}};
 }
 

@@ -9,9 +9,9 @@
 namespace kpilot::lineage {
 namespace {
 
-using nlohmann::json;
 using internal::Fenced;
 using internal::Today;
+using nlohmann::json;
 
 std::string CardLanguage(const SkillCard& c) {
   const auto& langs = c.front.at("scope").at("languages");
@@ -103,14 +103,20 @@ Result<std::vector<Admission>> AdmitCards(const std::vector<SkillCard>& cards, c
                       {"stage", a.stage},
                       {"reason", a.reason},
                       {"comparison",
-                       {{"passed", m.passed}, {"verdict", m.verdict}, {"summary", m.summary}, {"speedup", m.speedup},
+                       {{"passed", m.passed},
+                        {"verdict", m.verdict},
+                        {"summary", m.summary},
+                        {"speedup", m.speedup},
                         {"ci", {m.ci.lo, m.ci.hi}}}},
                       {"evaluation", m.evaluation.is_null() ? "" : Put(store, m.evaluation.dump(2))},
                       {"source", Put(store, a.source)}};
       auto seq = store->AddRunEvent(run_id, "admission", payload.dump());
       if (!seq.ok()) return seq.status();
     }
-    progress.Event({{"event", "admission"}, {"card", a.card_id}, {"admitted", a.admitted}, {"stage", a.stage},
+    progress.Event({{"event", "admission"},
+                    {"card", a.card_id},
+                    {"admitted", a.admitted},
+                    {"stage", a.stage},
                     {"reason", a.reason}});
     out.push_back(std::move(a));
   }
@@ -120,8 +126,14 @@ Result<std::vector<Admission>> AdmitCards(const std::vector<SkillCard>& cards, c
 void AddAdmissionEvidence(SkillCard& card, const Admission& a, const Provenance& pv, const std::string& start_name) {
   nlohmann::ordered_json entry = {
       {"provenance",
-       {{"source", "kpilot lineage --admit-on"}, {"task", pv.task}, {"device", pv.device}, {"platform", pv.platform},
-        {"date", Today()}, {"kpilot_version", pv.kpilot_version}, {"run", pv.run_id}, {"from", start_name}}},
+       {{"source", "kpilot lineage --admit-on"},
+        {"task", pv.task},
+        {"device", pv.device},
+        {"platform", pv.platform},
+        {"date", Today()},
+        {"kpilot_version", pv.kpilot_version},
+        {"run", pv.run_id},
+        {"from", start_name}}},
       {"admitted", a.admitted},
       {"verdict", a.comparison.verdict.empty() ? std::string("no kernel") : a.comparison.verdict},
       {"reason", a.reason}};

@@ -17,8 +17,10 @@ using ojson = nlohmann::ordered_json;
 std::string Kebab(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!out.empty() && out.back() != '-') out += '-';
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out;
@@ -79,22 +81,29 @@ SkillCard CardFromStep(const Step& s, const Provenance& pv, const std::string& i
   f["anchor"] = p.locus;
   f["preconditions"] = ojson::array();
   for (const auto& [what, why] : d.preconditions) f["preconditions"].push_back({{"what", what}, {"why", why}});
-  ojson measured = {
-      {"provenance",
-       {{"source", "kpilot lineage"}, {"task", pv.task}, {"device", pv.device}, {"platform", pv.platform},
-        {"date", s.date}, {"kpilot_version", pv.kpilot_version}, {"run", pv.run_id}, {"step", s.index},
-        {"from", s.after_name}, {"to", s.before_name}}},
-      {"paired_speedup", s.effect},
-      {"ci", {s.effect_ci.lo, s.effect_ci.hi}},
-      {"round_trip", s.round_trip}};
+  ojson measured = {{"provenance",
+                     {{"source", "kpilot lineage"},
+                      {"task", pv.task},
+                      {"device", pv.device},
+                      {"platform", pv.platform},
+                      {"date", s.date},
+                      {"kpilot_version", pv.kpilot_version},
+                      {"run", pv.run_id},
+                      {"step", s.index},
+                      {"from", s.after_name},
+                      {"to", s.before_name}}},
+                    {"paired_speedup", s.effect},
+                    {"ci", {s.effect_ci.lo, s.effect_ci.hi}},
+                    {"round_trip", s.round_trip}};
   f["effect"] = {{"expected", d.expected_effect}, {"measured", ojson::array({measured})}};
   // A mechanism that made the expert slower where it was mined is still a card (the walk
   // accepted it), but whoever applies it should read that first.
   std::vector<std::string> risks = d.risks;
   if (s.effect_ci.hi < 1)
-    risks.insert(risks.begin(), fmt::format("Slower where it was mined: the expert of {} on {} ran at {:.3f}× [{:.3f}, {:.3f}] "
-                                            "with it against without it (paired); measure before keeping it.",
-                                            pv.task, pv.device, s.effect, s.effect_ci.lo, s.effect_ci.hi));
+    risks.insert(risks.begin(),
+                 fmt::format("Slower where it was mined: the expert of {} on {} ran at {:.3f}× [{:.3f}, {:.3f}] "
+                             "with it against without it (paired); measure before keeping it.",
+                             pv.task, pv.device, s.effect, s.effect_ci.lo, s.effect_ci.hi));
   f["risks"] = Array(risks);
   f["scope"] = {{"cases", Array(d.cases.empty() ? std::vector<std::string>{pv.task} : d.cases)},
                 {"languages", {pv.language}},
@@ -106,8 +115,8 @@ SkillCard CardFromStep(const Step& s, const Provenance& pv, const std::string& i
   f["params"] = ojson::array();  // a mined card is a source change; params cannot realize it
 
   std::string b = "# " + (p.mechanism.empty() ? id : p.mechanism) + "\n\n";
-  b += fmt::format("Mined by `kpilot lineage` (run {}, step {}) from the expert kernel of task {} on {}.\n\n", pv.run_id,
-                   s.index, pv.task, pv.device);
+  b += fmt::format("Mined by `kpilot lineage` (run {}, step {}) from the expert kernel of task {} on {}.\n\n",
+                   pv.run_id, s.index, pv.task, pv.device);
   b += "## Recipe\n\n";
   std::vector<std::string> recipe = d.recipe.empty() ? std::vector<std::string>{d.intent} : d.recipe;
   for (size_t i = 0; i < recipe.size(); ++i) b += fmt::format("{}. {}\n", i + 1, recipe[i]);
@@ -120,11 +129,11 @@ SkillCard CardFromStep(const Step& s, const Provenance& pv, const std::string& i
   }
   LineDiff diff = DiffLines(s.before_source, p.source);
   b += "\n## Before / After\n\n```" + pv.language + "\n// Before (" + s.after_name + "):\n" +
-       Excerpt(p.source, diff.added, 40) + "\n// After (" + s.before_name + "):\n" + Excerpt(s.before_source, diff.removed, 60) +
-       "```\n";
+       Excerpt(p.source, diff.added, 40) + "\n// After (" + s.before_name + "):\n" +
+       Excerpt(s.before_source, diff.removed, 60) + "```\n";
   b += "\n## Example configuration (example, not a precondition)\n\n";
-  b += fmt::format("The expert's setting, in {}: {}. Measured: {:.3f}× [{:.3f}, {:.3f}] (paired, {} → {}).\n", s.before_name,
-                   p.locus, s.effect, s.effect_ci.lo, s.effect_ci.hi, s.after_name, s.before_name);
+  b += fmt::format("The expert's setting, in {}: {}. Measured: {:.3f}× [{:.3f}, {:.3f}] (paired, {} → {}).\n",
+                   s.before_name, p.locus, s.effect, s.effect_ci.lo, s.effect_ci.hi, s.after_name, s.before_name);
   card.body = b;
   return card;
 }
@@ -209,7 +218,8 @@ std::string ToYaml(const ojson& v, int indent) {
 
 std::string RenderSkillCard(const SkillCard& card) { return "---\n" + ToYaml(card.front) + "---\n\n" + card.body; }
 
-Result<std::vector<std::filesystem::path>> WriteCards(const std::vector<SkillCard>& cards, const std::filesystem::path& dir) {
+Result<std::vector<std::filesystem::path>> WriteCards(const std::vector<SkillCard>& cards,
+                                                      const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> written;
   for (const auto& c : cards) {
     std::filesystem::path file = dir / c.id / "SKILL.md";

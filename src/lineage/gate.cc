@@ -50,7 +50,8 @@ std::string Text(const json& j, const std::string& key) {
 }
 
 Result<FeatureSet> Features(const json& j, const std::string& key) {
-  if (!j.contains(key) || !j[key].is_array()) return Status::InvalidInput("\"" + key + "\" must be a list of feature names");
+  if (!j.contains(key) || !j[key].is_array())
+    return Status::InvalidInput("\"" + key + "\" must be a list of feature names");
   FeatureSet out;
   for (const auto& v : j[key]) {
     if (!v.is_string()) return Status::InvalidInput("\"" + key + "\" must hold only strings");
@@ -110,7 +111,8 @@ Result<FeatureSet> LoadFeatureVocabulary(const std::filesystem::path& readme) {
   if (!text.ok()) return text.status();
   size_t at = text->find("\n## Feature vocabulary");
   if (at == std::string::npos)
-    return Status::InvalidInput(readme.string() + ": no '## Feature vocabulary' table — give a skills README that has one (skills/README.md)");
+    return Status::InvalidInput(
+        readme.string() + ": no '## Feature vocabulary' table — give a skills README that has one (skills/README.md)");
   size_t end = text->find("\n## ", at + 5);
   std::string section = text->substr(at, end == std::string::npos ? std::string::npos : end - at);
   static const std::regex kRow(R"(^\|\s*`([a-z0-9-]+)`\s*\|)");
@@ -124,7 +126,8 @@ Result<FeatureSet> LoadFeatureVocabulary(const std::filesystem::path& readme) {
 }
 
 Result<Proposal> ParseProposal(const std::string& reply) {
-  auto j = JsonBlock(reply, "the declaration (naive, mechanism, feature, locus, before_features, after_features, card)");
+  auto j =
+      JsonBlock(reply, "the declaration (naive, mechanism, feature, locus, before_features, after_features, card)");
   if (!j.ok()) return j.status();
   Proposal p;
   p.summary = SummaryLine(reply);
@@ -133,8 +136,10 @@ Result<Proposal> ParseProposal(const std::string& reply) {
   p.mechanism = Text(*j, "mechanism");
   p.feature = Text(*j, "feature");
   p.locus = Text(*j, "locus");
-  if (p.feature.empty()) return Status::InvalidInput("the declaration names no \"feature\" (the vocabulary feature removed)");
-  if (p.locus.empty()) return Status::InvalidInput("the declaration has no \"locus\" (where in the code the mechanism was)");
+  if (p.feature.empty())
+    return Status::InvalidInput("the declaration names no \"feature\" (the vocabulary feature removed)");
+  if (p.locus.empty())
+    return Status::InvalidInput("the declaration has no \"locus\" (where in the code the mechanism was)");
   auto before = Features(*j, "before_features");
   if (!before.ok()) return before.status();
   auto after = Features(*j, "after_features");
@@ -170,18 +175,19 @@ std::string CheckDeclaration(const Proposal& p, const FeatureSet& vocabulary, co
   if (FeatureSet u = unknown(named); !u.empty())
     return "features not in the vocabulary: " + Join(u) + " (use only the vocabulary's names)";
   if (current && p.before_features != *current)
-    return "before_features {" + Join(p.before_features) + "} differ from the current kernel's features {" + Join(*current) +
-           "} (the state after the last accepted step)";
+    return "before_features {" + Join(p.before_features) + "} differ from the current kernel's features {" +
+           Join(*current) + "} (the state after the last accepted step)";
   if (!p.before_features.count(p.feature))
     return "the removed feature " + p.feature + " is not among before_features {" + Join(p.before_features) + "}";
   FeatureSet gone, added;
-  std::set_difference(p.before_features.begin(), p.before_features.end(), p.after_features.begin(), p.after_features.end(),
-                      std::inserter(gone, gone.end()));
-  std::set_difference(p.after_features.begin(), p.after_features.end(), p.before_features.begin(), p.before_features.end(),
-                      std::inserter(added, added.end()));
+  std::set_difference(p.before_features.begin(), p.before_features.end(), p.after_features.begin(),
+                      p.after_features.end(), std::inserter(gone, gone.end()));
+  std::set_difference(p.after_features.begin(), p.after_features.end(), p.before_features.begin(),
+                      p.before_features.end(), std::inserter(added, added.end()));
   if (gone.empty()) return "nothing removed: before_features and after_features are the same";
   if (gone.size() > 1) return "several mechanisms removed (" + Join(gone) + "); remove exactly one per step";
-  if (*gone.begin() != p.feature) return "after_features lack " + *gone.begin() + ", not the declared feature " + p.feature;
+  if (*gone.begin() != p.feature)
+    return "after_features lack " + *gone.begin() + ", not the declared feature " + p.feature;
   if (!added.empty()) return "after_features add " + Join(added) + "; a removal must not add features";
   for (const auto& r : p.card.requires_features)
     if (!p.after_features.count(r))
@@ -192,11 +198,13 @@ std::string CheckDeclaration(const Proposal& p, const FeatureSet& vocabulary, co
   const DraftCard& d = p.card;
   if (d.intent.empty() || d.description.empty() || d.expected_effect.empty())
     return "the draft card needs intent, description and expected_effect";
-  if (d.preconditions.empty()) return "the draft card has no precondition ({what, why}: why the technique fails without it)";
+  if (d.preconditions.empty())
+    return "the draft card has no precondition ({what, why}: why the technique fails without it)";
   for (const auto& [what, why] : d.preconditions)
     if (what.empty() || why.empty()) return "every precondition of the draft card needs both what and why";
   if (d.risks.empty()) return "the draft card names no risk";
-  if (d.trigger_findings.empty() && d.trigger_classes.empty()) return "the draft card has no trigger (findings or classes)";
+  if (d.trigger_findings.empty() && d.trigger_classes.empty())
+    return "the draft card has no trigger (findings or classes)";
   for (const auto& c : p.card.trigger_classes)
     if (!kClasses.count(c)) return "trigger class " + c + " is not a roofline class (" + Join(kClasses) + ")";
   if (!known_findings.empty())
@@ -223,7 +231,8 @@ Result<CitationReply> ParseCitations(const std::string& reply) {
     ci.line = e["line"].get<int>();
     ci.text = Text(e, "text");
     if (ci.side != "before" && ci.side != "after")
-      return Status::InvalidInput(fmt::format("citation of line {}: \"side\" must be \"before\" or \"after\"", ci.line));
+      return Status::InvalidInput(
+          fmt::format("citation of line {}: \"side\" must be \"before\" or \"after\"", ci.line));
     c.citations.push_back(std::move(ci));
   }
   return c;
@@ -272,7 +281,8 @@ std::string CheckCitations(const CitationReply& c, const std::string& feature, c
     std::string where = fmt::format("{} line {}", ci.side, ci.line);
     if (!line) return "citation of " + where + ": the " + ci.side + " source has no such line";
     if (Normalize(*line) != Normalize(ci.text) || Normalize(ci.text).empty())
-      return "citation of " + where + " does not match the code: cited \"" + ci.text + "\", the line is \"" + *line + "\"";
+      return "citation of " + where + " does not match the code: cited \"" + ci.text + "\", the line is \"" + *line +
+             "\"";
     const std::set<int>& changed = ci.side == "before" ? diff.removed : diff.added;
     if (!changed.count(ci.line))
       return "citation of " + where + " (\"" + Normalize(*line) + "\") is a line the change did not " +
@@ -292,9 +302,10 @@ RoundTripDecision JudgeRoundTrip(const std::vector<double>& ratios, double min_r
   d.worst = *std::min_element(ratios.begin(), ratios.end());
   for (size_t t = 0; t < ratios.size(); ++t)
     if (!(ratios[t] >= min_ratio)) {
-      d.reason = fmt::format("the rebuilt kernel reached {:.3f}× of the pre-removal speed in trial {} of {} (needs ≥ {:.2f} "
-                             "in every trial)",
-                             ratios[t], t + 1, ratios.size(), min_ratio);
+      d.reason = fmt::format(
+          "the rebuilt kernel reached {:.3f}× of the pre-removal speed in trial {} of {} (needs ≥ {:.2f} "
+          "in every trial)",
+          ratios[t], t + 1, ratios.size(), min_ratio);
       return d;
     }
   d.passed = true;

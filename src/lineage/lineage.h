@@ -56,31 +56,31 @@ Result<FeatureSet> LoadFeatureVocabulary(const std::filesystem::path& readme);
 
 // The draft card a proposal carries (what the generator knows about the mechanism it removed).
 struct DraftCard {
-  std::string id;                       // kebab-case; "" → the feature's name
+  std::string id;  // kebab-case; "" → the feature's name
   std::string description;
-  std::string intent;                   // one line, imperative, in the forward direction ("Add …")
+  std::string intent;  // one line, imperative, in the forward direction ("Add …")
   std::vector<std::pair<std::string, std::string>> preconditions;  // {what, why}
   std::string expected_effect;
   std::vector<std::string> risks;
-  std::vector<std::string> cases;       // operator cases it fits
+  std::vector<std::string> cases;              // operator cases it fits
   std::vector<std::string> requires_features;  // ⊆ the simpler state; empty → the whole simpler state
   std::vector<std::string> conflicts;
   std::vector<std::string> trigger_findings;
   std::vector<std::string> trigger_classes;
-  std::vector<std::string> recipe;      // numbered edits, forward direction
+  std::vector<std::string> recipe;  // numbered edits, forward direction
 };
 
 // One proposal: "this code is the current kernel without `feature`".
 struct Proposal {
-  bool naive = false;                   // the generator says the kernel is the naive form already
-  std::string mechanism;                // in words
-  std::string feature;                  // the vocabulary feature removed
-  std::string locus;                    // where in the code
+  bool naive = false;     // the generator says the kernel is the naive form already
+  std::string mechanism;  // in words
+  std::string feature;    // the vocabulary feature removed
+  std::string locus;      // where in the code
   FeatureSet before_features, after_features;
   std::optional<FeatureSet> reference_features;  // the task reference's, when declared
   DraftCard card;
-  std::string source;                   // the simplified kernel ("" when naive)
-  std::string summary;                  // the reply's Summary: line
+  std::string source;   // the simplified kernel ("" when naive)
+  std::string summary;  // the reply's Summary: line
 };
 
 // Parses a proposal reply: one ```json block with the declaration and (unless "naive": true) one
@@ -104,13 +104,13 @@ std::string CheckDeclaration(const Proposal& p, const FeatureSet& vocabulary, co
 // ---- the citation check -----------------------------------------------------------------------------
 
 struct Citation {
-  std::string side;   // "before" | "after"
-  int line = 0;       // 1-based
-  std::string text;   // the line as the generator quotes it
+  std::string side;  // "before" | "after"
+  int line = 0;      // 1-based
+  std::string text;  // the line as the generator quotes it
 };
 
 struct CitationReply {
-  FeatureSet removes;                   // the features the confirmer says the change removes
+  FeatureSet removes;  // the features the confirmer says the change removes
   std::vector<Citation> citations;
   std::string explanation;
 };
@@ -145,8 +145,8 @@ inline constexpr double kRoundTripMinRatio = 0.99;
 
 struct RoundTripDecision {
   bool passed = false;
-  double worst = 0;     // the smallest trial ratio (0 with no trials)
-  std::string reason;   // "" when passed
+  double worst = 0;    // the smallest trial ratio (0 with no trials)
+  std::string reason;  // "" when passed
 };
 
 // `ratios[t]` is trial t's paired speedup of the rebuilt kernel over the pre-removal kernel
@@ -159,7 +159,7 @@ RoundTripDecision JudgeRoundTrip(const std::vector<double>& ratios, double min_r
 // One independent request to the generator: a fresh conversation each time (the round trip must
 // not see the expert).
 struct GeneratorRequest {
-  std::string purpose;   // "propose" | "cite" | "rebuild" (transcripts, progress)
+  std::string purpose;  // "propose" | "cite" | "rebuild" (transcripts, progress)
   std::string system;
   std::string prompt;
 };
@@ -183,7 +183,8 @@ std::unique_ptr<LineageGenerator> MakeLlmLineageGenerator(std::shared_ptr<llm::C
 // INSTRUCTIONS.md (the system text and the prompt; also on stdin); the reply is the file
 // REPLY.md the agent writes there, else its stdout. Runs through RunAgentCommand
 // (src/generate/command_generator.h): the same environment scrubbing, timeout and archiving.
-std::unique_ptr<LineageGenerator> MakeCommandLineageGenerator(ProcessRunner& processes, CommandGeneratorOptions options);
+std::unique_ptr<LineageGenerator> MakeCommandLineageGenerator(ProcessRunner& processes,
+                                                              CommandGeneratorOptions options);
 
 // The walk's generator for `spec` (llm:PROVIDER:MODEL[@BASE_URL] or command:CMDLINE), configured
 // the way an optimize run's generator is (`setup`: the LLM config, its cap for llm:, the sandbox
@@ -197,12 +198,12 @@ Result<std::unique_ptr<LineageGenerator>> MakeLineageGenerator(const std::string
 
 // A paired comparison of two kernel sources on the task.
 struct Comparison {
-  bool passed = false;          // the candidate compiled and every output was correct
-  std::string verdict;          // VerdictName
-  std::string summary;          // the verdict's sentence
-  double speedup = 0;           // baseline time / candidate time, geometric mean over workloads
-  Interval ci;                  // its 95% CI
-  nlohmann::json evaluation;    // the whole evaluation (ToJson), stored with the attempt; may be null
+  bool passed = false;        // the candidate compiled and every output was correct
+  std::string verdict;        // VerdictName
+  std::string summary;        // the verdict's sentence
+  double speedup = 0;         // baseline time / candidate time, geometric mean over workloads
+  Interval ci;                // its 95% CI
+  nlohmann::json evaluation;  // the whole evaluation (ToJson), stored with the attempt; may be null
 };
 
 class LineageMeasure {
@@ -229,9 +230,9 @@ std::unique_ptr<LineageMeasure> MakeHarnessMeasure(Evaluator& evaluator, const T
 // ---- the walk ----------------------------------------------------------------------------------------
 
 struct LineageOptions {
-  int max_steps = 10;              // accepted steps before stopping ("max-steps")
-  int max_rejections = 6;          // rejected attempts in a row before stopping ("max-rejections")
-  int trials = 3;                  // round-trip trials, each a paired evaluation
+  int max_steps = 10;      // accepted steps before stopping ("max-steps")
+  int max_rejections = 6;  // rejected attempts in a row before stopping ("max-rejections")
+  int trials = 3;          // round-trip trials, each a paired evaluation
   double round_trip_min = kRoundTripMinRatio;
   std::filesystem::path prompts_dir;       // shipped templates (their lineage/ subfolder is used)
   std::filesystem::path prompts_override;  // the LLM config's prompts_dir ("" = none)
@@ -244,41 +245,41 @@ struct LineageOptions {
 
 // One attempt at a step, whatever became of it.
 struct Attempt {
-  int step = 0;                 // 1-based: the step this attempt tried to make
-  int attempt = 0;              // 1-based over the run
+  int step = 0;     // 1-based: the step this attempt tried to make
+  int attempt = 0;  // 1-based over the run
   // Where it ended: parse | declaration | code | measure | cite | round-trip (rejected), accepted,
   // or naive (the generator said the kernel is the naive form; the walk stopped).
   std::string stage;
   bool accepted = false;
-  std::string reason;           // why it was rejected ("" when accepted)
+  std::string reason;  // why it was rejected ("" when accepted)
   Proposal proposal;
-  Comparison simplified;        // the simplified kernel timed against the pre-removal one
+  Comparison simplified;               // the simplified kernel timed against the pre-removal one
   std::vector<Comparison> round_trip;  // the rebuilt kernel against the pre-removal one, per trial
   std::string rebuilt_source;
 };
 
 // An accepted step: the transition evidence.
 struct Step {
-  int index = 0;                // 1 = the first removal from the expert
-  Proposal proposal;            // declaration, card draft, the simplified source
-  std::string before_source;    // the kernel the mechanism was removed from
+  int index = 0;              // 1 = the first removal from the expert
+  Proposal proposal;          // declaration, card draft, the simplified source
+  std::string before_source;  // the kernel the mechanism was removed from
   std::string before_name;
   std::string after_name;
-  double effect = 0;            // the mechanism's paired speedup: after time / before time
+  double effect = 0;  // the mechanism's paired speedup: after time / before time
   Interval effect_ci;
   std::vector<double> round_trip;  // per trial: before time / rebuilt time
-  std::string date;             // ISO 8601 UTC date of acceptance
+  std::string date;                // ISO 8601 UTC date of acceptance
 };
 
 struct LineageResult {
-  int64_t run_id = 0;           // 0 without a store
-  std::string stop_reason;      // naive | max-steps | max-rejections
-  std::string stop_detail;      // in words ("the generator says the kernel is naive", …)
-  Comparison expert;            // the expert against the task's baseline
-  std::vector<Step> steps;      // expert → naive order
+  int64_t run_id = 0;       // 0 without a store
+  std::string stop_reason;  // naive | max-steps | max-rejections
+  std::string stop_detail;  // in words ("the generator says the kernel is naive", …)
+  Comparison expert;        // the expert against the task's baseline
+  std::vector<Step> steps;  // expert → naive order
   std::vector<Attempt> attempts;
-  FeatureSet expert_features;   // the first accepted step's before set (empty when none)
-  FeatureSet naive_features;    // the final state
+  FeatureSet expert_features;  // the first accepted step's before set (empty when none)
+  FeatureSet naive_features;   // the final state
   llm::Usage spent;
 };
 
@@ -330,13 +331,13 @@ struct Provenance {
   std::string platform;
   std::string kpilot_version;
   int64_t run_id = 0;
-  std::string language;         // "cuda" | "cpp"
+  std::string language;  // "cuda" | "cpp"
 };
 
 // A finished card: the front matter as JSON (rendered to YAML) and the Markdown body.
 struct SkillCard {
   std::string id;
-  nlohmann::ordered_json front; // every field of skills/README.md, in its order
+  nlohmann::ordered_json front;  // every field of skills/README.md, in its order
   std::string body;
 };
 
@@ -371,17 +372,17 @@ AdmissionDecision JudgeAdmission(const Comparison& applied, const std::string& s
 struct Admission {
   std::string card_id;
   bool admitted = false;
-  std::string stage;       // "admitted", or where it was rejected: "generate" (no kernel) | "measure"
-  std::string reason;      // JudgeAdmission's reason, or why the reply had no kernel
-  Comparison comparison;   // the applied kernel against the start (empty at "generate")
-  std::string source;      // the kernel the generator wrote ("" when none)
+  std::string stage;      // "admitted", or where it was rejected: "generate" (no kernel) | "measure"
+  std::string reason;     // JudgeAdmission's reason, or why the reply had no kernel
+  Comparison comparison;  // the applied kernel against the start (empty at "generate")
+  std::string source;     // the kernel the generator wrote ("" when none)
 };
 
 struct AdmissionOptions {
   std::filesystem::path prompts_dir;       // shipped templates (lineage/admit*.md)
   std::filesystem::path prompts_override;  // the LLM config's prompts_dir ("" = none)
   std::string abi_header;
-  std::string start_name;                  // file name of the held-out start
+  std::string start_name;  // file name of the held-out start
 };
 
 // Applies each card to the held-out task's start by the walk's generator
@@ -405,15 +406,15 @@ void AddAdmissionEvidence(SkillCard& card, const Admission& admission, const Pro
 // Writes each card to `dir`/<id>/SKILL.md (creating folders; an existing card of the same id is
 // replaced); returns the paths written.
 Result<std::vector<std::filesystem::path>> WriteCards(const std::vector<SkillCard>& cards,
-                                                     const std::filesystem::path& dir);
+                                                      const std::filesystem::path& dir);
 
 // ---- mining: the walk, its cards, admission and writing them ------------------------------------
 
 // The held-out task admission applies each card to, and the kernel it starts from.
 struct HeldOutTask {
   Task task;
-  std::string start;        // the start kernel's source
-  std::string start_name;   // its file name
+  std::string start;       // the start kernel's source
+  std::string start_name;  // its file name
 };
 
 // The held-out task in `dir` (--admit-on) and its start: the file `from` (--admit-from), else the
@@ -434,10 +435,10 @@ struct MiningOptions {
 
 struct MiningResult {
   LineageResult walk;
-  std::vector<Admission> admissions;              // one per card, in the cards' order; empty without admission
-  std::vector<std::filesystem::path> written;     // the cards written to `out`
-  std::vector<std::filesystem::path> rejected;    // the cards admission rejected, in out/rejected/
-  std::vector<std::string> card_problems;         // the skill library's validation, one line each
+  std::vector<Admission> admissions;            // one per card, in the cards' order; empty without admission
+  std::vector<std::filesystem::path> written;   // the cards written to `out`
+  std::vector<std::filesystem::path> rejected;  // the cards admission rejected, in out/rejected/
+  std::vector<std::string> card_problems;       // the skill library's validation, one line each
   // As recorded in the run's `cards` event: {task, start, cards: [{card, admitted, stage, reason,
   // speedup, ci, path}]}; null without admission.
   nlohmann::json admission;

@@ -14,8 +14,9 @@ Result<HeldOutTask> LoadHeldOutTask(const Task& mined, const std::string& dir, c
   auto h = LoadTask(dir);
   if (!h.ok()) return h.status().WithContext("--admit-on");
   if (h->backend != mined.backend)
-    return Status::InvalidInput("--admit-on " + dir + ": task " + h->name + " is a " + std::string(BackendName(h->backend)) +
-                                " task and " + mined.name + " a " + std::string(BackendName(mined.backend)) +
+    return Status::InvalidInput("--admit-on " + dir + ": task " + h->name + " is a " +
+                                std::string(BackendName(h->backend)) + " task and " + mined.name + " a " +
+                                std::string(BackendName(mined.backend)) +
                                 " one; the mined cards can only be admitted on a task of their backend");
   if (fs::weakly_canonical(h->dir) == fs::weakly_canonical(mined.dir))
     return Status::InvalidInput("--admit-on " + dir + " is the mined task itself; admission needs a held-out task");
@@ -92,15 +93,20 @@ Result<MiningResult> LineageWalk::Mine(const std::string& expert_source, const M
   if (held) {
     json list = json::array();
     for (const auto& ad : m.admissions)
-      list.push_back({{"card", ad.card_id}, {"admitted", ad.admitted}, {"stage", ad.stage}, {"reason", ad.reason},
-                      {"speedup", ad.comparison.speedup}, {"ci", {ad.comparison.ci.lo, ad.comparison.ci.hi}},
+      list.push_back({{"card", ad.card_id},
+                      {"admitted", ad.admitted},
+                      {"stage", ad.stage},
+                      {"reason", ad.reason},
+                      {"speedup", ad.comparison.speedup},
+                      {"ci", {ad.comparison.ci.lo, ad.comparison.ci.hi}},
                       {"path", ((ad.admitted ? o.out : rejected_dir) / ad.card_id / "SKILL.md").string()}});
     m.admission = {{"task", held->task.name}, {"start", held->start_name}, {"cards", list}};
   }
   if (store_ && res.run_id > 0)
-    (void)store_->AddRunEvent(res.run_id, "cards",
-                              json{{"out", o.out.string()}, {"cards", cards_json}, {"rejected", rejected_json},
-                                   {"admission", m.admission}}.dump());
+    (void)store_->AddRunEvent(
+        res.run_id, "cards",
+        json{{"out", o.out.string()}, {"cards", cards_json}, {"rejected", rejected_json}, {"admission", m.admission}}
+            .dump());
   return m;
 }
 

@@ -36,8 +36,9 @@ class CommandGenerator : public LineageGenerator {
     auto dir = TempDir::Create("kpilot-lineage-agent-");
     if (!dir.ok()) return dir.status();
     if (options_.keep_workspaces) dir->Keep();
-    std::string instructions = r.system + "\n\n" + r.prompt +
-                               "\n\nWrite your whole reply (the text with its fenced blocks) to REPLY.md in this folder.\n";
+    std::string instructions =
+        r.system + "\n\n" + r.prompt +
+        "\n\nWrite your whole reply (the text with its fenced blocks) to REPLY.md in this folder.\n";
     KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir->path() / "INSTRUCTIONS.md", instructions));
     auto run = RunAgentCommand(processes_, options_, dir->path(), instructions, "REPLY.md");
     if (!run.ok()) return run.status();
@@ -63,7 +64,8 @@ class HarnessMeasure : public LineageMeasure {
         device_(std::move(device)),
         platform_(std::move(platform)) {}
 
-  Result<Comparison> Compare(const std::string& candidate, const std::string& baseline, const std::string& label) override {
+  Result<Comparison> Compare(const std::string& candidate, const std::string& baseline,
+                             const std::string& label) override {
     auto dir = TempDir::Create("kpilot-lineage-");
     if (!dir.ok()) return dir.status();
     std::string ext = CandidateExtension(task_);
@@ -103,7 +105,8 @@ std::unique_ptr<LineageGenerator> MakeLlmLineageGenerator(std::shared_ptr<llm::C
   return std::make_unique<LlmGenerator>(std::move(client));
 }
 
-std::unique_ptr<LineageGenerator> MakeCommandLineageGenerator(ProcessRunner& processes, CommandGeneratorOptions options) {
+std::unique_ptr<LineageGenerator> MakeCommandLineageGenerator(ProcessRunner& processes,
+                                                              CommandGeneratorOptions options) {
   return std::make_unique<CommandGenerator>(processes, std::move(options));
 }
 
@@ -125,16 +128,19 @@ Result<std::unique_ptr<LineageGenerator>> MakeLineageGenerator(const std::string
     auto o = CommandOptionsFromSpec(spec, *config);
     if (!o.ok()) return o.status();
     if (o->argv.empty())
-      return Status::InvalidInput("--generator " + spec + ": no command — give one or set command_argv in the LLM config");
+      return Status::InvalidInput("--generator " + spec +
+                                  ": no command — give one or set command_argv in the LLM config");
     if (FindOnPath(o->argv.front()).empty())
-      return Status::NotFound("--generator " + spec + ": " + o->argv.front() + " is not on PATH (nor an executable path)");
+      return Status::NotFound("--generator " + spec + ": " + o->argv.front() +
+                              " is not on PATH (nor an executable path)");
     o->transcripts = std::move(transcripts);
     o->sandbox_runner = setup.sandbox_runner;
     o->sandbox_hide = {setup.store_dir.string()};
     return MakeCommandLineageGenerator(SystemProcessRunner(), std::move(o).value());
   }
-  return Status::InvalidInput("--generator " + spec +
-                              ": kpilot lineage needs a generator that writes code: llm:PROVIDER:MODEL[@BASE_URL] or command:CMDLINE");
+  return Status::InvalidInput(
+      "--generator " + spec +
+      ": kpilot lineage needs a generator that writes code: llm:PROVIDER:MODEL[@BASE_URL] or command:CMDLINE");
 }
 
 std::unique_ptr<LineageMeasure> MakeHarnessMeasure(Evaluator& evaluator, const Task& task, EvalOptions options,

@@ -13,9 +13,9 @@
 namespace kpilot::lineage {
 namespace {
 
-using nlohmann::json;
 using internal::Fenced;
 using internal::Today;
+using nlohmann::json;
 
 std::string List(const FeatureSet& s) {
   std::string out;
@@ -37,14 +37,20 @@ std::string Numbered(const std::string& text) {
 }
 
 json ComparisonJson(const Comparison& c) {
-  return {{"passed", c.passed}, {"verdict", c.verdict}, {"summary", c.summary}, {"speedup", c.speedup},
+  return {{"passed", c.passed},
+          {"verdict", c.verdict},
+          {"summary", c.summary},
+          {"speedup", c.speedup},
           {"ci", {c.ci.lo, c.ci.hi}}};
 }
 
 json DeclarationJson(const Proposal& p) {
-  json j = {{"naive", p.naive},        {"mechanism", p.mechanism},
-            {"feature", p.feature},    {"locus", p.locus},
-            {"summary", p.summary},    {"before_features", p.before_features},
+  json j = {{"naive", p.naive},
+            {"mechanism", p.mechanism},
+            {"feature", p.feature},
+            {"locus", p.locus},
+            {"summary", p.summary},
+            {"before_features", p.before_features},
             {"after_features", p.after_features}};
   if (p.reference_features) j["reference_features"] = *p.reference_features;
   return j;
@@ -88,8 +94,8 @@ namespace {
 // One walk's state; LineageWalk::Run drives it.
 class Walk {
  public:
-  Walk(const Task& task, const FeatureSet& vocabulary, LineageGenerator& generator, LineageMeasure& measure, Store* store,
-       RunTranscripts* transcripts, LineageProgress& progress, const LineageOptions& o)
+  Walk(const Task& task, const FeatureSet& vocabulary, LineageGenerator& generator, LineageMeasure& measure,
+       Store* store, RunTranscripts* transcripts, LineageProgress& progress, const LineageOptions& o)
       : task_(task),
         vocabulary_(vocabulary),
         gen_(generator),
@@ -113,8 +119,8 @@ class Walk {
     KPILOT_RETURN_IF_ERROR(Record("expert", {{"comparison", ComparisonJson(*e)}, {"evaluation", Blob(e->evaluation)}}));
     Event({{"event", "expert"}, {"verdict", e->verdict}, {"speedup", e->speedup}, {"summary", e->summary}});
     if (!e->passed)
-      return Fail(Status::InvalidInput("the expert " + o_.expert_name + " does not pass the harness (" + e->verdict + ": " +
-                                       e->summary + "); kpilot lineage starts from a correct kernel"));
+      return Fail(Status::InvalidInput("the expert " + o_.expert_name + " does not pass the harness (" + e->verdict +
+                                       ": " + e->summary + "); kpilot lineage starts from a correct kernel"));
     current_ = expert;
     current_name_ = o_.expert_name;
     KPILOT_RETURN_IF_ERROR(Node(0, -1, expert, o_.expert_name, "expert", e->speedup));
@@ -181,11 +187,13 @@ class Walk {
     PromptVars v = AllVars(base);
     v["current_name"] = current_name_;
     v["current_source"] = Fenced(lang_, current_);
-    v["current_features"] = features_ ? "Its features (the state after the last accepted step): " + List(*features_) + "\n"
-                                      : "Its features are not known yet: declare them in before_features.\n";
+    v["current_features"] = features_
+                                ? "Its features (the state after the last accepted step): " + List(*features_) + "\n"
+                                : "Its features are not known yet: declare them in before_features.\n";
     std::string steps;
     for (const auto& s : res_.steps)
-      steps += fmt::format("{}. removed `{}` ({}) at {}\n", s.index, s.proposal.feature, s.proposal.mechanism, s.proposal.locus);
+      steps += fmt::format("{}. removed `{}` ({}) at {}\n", s.index, s.proposal.feature, s.proposal.mechanism,
+                           s.proposal.locus);
     v["steps"] = steps.empty() ? "" : "## Removed so far (accepted steps)\n\n" + steps + "\n";
     std::string rej;
     for (const auto& r : rejections_) rej += "- " + r + "\n";
@@ -207,7 +215,8 @@ class Walk {
     std::string why = CheckDeclaration(*p, vocabulary_, features_, o_.known_findings);
     if (!why.empty()) return Reject(a, "declaration", why);
     if (CodeFingerprint(p->source) == CodeFingerprint(current_))
-      return Reject(a, "code", "nothing removed: the code is the same as the current kernel (comments and layout aside)");
+      return Reject(a, "code",
+                    "nothing removed: the code is the same as the current kernel (comments and layout aside)");
     std::string after_name = fmt::format("step{}_without_{}{}", a.step, p->feature, CandidateExtension(task_));
     auto simplified = measure_.Compare(p->source, current_, fmt::format("a{}_simplified", a.attempt));
     if (!simplified.ok()) return simplified.status();
@@ -264,15 +273,20 @@ class Walk {
     rejections_.clear();
     consecutive_ = 0;
     KPILOT_RETURN_IF_ERROR(Node(step.index, step.index - 1, current_, after_name, "without " + p->feature, 0));
-    Event({{"event", "accepted"}, {"step", step.index}, {"feature", p->feature}, {"effect", step.effect},
-           {"ci", {step.effect_ci.lo, step.effect_ci.hi}}, {"round_trip", ratios}});
+    Event({{"event", "accepted"},
+           {"step", step.index},
+           {"feature", p->feature},
+           {"effect", step.effect},
+           {"ci", {step.effect_ci.lo, step.effect_ci.hi}},
+           {"round_trip", ratios}});
     if (!reference_fp_.empty() && CodeFingerprint(current_) == reference_fp_) {
       Stop("naive", "the kernel is now the task's reference (comments and layout aside)");
       return true;
     }
     if (reference_features_ &&
         std::includes(reference_features_->begin(), reference_features_->end(), features_->begin(), features_->end())) {
-      Stop("naive", "the kernel's features {" + List(*features_) + "} are the reference's {" + List(*reference_features_) + "}");
+      Stop("naive",
+           "the kernel's features {" + List(*features_) + "} are the reference's {" + List(*reference_features_) + "}");
       return true;
     }
     return false;
@@ -322,7 +336,10 @@ class Walk {
     rejections_.push_back(fmt::format("attempt {} ({}rejected at {}): {}", a.attempt, what, stage, reason));
     KPILOT_RETURN_IF_ERROR(RecordAttempt(a, reason));
     res_.attempts.push_back(a);
-    Event({{"event", "rejected"}, {"attempt", a.attempt}, {"stage", stage}, {"reason", reason},
+    Event({{"event", "rejected"},
+           {"attempt", a.attempt},
+           {"stage", stage},
+           {"reason", reason},
            {"consecutive", consecutive_}});
     return false;
   }
@@ -331,7 +348,8 @@ class Walk {
     res_.stop_reason = reason;
     res_.stop_detail = detail;
     Event({{"event", "stop"}, {"reason", reason}, {"detail", detail}, {"steps", res_.steps.size()}});
-    if (store_ && res_.run_id > 0) (void)store_->AddRunEvent(res_.run_id, "stop", json{{"reason", reason}, {"detail", detail}}.dump());
+    if (store_ && res_.run_id > 0)
+      (void)store_->AddRunEvent(res_.run_id, "stop", json{{"reason", reason}, {"detail", detail}}.dump());
   }
 
   Status StartRun() {
@@ -383,22 +401,24 @@ class Walk {
   Status RecordAttempt(const lineage::Attempt& a, const std::string& reason) {
     if (!store_) return Status::Ok();
     json rt = json::array();
-    for (const auto& c : a.round_trip) rt.push_back({{"comparison", ComparisonJson(c)}, {"evaluation", Blob(c.evaluation)}});
-    json payload = {{"step", a.step},
-                    {"attempt", a.attempt},
-                    {"stage", a.stage},
-                    {"accepted", a.accepted},
-                    {"reason", reason},
-                    {"declaration", DeclarationJson(a.proposal)},
-                    {"source", Put(a.proposal.source)},
-                    {"simplified", {{"comparison", ComparisonJson(a.simplified)}, {"evaluation", Blob(a.simplified.evaluation)}}},
-                    {"rebuilt_source", Put(a.rebuilt_source)},
-                    {"round_trip", rt}};
+    for (const auto& c : a.round_trip)
+      rt.push_back({{"comparison", ComparisonJson(c)}, {"evaluation", Blob(c.evaluation)}});
+    json payload = {
+        {"step", a.step},
+        {"attempt", a.attempt},
+        {"stage", a.stage},
+        {"accepted", a.accepted},
+        {"reason", reason},
+        {"declaration", DeclarationJson(a.proposal)},
+        {"source", Put(a.proposal.source)},
+        {"simplified", {{"comparison", ComparisonJson(a.simplified)}, {"evaluation", Blob(a.simplified.evaluation)}}},
+        {"rebuilt_source", Put(a.rebuilt_source)},
+        {"round_trip", rt}};
     return Record(a.accepted ? "accept" : (a.stage == "naive" ? "naive" : "reject"), payload);
   }
 
-  Status Node(int64_t node, int64_t parent, const std::string& source, const std::string& name, const std::string& summary,
-              double speedup) {
+  Status Node(int64_t node, int64_t parent, const std::string& source, const std::string& name,
+              const std::string& summary, double speedup) {
     if (!store_ || res_.run_id <= 0) return Status::Ok();
     RunNodeRecord n;
     n.run_id = res_.run_id;

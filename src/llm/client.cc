@@ -35,8 +35,7 @@ bool Retryable(int status) { return status == 429 || status >= 500; }
 class Client final : public ChatClient {
  public:
   Client(Endpoint endpoint, LlmConfig config, std::string api_key, std::unique_ptr<WireFormat> wire,
-         std::shared_ptr<HttpTransport> transport, std::shared_ptr<TranscriptSink> sink,
-         Clock& clock)
+         std::shared_ptr<HttpTransport> transport, std::shared_ptr<TranscriptSink> sink, Clock& clock)
       : endpoint_(std::move(endpoint)),
         config_(std::move(config)),
         api_key_(std::move(api_key)),
@@ -92,10 +91,10 @@ class Client final : public ChatClient {
   Status CheckCap() const {
     std::lock_guard lock(mu_);
     if (config_.max_cost_usd > 0 && spent_.cost_usd >= config_.max_cost_usd) {
-      return Status::Unavailable(fmt::format(
-          "{}: the spending cap of ${:.2f} is reached (${:.4f} spent); raise it with --max-cost or "
-          "max_cost_usd in the LLM config",
-          Describe(), config_.max_cost_usd, spent_.cost_usd));
+      return Status::Unavailable(
+          fmt::format("{}: the spending cap of ${:.2f} is reached (${:.4f} spent); raise it with --max-cost or "
+                      "max_cost_usd in the LLM config",
+                      Describe(), config_.max_cost_usd, spent_.cost_usd));
     }
     return Status::Ok();
   }
@@ -105,7 +104,8 @@ class Client final : public ChatClient {
     const auto price = config_.prices.find(endpoint_.model);
     usage->priced = price != config_.prices.end();
     usage->cost_usd = usage->priced ? (usage->input_tokens * price->second.input_per_mtok +
-                                       usage->output_tokens * price->second.output_per_mtok) / 1e6
+                                       usage->output_tokens * price->second.output_per_mtok) /
+                                          1e6
                                     : 0;
     std::lock_guard lock(mu_);
     spent_.input_tokens += usage->input_tokens;
@@ -149,17 +149,17 @@ class Client final : public ChatClient {
         }
         std::string message = fmt::format("HTTP {}: {}", response->status, ErrorMessageOf(response->body));
         if (!Retryable(response->status)) {
-          return Status::InvalidInput(Redact(fmt::format("{}: {}{}", Describe(), message, Hint(response->status)),
-                                             Secrets()));
+          return Status::InvalidInput(
+              Redact(fmt::format("{}: {}{}", Describe(), message, Hint(response->status)), Secrets()));
         }
         last_error = std::move(message);
         wait = RetryAfterSeconds(response->headers);
       }
       if (attempt >= config_.max_retries) {
-        return Status::Unavailable(Redact(fmt::format("{}: {} (after {} attempt{}; max_retries = {})", Describe(),
-                                                      last_error, attempt + 1, attempt == 0 ? "" : "s",
-                                                      config_.max_retries),
-                                          Secrets()));
+        return Status::Unavailable(
+            Redact(fmt::format("{}: {} (after {} attempt{}; max_retries = {})", Describe(), last_error, attempt + 1,
+                               attempt == 0 ? "" : "s", config_.max_retries),
+                   Secrets()));
       }
       clock_.SleepFor(std::chrono::duration_cast<Clock::Duration>(
           std::chrono::duration<double>(wait >= 0 ? wait : Backoff(attempt))));
@@ -196,8 +196,7 @@ class Client final : public ChatClient {
 
 Result<std::unique_ptr<ChatClient>> MakeChatClient(const Endpoint& endpoint, const LlmConfig& config,
                                                    std::shared_ptr<HttpTransport> transport,
-                                                   std::shared_ptr<TranscriptSink> sink,
-                                                   Clock& clock) {
+                                                   std::shared_ptr<TranscriptSink> sink, Clock& clock) {
   if (!transport) return Status::Internal("MakeChatClient: no HTTP transport");
   Endpoint resolved = endpoint;
   if (!config.api_key_env.empty()) resolved.api_key_env = config.api_key_env;
@@ -207,15 +206,14 @@ Result<std::unique_ptr<ChatClient>> MakeChatClient(const Endpoint& endpoint, con
     if (value != nullptr) key = value;
   }
   if (key.empty() && resolved.provider != Provider::kOpenAICompatible) {
-    return Status::Unavailable(fmt::format(
-        "{} needs an API key: export {}=… (or name another variable with api_key_env in the LLM config)",
-        ProviderName(resolved.provider), resolved.api_key_env.empty() ? "THE_KEY" : resolved.api_key_env));
+    return Status::Unavailable(
+        fmt::format("{} needs an API key: export {}=… (or name another variable with api_key_env in the LLM config)",
+                    ProviderName(resolved.provider), resolved.api_key_env.empty() ? "THE_KEY" : resolved.api_key_env));
   }
-  std::unique_ptr<WireFormat> wire = resolved.provider == Provider::kAnthropic ? MakeAnthropicWire()
-                                                                               : MakeOpenAIWire(resolved.provider);
-  return std::unique_ptr<ChatClient>(std::make_unique<Client>(std::move(resolved), config, std::move(key),
-                                                              std::move(wire), std::move(transport),
-                                                              std::move(sink), clock));
+  std::unique_ptr<WireFormat> wire =
+      resolved.provider == Provider::kAnthropic ? MakeAnthropicWire() : MakeOpenAIWire(resolved.provider);
+  return std::unique_ptr<ChatClient>(std::make_unique<Client>(
+      std::move(resolved), config, std::move(key), std::move(wire), std::move(transport), std::move(sink), clock));
 }
 
 }  // namespace kpilot::llm

@@ -42,13 +42,20 @@ class Problems {
 
 std::string Describe(const toml::node& n) {
   switch (n.type()) {
-    case toml::node_type::string: return "string \"" + n.as_string()->get() + "\"";
-    case toml::node_type::integer: return "integer " + std::to_string(n.as_integer()->get());
-    case toml::node_type::floating_point: return fmt::format("float {}", n.as_floating_point()->get());
-    case toml::node_type::boolean: return n.as_boolean()->get() ? "true" : "false";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::table: return "a table";
-    default: return "a date or time";
+    case toml::node_type::string:
+      return "string \"" + n.as_string()->get() + "\"";
+    case toml::node_type::integer:
+      return "integer " + std::to_string(n.as_integer()->get());
+    case toml::node_type::floating_point:
+      return fmt::format("float {}", n.as_floating_point()->get());
+    case toml::node_type::boolean:
+      return n.as_boolean()->get() ? "true" : "false";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    default:
+      return "a date or time";
   }
 }
 
@@ -139,7 +146,8 @@ class Reader {
   void Read(const std::string& key, const toml::node& n, const Integer& f) {
     const auto* i = n.as_integer();
     if (i == nullptr) {
-      problems_->Add(n, key, "expected an integer, got " + Describe(n), fmt::format("write e.g. {} = {}", key, f.min + 1));
+      problems_->Add(n, key, "expected an integer, got " + Describe(n),
+                     fmt::format("write e.g. {} = {}", key, f.min + 1));
       return;
     }
     if (i->get() < f.min || i->get() > std::numeric_limits<int>::max()) {
@@ -198,11 +206,12 @@ class Reader {
       bool ok = true;
       for (auto&& [k, v] : *entry) {
         std::string name(k.str());
-        double* target = name == "input_per_mtok" ? &prices.input_per_mtok
+        double* target = name == "input_per_mtok"    ? &prices.input_per_mtok
                          : name == "output_per_mtok" ? &prices.output_per_mtok
                                                      : nullptr;
         if (target == nullptr) {
-          problems_->Add(v, where + "." + name, "unknown key", "use input_per_mtok and output_per_mtok (US $ per million tokens)");
+          problems_->Add(v, where + "." + name, "unknown key",
+                         "use input_per_mtok and output_per_mtok (US $ per million tokens)");
           ok = false;
           continue;
         }
@@ -255,9 +264,9 @@ Result<LlmConfig> LoadLlmConfig(const fs::path& file, LlmConfig defaults) {
     std::visit([&](const auto& f) { reader.Read(key, node, f); }, field->second);
   }
   if (config.backoff_max_s < config.backoff_base_s) {
-    problems.AddLine(1, fmt::format("backoff_max_s ({}) is below backoff_base_s ({})", config.backoff_max_s,
-                                    config.backoff_base_s),
-                     "raise backoff_max_s or lower backoff_base_s");
+    problems.AddLine(
+        1, fmt::format("backoff_max_s ({}) is below backoff_base_s ({})", config.backoff_max_s, config.backoff_base_s),
+        "raise backoff_max_s or lower backoff_base_s");
   }
   if (!problems.empty()) return Status::InvalidInput(problems.Joined());
   return config;

@@ -44,7 +44,7 @@ struct Endpoint {
 Result<Endpoint> ParseLlmSpec(const std::string& spec);
 
 struct Prices {
-  double input_per_mtok = 0;   // US dollars per million input tokens
+  double input_per_mtok = 0;  // US dollars per million input tokens
   double output_per_mtok = 0;
 };
 
@@ -54,20 +54,20 @@ struct Prices {
 struct LlmConfig {
   double connect_timeout_s = 10;
   double read_timeout_s = 300;
-  int max_retries = 5;               // on 429, 5xx and network errors
-  double backoff_base_s = 1;         // exponential: base·2^attempt, full jitter, capped
+  int max_retries = 5;        // on 429, 5xx and network errors
+  double backoff_base_s = 1;  // exponential: base·2^attempt, full jitter, capped
   double backoff_max_s = 60;
-  int max_concurrency = 2;           // requests in flight per endpoint
-  double max_cost_usd = 2.0;         // the default spending cap of a run (--max-cost raises it)
-  int max_tokens = 8192;             // per reply
+  int max_concurrency = 2;    // requests in flight per endpoint
+  double max_cost_usd = 2.0;  // the default spending cap of a run (--max-cost raises it)
+  int max_tokens = 8192;      // per reply
   double temperature = 0.7;
-  std::string api_key_env;           // overrides the provider's variable name
+  std::string api_key_env;               // overrides the provider's variable name
   std::map<std::string, Prices> prices;  // by model name; unknown models cost 0 and say so
   std::vector<std::string> code_roots;   // trees search_code/read_file may read (CUTLASS first)
-  std::string prompts_dir;           // user overrides of the prompt templates
-  int tool_calls_per_proposal = 8;   // function-calling budget per proposal
-  int reasks = 2;                    // re-asks on a reply without usable code
-  int prompt_skills = 3;             // skill cards shown in an llm: prompt (0: none; tools still list them)
+  std::string prompts_dir;               // user overrides of the prompt templates
+  int tool_calls_per_proposal = 8;       // function-calling budget per proposal
+  int reasks = 2;                        // re-asks on a reply without usable code
+  int prompt_skills = 3;                 // skill cards shown in an llm: prompt (0: none; tools still list them)
   // The command: generator (src/generate/command_generator.h).
   std::vector<std::string> command_argv;  // argv array form of the command, when configured
   std::vector<std::string> allowed_env;   // variables passed through to the agent (others scrubbed)
@@ -91,7 +91,7 @@ struct ToolCall {
 };
 
 struct Message {
-  std::string role;                  // "user" | "assistant" | "tool"
+  std::string role;  // "user" | "assistant" | "tool"
   std::string content;
   std::vector<ToolCall> tool_calls;  // assistant messages that call tools
   std::string tool_call_id;          // tool results: the call answered
@@ -106,24 +106,24 @@ struct ToolSpec {
 struct ChatRequest {
   std::string system;
   std::vector<Message> messages;
-  std::vector<ToolSpec> tools;       // empty: no function calling
-  int max_tokens = 0;                // 0: the config's
-  double temperature = -1;           // < 0: the config's
+  std::vector<ToolSpec> tools;  // empty: no function calling
+  int max_tokens = 0;           // 0: the config's
+  double temperature = -1;      // < 0: the config's
 };
 
 struct Usage {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   double cost_usd = 0;
-  bool priced = true;                // false when the model has no configured price
+  bool priced = true;  // false when the model has no configured price
 };
 
 struct ChatReply {
   std::string text;
   std::vector<ToolCall> tool_calls;
-  std::string stop_reason;           // the provider's, e.g. "stop", "end_turn", "tool_use"
+  std::string stop_reason;  // the provider's, e.g. "stop", "end_turn", "tool_use"
   Usage usage;
-  int attempts = 1;                  // HTTP attempts it took (retries + 1)
+  int attempts = 1;  // HTTP attempts it took (retries + 1)
 };
 
 // ---- side effects ------------------------------------------------------------------------------
@@ -153,14 +153,14 @@ std::shared_ptr<HttpTransport> MakeCurlTransport();
 
 // One archived exchange, already redacted.
 struct Exchange {
-  std::string endpoint;              // Endpoint described, no key
+  std::string endpoint;  // Endpoint described, no key
   std::string request_json;
-  std::string response_json;         // the last attempt's body
+  std::string response_json;  // the last attempt's body
   int status = 0;
   int attempts = 0;
   double seconds = 0;
   Usage usage;
-  std::string error;                 // "" when it succeeded
+  std::string error;  // "" when it succeeded
 };
 
 class TranscriptSink {
@@ -193,8 +193,7 @@ class ChatClient {
 // on `clock` (borrowed: it must outlive the client), which also times each exchange.
 Result<std::unique_ptr<ChatClient>> MakeChatClient(const Endpoint& endpoint, const LlmConfig& config,
                                                    std::shared_ptr<HttpTransport> transport,
-                                                   std::shared_ptr<TranscriptSink> sink,
-                                                   Clock& clock = SystemClock());
+                                                   std::shared_ptr<TranscriptSink> sink, Clock& clock = SystemClock());
 
 // `text` with every secret, and anything shaped like an API key or an Authorization / x-api-key
 // header value, replaced by "[redacted]".

@@ -52,18 +52,16 @@ class OpenAIWire final : public WireFormat {
     json messages = json::array();
     if (!request.system.empty()) messages.push_back({{"role", "system"}, {"content", request.system}});
     for (const Message& m : request.messages) messages.push_back(MessageJson(m));
-    json body = {{"model", settings.model}, {"messages", std::move(messages)},
-                 {"temperature", settings.temperature}};
+    json body = {{"model", settings.model}, {"messages", std::move(messages)}, {"temperature", settings.temperature}};
     // OpenAI's own API deprecated max_tokens (reasoning models refuse it); servers that copy the
     // format mostly know only max_tokens.
     body[provider_ == Provider::kOpenAI ? "max_completion_tokens" : "max_tokens"] = settings.max_tokens;
     if (!request.tools.empty()) {
       json tools = json::array();
       for (const ToolSpec& tool : request.tools) {
-        tools.push_back({{"type", "function"},
-                         {"function", {{"name", tool.name},
-                                       {"description", tool.description},
-                                       {"parameters", tool.parameters}}}});
+        tools.push_back(
+            {{"type", "function"},
+             {"function", {{"name", tool.name}, {"description", tool.description}, {"parameters", tool.parameters}}}});
       }
       body["tools"] = std::move(tools);
     }

@@ -51,7 +51,9 @@ void RedactNamedValues(std::string* text) {
     for (size_t pos = 0; pos + name.size() <= text->size(); ++pos) {
       if (!EqualsIgnoreCase(std::string_view(*text).substr(pos, name.size()), name)) continue;
       size_t i = pos + name.size();
-      auto skip = [&](auto pred) { while (i < text->size() && pred((*text)[i])) ++i; };
+      auto skip = [&](auto pred) {
+        while (i < text->size() && pred((*text)[i])) ++i;
+      };
       skip([](char c) { return c == '"' || c == '\''; });
       skip([](char c) { return c == ' ' || c == '\t'; });
       if (i >= text->size() || ((*text)[i] != ':' && (*text)[i] != '=')) continue;

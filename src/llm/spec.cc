@@ -16,9 +16,7 @@ Status Bad(const std::string& spec, const std::string& what) {
   return Status::InvalidInput("--generator '" + spec + "': " + what + " (" + std::string(kExample) + ")");
 }
 
-bool StartsWithUrlScheme(std::string_view s) {
-  return s.starts_with("http://") || s.starts_with("https://");
-}
+bool StartsWithUrlScheme(std::string_view s) { return s.starts_with("http://") || s.starts_with("https://"); }
 
 struct ProviderInfo {
   Provider provider;
@@ -63,8 +61,7 @@ Result<Endpoint> ParseLlmSpec(const std::string& spec) {
     if (candidate.name == provider) info = &candidate;
   }
   if (info == nullptr) {
-    return Bad(spec, "unknown provider '" + std::string(provider) +
-                         "'; use openai, anthropic or openai-compatible");
+    return Bad(spec, "unknown provider '" + std::string(provider) + "'; use openai, anthropic or openai-compatible");
   }
   Endpoint endpoint;
   endpoint.provider = info->provider;

@@ -28,8 +28,10 @@ void CounterProfiles::Want(int64_t node, ProfileSource have) {
   if (!Wanted() || done_.count(node) || pending_.count(node)) return;
   // An evaluation at hand is kept over none (a resumed run wants its incumbent again with none).
   auto it = wanted_.find(node);
-  if (it == wanted_.end()) wanted_.emplace(node, std::move(have));
-  else if (!it->second.evaluation) it->second = std::move(have);
+  if (it == wanted_.end())
+    wanted_.emplace(node, std::move(have));
+  else if (!it->second.evaluation)
+    it->second = std::move(have);
 }
 
 void CounterProfiles::ProfileIfWanted(int64_t node) {

@@ -72,8 +72,8 @@ class CounterProfiles {
   // tree selects it is profiled only if the tree selects it later; at the end, only the final
   // best is.
   std::map<int64_t, ProfileSource> wanted_;
-  std::string off_;                  // why profiles stopped for this run ("" = they did not)
-  std::optional<std::string> ncu_;   // ncu's path, looked up at the first profile ("" = none)
+  std::string off_;                 // why profiles stopped for this run ("" = they did not)
+  std::optional<std::string> ncu_;  // ncu's path, looked up at the first profile ("" = none)
   int profiles_ = 0;
   double seconds_ = 0;
 };

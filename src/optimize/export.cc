@@ -40,7 +40,8 @@ nlohmann::json VerifiedOn(const nlohmann::json& evaluation, const nlohmann::json
 Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir) {
   auto run = store.GetRun(run_id);
   if (!run.ok()) return run.status();
-  if (!run->has_value()) return Status::NotFound("run " + std::to_string(run_id) + " is not in store " + store.dir().string());
+  if (!run->has_value())
+    return Status::NotFound("run " + std::to_string(run_id) + " is not in store " + store.dir().string());
   auto nodes = store.ListRunNodes(run_id);
   if (!nodes.ok()) return nodes.status();
   auto events = store.ListRunEvents(run_id);
@@ -48,7 +49,7 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
   // The reported best: the last "final" event's node, else the last promoted one, else the root.
   int64_t best = (*run)->best_node >= 0 ? (*run)->best_node : 0;
   nlohmann::json final_eval;
-  nlohmann::json dtypes;  // the task's tensors, from the run's start event
+  nlohmann::json dtypes;                       // the task's tensors, from the run's start event
   std::map<int64_t, nlohmann::json> counters;  // counter profiles by node
   for (const auto& e : *events) {
     auto p = nlohmann::json::parse(e.payload_json, nullptr, false);
@@ -65,9 +66,12 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
   for (const auto& n : *nodes)
     if (n.node == best) node = &n;
   if (!node && nodes->empty())
-    return Status::NotFound("run " + std::to_string(run_id) + " has no evaluated node yet: resume it (kpilot optimize "
-                            "--resume " + std::to_string(run_id) + ") and export it after");
-  if (!node) return Status::NotFound("run " + std::to_string(run_id) + " has no evaluated node " + std::to_string(best));
+    return Status::NotFound("run " + std::to_string(run_id) +
+                            " has no evaluated node yet: resume it (kpilot optimize "
+                            "--resume " +
+                            std::to_string(run_id) + ") and export it after");
+  if (!node)
+    return Status::NotFound("run " + std::to_string(run_id) + " has no evaluated node " + std::to_string(best));
   auto source = store.GetBlob(node->source_blob);
   if (!source.ok()) return source.status();
   nlohmann::json params = nlohmann::json::parse(node->params_json, nullptr, false);
@@ -97,8 +101,8 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
     if (recorded.is_object()) profile["achieved_fraction"] = recorded.value("achieved_fraction", 0.0);
     profile["findings"] = nlohmann::json::array();
     for (const auto& f : from->value("findings", nlohmann::json::array()))
-      profile["findings"].push_back({{"id", f.value("id", "")}, {"severity", f.value("severity", 0.0)},
-                                     {"guidance", f.value("guidance", "")}});
+      profile["findings"].push_back(
+          {{"id", f.value("id", "")}, {"severity", f.value("severity", 0.0)}, {"guidance", f.value("guidance", "")}});
   }
   nlohmann::json report = {
       {"run", run_id},
@@ -114,7 +118,7 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
       {"speedup", evaluation.is_object() ? evaluation.value("speedup_geomean", node->speedup) : node->speedup},
       {"profile", profile},
       {"speedup_ci", evaluation.is_object() ? evaluation.value("speedup_geomean_ci", nlohmann::json::array())
-                                             : nlohmann::json::array()},
+                                            : nlohmann::json::array()},
       {"verified_on", evaluation.is_object() ? VerifiedOn(evaluation, dtypes) : nlohmann::json()},
   };
   return WriteFileAtomic(dir / "report.json", report.dump(2) + "\n");

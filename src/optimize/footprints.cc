@@ -20,7 +20,9 @@ std::optional<Footprint> FootprintOf(const EvalJobResult& r) {
   return f;
 }
 
-bool Ready(const std::shared_future<EvalJobResult>& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+bool Ready(const std::shared_future<EvalJobResult>& f) {
+  return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
 
 }  // namespace
 
@@ -75,7 +77,7 @@ std::vector<std::optional<Footprint>> ExecutorFootprints::Probe(const std::strin
 }
 
 ExecutorFootprints::Compile ExecutorFootprints::Submit(const std::filesystem::path& source, const ParamValues& params,
-                                                      bool waited_for) {
+                                                       bool waited_for) {
   auto flag = std::make_shared<std::atomic<bool>>(waited_for);
   EvalJob job;
   job.task = &task_;

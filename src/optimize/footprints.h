@@ -78,8 +78,8 @@ class ExecutorFootprints : public FootprintProbe {
   EvalOptions options_;
   Materializer materialize_;
   std::mutex mu_;
-  std::map<Key, std::optional<Footprint>> known_;      // nullopt: compiled, no ptxas report
-  std::map<Key, Compile> pending_;                     // compiles submitted and not harvested
+  std::map<Key, std::optional<Footprint>> known_;  // nullopt: compiled, no ptxas report
+  std::map<Key, Compile> pending_;                 // compiles submitted and not harvested
   std::atomic<size_t> prefetched_ = 0;
   std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
 };

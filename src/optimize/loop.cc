@@ -49,9 +49,9 @@ OptimizeLoop::OptimizeLoop(const OptimizeDeps& deps, OptimizeOptions opts, int64
       journal_(deps_.store, deps_.executor, run_id_, seen_),
       spend_(deps_.generator, opts_),
       skills_(deps_.task, opts_, deps_.skills, deps_.usage),
-      depth_(opts_.pipeline_depth > 0 ? opts_.pipeline_depth
-             : opts_.space_file.empty()   ? MinPipelineDepth(deps_.executor.Devices())
-                                      : kSpacePipelineDepth),
+      depth_(opts_.pipeline_depth > 0   ? opts_.pipeline_depth
+             : opts_.space_file.empty() ? MinPipelineDepth(deps_.executor.Devices())
+                                        : kSpacePipelineDepth),
       counters_(deps_.task, opts_, deps_.executor, tools_, data_, events_) {
   // Only cuda compiles report registers, spills and shared memory.
   if (opts_.footprints && deps_.task.backend == Backend::kCuda)
@@ -197,10 +197,9 @@ Result<bool> OptimizeLoop::EvaluateDraft(int64_t parent, int64_t proposal, const
   if (r.skipped) {
     ++duplicates_;
     ++duplicates_in_a_row_;
-    KPILOT_RETURN_IF_ERROR(events_.Add("duplicate", {{"proposal", proposal},
-                                                     {"params", d.params},
-                                                     {"object_sha", r.object_sha},
-                                                     {"times", events_.Times(r)}}));
+    KPILOT_RETURN_IF_ERROR(events_.Add(
+        "duplicate",
+        {{"proposal", proposal}, {"params", d.params}, {"object_sha", r.object_sha}, {"times", events_.Times(r)}}));
     return false;
   }
   duplicates_in_a_row_ = 0;
@@ -260,8 +259,8 @@ Status OptimizeLoop::MaybePromote(int64_t node, const EvalJobResult* own) {
     KPILOT_RETURN_IF_ERROR(
         events_.Add("promote", {{"node", node}, {"speedup", c.speedup}, {"reason", "first passing candidate"}}));
     KPILOT_RETURN_IF_ERROR(RecordBest());
-    counters_.Want(node, own ? ProfileSource{std::make_shared<const Evaluation>(own->evaluation), own->device}
-                             : ProfileSource{});
+    counters_.Want(
+        node, own ? ProfileSource{std::make_shared<const Evaluation>(own->evaluation), own->device} : ProfileSource{});
     return Status::Ok();
   }
   const NodeData& inc = data_.at(incumbent_);

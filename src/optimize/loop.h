@@ -34,7 +34,8 @@ namespace kpilot {
 class OptimizeLoop {
  public:
   // `tools`: the built-in tools and the run's rule-file tools (LoadToolsFor).
-  OptimizeLoop(const OptimizeDeps& deps, OptimizeOptions opts, int64_t run_id, std::vector<std::unique_ptr<Tool>> tools);
+  OptimizeLoop(const OptimizeDeps& deps, OptimizeOptions opts, int64_t run_id,
+               std::vector<std::unique_ptr<Tool>> tools);
   // Waits for every job in flight: they call back into the loop and borrow the task and tools.
   ~OptimizeLoop();
 
@@ -133,8 +134,8 @@ class OptimizeLoop {
   int duplicates_in_a_row_ = 0;
   std::map<int64_t, int> generator_failures_;  // failed expansions in a row, by node
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  double earlier_processes_s_ = 0;  // wall time the run's interrupted processes used (resume)
-  int depth_;                       // expansions kept in flight (opts_.pipeline_depth, or adaptive)
+  double earlier_processes_s_ = 0;                  // wall time the run's interrupted processes used (resume)
+  int depth_;                                       // expansions kept in flight (opts_.pipeline_depth, or adaptive)
   std::unique_ptr<ExecutorFootprints> footprints_;  // null: none (--footprints off, not cuda)
   std::atomic<double> best_ended_ = 0;  // the best passing speedup among evaluations ended (AnticipateAfter)
   std::deque<Batch> in_flight_;         // expansions in flight (waited for by the destructor)

@@ -27,7 +27,7 @@ struct NodeData {
   // What the tree and the promotion rule compare: the speedup, or under --objective mix the
   // speedup weighed with the energy saving (MixScore).
   double score = 0;
-  double joules = 0;             // mean joules per call over workloads (energy objective)
+  double joules = 0;  // mean joules per call over workloads (energy objective)
   std::string bottleneck;
   double achieved_fraction = 0;  // of the roofline floor (cuda with a calibration; 0 = unknown)
   std::vector<Finding> findings;

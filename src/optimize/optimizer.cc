@@ -64,8 +64,8 @@ Result<OptimizeResult> Optimizer::Run(const OptimizeOptions& options) {
   // A `kpilot runs` probing the new run takes and drops its lock at once: wait that out.
   auto lock = FileLock::TryLock(RunLockPath(deps_.store, *id), 2.0);
   if (lock.ok() && !lock->has_value())
-    lock = Status::Unavailable("the lock of new run " + std::to_string(*id) + " (" + RunLockPath(deps_.store, *id).string() +
-                               ") is held by another process");
+    lock = Status::Unavailable("the lock of new run " + std::to_string(*id) + " (" +
+                               RunLockPath(deps_.store, *id).string() + ") is held by another process");
   if (!lock.ok()) return MarkFailure(deps_.store, *id, lock.status());
   OptimizeLoop loop(deps_, options, *id, std::move(tools).value());
   return MarkFailure(deps_.store, *id, loop.Start());
@@ -74,15 +74,19 @@ Result<OptimizeResult> Optimizer::Run(const OptimizeOptions& options) {
 Result<OptimizeResult> Optimizer::Resume(int64_t run_id, const ResumeOverrides& overrides) {
   auto run = deps_.store.GetRun(run_id);
   if (!run.ok()) return run.status();
-  if (!run->has_value()) return Status::NotFound("run " + std::to_string(run_id) + " is not in store " + deps_.store.dir().string());
+  if (!run->has_value())
+    return Status::NotFound("run " + std::to_string(run_id) + " is not in store " + deps_.store.dir().string());
   if ((*run)->status == "finished")
     return Status::InvalidInput("run " + std::to_string(run_id) + " is finished (stopped: " + (*run)->stop_reason +
                                 ") — see it with kpilot show " + std::to_string(run_id) + ", or start a new run");
   auto lock = FileLock::TryLock(RunLockPath(deps_.store, run_id), 1.0);
   if (!lock.ok()) return lock.status();
   if (!lock->has_value())
-    return Status::InvalidInput("run " + std::to_string(run_id) + " is being optimized by another kpilot process now "
-                                "(it holds " + RunLockPath(deps_.store, run_id).string() + "); let it finish, or stop it "
+    return Status::InvalidInput("run " + std::to_string(run_id) +
+                                " is being optimized by another kpilot process now "
+                                "(it holds " +
+                                RunLockPath(deps_.store, run_id).string() +
+                                "); let it finish, or stop it "
                                 "and resume again");
   auto opts = OptimizeOptionsFromJson(json::parse((*run)->config_json, nullptr, false));
   if (!opts.ok()) return opts.status();

@@ -49,24 +49,24 @@ struct OptimizeDeps {
 struct OptimizeResult {
   int64_t run_id = 0;
   StopReason stop_reason = StopReason::kExhausted;
-  int evaluations = 0;                  // candidate evaluations (promotion checks not counted)
+  int evaluations = 0;  // candidate evaluations (promotion checks not counted)
   int promotion_checks = 0;
-  int devices = 1;                      // evaluation queues (GPUs) the run used
-  int counter_profiles = 0;             // new bests profiled with counters (OptimizeOptions::counters)
-  double counters_s = 0;                // seconds those profiles held the GPU
-  int duplicates = 0;                   // drafts whose binary was evaluated already
-  GeneratorSpend spend;                 // the generator's tokens and dollars over the whole run
+  int devices = 1;           // evaluation queues (GPUs) the run used
+  int counter_profiles = 0;  // new bests profiled with counters (OptimizeOptions::counters)
+  double counters_s = 0;     // seconds those profiles held the GPU
+  int duplicates = 0;        // drafts whose binary was evaluated already
+  GeneratorSpend spend;      // the generator's tokens and dollars over the whole run
   int64_t best_node = 0;
   ParamValues best_params;
-  std::string best_source;              // the best candidate's source text
+  std::string best_source;  // the best candidate's source text
   std::string best_source_name;
-  Evaluation final;                     // the best, evaluated again against the task's baseline
-  double busy_share = 0;                // evaluation queues busy / (wall time × devices)
+  Evaluation final;       // the best, evaluated again against the task's baseline
+  double busy_share = 0;  // evaluation queues busy / (wall time × devices)
   // Of that, the runners' checks and timing proper / (wall time × devices)
   // (Executor::ChecksAndTimingSeconds; 0 for a space run).
   double checks_timing_share = 0;
-  int pipeline_depth = 0;               // expansions in flight at the end (adaptive: where it got to)
-  int anticipated = 0;                  // compiles ahead of configs the generator anticipated
+  int pipeline_depth = 0;  // expansions in flight at the end (adaptive: where it got to)
+  int anticipated = 0;     // compiles ahead of configs the generator anticipated
 };
 
 class Optimizer {
@@ -85,8 +85,8 @@ class Optimizer {
   Result<OptimizeResult> Run(const OptimizeOptions& options);
   // What a resumed run may take from the command line instead of its stored options.
   struct ResumeOverrides {
-    std::optional<double> max_cost_usd;      // --max-cost: a new spending cap
-    std::optional<int64_t> max_tokens;       // --max-tokens: a new token cap
+    std::optional<double> max_cost_usd;       // --max-cost: a new spending cap
+    std::optional<int64_t> max_tokens;        // --max-tokens: a new token cap
     std::optional<std::vector<int>> devices;  // the GPUs of this machine (the first one is `device`)
   };
   // Continues run `run_id` with its stored options (and `overrides`): rebuilds the tree and the

@@ -21,9 +21,12 @@ std::optional<Objective> ParseObjective(std::string_view name) {
 
 const char* ObjectiveName(Objective o) {
   switch (o) {
-    case Objective::kTime: return "time";
-    case Objective::kEnergy: return "energy";
-    case Objective::kMix: return "mix";
+    case Objective::kTime:
+      return "time";
+    case Objective::kEnergy:
+      return "energy";
+    case Objective::kMix:
+      return "mix";
   }
   return "time";
 }
@@ -36,9 +39,12 @@ std::optional<GuidanceMode> ParseGuidanceMode(const std::string& name) {
 
 const char* FeedbackModeName(FeedbackMode m) {
   switch (m) {
-    case FeedbackMode::kNone: return "none";
-    case FeedbackMode::kRaw: return "raw";
-    case FeedbackMode::kTools: return "tools";
+    case FeedbackMode::kNone:
+      return "none";
+    case FeedbackMode::kRaw:
+      return "raw";
+    case FeedbackMode::kTools:
+      return "tools";
   }
   return "tools";
 }
@@ -122,12 +128,15 @@ Status CheckOptions(const Task& task, const OptimizeOptions& o) {
   const std::string objective = ObjectiveName(o.objective);
   if (o.objective != Objective::kTime) {
     if (task.backend != Backend::kCuda || task.reference.kind == ReferenceKind::kPython)
-      return Status::InvalidInput("--objective " + objective + " needs each candidate's joules per call, which kpilot "
-                                  "measures through NVML for native cuda tasks only; task " + task.name +
+      return Status::InvalidInput("--objective " + objective +
+                                  " needs each candidate's joules per call, which kpilot "
+                                  "measures through NVML for native cuda tasks only; task " +
+                                  task.name +
                                   (task.backend != Backend::kCuda ? " runs on the host" : " is PyTorch-defined") +
                                   " — use --objective time");
     if (!live_cuda)
-      return Status::InvalidInput("--objective " + objective + " cannot be replayed: a sweep space stores no joules "
+      return Status::InvalidInput("--objective " + objective +
+                                  " cannot be replayed: a sweep space stores no joules "
                                   "— use --objective time with --space");
   }
   if (o.objective == Objective::kMix && !(o.energy_weight > 0 && o.energy_weight <= 10))
@@ -135,9 +144,12 @@ Status CheckOptions(const Task& task, const OptimizeOptions& o) {
                                 ": give a weight above 0 and at most 10 (1 values a halving of the joules like a "
                                 "doubling of the speed)");
   if (o.target_fraction > 0 && task.backend != Backend::kCuda)
-    return Status::InvalidInput("--target needs the roofline ceiling, which kpilot measures for cuda tasks only (kpilot "
-                                "calibrate); task " + task.name + " runs on the host — stop it with --budget, --time "
-                                "or --plateau");
+    return Status::InvalidInput(
+        "--target needs the roofline ceiling, which kpilot measures for cuda tasks only (kpilot "
+        "calibrate); task " +
+        task.name +
+        " runs on the host — stop it with --budget, --time "
+        "or --plateau");
   return Status::Ok();
 }
 

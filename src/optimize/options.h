@@ -45,21 +45,21 @@ const char* GuidanceModeName(GuidanceMode m);
 
 struct OptimizeOptions {
   std::string task_dir;
-  std::string from;                     // the starting candidate (a source file)
-  std::string generator = "params";     // params | folder:DIR | llm:PROVIDER:MODEL[@URL] | command:CMDLINE
-  std::string llm_config;               // --llm-config FILE for llm:/command: ("" = the default places)
-  bool raw_metrics = false;             // llm:/command: see raw counters, not only guidance
-  double max_cost_usd = 0;              // stop (reason "cost") once the generator spent this many US$ (0 = no cap)
-  int64_t max_tokens = 0;               // stop (reason "tokens") once the generator used this many tokens, input
-                                        // and output together (0 = no cap)
+  std::string from;                  // the starting candidate (a source file)
+  std::string generator = "params";  // params | folder:DIR | llm:PROVIDER:MODEL[@URL] | command:CMDLINE
+  std::string llm_config;            // --llm-config FILE for llm:/command: ("" = the default places)
+  bool raw_metrics = false;          // llm:/command: see raw counters, not only guidance
+  double max_cost_usd = 0;           // stop (reason "cost") once the generator spent this many US$ (0 = no cap)
+  int64_t max_tokens = 0;            // stop (reason "tokens") once the generator used this many tokens, input
+                                     // and output together (0 = no cap)
   SearchConfig search;
-  int budget = 24;                      // candidate evaluations, the starting one included
-  double time_limit_s = 0;              // wall-clock limit (0 = none)
-  int plateau = 0;                      // stop after this many evaluations without a promotion (0 = off)
-  double target_fraction = 0;           // stop once the best reaches this share of the roofline floor (0 = off)
+  int budget = 24;                         // candidate evaluations, the starting one included
+  double time_limit_s = 0;                 // wall-clock limit (0 = none)
+  int plateau = 0;                         // stop after this many evaluations without a promotion (0 = off)
+  double target_fraction = 0;              // stop once the best reaches this share of the roofline floor (0 = off)
   Objective objective = Objective::kTime;  // --objective
-  double energy_weight = 0.5;           // kMix: score = log(speedup) + w · log(baseline J / candidate J), w in (0, 10]
-  int drafts_per_expansion = 2;         // drafts asked per selected node (compiled in parallel)
+  double energy_weight = 0.5;    // kMix: score = log(speedup) + w · log(baseline J / candidate J), w in (0, 10]
+  int drafts_per_expansion = 2;  // drafts asked per selected node (compiled in parallel)
   // Expansions in flight: while the GPU evaluates one batch the next ones compile. 2 keeps the
   // tree one batch behind its results; more keeps the GPU busier when compiles are much slower
   // than evaluations (docs/search.md). 0 = adaptive (the default): start at 3 and add one, up to
@@ -73,13 +73,13 @@ struct OptimizeOptions {
   // loads the same).
   bool skills = true;
   std::vector<std::string> skill_dirs;
-  FeedbackMode feedback = FeedbackMode::kTools;  // --feedback none|raw|tools
+  FeedbackMode feedback = FeedbackMode::kTools;      // --feedback none|raw|tools
   GuidanceMode guidance = GuidanceMode::kProactive;  // --guidance proactive|on-request
   // --tools DIR: folders of rule files (*.toml) whose tools run beside the built-in ones on every
   // node's profile, so that skill cards may name their ids as triggers (kept so a resumed run
   // loads the same).
   std::vector<std::string> tool_dirs;
-  bool memory = true;                            // --memory off: no search-memory summary for the generator
+  bool memory = true;  // --memory off: no search-memory summary for the generator
   // Compile footprints for the params generator's model (generator.h, FootprintProbe): cuda tasks
   // only; false (`--footprints off`) for ablations. Runs stored before it existed had none.
   bool footprints = true;
@@ -93,17 +93,17 @@ struct OptimizeOptions {
   // stores no counters); false (`--counters off`) steers by static findings alone. Runs stored
   // before it existed had none.
   bool counters = true;
-  int device = 0;                                // CUDA device index evaluations run on (kpilot bench spreads problems)
-  std::vector<int> devices;                      // live cuda runs: the GPUs with an evaluation queue each (--devices)
-  std::vector<std::string> workloads;   // empty = all
-  std::string arch;                     // cuda target
+  int device = 0;                      // CUDA device index evaluations run on (kpilot bench spreads problems)
+  std::vector<int> devices;            // live cuda runs: the GPUs with an evaluation queue each (--devices)
+  std::vector<std::string> workloads;  // empty = all
+  std::string arch;                    // cuda target
   double eval_timeout_s = 120;
-  double timing_max_seconds = 2.0;      // per workload per evaluation
-  TimingMode timing = TimingMode::kDefault;  // the timing procedure (docs/pytorch.md: default | kernelbench | flashinfer)
-  std::string space_file;                   // a space file (kpilot sweep) served instead of running ("" = run)
-  std::string space_calibration;       // with space_file: a calibration file replacing the space's ("" = the space's)
+  double timing_max_seconds = 2.0;  // per workload per evaluation
+  TimingMode timing =
+      TimingMode::kDefault;       // the timing procedure (docs/pytorch.md: default | kernelbench | flashinfer)
+  std::string space_file;         // a space file (kpilot sweep) served instead of running ("" = run)
+  std::string space_calibration;  // with space_file: a calibration file replacing the space's ("" = the space's)
 };
-
 
 nlohmann::json ToJson(const OptimizeOptions& o);
 Result<OptimizeOptions> OptimizeOptionsFromJson(const nlohmann::json& j);

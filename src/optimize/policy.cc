@@ -19,14 +19,22 @@ int NextPipelineDepth(int depth, double busy_s, double elapsed_s, int devices) {
 
 const char* StopReasonName(StopReason r) {
   switch (r) {
-    case StopReason::kBudget: return "budget";
-    case StopReason::kTime: return "time";
-    case StopReason::kPlateau: return "plateau";
-    case StopReason::kCost: return "cost";
-    case StopReason::kTokens: return "tokens";
-    case StopReason::kDuplicates: return "duplicates";
-    case StopReason::kTarget: return "target";
-    case StopReason::kExhausted: return "exhausted";
+    case StopReason::kBudget:
+      return "budget";
+    case StopReason::kTime:
+      return "time";
+    case StopReason::kPlateau:
+      return "plateau";
+    case StopReason::kCost:
+      return "cost";
+    case StopReason::kTokens:
+      return "tokens";
+    case StopReason::kDuplicates:
+      return "duplicates";
+    case StopReason::kTarget:
+      return "target";
+    case StopReason::kExhausted:
+      return "exhausted";
   }
   return "exhausted";
 }

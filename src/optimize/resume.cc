@@ -75,7 +75,8 @@ Result<OptimizeResult> OptimizeLoop::Continue(const std::vector<RunNodeRecord>& 
     n.score = tree_speedup > 0 ? tree_speedup : r.speedup;
     Outcome out{n.passed(), n.score, r.summary, r.finding};
     int64_t id = r.parent < 0 ? tree_.AddRoot(out) : tree_.AddChild(r.parent, out);
-    if (id != r.node) return Status::Internal("run " + std::to_string(run_id_) + ": stored node ids are not contiguous");
+    if (id != r.node)
+      return Status::Internal("run " + std::to_string(run_id_) + ": stored node ids are not contiguous");
     evaluated_proposals.insert(r.proposal);
     tried_params_.push_back(n.params);
     if (r.parent >= 0) {
@@ -119,7 +120,8 @@ Result<OptimizeResult> OptimizeLoop::Continue(const std::vector<RunNodeRecord>& 
       if (node >= 0 && static_cast<size_t>(node) < tree_.size()) tree_.Close(node, p.value("reason", ""));
     }
     if (e.kind == "generator_failure")
-      memory_.Record({-1, p.value("parent", -1), p.value("summary", ""), "", "no_candidate", 0, 0, p.value("reason", "")});
+      memory_.Record(
+          {-1, p.value("parent", -1), p.value("summary", ""), "", "no_candidate", 0, 0, p.value("reason", "")});
     if (e.kind == "spend") spend_.Restore(p);
   }
   // Proposals whose evaluation ended before the kill: their journaled results are served, not

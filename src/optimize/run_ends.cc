@@ -121,9 +121,10 @@ Result<OptimizeResult> OptimizeLoop::Finish(StopReason reason) {
     bool measured = false;
     for (const auto& [id, n] : data_) measured = measured || n.joules > 0;
     if (!measured)
-      KPILOT_RETURN_IF_ERROR(events_.Add("warning", {{"message", "no evaluation measured joules (NVML energy is "
-                                                                 "unavailable on this GPU or to this user): the best "
-                                                                 "is by time alone"}}));
+      KPILOT_RETURN_IF_ERROR(events_.Add("warning", {{"message",
+                                                      "no evaluation measured joules (NVML energy is "
+                                                      "unavailable on this GPU or to this user): the best "
+                                                      "is by time alone"}}));
   }
   if (opts_.objective == Objective::kEnergy && incumbent_ >= 0) {
     const int64_t fastest = incumbent_;
@@ -163,12 +164,13 @@ Result<OptimizeResult> OptimizeLoop::Finish(StopReason reason) {
   if (!r.status.ok()) return r.status;
   KPILOT_RETURN_IF_ERROR(journal_.status());
   res.final = r.evaluation;
-  KPILOT_RETURN_IF_ERROR(events_.Add("final", {{"node", best},
-                                               {"verdict", VerdictName(r.evaluation.verdict.kind)},
-                                               {"speedup", r.evaluation.speedup_geomean},
-                                               {"ci", {r.evaluation.speedup_geomean_ci.lo, r.evaluation.speedup_geomean_ci.hi}},
-                                               {"times", events_.Times(r)},
-                                               {"evaluation", ToJson(r.evaluation)}}));
+  KPILOT_RETURN_IF_ERROR(
+      events_.Add("final", {{"node", best},
+                            {"verdict", VerdictName(r.evaluation.verdict.kind)},
+                            {"speedup", r.evaluation.speedup_geomean},
+                            {"ci", {r.evaluation.speedup_geomean_ci.lo, r.evaluation.speedup_geomean_ci.hi}},
+                            {"times", events_.Times(r)},
+                            {"evaluation", ToJson(r.evaluation)}}));
   RunRecord run;
   run.id = run_id_;
   run.status = "finished";

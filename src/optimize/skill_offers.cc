@@ -76,7 +76,8 @@ std::vector<OfferedSkill> SkillOffers::For(int64_t node, const NodeData& n) {
     s.card_text = text->second;
     for (const MatchedMove& m : rcard.moves) {
       const ParamMove& pm = rcard.card->params.at(m.index);
-      s.moves.push_back({pm.param, std::string(MoveDirectionName(pm.move)), pm.value.value_or(""), pm.trigger, m.reason});
+      s.moves.push_back(
+          {pm.param, std::string(MoveDirectionName(pm.move)), pm.value.value_or(""), pm.trigger, m.reason});
     }
     if (std::find(offered.begin(), offered.end(), s.id) == offered.end()) offered.push_back(s.id);
     out.push_back(std::move(s));

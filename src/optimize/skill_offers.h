@@ -35,9 +35,9 @@ class SkillOffers {
   const OptimizeOptions& opts_;
   const SkillLibrary* library_;
   UsageLog* usage_;
-  std::map<std::string, UsageStats> card_usage_;       // by card id
+  std::map<std::string, UsageStats> card_usage_;         // by card id
   std::map<int64_t, std::vector<std::string>> offered_;  // card ids by parent node
-  std::map<std::string, std::string> card_text_;       // SKILL.md text by card id, read once per run
+  std::map<std::string, std::string> card_text_;         // SKILL.md text by card id, read once per run
 };
 
 }  // namespace kpilot

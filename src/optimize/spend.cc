@@ -21,8 +21,12 @@ std::optional<json> SpendLedger::Changed() {
       s.output_tokens == recorded_.output_tokens && s.cost_usd == recorded_.cost_usd)
     return std::nullopt;
   recorded_ = s;
-  return json{{"requests", s.requests},         {"input_tokens", s.input_tokens}, {"output_tokens", s.output_tokens},
-              {"cost_usd", s.cost_usd},         {"priced", s.priced},             {"max_cost_usd", opts_.max_cost_usd}};
+  return json{{"requests", s.requests},
+              {"input_tokens", s.input_tokens},
+              {"output_tokens", s.output_tokens},
+              {"cost_usd", s.cost_usd},
+              {"priced", s.priced},
+              {"max_cost_usd", opts_.max_cost_usd}};
 }
 
 void SpendLedger::Restore(const json& p) {

@@ -17,10 +17,13 @@ namespace {
 constexpr int kNcuMaxLaunches = 64;
 
 // Metrics every kernel profile collects, whatever the tools: the measured roofline and the launch.
-const std::vector<std::string> kBaseMetrics = {
-    "gpu__time_duration.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed", "launch__block_size", "launch__grid_size",
-    "launch__registers_per_thread", "launch__waves_per_multiprocessor"};
+const std::vector<std::string> kBaseMetrics = {"gpu__time_duration.sum",
+                                               "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                                               "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                                               "launch__block_size",
+                                               "launch__grid_size",
+                                               "launch__registers_per_thread",
+                                               "launch__waves_per_multiprocessor"};
 
 // What one counter collection produced.
 struct Collected {
@@ -37,10 +40,14 @@ std::string BaseName(std::string s) {
   std::string head;
   int depth = 0;
   for (char c : s) {
-    if (c == '<') ++depth;
-    else if (c == '>') --depth;
-    else if (c == '(' && depth == 0) break;
-    else if (depth == 0) head += c;
+    if (c == '<')
+      ++depth;
+    else if (c == '>')
+      --depth;
+    else if (c == '(' && depth == 0)
+      break;
+    else if (depth == 0)
+      head += c;
   }
   size_t colon = head.rfind("::");
   return colon == std::string::npos ? head : head.substr(colon + 2);
@@ -100,7 +107,7 @@ Result<Collected> CollectWithCupti(ProcessRunner& processes, const std::filesyst
   c.info["range_names"] = launches.size() == ranges ? "from the launch trace, by launch order"
                           : distinct.size() == 1    ? "the trace's only kernel"
                                                     : "unmatched (" + std::to_string(ranges) + " ranges, " +
-                                                          std::to_string(launches.size()) + " traced launches)";
+                                                       std::to_string(launches.size()) + " traced launches)";
   int id = 0;
   for (const auto& r : d["counters"]) {
     KernelMetrics km;
@@ -124,8 +131,10 @@ Result<Collected> CollectWithNcu(ProcessRunner& processes, const std::filesystem
   Collected c;
   c.profiler = "ncu";
   NcuRequest nr;
-  if (ncu_set.empty()) nr.metrics = metrics;
-  else nr.set = ncu_set;
+  if (ncu_set.empty())
+    nr.metrics = metrics;
+  else
+    nr.set = ncu_set;
   nr.kernel_regex = kernel_regex;
   nr.launch_count = kNcuMaxLaunches;
   RunnerLaunch launch;
@@ -195,7 +204,8 @@ RooflineInput StageOneInput(const Workload& workload, const Evaluation& e, Profi
     for (const auto& c : calls)
       if (c.is_object() && c.value("workload", "") == workload.name) last = &c;
     const nlohmann::json& traced = *last;
-    auto t = traced.contains("trace") ? LaunchTraceFromJson(traced["trace"]) : Result<LaunchTrace>(Status::NotFound(""));
+    auto t =
+        traced.contains("trace") ? LaunchTraceFromJson(traced["trace"]) : Result<LaunchTrace>(Status::NotFound(""));
     if (t.ok()) {
       *trace = *t;
       TraceSummary s = SummarizeTrace(*t, t->kernels.empty() ? 0 : t->kernels.front().stream_id);
@@ -224,7 +234,8 @@ bool CounterProfileCanTake(const Evaluation& e, const Workload& workload) {
   return false;
 }
 
-std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace, const SmLimits* limits, int sm_count) {
+std::map<std::string, MetricMap> LaunchMetricsFromTrace(const LaunchTrace& trace, const SmLimits* limits,
+                                                        int sm_count) {
   std::map<std::string, MetricMap> out;
   for (const auto& k : trace.kernels) {
     if (out.count(k.name)) continue;
@@ -363,8 +374,10 @@ Result<CounterProfile> ProfileWithCounters(ProcessRunner& processes, const std::
       std::string user_error = got.status().message();
       request->counters_replay = "kernel";
       got = CollectWithCupti(processes, runner_exe, *request, metrics, trace, &in_passes);
-      if (got.ok()) out.fallback_note = "CUPTI's user replay failed (" + user_error + "); kernel replay used";
-      else got = got.status().WithContext("user replay failed (" + user_error + "), then kernel replay");
+      if (got.ok())
+        out.fallback_note = "CUPTI's user replay failed (" + user_error + "); kernel replay used";
+      else
+        got = got.status().WithContext("user replay failed (" + user_error + "), then kernel replay");
     }
     if (!got.ok() && opt.profiler == "auto" && !opt.ncu_path.empty())
       out.fallback_note = "CUPTI counters unavailable (" + got.status().message() + "); ncu used";

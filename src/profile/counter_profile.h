@@ -24,14 +24,14 @@ struct CounterProfileOptions {
 
 // What one counter profile gave.
 struct CounterProfile {
-  std::vector<KernelReport> reports;  // one per kernel of the candidate, findings ranked
+  std::vector<KernelReport> reports;         // one per kernel of the candidate, findings ranked
   Bottleneck stage1 = Bottleneck::kUnknown;  // the class the counters were chosen for
-  std::string profiler;               // "cupti" | "ncu"
-  std::string version;                // ncu version or CUPTI chip
-  std::string fallback_note;          // why ncu replaced CUPTI under "auto" ("" = it did not)
-  std::string raw;                    // ncu's CSV, or the counters as JSON
-  double wall_s = 0;                  // the profiler's own process
-  double time_ms = 0;                 // the candidate's median (stage 1's time)
+  std::string profiler;                      // "cupti" | "ncu"
+  std::string version;                       // ncu version or CUPTI chip
+  std::string fallback_note;                 // why ncu replaced CUPTI under "auto" ("" = it did not)
+  std::string raw;                           // ncu's CSV, or the counters as JSON
+  double wall_s = 0;                         // the profiler's own process
+  double time_ms = 0;                        // the candidate's median (stage 1's time)
   nlohmann::json info = nlohmann::json::object();
 };
 

@@ -103,11 +103,16 @@ std::optional<double> SizeInBytes(const std::string& unit) {
 double CountScale(const std::string& unit) {
   if (unit.size() < 2 || !std::islower(static_cast<unsigned char>(unit[1]))) return 1.0;
   switch (unit[0]) {
-    case 'K': return 1e3;
-    case 'M': return 1e6;
-    case 'G': return 1e9;
-    case 'T': return 1e12;
-    default: return 1.0;
+    case 'K':
+      return 1e3;
+    case 'M':
+      return 1e6;
+    case 'G':
+      return 1e9;
+    case 'T':
+      return 1e12;
+    default:
+      return 1.0;
   }
 }
 
@@ -137,8 +142,8 @@ double NcuUnitScale(const std::string& unit) {
 Result<std::vector<KernelMetrics>> ParseNcuRawCsv(const std::string& text) {
   static const std::string kHeaderStart = "\"ID\",\"Process ID\"";
   std::vector<KernelMetrics> kernels;
-  std::vector<std::string> columns;   // the current header
-  std::vector<double> scales;         // per column, from the units row
+  std::vector<std::string> columns;  // the current header
+  std::vector<double> scales;        // per column, from the units row
   int col_id = -1, col_kernel = -1, col_grid = -1, col_block = -1;
   bool header_seen = false;
   std::string first_line, first_error, first_warning, no_kernels;
@@ -161,8 +166,10 @@ Result<std::vector<KernelMetrics>> ParseNcuRawCsv(const std::string& text) {
     if (in_available) {
       static const std::regex kListed(R"(^\s*[0-9]+\.\s+(.*\S)\s*$)");
       std::smatch m;
-      if (std::regex_match(line, m, kListed)) available.push_back(m[1]);
-      else in_available = false;
+      if (std::regex_match(line, m, kListed))
+        available.push_back(m[1]);
+      else
+        in_available = false;
     }
     if (!no_kernels.empty() && Trim(line) == "Available Kernels:") in_available = true;
 
@@ -173,10 +180,14 @@ Result<std::vector<KernelMetrics>> ParseNcuRawCsv(const std::string& text) {
         scales.assign(columns.size(), 1.0);
         col_id = col_kernel = col_grid = col_block = -1;
         for (size_t c = 0; c < columns.size(); ++c) {
-          if (columns[c] == "ID") col_id = static_cast<int>(c);
-          else if (columns[c] == "Kernel Name") col_kernel = static_cast<int>(c);
-          else if (columns[c] == "Grid Size") col_grid = static_cast<int>(c);
-          else if (columns[c] == "Block Size") col_block = static_cast<int>(c);
+          if (columns[c] == "ID")
+            col_id = static_cast<int>(c);
+          else if (columns[c] == "Kernel Name")
+            col_kernel = static_cast<int>(c);
+          else if (columns[c] == "Grid Size")
+            col_grid = static_cast<int>(c);
+          else if (columns[c] == "Block Size")
+            col_block = static_cast<int>(c);
         }
         header_seen = true;
         continue;
@@ -234,10 +245,14 @@ Result<std::vector<KernelMetrics>> ParseNcuRawCsv(const std::string& text) {
     }
     std::string msg = "ncu output has no CSV header (\"ID\",\"Process ID\",…) in " + std::to_string(lines) +
                       " line(s); was it run with --csv --page raw?";
-    if (!first_error.empty()) msg += " ncu reported: " + quote(first_error);
-    else if (!first_warning.empty()) msg += " ncu warned: " + quote(first_warning);
-    else if (!first_line.empty()) msg += " First line: " + quote(first_line);
-    else msg += " The output is empty.";
+    if (!first_error.empty())
+      msg += " ncu reported: " + quote(first_error);
+    else if (!first_warning.empty())
+      msg += " ncu warned: " + quote(first_warning);
+    else if (!first_line.empty())
+      msg += " First line: " + quote(first_line);
+    else
+      msg += " The output is empty.";
     return Status::InvalidInput(msg);
   }
   return kernels;
@@ -266,7 +281,8 @@ std::vector<KernelMetrics> MergeInvocations(const std::vector<KernelMetrics>& ro
 }
 
 void ApplyMeasured(const MetricMap& m, RooflineInput* in) {
-  if (auto it = m.find("sm__throughput.avg.pct_of_peak_sustained_elapsed"); it != m.end()) in->sm_throughput_pct = it->second;
+  if (auto it = m.find("sm__throughput.avg.pct_of_peak_sustained_elapsed"); it != m.end())
+    in->sm_throughput_pct = it->second;
   if (auto it = m.find("dram__throughput.avg.pct_of_peak_sustained_elapsed"); it != m.end())
     in->dram_throughput_pct = it->second;
 }
@@ -279,8 +295,8 @@ std::string ParseNcuVersion(const std::string& version_output) {
 }
 
 std::vector<std::string> NcuCommand(const std::string& ncu_path, const NcuRequest& request) {
-  std::vector<std::string> argv = {ncu_path,   "--clock-control",      "none", "--csv", "--page",
-                                   "raw",      "--target-processes",   "all"};
+  std::vector<std::string> argv = {ncu_path, "--clock-control",    "none", "--csv", "--page",
+                                   "raw",    "--target-processes", "all"};
   if (!request.set.empty()) {
     argv.insert(argv.end(), {"--set", request.set});
   } else {

@@ -39,13 +39,13 @@ void ApplyMeasured(const MetricMap& m, RooflineInput* in);
 std::string ParseNcuVersion(const std::string& version_output);
 
 struct NcuRequest {
-  std::vector<std::string> metrics;        // collected with --metrics (comma-joined)
-  std::vector<std::string> sections;       // or --section NAME (e.g. SpeedOfLight); may combine
-  std::string set;                         // --set NAME (e.g. "full") instead of metrics/sections
-  std::string kernel_regex;                // -k regex:… ("" = every kernel)
-  int launch_skip = 0;                     // --launch-skip
-  int launch_count = 0;                    // -c (0 = no limit)
-  std::vector<std::string> target;         // the program and its arguments
+  std::vector<std::string> metrics;   // collected with --metrics (comma-joined)
+  std::vector<std::string> sections;  // or --section NAME (e.g. SpeedOfLight); may combine
+  std::string set;                    // --set NAME (e.g. "full") instead of metrics/sections
+  std::string kernel_regex;           // -k regex:… ("" = every kernel)
+  int launch_skip = 0;                // --launch-skip
+  int launch_count = 0;               // -c (0 = no limit)
+  std::vector<std::string> target;    // the program and its arguments
 };
 
 // The ncu argv: always `--clock-control none` (never change clocks), `--csv --page raw`,

@@ -8,12 +8,18 @@ namespace kpilot {
 
 std::string_view BottleneckName(Bottleneck b) {
   switch (b) {
-    case Bottleneck::kCompute: return "compute-bound";
-    case Bottleneck::kMemory: return "memory-bound";
-    case Bottleneck::kLatency: return "latency-bound";
-    case Bottleneck::kLaunch: return "launch-bound";
-    case Bottleneck::kMixed: return "mixed";
-    case Bottleneck::kUnknown: return "unknown";
+    case Bottleneck::kCompute:
+      return "compute-bound";
+    case Bottleneck::kMemory:
+      return "memory-bound";
+    case Bottleneck::kLatency:
+      return "latency-bound";
+    case Bottleneck::kLaunch:
+      return "launch-bound";
+    case Bottleneck::kMixed:
+      return "mixed";
+    case Bottleneck::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -21,7 +27,8 @@ std::string_view BottleneckName(Bottleneck b) {
 std::optional<Bottleneck> ParseBottleneck(std::string_view name) {
   std::string s;
   for (char c : name) {
-    if (!std::isspace(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   std::replace(s.begin(), s.end(), '_', '-');
   if (s.ends_with("-bound")) s.resize(s.size() - 6);

@@ -33,7 +33,8 @@ std::vector<KernelReport> AnalyzeImported(const std::vector<KernelMetrics>& rows
     ProfileContext ctx;
     ctx.kernel = k.kernel;
     ctx.metrics = k.metrics;
-    if (auto it = k.metrics.find("launch__sm_count"); it != k.metrics.end()) ctx.sm_count = static_cast<int>(it->second);
+    if (auto it = k.metrics.find("launch__sm_count"); it != k.metrics.end())
+      ctx.sm_count = static_cast<int>(it->second);
     RooflineInput in;
     ApplyMeasured(k.metrics, &in);
     if (auto it = k.metrics.find("gpu__time_duration.sum"); it != k.metrics.end()) in.time_ms = it->second / 1e6;
@@ -47,26 +48,35 @@ nlohmann::json ToJson(const KernelReport& r, bool raw_metrics) {
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : r.findings) findings.push_back(ToJson(f));
   const RooflineVerdict& v = r.roofline;
-  nlohmann::json j = {
-      {"kernel", r.kernel},
-      {"roofline", {{"class", BottleneckName(v.result)}, {"analytic", BottleneckName(v.analytic)},
-                    {"measured", BottleneckName(v.measured)}, {"arithmetic_intensity", v.arithmetic_intensity},
-                    {"ridge_point", v.ridge_point}, {"floor_ms", v.floor_ms},
-                    {"achieved_fraction", v.achieved_fraction}, {"ceiling", v.ceiling}, {"disagree", v.disagree},
-                    {"explanation", v.explanation}}},
-      {"tools_run", r.tools_run},
-      {"findings", findings}};
+  nlohmann::json j = {{"kernel", r.kernel},
+                      {"roofline",
+                       {{"class", BottleneckName(v.result)},
+                        {"analytic", BottleneckName(v.analytic)},
+                        {"measured", BottleneckName(v.measured)},
+                        {"arithmetic_intensity", v.arithmetic_intensity},
+                        {"ridge_point", v.ridge_point},
+                        {"floor_ms", v.floor_ms},
+                        {"achieved_fraction", v.achieved_fraction},
+                        {"ceiling", v.ceiling},
+                        {"disagree", v.disagree},
+                        {"explanation", v.explanation}}},
+                      {"tools_run", r.tools_run},
+                      {"findings", findings}};
   if (r.context.static_profile) {
     const auto& s = *r.context.static_profile;
-    j["static"] = {{"registers", s.resources.registers}, {"shared_bytes", s.resources.shared_bytes},
-                   {"spill_store_bytes", s.resources.spill_stores}, {"spill_load_bytes", s.resources.spill_loads},
+    j["static"] = {{"registers", s.resources.registers},
+                   {"shared_bytes", s.resources.shared_bytes},
+                   {"spill_store_bytes", s.resources.spill_stores},
+                   {"spill_load_bytes", s.resources.spill_loads},
                    {"sass", s.have_sass},
                    {"mix", ToJson(s.mix)}};
   }
   if (r.context.occupancy) {
     const auto& o = *r.context.occupancy;
-    j["occupancy"] = {{"block_threads", o.block_threads}, {"blocks_per_sm", o.blocks_per_sm},
-                      {"fraction", o.fraction}, {"limiter", o.limiter}};
+    j["occupancy"] = {{"block_threads", o.block_threads},
+                      {"blocks_per_sm", o.blocks_per_sm},
+                      {"fraction", o.fraction},
+                      {"limiter", o.limiter}};
   }
   if (raw_metrics) j["metrics"] = r.context.metrics;
   return j;

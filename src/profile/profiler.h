@@ -15,9 +15,9 @@ namespace kpilot {
 struct KernelReport {
   std::string kernel;
   RooflineVerdict roofline;
-  std::vector<std::string> tools_run;   // ids, in the order they ran
-  std::vector<Finding> findings;        // ranked, highest severity first
-  ProfileContext context;               // what the tools saw (metrics, static profile, …)
+  std::vector<std::string> tools_run;  // ids, in the order they ran
+  std::vector<Finding> findings;       // ranked, highest severity first
+  ProfileContext context;              // what the tools saw (metrics, static profile, …)
 };
 
 // Runs the tools serving `ctx.roofline.result` (every tool when `all_tools`, or when the class is

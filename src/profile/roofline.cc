@@ -67,8 +67,8 @@ RooflineVerdict ClassifyRoofline(const RooflineInput& in) {
   v.disagree = v.analytic != Bottleneck::kUnknown && v.measured != Bottleneck::kUnknown && v.analytic != v.measured;
 
   const bool launch = in.launch_overhead_share && *in.launch_overhead_share > kLaunchShare;
-  const bool short_and_slow = v.analytic != Bottleneck::kUnknown && in.time_ms > 0 &&
-                              in.time_ms < kShortCallMs && v.achieved_fraction < kLatencyAchieved;
+  const bool short_and_slow = v.analytic != Bottleneck::kUnknown && in.time_ms > 0 && in.time_ms < kShortCallMs &&
+                              v.achieved_fraction < kLatencyAchieved;
   if (launch) {
     v.result = Bottleneck::kLaunch;
   } else if (v.measured == Bottleneck::kLatency || v.measured == Bottleneck::kMixed) {
@@ -91,8 +91,8 @@ RooflineVerdict ClassifyRoofline(const RooflineInput& in) {
           Si(in.flops, "FLOP"), Si(in.min_bytes, "B"), v.arithmetic_intensity, v.ridge_point, Si(peak, "FLOP"),
           Si(bw, "B"), v.ceiling, Ms(v.floor_ms));
     } else if (memory_ms > 0) {
-      e += fmt::format("The work moves at least {}; at {}/s the DRAM bandwidth bounds it at {}.",
-                       Si(in.min_bytes, "B"), Si(bw, "B"), Ms(v.floor_ms));
+      e += fmt::format("The work moves at least {}; at {}/s the DRAM bandwidth bounds it at {}.", Si(in.min_bytes, "B"),
+                       Si(bw, "B"), Ms(v.floor_ms));
     } else {
       e += fmt::format("The work needs {}; at {}/s the compute peak bounds it at {}.", Si(in.flops, "FLOP"),
                        Si(peak, "FLOP"), Ms(v.floor_ms));
@@ -115,33 +115,41 @@ RooflineVerdict ClassifyRoofline(const RooflineInput& in) {
       case Bottleneck::kMixed:
         e += fmt::format(": both at {:.0f}% or more (mixed).", kMixedPct);
         break;
-      case Bottleneck::kCompute: e += ": the SM side is the busier (compute-bound)."; break;
-      case Bottleneck::kMemory: e += ": the memory side is the busier (memory-bound)."; break;
-      default: e += ", too little to classify."; break;
+      case Bottleneck::kCompute:
+        e += ": the SM side is the busier (compute-bound).";
+        break;
+      case Bottleneck::kMemory:
+        e += ": the memory side is the busier (memory-bound).";
+        break;
+      default:
+        e += ", too little to classify.";
+        break;
     }
   }
 
   if (launch) {
-    e += fmt::format(" Launch overhead takes {} of the call across {} kernel launch(es), more than {}: "
-                     "the time goes between kernels, so the call is launch-bound.",
-                     Pct(*in.launch_overhead_share), in.kernels_per_call, Pct(kLaunchShare));
+    e += fmt::format(
+        " Launch overhead takes {} of the call across {} kernel launch(es), more than {}: "
+        "the time goes between kernels, so the call is launch-bound.",
+        Pct(*in.launch_overhead_share), in.kernels_per_call, Pct(kLaunchShare));
   }
   if (v.disagree) {
     if (v.measured == Bottleneck::kLatency || v.measured == Bottleneck::kMixed) {
-      e += fmt::format(" The ridge point puts the work on the {} side; that ceiling ({}) still says how far it "
-                       "could go, while ncu's {} verdict says what holds this implementation back.",
-                       v.analytic == Bottleneck::kCompute ? "compute" : "memory", Ms(v.floor_ms),
-                       BottleneckName(v.measured));
+      e += fmt::format(
+          " The ridge point puts the work on the {} side; that ceiling ({}) still says how far it "
+          "could go, while ncu's {} verdict says what holds this implementation back.",
+          v.analytic == Bottleneck::kCompute ? "compute" : "memory", Ms(v.floor_ms), BottleneckName(v.measured));
     } else {
-      e += fmt::format(" The analytic and measured classes disagree ({} vs {}); the analytic class wins, since it "
-                       "says how far this work could go, while ncu measures only how this implementation spends "
-                       "its time.",
-                       BottleneckName(v.analytic), BottleneckName(v.measured));
+      e += fmt::format(
+          " The analytic and measured classes disagree ({} vs {}); the analytic class wins, since it "
+          "says how far this work could go, while ncu measures only how this implementation spends "
+          "its time.",
+          BottleneckName(v.analytic), BottleneckName(v.measured));
     }
   }
   if (!launch && v.measured == Bottleneck::kUnknown && short_and_slow) {
-    e += fmt::format(" Under {} of the ceiling on a call shorter than {:.0f} µs: latency-bound.",
-                     Pct(kLatencyAchieved), kShortCallMs * 1e3);
+    e += fmt::format(" Under {} of the ceiling on a call shorter than {:.0f} µs: latency-bound.", Pct(kLatencyAchieved),
+                     kShortCallMs * 1e3);
   }
   e += fmt::format(" Verdict: {}.", BottleneckName(v.result));
   if (!e.empty() && e.front() == ' ') e.erase(0, 1);

@@ -28,16 +28,14 @@ class Problems {
  public:
   explicit Problems(std::string source) : source_(std::move(source)) {}
   void Add(int64_t line, const std::string& field, const std::string& problem, std::string_view fix) {
-    std::string text = source_ + ":" + std::to_string(std::max<int64_t>(1, line)) + ": " + field +
-                       ": " + problem;
+    std::string text = source_ + ":" + std::to_string(std::max<int64_t>(1, line)) + ": " + field + ": " + problem;
     if (!fix.empty()) text += " — " + std::string(fix);
     entries_.push_back({line, std::move(text)});
   }
   bool empty() const { return entries_.empty(); }
   std::string Joined() const {
     auto sorted = entries_;
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::string out;
     for (const auto& [line, text] : sorted) out += (out.empty() ? "" : "\n") + text;
     return out;
@@ -55,13 +53,20 @@ int64_t LineOf(const toml::node& n) { return n.source().begin.line; }
 
 std::string Describe(const toml::node& n) {
   switch (n.type()) {
-    case toml::node_type::string: return "string " + Quote(n.as_string()->get());
-    case toml::node_type::integer: return "integer " + std::to_string(n.as_integer()->get());
-    case toml::node_type::floating_point: return "float " + Num(n.as_floating_point()->get());
-    case toml::node_type::boolean: return n.as_boolean()->get() ? "true" : "false";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::table: return "a table";
-    default: return "a date/time";
+    case toml::node_type::string:
+      return "string " + Quote(n.as_string()->get());
+    case toml::node_type::integer:
+      return "integer " + std::to_string(n.as_integer()->get());
+    case toml::node_type::floating_point:
+      return "float " + Num(n.as_floating_point()->get());
+    case toml::node_type::boolean:
+      return n.as_boolean()->get() ? "true" : "false";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    default:
+      return "a date/time";
   }
 }
 
@@ -83,8 +88,8 @@ std::string RewriteNames(const std::string& expr, std::map<std::string, std::str
       written->emplace(safe, name);
       out += safe;
       i = j;
-    } else if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i + 1 < expr.size() &&
-                                                               std::isdigit(static_cast<unsigned char>(expr[i + 1])))) {
+    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
+               (c == '.' && i + 1 < expr.size() && std::isdigit(static_cast<unsigned char>(expr[i + 1])))) {
       size_t j = i;
       while (j < expr.size() && (std::isdigit(static_cast<unsigned char>(expr[j])) || expr[j] == '.')) ++j;
       if (j < expr.size() && (expr[j] == 'e' || expr[j] == 'E')) {
@@ -149,10 +154,10 @@ struct Rule {
   std::string where;  // "file:line"
   std::vector<Bottleneck> classes;
   std::vector<std::string> metrics;
-  std::string condition;                     // rewritten for muparser
+  std::string condition;  // rewritten for muparser
   double severity = kDefaultSeverity;
-  std::string severity_expr;                 // rewritten; "" = the constant above
-  std::vector<TemplatePart> guidance;        // names as ExpressionName
+  std::string severity_expr;           // rewritten; "" = the constant above
+  std::vector<TemplatePart> guidance;  // names as ExpressionName
   std::vector<std::string> skills;
 };
 
@@ -201,9 +206,8 @@ class RuleTool : public Tool {
 };
 
 const std::vector<std::string_view>& RuleKeys() {
-  static const std::vector<std::string_view> kKeys = {"id",       "description", "classes",
-                                                      "metrics",  "condition",   "severity",
-                                                      "guidance", "skills"};
+  static const std::vector<std::string_view> kKeys = {"id",        "description", "classes",  "metrics",
+                                                      "condition", "severity",    "guidance", "skills"};
   return kKeys;
 }
 
@@ -290,8 +294,8 @@ class RuleReader {
     for (size_t i = 0; i < a->size(); ++i) {
       const toml::node& e = *a->get(i);
       if (!e.is_string()) {
-        problems_->Add(LineOf(e), Field(key) + "[" + std::to_string(i) + "]",
-                       "expected a string, got " + Describe(e), "quote it");
+        problems_->Add(LineOf(e), Field(key) + "[" + std::to_string(i) + "]", "expected a string, got " + Describe(e),
+                       "quote it");
         ok = false;
         continue;
       }
@@ -335,8 +339,7 @@ std::optional<std::string> ReadExpression(const RuleReader& r, std::string_view 
   return rewritten;
 }
 
-std::optional<Rule> ReadRule(const toml::table& table, size_t index, const std::string& source,
-                             Problems* problems) {
+std::optional<Rule> ReadRule(const toml::table& table, size_t index, const std::string& source, Problems* problems) {
   RuleReader r(table, index, problems);
   bool ok = true;
   Rule rule;
@@ -369,8 +372,7 @@ std::optional<Rule> ReadRule(const toml::table& table, size_t index, const std::
       } else if (auto b = ParseBottleneck(name); b && *b != Bottleneck::kUnknown) {
         rule.classes.push_back(*b);
       } else {
-        r.Add(line, "classes", "unknown class " + Quote(name),
-              "use compute, memory, latency, launch, mixed or all");
+        r.Add(line, "classes", "unknown class " + Quote(name), "use compute, memory, latency, launch, mixed or all");
         ok = false;
       }
     }
@@ -397,8 +399,9 @@ std::optional<Rule> ReadRule(const toml::table& table, size_t index, const std::
       auto [it, inserted] = by_safe.emplace(ExpressionName(name), name);
       if (!inserted) {
         if (it->second != name) {
-          r.Add(line, "metrics", Quote(name) + " and " + Quote(it->second) + " both read as " +
-                    Quote(it->first) + " in expressions", "keep only one of them");
+          r.Add(line, "metrics",
+                Quote(name) + " and " + Quote(it->second) + " both read as " + Quote(it->first) + " in expressions",
+                "keep only one of them");
           metrics_ok = false;
         }
         continue;
@@ -416,7 +419,10 @@ std::optional<Rule> ReadRule(const toml::table& table, size_t index, const std::
 
   if (auto condition = r.String("condition", true, "\"dram__throughput.avg.pct_of_peak_sustained_elapsed > 80\"")) {
     auto rewritten = ReadExpression(r, "condition", *condition, LineOf(*table.get("condition")), names);
-    if (rewritten) rule.condition = *rewritten; else ok = false;
+    if (rewritten)
+      rule.condition = *rewritten;
+    else
+      ok = false;
   } else {
     ok = false;
   }
@@ -432,7 +438,10 @@ std::optional<Rule> ReadRule(const toml::table& table, size_t index, const std::
       rule.severity = v;
     } else if (n->is_string()) {
       auto rewritten = ReadExpression(r, "severity", n->as_string()->get(), LineOf(*n), names);
-      if (rewritten) rule.severity_expr = *rewritten; else ok = false;
+      if (rewritten)
+        rule.severity_expr = *rewritten;
+      else
+        ok = false;
     } else {
       r.Add(LineOf(*n), "severity", "expected a number or an expression string, got " + Describe(*n),
             "write severity = 0.6 or severity = \"(x - 80) / 20\"");
@@ -496,8 +505,7 @@ void ParseInto(const std::string& text, Problems* problems, std::map<std::string
   }
   for (auto&& [key, node] : root) {
     if (key.str() != "rule") {
-      problems->Add(LineOf(node), std::string(key.str()), "unknown key",
-                    "a rule file holds only [[rule]] tables");
+      problems->Add(LineOf(node), std::string(key.str()), "unknown key", "a rule file holds only [[rule]] tables");
     }
   }
   const toml::node* rules = root.get("rule");
@@ -524,8 +532,7 @@ void ParseInto(const std::string& text, Problems* problems, std::map<std::string
     }
     auto [it, inserted] = seen->emplace(rule->id, rule->where);
     if (!inserted) {
-      problems->Add(line, field, Quote(rule->id) + " is already defined at " + it->second,
-                    "give each rule its own id");
+      problems->Add(line, field, Quote(rule->id) + " is already defined at " + it->second, "give each rule its own id");
       continue;
     }
     tools->push_back(std::make_unique<RuleTool>(std::move(*rule)));

@@ -48,9 +48,9 @@ Result<std::vector<std::unique_ptr<Tool>>> ParseRuleTools(const std::string& tex
 Result<std::vector<std::unique_ptr<Tool>>> LoadRuleTools(const std::filesystem::path& file);
 
 // Every *.toml file directly inside each directory but task.toml, in the order given and by file
-// name within a directory (RuleToolDirs gives them). A directory that does not exist is skipped (the user directory usually does not); a path that is
-// not a directory is InvalidInput. Problems in all files are collected into one error; a rule id
-// defined twice, or equal to a built-in tool's id, is one of them.
+// name within a directory (RuleToolDirs gives them). A directory that does not exist is skipped (the user directory
+// usually does not); a path that is not a directory is InvalidInput. Problems in all files are collected into one
+// error; a rule id defined twice, or equal to a built-in tool's id, is one of them.
 Result<std::vector<std::unique_ptr<Tool>>> LoadRuleToolsFromDirs(const std::vector<std::filesystem::path>& dirs);
 
 // Where rule files are looked for, in order: the task's folder (for a problem or definition file,

@@ -120,8 +120,7 @@ InstructionMix ClassifySass(const SassFunction& f) {
       ++mix.hmma;
     } else if (kIntegerMma.count(base)) {
       ++mix.imma;
-    } else if (kWarpgroupMma.count(base) ||
-               (base.rfind("UTC", 0) == 0 && base.size() > 6 && base.ends_with("MMA"))) {
+    } else if (kWarpgroupMma.count(base) || (base.rfind("UTC", 0) == 0 && base.size() > 6 && base.ends_with("MMA"))) {
       ++mix.hgmma;  // UTCHMMA, UTCQMMA, …: tcgen05.mma on sm_100a, the successor of wgmma
     } else if (base == "FFMA" || base == "FFMA2" || base == "FFMA32I") {
       ++mix.ffma;
@@ -279,13 +278,31 @@ Occupancy ComputeOccupancy(const SmLimits& sm, int block_threads, int registers,
 }
 
 nlohmann::json ToJson(const InstructionMix& m) {
-  return {{"total", m.total}, {"ldg32", m.global_loads_32}, {"ldg64", m.global_loads_64},
-          {"ldg128", m.global_loads_128}, {"stg32", m.global_stores_32}, {"stg64", m.global_stores_64},
-          {"stg128", m.global_stores_128}, {"lds", m.shared_loads}, {"sts", m.shared_stores},
-          {"ldl", m.local_loads}, {"stl", m.local_stores}, {"async_copies", m.async_copies}, {"hmma", m.hmma},
-          {"hgmma", m.hgmma}, {"imma", m.imma}, {"ffma", m.ffma}, {"fmul", m.fmul}, {"fadd", m.fadd},
-          {"fp64", m.fp64}, {"mufu", m.mufu}, {"int_div_sequences", m.int_div_sequences}, {"barriers", m.barriers},
-          {"atomics", m.atomics}, {"branches", m.branches}, {"shuffles", m.shuffles}};
+  return {{"total", m.total},
+          {"ldg32", m.global_loads_32},
+          {"ldg64", m.global_loads_64},
+          {"ldg128", m.global_loads_128},
+          {"stg32", m.global_stores_32},
+          {"stg64", m.global_stores_64},
+          {"stg128", m.global_stores_128},
+          {"lds", m.shared_loads},
+          {"sts", m.shared_stores},
+          {"ldl", m.local_loads},
+          {"stl", m.local_stores},
+          {"async_copies", m.async_copies},
+          {"hmma", m.hmma},
+          {"hgmma", m.hgmma},
+          {"imma", m.imma},
+          {"ffma", m.ffma},
+          {"fmul", m.fmul},
+          {"fadd", m.fadd},
+          {"fp64", m.fp64},
+          {"mufu", m.mufu},
+          {"int_div_sequences", m.int_div_sequences},
+          {"barriers", m.barriers},
+          {"atomics", m.atomics},
+          {"branches", m.branches},
+          {"shuffles", m.shuffles}};
 }
 
 InstructionMix InstructionMixFromJson(const nlohmann::json& j) {

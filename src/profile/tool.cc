@@ -21,22 +21,10 @@ using ToolFactory = std::unique_ptr<Tool> (*)();
 
 // One row per file in tools/. The order is the listing order of --list-tools.
 constexpr ToolFactory kBuiltinTools[] = {
-    MakeUncoalescedGlobalAccessTool,
-    MakeLowCacheHitRateTool,
-    MakeDramNearPeakTool,
-    MakeScalarGlobalLoadsTool,
-    MakeSharedBankConflictsTool,
-    MakeRegisterSpillsTool,
-    MakeOccupancyLimiterTool,
-    MakeHighRegisterCountTool,
-    MakeDominantWarpStallTool,
-    MakeBarrierStallTool,
-    MakeTensorCoresUnusedTool,
-    MakeFp64InFp32Tool,
-    MakeIntegerDivisionTool,
-    MakeWarpDivergenceTool,
-    MakeTailEffectTool,
-    MakeLaunchOverheadTool,
+    MakeUncoalescedGlobalAccessTool, MakeLowCacheHitRateTool, MakeDramNearPeakTool,      MakeScalarGlobalLoadsTool,
+    MakeSharedBankConflictsTool,     MakeRegisterSpillsTool,  MakeOccupancyLimiterTool,  MakeHighRegisterCountTool,
+    MakeDominantWarpStallTool,       MakeBarrierStallTool,    MakeTensorCoresUnusedTool, MakeFp64InFp32Tool,
+    MakeIntegerDivisionTool,         MakeWarpDivergenceTool,  MakeTailEffectTool,        MakeLaunchOverheadTool,
     MakeCopiesOrSyncsTool,
 };
 
@@ -50,8 +38,7 @@ std::vector<std::unique_ptr<Tool>> BuiltinTools() {
 
 // An unknown class selects every tool: with nothing to filter by (a static-only profile, no
 // roofline inputs), running all of them is the only way not to miss the relevant one.
-std::vector<const Tool*> SelectTools(const std::vector<std::unique_ptr<Tool>>& tools, Bottleneck cls,
-                                     bool all) {
+std::vector<const Tool*> SelectTools(const std::vector<std::unique_ptr<Tool>>& tools, Bottleneck cls, bool all) {
   std::vector<const Tool*> out;
   for (const auto& tool : tools) {
     if (!tool) continue;

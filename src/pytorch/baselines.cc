@@ -35,8 +35,8 @@ double GeomeanSpeedup(const std::map<std::string, double>& baseline_ms, const Ev
 
 Result<nlohmann::json> TorchBaselines(Store* store, const Task& task, const Evaluation& e, TimingMode timing) {
   const RunReport report = e.run.Report();
-  nlohmann::json out = {{"gpu", report.gpu_name}, {"torch", report.torch_version},
-                        {"timing", std::string(TimingModeName(timing))}};
+  nlohmann::json out = {
+      {"gpu", report.gpu_name}, {"torch", report.torch_version}, {"timing", std::string(TimingModeName(timing))}};
   std::string measured = e.baseline == "eager" ? "eager" : e.baseline == "torch.compile" ? "compile" : "";
   std::map<std::string, std::map<std::string, double>> ms;  // baseline → workload → ms
   std::map<std::string, bool> cached;
@@ -48,8 +48,16 @@ Result<nlohmann::json> TorchBaselines(Store* store, const Task& task, const Eval
   if (store && !sha.empty() && !gpu.empty() && !torch.empty()) {
     for (const auto& t : e.timings) {
       if (measured.empty() || t.baseline_reported_ms <= 0) continue;
-      BaselineTimingRecord r{sha, gpu, torch, measured, out["timing"], t.workload, t.baseline_reported_ms,
-                             t.statistic, nlohmann::json(t.baseline_ms).dump(), ""};
+      BaselineTimingRecord r{sha,
+                             gpu,
+                             torch,
+                             measured,
+                             out["timing"],
+                             t.workload,
+                             t.baseline_reported_ms,
+                             t.statistic,
+                             nlohmann::json(t.baseline_ms).dump(),
+                             ""};
       KPILOT_RETURN_IF_ERROR(store->PutBaselineTiming(r));
     }
     auto rows = store->GetBaselineTimings(sha, gpu, torch, out["timing"]);

@@ -47,15 +47,23 @@ std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 // "a string", "an integer 3", ... for "expected X, got Y".
 std::string Describe(const ojson& j) {
   switch (j.type()) {
-    case ojson::value_t::null: return "null";
-    case ojson::value_t::boolean: return "a boolean";
-    case ojson::value_t::string: return "string " + j.dump();
-    case ojson::value_t::number_float: return "number " + j.dump();
+    case ojson::value_t::null:
+      return "null";
+    case ojson::value_t::boolean:
+      return "a boolean";
+    case ojson::value_t::string:
+      return "string " + j.dump();
+    case ojson::value_t::number_float:
+      return "number " + j.dump();
     case ojson::value_t::number_integer:
-    case ojson::value_t::number_unsigned: return "integer " + j.dump();
-    case ojson::value_t::array: return "an array";
-    case ojson::value_t::object: return "an object";
-    default: return "a value of another kind";
+    case ojson::value_t::number_unsigned:
+      return "integer " + j.dump();
+    case ojson::value_t::array:
+      return "an array";
+    case ojson::value_t::object:
+      return "an object";
+    default:
+      return "a value of another kind";
   }
 }
 
@@ -186,9 +194,9 @@ void ReadTensors(const ojson& def, const char* section, const Axes& axes, Task& 
   const bool is_input = std::string_view(section) == "inputs";
   const ojson* tensors = Member(def, section);
   if (!tensors || !tensors->is_object() || tensors->empty()) {
-    p.Add(0, section, Unexpected(tensors, "a non-empty object"),
-          std::string("add \"") + section +
-              "\": {\"x\": {\"shape\": [\"batch\", \"hidden\"], \"dtype\": \"float32\"}}");
+    p.Add(
+        0, section, Unexpected(tensors, "a non-empty object"),
+        std::string("add \"") + section + "\": {\"x\": {\"shape\": [\"batch\", \"hidden\"], \"dtype\": \"float32\"}}");
     return;
   }
   for (const auto& [name, spec] : tensors->items()) {
@@ -429,8 +437,8 @@ Status ReadWorkloads(const fs::path& file, Task& task, const Axes& axes) {
     reader.Read(*workload, line, prefix, w);
     if (w.name.empty()) continue;
     if (auto [it, fresh] = names.emplace(w.name, line); !fresh) {
-      p.Add(line, prefix + "uuid", "starts with the same 8 characters as line " + std::to_string(it->second) + "'s (" +
-                                       w.name + ")",
+      p.Add(line, prefix + "uuid",
+            "starts with the same 8 characters as line " + std::to_string(it->second) + "'s (" + w.name + ")",
             "workloads are named by their uuid's first 8 characters: make them differ");
       continue;
     }
@@ -466,8 +474,8 @@ Result<Task> LoadFlashInferDefinition(const fs::path& definition, const std::opt
   try {
     def = ojson::parse(*text);
   } catch (const ojson::parse_error& e) {
-    return Status::InvalidInput(def_path.string() + ":" + std::to_string(LineAt(*text, e.byte)) +
-                                ": not valid JSON (" + e.what() + ") — a Definition is one JSON object");
+    return Status::InvalidInput(def_path.string() + ":" + std::to_string(LineAt(*text, e.byte)) + ": not valid JSON (" +
+                                e.what() + ") — a Definition is one JSON object");
   }
   if (!def.is_object())
     return Status::InvalidInput(def_path.string() + ": expected a JSON object (a flashinfer-bench Definition), got " +

@@ -27,8 +27,9 @@ class Problems {
   }
   bool empty() const { return text_.empty(); }
   Status ToStatus() const {
-    return Status::InvalidInput(text_ + "\n(the worker's description of the problem is malformed: a kpilot_torch bug, or "
-                                        "a problem file it does not understand)");
+    return Status::InvalidInput(text_ +
+                                "\n(the worker's description of the problem is malformed: a kpilot_torch bug, or "
+                                "a problem file it does not understand)");
   }
 
  private:
@@ -118,8 +119,10 @@ Result<Task> TaskFromDescribe(const json& reply, const fs::path& problem) {
   w.name = "default";
   if (axes.is_object())
     for (const auto& [name, size] : axes.items()) {
-      if (!size.is_number_integer() || size.get<int64_t>() < 0) p.Add("axes." + name, "expected a non-negative integer");
-      else w.axes[name] = size.get<int64_t>();
+      if (!size.is_number_integer() || size.get<int64_t>() < 0)
+        p.Add("axes." + name, "expected a non-negative integer");
+      else
+        w.axes[name] = size.get<int64_t>();
     }
   for (const char* list : {"inputs", "outputs"}) {
     json arr = reply.value(list, json::array());
@@ -131,7 +134,8 @@ Result<Task> TaskFromDescribe(const json& reply, const fs::path& problem) {
       if (auto t = ReadTensor(arr[i], list, i, axes, p))
         (std::string(list) == "inputs" ? task.inputs : task.outputs).push_back(std::move(*t));
   }
-  if (task.outputs.empty() && p.empty()) p.Add("outputs", "no outputs (forward must return a tensor or a tuple of tensors)");
+  if (task.outputs.empty() && p.empty())
+    p.Add("outputs", "no outputs (forward must return a tensor or a tuple of tensors)");
   json scalars = reply.value("scalars", json::array());
   for (size_t i = 0; scalars.is_array() && i < scalars.size(); ++i) {
     const json& s = scalars[i];
@@ -167,8 +171,8 @@ Result<Task> TaskFromDescribe(const json& reply, const fs::path& problem) {
     }
   }
   for (const char* key : {"flops", "bytes"})
-    if (reply.contains(key) && (!reply.at(key).is_number() || !std::isfinite(reply.at(key).get<double>()) ||
-                                reply.at(key).get<double>() < 0))
+    if (reply.contains(key) &&
+        (!reply.at(key).is_number() || !std::isfinite(reply.at(key).get<double>()) || reply.at(key).get<double>() < 0))
       p.Add(key, "expected a non-negative number");
   if (!p.empty()) return p.ToStatus();
   w.flops = reply.value("flops", 0.0);

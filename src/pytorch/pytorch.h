@@ -27,7 +27,7 @@ struct PythonWorker {
   // kpilot-runner, which confines `run` requests (the candidate's code runs in them) with
   // `--sandbox`; empty: they run unconfined (tests of the worker's own procedures).
   std::filesystem::path sandbox_runner;
-  bool sandbox = true;               // false: --no-sandbox
+  bool sandbox = true;  // false: --no-sandbox
 };
 
 // `python_flag`: --python as given ("" = `python3` on PATH). `package_dir`: the folder holding
@@ -119,16 +119,16 @@ Result<nlohmann::json> TorchBaselines(Store* store, const Task& task, const Eval
 
 // One Trace record (flashinfer-bench 0.1.2 schema) for one workload of one evaluation.
 struct TraceInput {
-  std::string definition;            // the definition's name
-  nlohmann::json workload;           // the workload record as read from the JSONL
-  std::string solution;              // the solution's name
-  std::string status;                // PASSED | INCORRECT_SHAPE | INCORRECT_NUMERICAL | INCORRECT_DTYPE |
-                                     // RUNTIME_ERROR | COMPILE_ERROR | TIMEOUT
+  std::string definition;   // the definition's name
+  nlohmann::json workload;  // the workload record as read from the JSONL
+  std::string solution;     // the solution's name
+  std::string status;       // PASSED | INCORRECT_SHAPE | INCORRECT_NUMERICAL | INCORRECT_DTYPE |
+                            // RUNTIME_ERROR | COMPILE_ERROR | TIMEOUT
   std::string log;
   double max_abs_error = 0, max_rel_error = 0;
   double latency_ms = 0, reference_latency_ms = 0;
-  nlohmann::json environment;        // {"hardware": "...", "libs": {"torch": "..."}}
-  std::string timestamp;             // ISO 8601
+  nlohmann::json environment;  // {"hardware": "...", "libs": {"torch": "..."}}
+  std::string timestamp;       // ISO 8601
 };
 nlohmann::json TraceRecord(const TraceInput& in);
 

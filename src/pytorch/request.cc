@@ -6,7 +6,8 @@ namespace kpilot {
 Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject& candidate,
                                           const PythonSubject& baseline, const EvalOptions& opt) {
   if (task.reference.kind != ReferenceKind::kPython)
-    return Status::InvalidInput("task " + task.name + " has a native reference: it runs in kpilot-runner, not the torch worker");
+    return Status::InvalidInput("task " + task.name +
+                                " has a native reference: it runs in kpilot-runner, not the torch worker");
   auto selected = SelectWorkloads(task, opt.workloads);
   if (!selected.ok()) return selected.status();
   nlohmann::json workloads = nlohmann::json::array();
@@ -24,30 +25,29 @@ Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject&
   const TimingConfig& t = opt.timing;
   const std::vector<uint64_t> drawn = EvaluationSeeds(opt);
   nlohmann::json seeds = drawn;
-  return nlohmann::json{
-      {"version", 1},
-      {"mode", "run"},
-      {"format", std::string(TaskFormatName(task.format))},
-      {"problem", task.reference.path.string()},
-      {"workloads", std::move(workloads)},
-      {"candidate", ToJson(candidate)},
-      {"baseline", ToJson(baseline)},
-      {"seeds", seeds},
-      // KernelBench's procedure checks 5 trials; kpilot's checks one call per seed.
-      {"check_trials", t.mode == TimingMode::kKernelBench ? 5 : static_cast<int>(drawn.size())},
-      {"time", opt.time},
-      {"timing",
-       {{"mode", std::string(TimingModeName(t.mode))},
-        {"warmup", t.warmup},
-        {"min_reps", t.min_reps},
-        {"max_reps", t.max_reps},
-        {"max_seconds", t.max_seconds},
-        {"target_rel_ci", t.target_rel_ci}}},
-      {"tolerance", nullptr},  // the format's rule
-      {"libraries", task.libraries},
-      {"device", TorchDevice(opt)},
-      {"lock_dir", GpuLockDir()},
-      {"timeout_s", opt.timeout_s}};
+  return nlohmann::json{{"version", 1},
+                        {"mode", "run"},
+                        {"format", std::string(TaskFormatName(task.format))},
+                        {"problem", task.reference.path.string()},
+                        {"workloads", std::move(workloads)},
+                        {"candidate", ToJson(candidate)},
+                        {"baseline", ToJson(baseline)},
+                        {"seeds", seeds},
+                        // KernelBench's procedure checks 5 trials; kpilot's checks one call per seed.
+                        {"check_trials", t.mode == TimingMode::kKernelBench ? 5 : static_cast<int>(drawn.size())},
+                        {"time", opt.time},
+                        {"timing",
+                         {{"mode", std::string(TimingModeName(t.mode))},
+                          {"warmup", t.warmup},
+                          {"min_reps", t.min_reps},
+                          {"max_reps", t.max_reps},
+                          {"max_seconds", t.max_seconds},
+                          {"target_rel_ci", t.target_rel_ci}}},
+                        {"tolerance", nullptr},  // the format's rule
+                        {"libraries", task.libraries},
+                        {"device", TorchDevice(opt)},
+                        {"lock_dir", GpuLockDir()},
+                        {"timeout_s", opt.timeout_s}};
 }
 
 }  // namespace kpilot

@@ -120,7 +120,8 @@ Result<PythonWorker> FindPythonWorker(const std::string& python_flag, const fs::
   if (found.empty())
     return Status::NotFound(python_flag.empty()
                                 ? "python3 is not on PATH — pass --python PATH to an interpreter with torch"
-                                : "--python " + python_flag + ": no such executable — give the path of an interpreter with torch");
+                                : "--python " + python_flag +
+                                      ": no such executable — give the path of an interpreter with torch");
   std::error_code ec;
   // The worker runs in a fresh folder: a relative --python (e.g. .venv/bin/python) must not lose
   // its meaning there, or the interpreter would start without its environment's packages.
@@ -156,8 +157,8 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
   ProcessSpec spec;
   if (confined)
     spec.argv = {worker.sandbox_runner.string(), "--sandbox", (workdir->path() / "sandbox.json").string(), "--"};
-  for (const std::string& a : {worker.python.string(), std::string("-m"), std::string("kpilot_torch.worker"), mode,
-                               request_path.string()})
+  for (const std::string& a :
+       {worker.python.string(), std::string("-m"), std::string("kpilot_torch.worker"), mode, request_path.string()})
     spec.argv.push_back(a);
   spec.cwd = workdir->path();
   spec.env = std::vector<std::string>{};

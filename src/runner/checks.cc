@@ -14,8 +14,8 @@ int64_t Numel(const std::vector<int64_t>& shape) {
 }
 
 void FillInit(DType dtype, const InitSpec& init, uint64_t seed, uint64_t stream_id, void* data, int64_t n) {
-  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                    static_cast<uint32_t>(stream_id), 0x6b70696cu};
+  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(stream_id),
+                    0x6b70696cu};
   std::mt19937_64 rng(seq);
   auto* bytes = static_cast<unsigned char*>(data);
   size_t size = DTypeSize(dtype);
@@ -36,7 +36,8 @@ void FillInit(DType dtype, const InitSpec& init, uint64_t seed, uint64_t stream_
       break;
     }
     case InitKind::kRange:
-      for (int64_t i = 0; i < n; ++i) StoreFromDouble(dtype, init.a + static_cast<double>(i) * init.b, bytes + i * size);
+      for (int64_t i = 0; i < n; ++i)
+        StoreFromDouble(dtype, init.a + static_cast<double>(i) * init.b, bytes + i * size);
       break;
     case InitKind::kConstant:
       for (int64_t i = 0; i < n; ++i) StoreFromDouble(dtype, init.a, bytes + i * size);
@@ -125,7 +126,8 @@ std::string FirstChange(const StateValues& before, const StateValues& after) {
   for (const auto& [name, value] : after) {
     auto it = std::find_if(before.begin(), before.end(), [&](const auto& b) { return b.first == name; });
     if (it == before.end()) return name + " changed from unknown to " + std::to_string(value);
-    if (it->second != value) return name + " changed from " + std::to_string(it->second) + " to " + std::to_string(value);
+    if (it->second != value)
+      return name + " changed from " + std::to_string(it->second) + " to " + std::to_string(value);
   }
   return "";
 }

@@ -113,8 +113,8 @@ bool CudaWorker::CheckWorkload(const RunWorkload& w) {
       if (!req_.libraries) {
         std::string what;
         for (const auto& l : library_use_) what += (what.empty() ? "" : ", ") + l;
-        return Finish("incorrect", "the candidate uses a vendor library (" + what +
-                                       ") but the task says libraries = false");
+        return Finish("incorrect",
+                      "the candidate uses a vendor library (" + what + ") but the task says libraries = false");
       }
     }
 
@@ -124,8 +124,9 @@ bool CudaWorker::CheckWorkload(const RunWorkload& w) {
       DeviceCompareStats st;
       int e = DeviceCompare(o.dtype, actual->tensors[i].data, expected->tensors[i].data, n, o.tolerance.atol,
                             o.tolerance.rtol, &st, stream_->get());
-      if (e) return Finish("runtime_error", "comparing output " + o.name + " on " + where + " failed: " +
-                                                CudaErrorText(static_cast<cudaError_t>(e)));
+      if (e)
+        return Finish("runtime_error", "comparing output " + o.name + " on " + where +
+                                           " failed: " + CudaErrorText(static_cast<cudaError_t>(e)));
       CheckRecord c;
       c.workload = w.name;
       c.seed = seed;
@@ -137,10 +138,12 @@ bool CudaWorker::CheckWorkload(const RunWorkload& w) {
       c.first_bad_index = st.first_bad;
       if (st.first_bad >= 0) {
         double v[1], x[1];
-        DeviceGatherAsDouble(o.dtype, static_cast<const char*>(actual->tensors[i].data) + st.first_bad * DTypeSize(o.dtype),
-                             1, 1, v, stream_->get());
-        DeviceGatherAsDouble(o.dtype, static_cast<const char*>(expected->tensors[i].data) + st.first_bad * DTypeSize(o.dtype),
-                             1, 1, x, stream_->get());
+        DeviceGatherAsDouble(o.dtype,
+                             static_cast<const char*>(actual->tensors[i].data) + st.first_bad * DTypeSize(o.dtype), 1,
+                             1, v, stream_->get());
+        DeviceGatherAsDouble(o.dtype,
+                             static_cast<const char*>(expected->tensors[i].data) + st.first_bad * DTypeSize(o.dtype), 1,
+                             1, x, stream_->get());
         c.first_bad_value = v[0];
         c.first_bad_expected = x[0];
       }
@@ -190,8 +193,8 @@ bool CudaWorker::CheckWorkload(const RunWorkload& w) {
             rel.push_back(std::fabs(got[k] - want[k]) / std::fabs(want[k]));
         double median_rel = rel.size() >= 64 ? Median(rel) : 0;
         double limit = 256 * std::max(UnitRoundoff(cp), UnitRoundoff(o.dtype));
-        result_.details["precision"][w.name][o.name] = {{"median_rel_error", median_rel}, {"limit", limit},
-                                                        {"compute_precision", DTypeName(cp)}};
+        result_.details["precision"][w.name][o.name] = {
+            {"median_rel_error", median_rel}, {"limit", limit}, {"compute_precision", DTypeName(cp)}};
         if (median_rel > limit) {
           result_.checks.back().ok = false;
           return Finish("incorrect", "output \"" + o.name + "\" has a median relative error of " +

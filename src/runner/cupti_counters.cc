@@ -63,7 +63,8 @@ struct ProfilerApi {
 
   std::string Error(const char* what, CUptiResult r) const {
     const char* s = nullptr;
-    std::string text = GetResultString && GetResultString(r, &s) == CUPTI_SUCCESS && s ? s : "error " + std::to_string(r);
+    std::string text =
+        GetResultString && GetResultString(r, &s) == CUPTI_SUCCESS && s ? s : "error " + std::to_string(r);
     return std::string(what) + ": " + text;
   }
 };
@@ -100,11 +101,13 @@ Result<const ProfilerApi*> LoadProfilerApi() {
               Resolve(h, "cuptiProfilerHostGetConfigImage", api->HostGetConfigImage) &&
               Resolve(h, "cuptiProfilerHostGetNumOfPasses", api->HostGetNumOfPasses) &&
               Resolve(h, "cuptiProfilerHostEvaluateToGpuValues", api->HostEvaluateToGpuValues) &&
-              Resolve(h, "cuptiRangeProfilerEnable", api->Enable) && Resolve(h, "cuptiRangeProfilerDisable", api->Disable) &&
+              Resolve(h, "cuptiRangeProfilerEnable", api->Enable) &&
+              Resolve(h, "cuptiRangeProfilerDisable", api->Disable) &&
               Resolve(h, "cuptiRangeProfilerGetCounterDataSize", api->GetCounterDataSize) &&
               Resolve(h, "cuptiRangeProfilerCounterDataImageInitialize", api->CounterDataImageInitialize) &&
-              Resolve(h, "cuptiRangeProfilerSetConfig", api->SetConfig) && Resolve(h, "cuptiRangeProfilerStart", api->Start) &&
-              Resolve(h, "cuptiRangeProfilerStop", api->Stop) && Resolve(h, "cuptiRangeProfilerDecodeData", api->DecodeData) &&
+              Resolve(h, "cuptiRangeProfilerSetConfig", api->SetConfig) &&
+              Resolve(h, "cuptiRangeProfilerStart", api->Start) && Resolve(h, "cuptiRangeProfilerStop", api->Stop) &&
+              Resolve(h, "cuptiRangeProfilerDecodeData", api->DecodeData) &&
               Resolve(h, "cuptiRangeProfilerGetCounterDataInfo", api->GetCounterDataInfo) &&
               Resolve(h, "cuptiRangeProfilerCounterDataGetRangeInfo", api->GetRangeInfo);
     if (!ok) {
@@ -175,7 +178,8 @@ struct CuptiCounterSession::Impl {
   bool started = false;
 };
 
-Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int device, const std::vector<std::string>& metrics,
+Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int device,
+                                                                         const std::vector<std::string>& metrics,
                                                                          size_t max_ranges, CounterReplay replay) {
   using Clock = std::chrono::steady_clock;
   auto mark = Clock::now();
@@ -240,7 +244,8 @@ Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int dev
     return probe({some.begin() + half, some.end()});
   };
   KPILOT_RETURN_IF_ERROR(probe(metrics));
-  if (good.empty()) return Status::Unavailable("CUPTI knows none of the " + std::to_string(metrics.size()) + " metrics");
+  if (good.empty())
+    return Status::Unavailable("CUPTI knows none of the " + std::to_string(metrics.size()) + " metrics");
   s->impl_->metrics = good;
   step("host_objects (" + std::to_string(probes) + " probes)");
 
@@ -272,7 +277,8 @@ Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int dev
 
   CUpti_RangeProfiler_Enable_Params en{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
   en.ctx = nullptr;
-  if (CUptiResult r = a->Enable(&en); r != CUPTI_SUCCESS) return Status::Unavailable(a->Error("cuptiRangeProfilerEnable", r));
+  if (CUptiResult r = a->Enable(&en); r != CUPTI_SUCCESS)
+    return Status::Unavailable(a->Error("cuptiRangeProfilerEnable", r));
   s->impl_->profiler = en.pRangeProfilerObject;
   step("enable");
 
@@ -286,7 +292,8 @@ Result<std::unique_ptr<CuptiCounterSession>> CuptiCounterSession::Create(int dev
   if (CUptiResult r = a->GetCounterDataSize(&ds); r != CUPTI_SUCCESS)
     return Status::Unavailable(a->Error("cuptiRangeProfilerGetCounterDataSize", r));
   s->impl_->counter_data.resize(ds.counterDataSize);
-  CUpti_RangeProfiler_CounterDataImage_Initialize_Params cdi{CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params cdi{
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
   cdi.pRangeProfilerObject = s->impl_->profiler;
   cdi.counterDataSize = s->impl_->counter_data.size();
   cdi.pCounterData = s->impl_->counter_data.data();
@@ -326,7 +333,8 @@ Result<bool> CuptiCounterSession::EndPass() {
   const ProfilerApi* a = impl_->api;
   CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
   stop.pRangeProfilerObject = impl_->profiler;
-  if (CUptiResult r = a->Stop(&stop); r != CUPTI_SUCCESS) return Status::Internal(a->Error("cuptiRangeProfilerStop", r));
+  if (CUptiResult r = a->Stop(&stop); r != CUPTI_SUCCESS)
+    return Status::Internal(a->Error("cuptiRangeProfilerStop", r));
   impl_->started = false;
   if (!stop.isAllPassSubmitted && replay_ == CounterReplay::kKernel)
     return Status::Internal("CUPTI did not submit every pass (kernel replay incomplete)");
@@ -351,7 +359,8 @@ Result<std::vector<RangeCounters>> CuptiCounterSession::Results() {
   std::vector<RangeCounters> out;
   for (size_t i = 0; i < di.numTotalRanges; ++i) {
     RangeCounters rc;
-    CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri{CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
+    CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri{
+        CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
     ri.pCounterDataImage = impl_->counter_data.data();
     ri.counterDataImageSize = impl_->counter_data.size();
     ri.rangeIndex = i;
@@ -366,7 +375,8 @@ Result<std::vector<RangeCounters>> CuptiCounterSession::Results() {
     ev.numMetrics = names.size();
     ev.pMetricValues = values.data();
     if (CUptiResult r = a->HostEvaluateToGpuValues(&ev); r != CUPTI_SUCCESS)
-      return Status::Internal(a->Error("cuptiProfilerHostEvaluateToGpuValues", r) + " (range " + std::to_string(i) + ")");
+      return Status::Internal(a->Error("cuptiProfilerHostEvaluateToGpuValues", r) + " (range " + std::to_string(i) +
+                              ")");
     for (size_t m = 0; m < names.size(); ++m) rc.metrics[impl_->metrics[m]] = values[m];
     out.push_back(std::move(rc));
   }

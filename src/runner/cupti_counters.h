@@ -26,8 +26,8 @@
 namespace kpilot {
 
 struct RangeCounters {
-  std::string range;                       // CUPTI's range name (the kernel's name in auto-range mode)
-  std::map<std::string, double> metrics;   // metric name → value (ncu's units: ns, %, bytes, …)
+  std::string range;                      // CUPTI's range name (the kernel's name in auto-range mode)
+  std::map<std::string, double> metrics;  // metric name → value (ncu's units: ns, %, bytes, …)
 };
 
 enum class CounterReplay { kUser, kKernel };

@@ -43,7 +43,8 @@ T Integer(const json& obj, const char* key, const std::string& path) {
   if (!v.is_number_integer()) throw TraceJsonError(path + "." + key + ": expected an integer, got " + v.dump());
   if constexpr (std::is_unsigned_v<T>) {
     if (v.is_number_unsigned()) return static_cast<T>(v.get<uint64_t>());
-    if (v.get<int64_t>() < 0) throw TraceJsonError(path + "." + key + ": expected a non-negative integer, got " + v.dump());
+    if (v.get<int64_t>() < 0)
+      throw TraceJsonError(path + "." + key + ": expected a non-negative integer, got " + v.dump());
   }
   return static_cast<T>(v.get<int64_t>());
 }
@@ -56,7 +57,8 @@ std::string String(const json& obj, const char* key, const std::string& path) {
 
 void Triple(const json& obj, const char* key, const std::string& path, int32_t out[3]) {
   const json& v = Field(obj, key, path);
-  if (!v.is_array() || v.size() != 3 || !std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_integer(); }))
+  if (!v.is_array() || v.size() != 3 ||
+      !std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_integer(); }))
     throw TraceJsonError(path + "." + key + ": expected an array of 3 integers, got " + v.dump());
   for (int i = 0; i < 3; ++i) out[i] = v[i].get<int32_t>();
 }
@@ -114,11 +116,17 @@ json ToJson(const LaunchTrace& t) {
                        {"static_shared_bytes", k.static_shared_bytes},
                        {"registers_per_thread", k.registers_per_thread}});
   for (const TraceMemop& m : t.memops)
-    memops.push_back({{"kind", m.kind}, {"bytes", m.bytes}, {"stream_id", m.stream_id},
-                      {"start_ns", m.start_ns}, {"end_ns", m.end_ns}});
+    memops.push_back({{"kind", m.kind},
+                      {"bytes", m.bytes},
+                      {"stream_id", m.stream_id},
+                      {"start_ns", m.start_ns},
+                      {"end_ns", m.end_ns}});
   for (const TraceSync& s : t.syncs)
     syncs.push_back({{"kind", s.kind}, {"stream_id", s.stream_id}, {"start_ns", s.start_ns}, {"end_ns", s.end_ns}});
-  return {{"version", 1}, {"kernels", kernels}, {"memops", memops}, {"syncs", syncs},
+  return {{"version", 1},
+          {"kernels", kernels},
+          {"memops", memops},
+          {"syncs", syncs},
           {"dropped_records", t.dropped_records}};
 }
 
@@ -199,8 +207,10 @@ TraceSummary SummarizeTrace(const LaunchTrace& t, uint32_t given_stream_id) {
     extend(k.start_ns, k.end_ns);
   }
   for (const TraceMemop& m : t.memops) {
-    if (m.kind == "memset") ++s.memsets;
-    else ++s.memcpys;
+    if (m.kind == "memset")
+      ++s.memsets;
+    else
+      ++s.memcpys;
     extend(m.start_ns, m.end_ns);
   }
   s.syncs = static_cast<int>(t.syncs.size());
@@ -235,7 +245,8 @@ struct CuptiApi {
   uint32_t version = 0;
   CUptiResult (*ActivityEnable)(CUpti_ActivityKind) = nullptr;
   CUptiResult (*ActivityDisable)(CUpti_ActivityKind) = nullptr;
-  CUptiResult (*ActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) = nullptr;
+  CUptiResult (*ActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc,
+                                           CUpti_BuffersCallbackCompleteFunc) = nullptr;
   CUptiResult (*ActivityFlushAll)(uint32_t) = nullptr;
   CUptiResult (*ActivityGetNextRecord)(uint8_t*, size_t, CUpti_Activity**) = nullptr;
   CUptiResult (*ActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t*) = nullptr;
@@ -266,10 +277,10 @@ constexpr size_t kBufferBytes = 8u << 20;
 // Process-wide state: CUPTI's activity API is global, so is this. `api` is loaded once and
 // never unloaded (see the header); `pending` collects records from the buffer callback.
 struct TracerState {
-  std::mutex mu;                  // guards pending and active
+  std::mutex mu;  // guards pending and active
   LaunchTrace pending;
-  bool active = false;            // a CuptiTracer lives
-  CuptiApi* api = nullptr;        // set once under load_mu, then read-only
+  bool active = false;      // a CuptiTracer lives
+  CuptiApi* api = nullptr;  // set once under load_mu, then read-only
   std::mutex load_mu;
 };
 
@@ -336,9 +347,8 @@ Result<CuptiApi*> LoadFrom(const std::string& path) {
     return Status::Unavailable("cuptiGetVersion failed: " + api->Error(r));
   // Record layouts are versioned per API major release (13.x: CUpti_ActivityKernel10 etc.).
   if (api->version / 10000 != CUPTI_API_VERSION / 10000)
-    return Status::Unavailable("CUPTI API version " + std::to_string(api->version) +
-                               ", kpilot was built with " + std::to_string(CUPTI_API_VERSION) +
-                               " (another major version: record layouts differ)");
+    return Status::Unavailable("CUPTI API version " + std::to_string(api->version) + ", kpilot was built with " +
+                               std::to_string(CUPTI_API_VERSION) + " (another major version: record layouts differ)");
   (void)h.release();  // stays loaded for the life of the process
   return api.release();
 }
@@ -353,26 +363,37 @@ Result<CuptiApi*> LoadCupti() {
     if (api.ok()) return st.api = *api;
     reasons += "\n  " + path + ": " + api.status().message();
   }
-  return Status::Unavailable("libcupti could not be loaded (set KPILOT_CUPTI to its path, or run "
-                             "scripts/setup-venv.sh); tried:" + reasons);
+  return Status::Unavailable(
+      "libcupti could not be loaded (set KPILOT_CUPTI to its path, or run "
+      "scripts/setup-venv.sh); tried:" +
+      reasons);
 }
 
 const char* MemcpyKindName(uint8_t kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy_HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy_DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy_DtoD";
-    default: return "memcpy_other";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return "memcpy_HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return "memcpy_DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return "memcpy_DtoD";
+    default:
+      return "memcpy_other";
   }
 }
 
 const char* SyncKindName(CUpti_ActivitySynchronizationType type) {
   switch (type) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "event";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "stream_wait_event";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "stream";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "context";
-    default: return "unknown";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+      return "event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+      return "stream_wait_event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+      return "stream";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+      return "context";
+    default:
+      return "unknown";
   }
 }
 
@@ -381,15 +402,22 @@ void AppendRecord(const CUpti_Activity* rec, LaunchTrace& out) {
   switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-      if (k->start == 0 && k->end == 0) { ++out.dropped_records; return; }
+      if (k->start == 0 && k->end == 0) {
+        ++out.dropped_records;
+        return;
+      }
       TraceKernel t;
       t.name = k->name ? k->name : "";  // CUPTI owns the string: copy it now
       t.stream_id = k->streamId;
       t.correlation_id = k->correlationId;
       t.start_ns = static_cast<int64_t>(k->start);
       t.end_ns = static_cast<int64_t>(k->end);
-      t.grid[0] = k->gridX; t.grid[1] = k->gridY; t.grid[2] = k->gridZ;
-      t.block[0] = k->blockX; t.block[1] = k->blockY; t.block[2] = k->blockZ;
+      t.grid[0] = k->gridX;
+      t.grid[1] = k->gridY;
+      t.grid[2] = k->gridZ;
+      t.block[0] = k->blockX;
+      t.block[1] = k->blockY;
+      t.block[2] = k->blockZ;
       t.dynamic_shared_bytes = k->dynamicSharedMemory;
       t.static_shared_bytes = k->staticSharedMemory;
       t.registers_per_thread = k->registersPerThread;
@@ -398,22 +426,28 @@ void AppendRecord(const CUpti_Activity* rec, LaunchTrace& out) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-      if (m->start == 0 && m->end == 0) { ++out.dropped_records; return; }
-      out.memops.push_back({MemcpyKindName(m->copyKind), m->bytes, m->streamId,
-                            static_cast<int64_t>(m->start), static_cast<int64_t>(m->end)});
+      if (m->start == 0 && m->end == 0) {
+        ++out.dropped_records;
+        return;
+      }
+      out.memops.push_back({MemcpyKindName(m->copyKind), m->bytes, m->streamId, static_cast<int64_t>(m->start),
+                            static_cast<int64_t>(m->end)});
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
-      if (m->start == 0 && m->end == 0) { ++out.dropped_records; return; }
-      out.memops.push_back({"memset", m->bytes, m->streamId, static_cast<int64_t>(m->start),
-                            static_cast<int64_t>(m->end)});
+      if (m->start == 0 && m->end == 0) {
+        ++out.dropped_records;
+        return;
+      }
+      out.memops.push_back(
+          {"memset", m->bytes, m->streamId, static_cast<int64_t>(m->start), static_cast<int64_t>(m->end)});
       return;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(rec);
-      out.syncs.push_back({SyncKindName(s->type), s->streamId, static_cast<int64_t>(s->start),
-                           static_cast<int64_t>(s->end)});
+      out.syncs.push_back(
+          {SyncKindName(s->type), s->streamId, static_cast<int64_t>(s->start), static_cast<int64_t>(s->end)});
       return;
     }
     default:
@@ -441,7 +475,9 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
   std::free(buffer);
   std::lock_guard<std::mutex> lock(st.mu);
   if (!st.active) return;  // no tracer to hand them to
-  auto move_into = [](auto& from, auto& to) { to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end())); };
+  auto move_into = [](auto& from, auto& to) {
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  };
   move_into(parsed.kernels, st.pending.kernels);
   move_into(parsed.memops, st.pending.memops);
   move_into(parsed.syncs, st.pending.syncs);
@@ -472,7 +508,8 @@ Result<std::unique_ptr<CuptiTracer>> CuptiTracer::Start() {
   };
   if (!api.callbacks_registered) {
     if (CUptiResult r = api.ActivityRegisterCallbacks(BufferRequested, BufferCompleted); r != CUPTI_SUCCESS)
-      return fail(Status::Unavailable("CUPTI tracing (" + api.path + "): cuptiActivityRegisterCallbacks: " + api.Error(r)));
+      return fail(
+          Status::Unavailable("CUPTI tracing (" + api.path + "): cuptiActivityRegisterCallbacks: " + api.Error(r)));
     api.callbacks_registered = true;
   }
   static const char* const kKindNames[] = {"CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "SYNCHRONIZATION"};
@@ -504,14 +541,16 @@ Result<uint32_t> CuptiTracer::StreamId(void* cuda_stream) {
   // Only a libcuda the process already loaded: without one there is no context to ask about.
   if (DlHandle cuda(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)); cuda) {
     using CtxGetCurrent = CUresult (*)(CUcontext*);
-    if (auto get = reinterpret_cast<CtxGetCurrent>(dlsym(cuda.get(), "cuCtxGetCurrent")); get && get(&ctx) != CUDA_SUCCESS)
+    if (auto get = reinterpret_cast<CtxGetCurrent>(dlsym(cuda.get(), "cuCtxGetCurrent"));
+        get && get(&ctx) != CUDA_SUCCESS)
       ctx = nullptr;
   }
   auto stream = static_cast<CUstream>(cuda_stream);
   uint32_t id = 0;
   CUptiResult r = api.GetStreamIdEx ? api.GetStreamIdEx(ctx, stream, 0, &id) : api.GetStreamId(ctx, stream, &id);
   if (r == CUPTI_SUCCESS) return id;
-  std::string msg = "CUPTI tracing: cuptiGetStreamId" + std::string(api.GetStreamIdEx ? "Ex" : "") + ": " + api.Error(r);
+  std::string msg =
+      "CUPTI tracing: cuptiGetStreamId" + std::string(api.GetStreamIdEx ? "Ex" : "") + ": " + api.Error(r);
   if (r == CUPTI_ERROR_INVALID_STREAM || r == CUPTI_ERROR_INVALID_CONTEXT)
     return Status::InvalidInput(msg + " (the stream does not belong to this thread's current CUDA context)");
   return Status::Unavailable(msg);
@@ -529,8 +568,9 @@ CuptiTracer::~CuptiTracer() {
 #else  // !KPILOT_HAVE_CUPTI
 
 Result<std::unique_ptr<CuptiTracer>> CuptiTracer::Start() {
-  return Status::Unavailable("CUPTI tracing: kpilot was built without the CUPTI headers (cupti_activity.h); run "
-                             "scripts/setup-venv.sh and configure again");
+  return Status::Unavailable(
+      "CUPTI tracing: kpilot was built without the CUPTI headers (cupti_activity.h); run "
+      "scripts/setup-venv.sh and configure again");
 }
 Result<LaunchTrace> CuptiTracer::Collect() { return Status::Unavailable("CUPTI tracing: not built in"); }
 Result<uint32_t> CuptiTracer::StreamId(void*) { return Status::Unavailable("CUPTI tracing: not built in"); }

@@ -27,14 +27,14 @@ namespace kpilot {
 
 // One kernel execution (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL).
 struct TraceKernel {
-  std::string name;                   // as CUPTI reports it: mangled for C++ kernels
-  uint32_t stream_id = 0;             // CUPTI's context-unique stream id (see CuptiTracer::StreamId)
-  uint32_t correlation_id = 0;        // ties the kernel to the API call that launched it
+  std::string name;             // as CUPTI reports it: mangled for C++ kernels
+  uint32_t stream_id = 0;       // CUPTI's context-unique stream id (see CuptiTracer::StreamId)
+  uint32_t correlation_id = 0;  // ties the kernel to the API call that launched it
   int64_t start_ns = 0, end_ns = 0;
   int32_t grid[3] = {0, 0, 0};
   int32_t block[3] = {0, 0, 0};
-  int32_t dynamic_shared_bytes = 0;   // per block
-  int32_t static_shared_bytes = 0;    // per block
+  int32_t dynamic_shared_bytes = 0;  // per block
+  int32_t static_shared_bytes = 0;   // per block
   int32_t registers_per_thread = 0;
 };
 
@@ -54,12 +54,12 @@ struct TraceSync {
   // "event" (cudaEventSynchronize), "stream_wait_event" (cudaStreamWaitEvent), "stream"
   // (cudaStreamSynchronize), "context" (cudaDeviceSynchronize / cuCtxSynchronize), or "unknown".
   std::string kind;
-  uint32_t stream_id = 0;             // 0xFFFFFFFF where the call names no stream ("event", "context")
+  uint32_t stream_id = 0;  // 0xFFFFFFFF where the call names no stream ("event", "context")
   int64_t start_ns = 0, end_ns = 0;
 };
 
 struct LaunchTrace {
-  std::vector<TraceKernel> kernels;   // in the order CUPTI delivered them (not sorted by time)
+  std::vector<TraceKernel> kernels;  // in the order CUPTI delivered them (not sorted by time)
   std::vector<TraceMemop> memops;
   std::vector<TraceSync> syncs;
   // Records CUPTI reported as dropped (buffers full) plus records delivered without timestamps
@@ -79,10 +79,10 @@ Result<LaunchTrace> LaunchTraceFromJson(const nlohmann::json& j);
 // traces).
 struct TraceSummary {
   int kernels = 0;
-  int kernels_off_stream = 0;                     // kernels whose stream_id != given_stream_id
+  int kernels_off_stream = 0;                        // kernels whose stream_id != given_stream_id
   std::vector<std::string> off_stream_kernel_names;  // distinct, in order of first appearance
-  double kernel_busy_ns = 0;  // length of the union of kernel intervals: overlap counts once
-  double span_ns = 0;         // first start to last end over kernels and memops; 0 if none
+  double kernel_busy_ns = 0;                         // length of the union of kernel intervals: overlap counts once
+  double span_ns = 0;                                // first start to last end over kernels and memops; 0 if none
   int memcpys = 0;
   int memsets = 0;
   int syncs = 0;

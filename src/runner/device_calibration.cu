@@ -39,22 +39,26 @@ __global__ void MmaKernel(float* out, int iters) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       if constexpr (Kind == 0) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
       } else if constexpr (Kind == 1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
       } else if constexpr (Kind == 2) {
-        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        asm volatile(
+            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
       } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-        asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        asm volatile(
+            "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
       }
     }
@@ -131,7 +135,8 @@ int DeviceMeasureFp32Peak(int sm_count, double* flops_per_s, void* stream) {
   return static_cast<int>(cudaStreamSynchronize(s));
 }
 
-int DeviceMeasureMmaPeak(const char* kind, int sm_count, int cc_major, int cc_minor, double* flops_per_s, void* stream) {
+int DeviceMeasureMmaPeak(const char* kind, int sm_count, int cc_major, int cc_minor, double* flops_per_s,
+                         void* stream) {
   std::string k(kind);
   int kid = k == "f16" ? 0 : k == "bf16" ? 1 : k == "tf32" ? 2 : k == "fp8-e4m3" ? 3 : -1;
   if (kid < 0) return static_cast<int>(cudaErrorInvalidValue);
@@ -143,10 +148,18 @@ int DeviceMeasureMmaPeak(const char* kind, int sm_count, int cc_major, int cc_mi
   const int blocks = sm_count * 4, threads = 256, iters = 2048;
   auto launch = [&] {
     switch (kid) {
-      case 0: MmaKernel<0><<<blocks, threads, 0, s>>>(out, iters); break;
-      case 1: MmaKernel<1><<<blocks, threads, 0, s>>>(out, iters); break;
-      case 2: MmaKernel<2><<<blocks, threads, 0, s>>>(out, iters); break;
-      default: MmaKernel<3><<<blocks, threads, 0, s>>>(out, iters); break;
+      case 0:
+        MmaKernel<0><<<blocks, threads, 0, s>>>(out, iters);
+        break;
+      case 1:
+        MmaKernel<1><<<blocks, threads, 0, s>>>(out, iters);
+        break;
+      case 2:
+        MmaKernel<2><<<blocks, threads, 0, s>>>(out, iters);
+        break;
+      default:
+        MmaKernel<3><<<blocks, threads, 0, s>>>(out, iters);
+        break;
     }
   };
   float best_ms = 0;
@@ -170,9 +183,12 @@ int DeviceMeasureL2Bandwidth(int64_t l2_bytes, int sm_count, double* bytes_per_s
   const int reps = 64;
   size_t n = bytes / sizeof(uint4);
   float best_ms = 0;
-  e = BestOf5(s, [&] { L2ReadKernel<<<sm_count * 4, 512, 0, s>>>(static_cast<const uint4*>(buf), n, reps,
-                                                                   static_cast<unsigned*>(buf)); },
-              &best_ms);
+  e = BestOf5(
+      s,
+      [&] {
+        L2ReadKernel<<<sm_count * 4, 512, 0, s>>>(static_cast<const uint4*>(buf), n, reps, static_cast<unsigned*>(buf));
+      },
+      &best_ms);
   cudaFree(buf);
   if (e != cudaSuccess) return static_cast<int>(e);
   *bytes_per_s = static_cast<double>(bytes) * reps / (best_ms * 1e-3);
@@ -184,9 +200,12 @@ int DeviceMeasureLaunchOverhead(double* device_us, double* host_us, void* stream
   const int n = 2000;
   float best_ms = 0;
   auto host_t0 = std::chrono::steady_clock::now();
-  cudaError_t e = BestOf5(s, [&] {
-    for (int i = 0; i < n; ++i) EmptyKernel<<<1, 32, 0, s>>>();
-  }, &best_ms);
+  cudaError_t e = BestOf5(
+      s,
+      [&] {
+        for (int i = 0; i < n; ++i) EmptyKernel<<<1, 32, 0, s>>>();
+      },
+      &best_ms);
   double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_t0).count();
   if (e != cudaSuccess) return static_cast<int>(e);
   *device_us = best_ms * 1e3 / n;

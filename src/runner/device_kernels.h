@@ -25,11 +25,11 @@ int DevicePoison(DType dtype, void* data, int64_t n, void* stream);
 struct DeviceCompareStats {
   int64_t mismatches = 0;
   int64_t first_bad = -1;
-  double max_abs = 0;        // over finite pairs
-  double max_rel = 0;        // over finite pairs with ref ≠ 0
-  double sum_sq_diff = 0;    // Σ (out − ref)² over finite pairs
-  double sum_sq_ref = 0;     // Σ ref²
-  double sum_sq_out = 0;     // Σ out² (finite out)
+  double max_abs = 0;                                         // over finite pairs
+  double max_rel = 0;                                         // over finite pairs with ref ≠ 0
+  double sum_sq_diff = 0;                                     // Σ (out − ref)² over finite pairs
+  double sum_sq_ref = 0;                                      // Σ ref²
+  double sum_sq_out = 0;                                      // Σ out² (finite out)
   double out_min = 0, out_max = 0, ref_min = 0, ref_max = 0;  // over finite values
   double max_abs_ref = 0;
   int64_t nonfinite_out = 0;
@@ -39,8 +39,7 @@ int DeviceCompare(DType dtype, const void* out, const void* ref, int64_t n, doub
 
 // Copies `count` elements, taken every `stride` elements from index 0, converted to double, to
 // `host_out` (synchronous). Used for the precision check and for first-bad values.
-int DeviceGatherAsDouble(DType dtype, const void* data, int64_t count, int64_t stride, double* host_out,
-                         void* stream);
+int DeviceGatherAsDouble(DType dtype, const void* data, int64_t count, int64_t stride, double* host_out, void* stream);
 
 // Number of bytes in [data, data+bytes) that differ from `value` (synchronous).
 int DeviceCountNot(const void* data, size_t bytes, unsigned char value, uint64_t* host_count, void* stream);

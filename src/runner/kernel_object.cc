@@ -18,7 +18,8 @@ Result<KernelObject> KernelObject::Open(const std::string& path, const std::stri
   dlerror();
   auto version_fn = reinterpret_cast<kpilot_abi_version_fn>(dlsym(h, "kpilot_abi_version"));
   if (!version_fn)
-    return Status::InvalidInput("the " + role + " does not export kpilot_abi_version(): include <kpilot/kernel.h> "
+    return Status::InvalidInput("the " + role +
+                                " does not export kpilot_abi_version(): include <kpilot/kernel.h> "
                                 "in its source (the header defines it)");
   int version = version_fn();
   if (version != KPILOT_ABI_VERSION)
@@ -27,9 +28,10 @@ Result<KernelObject> KernelObject::Open(const std::string& path, const std::stri
                                 " — rebuild it against the kpilot/kernel.h shipped with this kpilot");
   obj.launch_ = reinterpret_cast<kpilot_launch_fn>(dlsym(h, "kpilot_launch"));
   if (!obj.launch_) {
-    std::string hint = "define it as: KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs, "
-                       "const kpilot_tensor* outputs, int num_outputs, const kpilot_scalar* scalars, "
-                       "int num_scalars, void* stream)";
+    std::string hint =
+        "define it as: KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs, "
+        "const kpilot_tensor* outputs, int num_outputs, const kpilot_scalar* scalars, "
+        "int num_scalars, void* stream)";
     auto bytes = ReadFile(path);
     if (bytes.ok() && bytes->find("kpilot_launch") != std::string::npos)
       hint = "a kpilot_launch symbol exists but not with C linkage (C++ name mangling?) or not exported; " + hint;

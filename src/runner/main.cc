@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   }
   if (argc >= 4 && std::strcmp(argv[1], "--sandbox") == 0 && std::strcmp(argv[3], "--") == 0) {
     auto text = ReadFile(argv[2]);
-    auto spec = text.ok() ? SandboxSpecFromJson(nlohmann::json::parse(*text, nullptr, false)) : Result<SandboxSpec>(text.status());
+    auto spec = text.ok() ? SandboxSpecFromJson(nlohmann::json::parse(*text, nullptr, false))
+                          : Result<SandboxSpec>(text.status());
     if (!spec.ok()) {
       std::cerr << "kpilot-runner: " << argv[2] << ": " << spec.status().message() << "\n";
       return 2;
@@ -46,5 +47,6 @@ int main(int argc, char** argv) {
     std::cerr << "kpilot-runner: " << request.status().message() << "\n";
     return 2;
   }
-  return RunSupervised(*request, request->backend == Backend::kCuda ? WorkerFn(RunCudaWorker) : WorkerFn(RunHostWorker));
+  return RunSupervised(*request,
+                       request->backend == Backend::kCuda ? WorkerFn(RunCudaWorker) : WorkerFn(RunHostWorker));
 }

@@ -64,17 +64,22 @@ struct Nvml::Api {
     const char* s = ErrorString ? ErrorString(r) : nullptr;
     std::string msg = "NVML " + what + ": " + (s ? s : "error " + std::to_string(r));
     switch (r) {
-      case kNvmlErrorInvalidArgument: return Status::InvalidInput(msg);
-      case kNvmlErrorNotFound: return Status::NotFound(msg);
+      case kNvmlErrorInvalidArgument:
+        return Status::InvalidInput(msg);
+      case kNvmlErrorNotFound:
+        return Status::NotFound(msg);
       case kNvmlErrorNotSupported:
-      case kNvmlErrorNoPermission: return Status::Unavailable(msg);
-      default: return Status::Internal(msg);
+      case kNvmlErrorNoPermission:
+        return Status::Unavailable(msg);
+      default:
+        return Status::Internal(msg);
     }
   }
 
   Result<nvmlDevice_t> Device(int index, const std::string& what) const {
     nvmlDevice_t dev = nullptr;
-    if (index < 0) return Status::InvalidInput("NVML " + what + ": device index " + std::to_string(index) + " is negative");
+    if (index < 0)
+      return Status::InvalidInput("NVML " + what + ": device index " + std::to_string(index) + " is negative");
     if (nvmlReturn_t r = GetHandleByIndex(static_cast<unsigned>(index), &dev); r != kNvmlSuccess)
       return Error("nvmlDeviceGetHandleByIndex_v2(" + std::to_string(index) + ") for " + what, r);
     return dev;
@@ -95,8 +100,8 @@ Result<std::unique_ptr<Nvml>> Nvml::Open() {
   api->lib.reset(dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL));
   if (!api->lib) {
     const char* err = dlerror();
-    return Status::Unavailable("NVML: libnvidia-ml.so.1 could not be loaded (" + std::string(err ? err : "dlopen failed") +
-                               "); is the NVIDIA driver installed?");
+    return Status::Unavailable("NVML: libnvidia-ml.so.1 could not be loaded (" +
+                               std::string(err ? err : "dlopen failed") + "); is the NVIDIA driver installed?");
   }
   void* h = api->lib.get();
   auto resolve = [h](const char* name, auto& fn) {

@@ -38,8 +38,8 @@ void CudaWorker::ProfileCandidate() {
   if (!req_.counters.empty()) {
     auto t0 = Clock::now();
     max_ranges = req_.counters_max_ranges > 0
-                            ? std::min(kMaxCounterRanges, static_cast<size_t>(req_.counters_max_ranges))
-                            : kMaxCounterRanges;
+                     ? std::min(kMaxCounterRanges, static_cast<size_t>(req_.counters_max_ranges))
+                     : kMaxCounterRanges;
     CounterReplay replay = req_.counters_replay == "kernel" ? CounterReplay::kKernel : CounterReplay::kUser;
     auto session = CuptiCounterSession::Create(dev_.ordinal, req_.counters, max_ranges, replay);
     info["setup_s"] = seconds(t0);
@@ -51,7 +51,8 @@ void CudaWorker::ProfileCandidate() {
       result_.details["counters_setup_failed"] = true;  // the machine's CUPTI, not this candidate
     } else {
       counters = std::move(session).value();
-      info.update({{"chip", counters->chip()}, {"passes", counters->passes()}, {"unsupported", counters->unsupported()}});
+      info.update(
+          {{"chip", counters->chip()}, {"passes", counters->passes()}, {"unsupported", counters->unsupported()}});
       nlohmann::json steps = nlohmann::json::object();
       for (const auto& [step, s] : counters->setup_steps()) steps[step] = s;
       info["setup_steps_s"] = steps;
@@ -87,8 +88,10 @@ void CudaWorker::ProfileCandidate() {
       }
       if (!call_all()) return;
       auto end = counters->EndPass();
-      if (!end.ok()) error = end.status().message() + which;
-      else done = *end;
+      if (!end.ok())
+        error = end.status().message() + which;
+      else
+        done = *end;
       if (++pass >= max_passes && !done && error.empty())
         error = "CUPTI wanted more than " + std::to_string(max_passes) +
                 " passes: the candidate's calls do not launch the same kernels each time";

@@ -26,8 +26,8 @@ json TensorJson(const RunTensor& t) {
           {"dtype", DTypeName(t.dtype)},
           {"shape", t.shape},
           {"init", {{"kind", InitKindName(t.init.kind)}, {"a", t.init.a}, {"b", t.init.b}}},
-          {"tolerance", {{"atol", t.tolerance.atol}, {"rtol", t.tolerance.rtol},
-                         {"matched_ratio", t.tolerance.matched_ratio}}}};
+          {"tolerance",
+           {{"atol", t.tolerance.atol}, {"rtol", t.tolerance.rtol}, {"matched_ratio", t.tolerance.matched_ratio}}}};
 }
 
 RunTensor TensorFromJson(const json& j) {
@@ -70,9 +70,12 @@ json JsonNumber(double v) {
 
 std::string_view TimingModeName(TimingMode m) {
   switch (m) {
-    case TimingMode::kDefault: return "default";
-    case TimingMode::kKernelBench: return "kernelbench";
-    case TimingMode::kFlashInfer: return "flashinfer";
+    case TimingMode::kDefault:
+      return "default";
+    case TimingMode::kKernelBench:
+      return "kernelbench";
+    case TimingMode::kFlashInfer:
+      return "flashinfer";
   }
   return "?";
 }
@@ -89,8 +92,13 @@ json ToJson(const RunRequest& r) {
     json ins = json::array(), outs = json::array();
     for (const auto& t : w.inputs) ins.push_back(TensorJson(t));
     for (const auto& t : w.outputs) outs.push_back(TensorJson(t));
-    workloads.push_back({{"name", w.name}, {"inputs", ins}, {"outputs", outs}, {"scalar_values", w.scalar_values},
-                         {"flops", w.flops}, {"min_bytes", w.min_bytes}, {"timed", w.timed}});
+    workloads.push_back({{"name", w.name},
+                         {"inputs", ins},
+                         {"outputs", outs},
+                         {"scalar_values", w.scalar_values},
+                         {"flops", w.flops},
+                         {"min_bytes", w.min_bytes},
+                         {"timed", w.timed}});
   }
   json scalars = json::array();
   for (const auto& s : r.scalars) scalars.push_back({{"name", s.name}, {"dtype", DTypeName(s.dtype)}});
@@ -115,10 +123,14 @@ json ToJson(const RunRequest& r) {
           {"calibrate_only", r.calibrate_only},
           {"counters", r.counters},
           {"sweep_objects", r.sweep_objects},
-          {"timing", {{"mode", TimingModeName(r.timing.mode)}, {"input_sets", r.timing.input_sets},
-                      {"warmup", r.timing.warmup}, {"min_reps", r.timing.min_reps},
-                      {"max_reps", r.timing.max_reps}, {"max_seconds", r.timing.max_seconds},
-                      {"target_rel_ci", r.timing.target_rel_ci}}},
+          {"timing",
+           {{"mode", TimingModeName(r.timing.mode)},
+            {"input_sets", r.timing.input_sets},
+            {"warmup", r.timing.warmup},
+            {"min_reps", r.timing.min_reps},
+            {"max_reps", r.timing.max_reps},
+            {"max_seconds", r.timing.max_seconds},
+            {"target_rel_ci", r.timing.target_rel_ci}}},
           {"timeout_s", r.timeout_s},
           {"cpu_seconds", r.cpu_seconds},
           {"file_bytes", r.file_bytes},
@@ -132,11 +144,12 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
     RunRequest r;
     int v = j.at("version").get<int>();
     if (v != kRunnerProtocolVersion)
-      return Status::InvalidInput("runner request has protocol version " + std::to_string(v) +
-                                  ", this runner speaks " + std::to_string(kRunnerProtocolVersion) +
+      return Status::InvalidInput("runner request has protocol version " + std::to_string(v) + ", this runner speaks " +
+                                  std::to_string(kRunnerProtocolVersion) +
                                   " — use the kpilot-runner installed with this kpilot");
     std::string backend = j.at("backend").get<std::string>();
-    if (backend != "host" && backend != "cuda") return Status::InvalidInput("runner request: unknown backend " + backend);
+    if (backend != "host" && backend != "cuda")
+      return Status::InvalidInput("runner request: unknown backend " + backend);
     r.backend = backend == "cuda" ? Backend::kCuda : Backend::kHost;
     r.reference_object = j.at("reference_object").get<std::string>();
     r.candidate_object = j.at("candidate_object").get<std::string>();
@@ -175,7 +188,8 @@ Result<RunRequest> RunRequestFromJson(const json& j) {
     r.counters_max_ranges = j.value("counters_max_ranges", 0);
     r.counters_replay = j.value("counters_replay", std::string("user"));
     if (r.counters_replay != "user" && r.counters_replay != "kernel")
-      return Status::InvalidInput("counters_replay: expected \"user\" or \"kernel\", got \"" + r.counters_replay + "\"");
+      return Status::InvalidInput("counters_replay: expected \"user\" or \"kernel\", got \"" + r.counters_replay +
+                                  "\"");
     r.calibrate_only = j.value("calibrate_only", false);
     r.counters = j.value("counters", std::vector<std::string>{});
     r.sweep_objects = j.value("sweep_objects", std::vector<std::string>{});
@@ -235,18 +249,30 @@ void ApplySandboxDenials(RunResult* r) {
 json ToJson(const RunResult& r) {
   json checks = json::array();
   for (const auto& c : r.checks)
-    checks.push_back({{"workload", c.workload}, {"seed", c.seed}, {"output", c.output}, {"numel", c.numel},
-                      {"mismatches", c.mismatches}, {"max_abs_error", JsonNumber(c.max_abs_error)},
-                      {"max_rel_error", JsonNumber(c.max_rel_error)}, {"first_bad_index", c.first_bad_index},
+    checks.push_back({{"workload", c.workload},
+                      {"seed", c.seed},
+                      {"output", c.output},
+                      {"numel", c.numel},
+                      {"mismatches", c.mismatches},
+                      {"max_abs_error", JsonNumber(c.max_abs_error)},
+                      {"max_rel_error", JsonNumber(c.max_rel_error)},
+                      {"first_bad_index", c.first_bad_index},
                       {"first_bad_value", JsonNumber(c.first_bad_value)},
                       {"first_bad_expected", JsonNumber(c.first_bad_expected)},
-                      {"guards_intact", c.guards_intact}, {"ok", c.ok}});
+                      {"guards_intact", c.guards_intact},
+                      {"ok", c.ok}});
   json timings = json::array();
   for (const auto& t : r.timings)
-    timings.push_back({{"workload", t.workload}, {"candidate_ms", t.candidate_ms},
-                       {"baseline_ms", t.baseline_ms}, {"method", t.method}, {"statistic", t.statistic},
-                       {"host_ms", t.host_ms}, {"cupti_ms", t.cupti_ms}, {"loop_wall_ms", t.loop_wall_ms},
-                       {"joules_per_call", t.joules_per_call}, {"watts", t.watts},
+    timings.push_back({{"workload", t.workload},
+                       {"candidate_ms", t.candidate_ms},
+                       {"baseline_ms", t.baseline_ms},
+                       {"method", t.method},
+                       {"statistic", t.statistic},
+                       {"host_ms", t.host_ms},
+                       {"cupti_ms", t.cupti_ms},
+                       {"loop_wall_ms", t.loop_wall_ms},
+                       {"joules_per_call", t.joules_per_call},
+                       {"watts", t.watts},
                        {"baseline_joules_per_call", t.baseline_joules_per_call},
                        {"baseline_watts", t.baseline_watts}});
   return {{"kpilot_result_version", r.version},

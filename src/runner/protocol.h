@@ -28,20 +28,20 @@ std::optional<TimingMode> ParseTimingMode(std::string_view name);
 
 struct TimingConfig {
   TimingMode mode = TimingMode::kDefault;
-  int input_sets = 3;              // input sets rotated between calls (cuda backend)
-  int warmup = 3;                  // untimed calls of each side before sampling
-  int min_reps = 10;               // pairs sampled at least
-  int max_reps = 2000;             // pairs sampled at most
-  double max_seconds = 3.0;        // sampling time cap per workload (both sides together)
-  double target_rel_ci = 0.01;     // stop once both medians' 95% CI half-widths are within this
+  int input_sets = 3;           // input sets rotated between calls (cuda backend)
+  int warmup = 3;               // untimed calls of each side before sampling
+  int min_reps = 10;            // pairs sampled at least
+  int max_reps = 2000;          // pairs sampled at most
+  double max_seconds = 3.0;     // sampling time cap per workload (both sides together)
+  double target_rel_ci = 0.01;  // stop once both medians' 95% CI half-widths are within this
 };
 
 struct RunTensor {
   std::string name;
   DType dtype = DType::kF32;
-  std::vector<int64_t> shape;      // concrete, for one workload
-  InitSpec init;                   // inputs
-  Tolerance tolerance;             // outputs
+  std::vector<int64_t> shape;  // concrete, for one workload
+  InitSpec init;               // inputs
+  Tolerance tolerance;         // outputs
 };
 
 struct RunWorkload {
@@ -51,43 +51,43 @@ struct RunWorkload {
   std::vector<double> scalar_values;  // in Task::scalars order
   double flops = 0;                   // the task's formulas for this workload (0 = unknown)
   double min_bytes = 0;
-  bool timed = true;                  // false: checked only (a drawn workload)
+  bool timed = true;  // false: checked only (a drawn workload)
 };
 
 // Ceilings measured once per GPU (the harness caches them in the store and passes them back).
 struct Calibration {
-  std::string gpu;                 // "NVIDIA H200 / driver 13.0 / sm 1980 MHz": the cache key
-  double dram_bytes_per_s = 0;     // device-to-device copy, bytes read + written per second
-  double fp32_flops_per_s = 0;     // FFMA rate, 2 FLOP per FMA
+  std::string gpu;              // "NVIDIA H200 / driver 13.0 / sm 1980 MHz": the cache key
+  double dram_bytes_per_s = 0;  // device-to-device copy, bytes read + written per second
+  double fp32_flops_per_s = 0;  // FFMA rate, 2 FLOP per FMA
   bool valid() const { return dram_bytes_per_s > 0 && fp32_flops_per_s > 0; }
 };
 
 struct RunRequest {
   Backend backend = Backend::kHost;
-  std::string reference_object;    // shared objects, absolute paths
+  std::string reference_object;  // shared objects, absolute paths
   std::string candidate_object;
-  std::string baseline_object;     // may equal reference_object
-  std::vector<ScalarSpec> scalars; // names and dtypes (values per workload)
+  std::string baseline_object;      // may equal reference_object
+  std::vector<ScalarSpec> scalars;  // names and dtypes (values per workload)
   std::vector<RunWorkload> workloads;
   std::vector<uint64_t> seeds = {1, 2, 3};
-  bool time = true;                // false: correctness only
+  bool time = true;  // false: correctness only
   TimingConfig timing;
-  double timeout_s = 120;          // wall-clock limit of the whole run, enforced by the supervisor
-  double cpu_seconds = 0;          // RLIMIT_CPU of the worker; 0 = derived from timeout_s
-  int64_t file_bytes = 64ll << 20; // RLIMIT_FSIZE of the worker (caps what candidates write)
-  int64_t address_space_bytes = 0; // RLIMIT_AS of the worker on the host backend; 0 = none
-  bool sandbox = true;             // isolate the worker (sandbox/sandbox.h; KPILOT_SANDBOX overrides)
+  double timeout_s = 120;           // wall-clock limit of the whole run, enforced by the supervisor
+  double cpu_seconds = 0;           // RLIMIT_CPU of the worker; 0 = derived from timeout_s
+  int64_t file_bytes = 64ll << 20;  // RLIMIT_FSIZE of the worker (caps what candidates write)
+  int64_t address_space_bytes = 0;  // RLIMIT_AS of the worker on the host backend; 0 = none
+  bool sandbox = true;              // isolate the worker (sandbox/sandbox.h; KPILOT_SANDBOX overrides)
   // Folders and files the worker must not see (the task folder, the store, the compile cache,
   // home folders). The objects above must not lie inside them: the harness copies them into the
   // request's folder (StageObjects).
   std::vector<std::string> sandbox_hide;
   // cuda backend
-  int device = 0;                  // CUDA device index
-  bool energy = false;             // NVML energy per call (adds ≥ 1 s per side per workload)
-  bool libraries = true;           // false: library use makes the verdict incorrect
+  int device = 0;                          // CUDA device index
+  bool energy = false;                     // NVML energy per call (adds ≥ 1 s per side per workload)
+  bool libraries = true;                   // false: library use makes the verdict incorrect
   std::optional<DType> compute_precision;  // for the lowered-precision check
-  Calibration calibration;         // empty: the runner measures it and reports it back
-  std::string lock_dir = "/tmp";   // where the per-GPU timing lock lives
+  Calibration calibration;                 // empty: the runner measures it and reports it back
+  std::string lock_dir = "/tmp";           // where the per-GPU timing lock lives
   // Profiling (kpilot profile under ncu): call only the candidate, once per workload on the
   // first seed's inputs, with no reference, checks or timing, so a profiler sees its kernels alone.
   bool profile_only = false;
@@ -131,9 +131,9 @@ struct CheckRecord {
   double max_abs_error = 0;
   double max_rel_error = 0;
   int64_t first_bad_index = -1;
-  double first_bad_value = 0;      // candidate's value there
-  double first_bad_expected = 0;   // reference's value there
-  bool guards_intact = true;       // bytes around the output untouched
+  double first_bad_value = 0;     // candidate's value there
+  double first_bad_expected = 0;  // reference's value there
+  bool guards_intact = true;      // bytes around the output untouched
   bool ok = true;
 };
 
@@ -156,18 +156,18 @@ struct TimingRecord {
 //   passed | incorrect | runtime_error | timeout | suspicious | error (kpilot or task fault)
 // A served runner's state after a request (details["served"]).
 struct ServedState {
-  int request = 0;    // 1 for the first request a server took
-  int pid = 0;        // the server's process
-  bool ready = false; // it takes the next request; false: it retires
-  std::string why;    // why it retires
+  int request = 0;     // 1 for the first request a server took
+  int pid = 0;         // the server's process
+  bool ready = false;  // it takes the next request; false: it retires
+  std::string why;     // why it retires
 };
 
 // What other modules read of a run's details, typed. The details keep the whole report, as the
 // runner or the torch worker wrote it, for the record and `--json`; this is its contract.
 struct RunReport {
-  std::string gpu_name;           // the cuda runner's details.gpu.name, the torch worker's details.gpu
-  int gpu_sm_count = 0;           // the cuda runner only
-  std::string torch_version;      // the torch worker only
+  std::string gpu_name;               // the cuda runner's details.gpu.name, the torch worker's details.gpu
+  int gpu_sm_count = 0;               // the cuda runner only
+  std::string torch_version;          // the torch worker only
   std::optional<ServedState> served;  // a served runner only
   // Seconds since the worker started at each step's end (details.timeline_s): "objects",
   // "checks", "timing", ...
@@ -184,19 +184,19 @@ RunReport ReadRunReport(const nlohmann::json& details);
 struct RunResult {
   int version = kRunnerProtocolVersion;
   std::string status;
-  std::string message;               // one sentence: what happened, naming workload/seed/output
-  std::string phase;                 // load | reference | correctness | timing | done
+  std::string message;  // one sentence: what happened, naming workload/seed/output
+  std::string phase;    // load | reference | correctness | timing | done
   std::vector<CheckRecord> checks;
   std::vector<TimingRecord> timings;
-  std::string candidate_stdout_tail; // what the candidate printed (tail)
+  std::string candidate_stdout_tail;  // what the candidate printed (tail)
   std::string candidate_stderr_tail;
-  SandboxReport sandbox;             // the sandbox that was in force, and what it denied
-  int leftover_processes_killed = 0; // processes the candidate left behind, killed by the supervisor
-  int exit_signal = 0;               // the signal that ended the worker, 0 if none
+  SandboxReport sandbox;              // the sandbox that was in force, and what it denied
+  int leftover_processes_killed = 0;  // processes the candidate left behind, killed by the supervisor
+  int exit_signal = 0;                // the signal that ended the worker, 0 if none
   double wall_s = 0;
-  std::vector<std::string> warnings; // e.g. other processes on the GPU, CUPTI unavailable
-  Calibration calibration;           // cuda: the ceilings used (measured now or passed in)
-  bool calibration_measured = false; // true when this run measured them (harness caches them)
+  std::vector<std::string> warnings;                  // e.g. other processes on the GPU, CUPTI unavailable
+  Calibration calibration;                            // cuda: the ceilings used (measured now or passed in)
+  bool calibration_measured = false;                  // true when this run measured them (harness caches them)
   nlohmann::json details = nlohmann::json::object();  // launch trace, library use, clocks, GPU
   RunReport Report() const { return ReadRunReport(details); }
 };

@@ -221,10 +221,11 @@ int RunServing(const SessionFactory& make) {
     // this request's doing: it gets a fresh worker, and its result says why.
     std::string restarted;
     if (int st = 0; pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
-      restarted = "the served runner's worker had ended since its last request (" +
-                  (WIFSIGNALED(st) ? "signal " + std::to_string(WTERMSIG(st)) : "exit " + std::to_string(WEXITSTATUS(st))) +
-                  "); this request ran in a fresh one";
-      pid = -1;      // reaped above: stop_worker only closes its pipes and sweeps what it left
+      restarted =
+          "the served runner's worker had ended since its last request (" +
+          (WIFSIGNALED(st) ? "signal " + std::to_string(WTERMSIG(st)) : "exit " + std::to_string(WEXITSTATUS(st))) +
+          "); this request ran in a fresh one";
+      pid = -1;  // reaped above: stop_worker only closes its pipes and sweeps what it left
       stop_worker();
       buffer.clear();
     }
@@ -276,19 +277,23 @@ int RunServing(const SessionFactory& make) {
     box->ResetDenied();
     box->ClearScratch();  // nothing a candidate leaves in /tmp reaches the next one
     std::string why;
-    if (w.exited) why = "the worker ended with its run";
-    else if (!result.sandbox.denied.empty()) why = "the candidate tried what the sandbox denies";
+    if (w.exited)
+      why = "the worker ended with its run";
+    else if (!result.sandbox.denied.empty())
+      why = "the candidate tried what the sandbox denies";
     // The worker runs as the sandbox's user and cannot see its own children in a hidepid /proc.
     else if (auto kids = ChildPids(pid); !kids.empty())
       why = "the candidate left " + std::to_string(kids.size()) + " process(es) running";
-    else if (w.next_line.rfind("retire ", 0) == 0) why = w.next_line.substr(7);
-    else if (ChildPids(getpid()).size() > 1) why = "the candidate left processes running";
+    else if (w.next_line.rfind("retire ", 0) == 0)
+      why = w.next_line.substr(7);
+    else if (ChildPids(getpid()).size() > 1)
+      why = "the candidate left processes running";
     else if (w.untagged > 0 || buffer.find('\n') != std::string::npos)
       why = "the candidate wrote result lines to the runner's result pipe";
     if (w.exited) pid = -1;
     if (!why.empty()) result.leftover_processes_killed = stop_worker();
-    result.details["served"] = {{"request", served}, {"pid", getpid()}, {"next", why.empty() ? "ready" : "retire"},
-                                {"why", why}};
+    result.details["served"] = {
+        {"request", served}, {"pid", getpid()}, {"next", why.empty() ? "ready" : "retire"}, {"why", why}};
     PrintResult(std::move(result), dir, start);
     if (!why.empty()) return 0;
   }

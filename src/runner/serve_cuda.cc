@@ -65,7 +65,7 @@ class CudaSession : public WorkerSession {
   void Open(const RunRequest& first) override {
     NullReporter quiet;
     CudaWorker opener(first, quiet, device_);  // holds the GPU lock until Open returns
-    if (!opener.OpenDeviceOnly()) return;  // the first Run tries again and reports why
+    if (!opener.OpenDeviceOnly()) return;      // the first Run tries again and reports why
     // Whatever CUPTI and the runtime start lazily (activity buffers, their threads) starts now,
     // so that the supervisor's count of threads after a request sees only the candidate's.
     auto probe = DeviceBuffer::Allocate(1 << 20);

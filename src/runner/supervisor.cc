@@ -56,7 +56,8 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard) {
 // and exits, which makes the kernel kill whatever is left in the namespace.
 [[noreturn]] void InitMain(const RunRequest& req, const WorkerFn& worker, Sandbox& box, const std::string& tag) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // the namespace ends with its supervisor
-  if (!box.MountNamespaceProc()) PipeReporter::WriteAll("sandbox no fresh /proc could be mounted for the PID namespace\n");
+  if (!box.MountNamespaceProc())
+    PipeReporter::WriteAll("sandbox no fresh /proc could be mounted for the PID namespace\n");
   pid_t w = fork();
   if (w < 0) _exit(127);
   if (w == 0) WorkerMain(req, worker, box, tag);
@@ -175,8 +176,10 @@ std::unique_ptr<Sandbox> EnterSandbox(const RunRequest& req, const std::string& 
   bool enabled = true;
   std::string warning;
   auto over = ApplySandboxOverride(spec, std::getenv("KPILOT_SANDBOX"), &enabled);
-  if (over.ok()) spec = *over;
-  else warning = over.status().message() + "; the default sandbox is used";
+  if (over.ok())
+    spec = *over;
+  else
+    warning = over.status().message() + "; the default sandbox is used";
   if (!req.sandbox || !enabled) return Sandbox::Disabled();
   std::error_code ec;
   const std::string dir = std::filesystem::absolute(work_dir, ec).lexically_normal().string();
@@ -265,7 +268,8 @@ Watched WatchWorker(pid_t pid, int fd, const RunRequest& req, bool serving, std:
         // Timing-loop markers, read on this process's clock: the third, independent clock.
         std::string mark = line.substr(11);
         double now_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        if (mark.rfind("loop-start ", 0) == 0) loop_start_ms[mark.substr(11)] = now_ms;
+        if (mark.rfind("loop-start ", 0) == 0)
+          loop_start_ms[mark.substr(11)] = now_ms;
         else if (mark.rfind("loop-end ", 0) == 0 && loop_start_ms.count(mark.substr(9)))
           w.parent_loop_ms[mark.substr(9)] = now_ms - loop_start_ms[mark.substr(9)];
       } else if (line.rfind("worker signal ", 0) == 0) {
@@ -329,8 +333,10 @@ RunResult ResultOf(const Watched& w, const RunRequest& req) {
   std::string during = w.last_phase.empty() ? "" : " during " + w.last_phase;
   // With an init in between, the worker's own end is what it reported.
   int status = w.status;
-  if (w.worker_signal > 0) status = w.worker_signal;  // a wait status for "killed by signal N"
-  else if (w.worker_exit >= 0) status = w.worker_exit << 8;
+  if (w.worker_signal > 0)
+    status = w.worker_signal;  // a wait status for "killed by signal N"
+  else if (w.worker_exit >= 0)
+    status = w.worker_exit << 8;
   if (!have_result && !w.timed_out && WIFEXITED(status) && WEXITSTATUS(status) == kExitNotConfined) {
     // kpilot's fault, not the candidate's: nothing of it ran.
     result.status = "error";

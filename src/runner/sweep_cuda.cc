@@ -28,7 +28,8 @@ RunResult CudaWorker::RunSweep() {
       for (size_t w = 0; ok && w < req_.workloads.size(); ++w) ok = CheckWorkload(req_.workloads[w]);
       if (ok && req_.time) {
         result_.phase = "timing";
-        for (size_t w = 0; ok && w < req_.workloads.size(); ++w) ok = !req_.workloads[w].timed || TimeWorkload(req_.workloads[w]);
+        for (size_t w = 0; ok && w < req_.workloads.size(); ++w)
+          ok = !req_.workloads[w].timed || TimeWorkload(req_.workloads[w]);
       }
     }
     if (ok) {

@@ -21,7 +21,7 @@ struct Procedure {
   int min_reps;
   int max_reps;
   double max_seconds;
-  bool adaptive;        // stop once both medians' CIs are tight
+  bool adaptive;  // stop once both medians' CIs are tight
   bool flush_l2;
   int input_sets;
   const char* statistic;
@@ -31,18 +31,39 @@ struct Procedure {
 Procedure ProcedureFor(const TimingConfig& t) {
   switch (t.mode) {
     case TimingMode::kKernelBench:
-      return {3, 100, 100, 1e9, false, true, 1, "mean",
+      return {3,
+              100,
+              100,
+              1e9,
+              false,
+              true,
+              1,
+              "mean",
               "kernelbench: CUDA events on the given stream, L2 flushed before each trial, 3 warmup, 100 trials, "
               "mean; candidate and baseline interleaved"};
     case TimingMode::kFlashInfer:
-      return {10, 150, 150, 1e9, false, true, 3, "median",
+      return {10,
+              150,
+              150,
+              1e9,
+              false,
+              true,
+              3,
+              "median",
               "flashinfer: cold L2, 10 warmup, 50 iterations on each of 3 input sets (rotated), median; each sample "
               "is the CUPTI span from the first kernel's start to the last kernel's end of the call where CUPTI is "
               "available, else CUDA events; candidate and baseline interleaved"};
     case TimingMode::kDefault:
       break;
   }
-  return {t.warmup, t.min_reps, t.max_reps, t.max_seconds, true, true, std::max(1, t.input_sets), "median",
+  return {t.warmup,
+          t.min_reps,
+          t.max_reps,
+          t.max_seconds,
+          true,
+          true,
+          std::max(1, t.input_sets),
+          "median",
           "default: L2 flushed (a 2x-L2 buffer read) before every call, CUDA events on the given stream, input sets "
           "rotated, candidate and baseline interleaved ABAB until both medians' 95% CIs are within the target"};
 }
@@ -59,7 +80,8 @@ double AuditProbability(const Procedure& proc) { return std::min(0.5, 4.0 / std:
 // The kernels of one call in launch order, without the runner's flush kernels.
 std::vector<std::string> KernelSequence(const LaunchTrace& t) {
   std::vector<TraceKernel> k = WithoutFlushKernels(t).kernels;
-  std::sort(k.begin(), k.end(), [](const TraceKernel& a, const TraceKernel& b) { return a.correlation_id < b.correlation_id; });
+  std::sort(k.begin(), k.end(),
+            [](const TraceKernel& a, const TraceKernel& b) { return a.correlation_id < b.correlation_id; });
   std::vector<std::string> names;
   for (const auto& x : k) names.push_back(x.name);
   return names;
@@ -76,9 +98,10 @@ std::string Listed(const std::vector<std::string>& names) {
 
 bool CudaWorker::RefillInputs(const RunWorkload& w, uint64_t seed, DeviceTensors* in) {
   for (size_t i = 0; i < w.inputs.size(); ++i) {
-    int e = DeviceFillInit(w.inputs[i].dtype, w.inputs[i].init, seed, i, in->buffers[i].get(),
-                           Numel(w.inputs[i].shape), stream_->get());
-    if (e) return Finish("error", "refilling input " + w.inputs[i].name + ": " + CudaErrorText(static_cast<cudaError_t>(e)));
+    int e = DeviceFillInit(w.inputs[i].dtype, w.inputs[i].init, seed, i, in->buffers[i].get(), Numel(w.inputs[i].shape),
+                           stream_->get());
+    if (e)
+      return Finish("error", "refilling input " + w.inputs[i].name + ": " + CudaErrorText(static_cast<cudaError_t>(e)));
   }
   cudaError_t e = cudaStreamSynchronize(stream_->get());
   if (e != cudaSuccess) return Finish("runtime_error", "CUDA error before a timed call: " + CudaErrorText(e));
@@ -87,8 +110,7 @@ bool CudaWorker::RefillInputs(const RunWorkload& w, uint64_t seed, DeviceTensors
 
 bool ResetPersistingL2Limit() {
   size_t persisting = 0;
-  const bool was_set =
-      cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) == cudaSuccess && persisting > 0;
+  const bool was_set = cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) == cudaSuccess && persisting > 0;
   if (was_set) cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
   // Lines already marked persisting stay so until reset, whatever the limit is now.
   cudaCtxResetPersistingL2Cache();
@@ -113,14 +135,17 @@ bool CudaWorker::AuditTimedCall(const RunWorkload& w, int iteration, const Devic
                                 const DeviceTensors& cand_out, const DeviceTensors& expected) {
   std::string error;
   Call(reference_->launch(), in, expected, Scalars(w), &error);
-  if (!error.empty()) return Finish("error", "the task's reference failed auditing a timed call of workload " + w.name + ": " + error);
+  if (!error.empty())
+    return Finish("error", "the task's reference failed auditing a timed call of workload " + w.name + ": " + error);
   for (size_t i = 0; i < w.outputs.size(); ++i) {
     const RunTensor& o = w.outputs[i];
     int64_t n = Numel(o.shape);
     DeviceCompareStats st;
     int e = DeviceCompare(o.dtype, cand_out.tensors[i].data, expected.tensors[i].data, n, o.tolerance.atol,
                           o.tolerance.rtol, &st, stream_->get());
-    if (e) return Finish("runtime_error", "comparing a timed call's output failed: " + CudaErrorText(static_cast<cudaError_t>(e)));
+    if (e)
+      return Finish("runtime_error",
+                    "comparing a timed call's output failed: " + CudaErrorText(static_cast<cudaError_t>(e)));
     if (!MismatchesAllowed(st.mismatches, n, o.tolerance))
       return Finish("incorrect", "output \"" + o.name + "\" of timed call " + std::to_string(iteration + 1) +
                                      " on workload " + w.name + " differs from the reference (" +
@@ -181,9 +206,12 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
         if (sum.kernels > 0) *event_ms = sum.kernel_busy_ns / 1e6;
       }
     }
-    if (sync != cudaSuccess) error = "CUDA error: " + CudaErrorText(sync);
-    else if (ev != cudaSuccess) error = "CUDA error reading events: " + CudaErrorText(ev);
-    else if (rc != 0) error = "returned status " + std::to_string(rc);
+    if (sync != cudaSuccess)
+      error = "CUDA error: " + CudaErrorText(sync);
+    else if (ev != cudaSuccess)
+      error = "CUDA error reading events: " + CudaErrorText(ev);
+    else if (rc != 0)
+      error = "returned status " + std::to_string(rc);
     return error.empty();
   };
 
@@ -240,7 +268,8 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
     int n = i + 1;
     if (!proc.adaptive) continue;
     if (MsSince(loop_start) > proc.max_seconds * 1000 && n >= 3) break;
-    if (n >= proc.min_reps && n % 5 == 0 && Summarize(t.candidate_ms).RelativeHalfWidth() <= req_.timing.target_rel_ci &&
+    if (n >= proc.min_reps && n % 5 == 0 &&
+        Summarize(t.candidate_ms).RelativeHalfWidth() <= req_.timing.target_rel_ci &&
         Summarize(t.baseline_ms).RelativeHalfWidth() <= req_.timing.target_rel_ci)
       break;
   }
@@ -249,23 +278,27 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
   // At least one audit: the last iteration's inputs and output are still as the call left them.
   if (audits == 0 && last_iteration >= 0) {
     ++audits;
-    if (!AuditTimedCall(w, last_iteration, sets[static_cast<size_t>(last_iteration) % sets.size()], *cand_out, *expected))
+    if (!AuditTimedCall(w, last_iteration, sets[static_cast<size_t>(last_iteration) % sets.size()], *cand_out,
+                        *expected))
       return false;
   }
   cudaMemGetInfo(&free_after, &total_mem);
   const int64_t growth = static_cast<int64_t>(free_before) - static_cast<int64_t>(free_after);
   int64_t output_bytes = 0;
   for (const auto& o : w.outputs) output_bytes += Numel(o.shape) * static_cast<int64_t>(DTypeSize(o.dtype));
-  result_.details["timed_calls"][w.name] = {{"audited", audits}, {"l2_state_resets", l2_resets},
-                                            {"device_memory_growth_bytes", growth}};
+  result_.details["timed_calls"][w.name] = {
+      {"audited", audits}, {"l2_state_resets", l2_resets}, {"device_memory_growth_bytes", growth}};
   if (l2_resets > 0)
-    result_.warnings.push_back("the candidate left a persisting-L2 carve-out or an access-policy window set; kpilot "
-                               "reset it before every timed call of workload " + w.name);
+    result_.warnings.push_back(
+        "the candidate left a persisting-L2 carve-out or an access-policy window set; kpilot "
+        "reset it before every timed call of workload " +
+        w.name);
   if (growth > std::max<int64_t>(int64_t{64} << 20, 4 * output_bytes))
-    return Finish("suspicious", "while timing workload " + w.name + " the candidate kept " +
-                                    std::to_string(growth >> 20) + " MiB more device memory than before the timed "
-                                    "calls (outputs are " + std::to_string(output_bytes >> 20) +
-                                    " MiB): a store of answers growing with every call");
+    return Finish("suspicious",
+                  "while timing workload " + w.name + " the candidate kept " + std::to_string(growth >> 20) +
+                      " MiB more device memory than before the timed "
+                      "calls (outputs are " +
+                      std::to_string(output_bytes >> 20) + " MiB): a store of answers growing with every call");
 
   // Clock 2 of 3: CUPTI's kernel spans for a few candidate-only calls.
   // Every one of these calls must launch the same kernels: a call that does the work of several
@@ -286,8 +319,10 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
       if (i == 0) {
         first_sequence = sequence;
       } else if (sequence != first_sequence) {
-        result_.details["kernel_sequences"][w.name] = {{"call_1", first_sequence}, {"call_" + std::to_string(i + 1), sequence}};
-        return Finish("suspicious", "on workload " + w.name + " the candidate's calls launched different kernels (call 1: " +
+        result_.details["kernel_sequences"][w.name] = {{"call_1", first_sequence},
+                                                       {"call_" + std::to_string(i + 1), sequence}};
+        return Finish("suspicious", "on workload " + w.name +
+                                        " the candidate's calls launched different kernels (call 1: " +
                                         Listed(first_sequence) + "; call " + std::to_string(i + 1) + ": " +
                                         Listed(sequence) + "): one call doing the work of several, or of none");
       }
@@ -303,11 +338,14 @@ bool CudaWorker::TimeWorkload(const RunWorkload& w) {
     }
   }
   // The three clocks must agree: events on the stream, CUPTI spans, and host clocks.
-  double ev_med = Median(t.candidate_ms), host_med = Median(t.host_ms), base_gap = Median(base_host) - Median(t.baseline_ms);
+  double ev_med = Median(t.candidate_ms), host_med = Median(t.host_ms),
+         base_gap = Median(base_host) - Median(t.baseline_ms);
   double gap = host_med - ev_med;
-  result_.details["clocks"][w.name] = {{"event_median_ms", ev_med}, {"host_median_ms", host_med},
+  result_.details["clocks"][w.name] = {{"event_median_ms", ev_med},
+                                       {"host_median_ms", host_med},
                                        {"cupti_median_ms", t.cupti_ms.empty() ? 0.0 : Median(t.cupti_ms)},
-                                       {"loop_wall_ms", t.loop_wall_ms}, {"baseline_host_gap_ms", base_gap}};
+                                       {"loop_wall_ms", t.loop_wall_ms},
+                                       {"baseline_host_gap_ms", base_gap}};
   if (gap > 0.1 + 0.5 * ev_med && gap > 3 * std::max(0.0, base_gap) + 0.05)
     return Finish("suspicious", "on workload " + w.name + " the host clock (device synchronized) shows " +
                                     std::to_string(host_med) + " ms per call but events on the given stream only " +

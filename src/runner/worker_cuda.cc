@@ -74,13 +74,14 @@ bool CudaWorker::OpenDevice() {
   // CUDA_VISIBLE_DEVICES at its first call, which is the one below, and numbers that GPU 0.
   const std::string visible = VisibleDeviceEntry(std::getenv("CUDA_VISIBLE_DEVICES"), req_.device);
   if (visible.empty())
-    return Finish("error", "CUDA device " + std::to_string(req_.device) + " is not among CUDA_VISIBLE_DEVICES=" +
-                               std::getenv("CUDA_VISIBLE_DEVICES"));
+    return Finish("error", "CUDA device " + std::to_string(req_.device) +
+                               " is not among CUDA_VISIBLE_DEVICES=" + std::getenv("CUDA_VISIBLE_DEVICES"));
   setenv("CUDA_VISIBLE_DEVICES", visible.c_str(), 1);
   dev_.ordinal = 0;
   cudaError_t e = cudaSetDevice(dev_.ordinal);
   if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
-  if (e != cudaSuccess) return Finish("error", "cannot use CUDA device " + std::to_string(req_.device) + ": " + CudaErrorText(e));
+  if (e != cudaSuccess)
+    return Finish("error", "cannot use CUDA device " + std::to_string(req_.device) + ": " + CudaErrorText(e));
   dev_.device = req_.device;
   stream_.emplace();
   cudaDeviceProp& prop = dev_.prop;
@@ -89,9 +90,12 @@ bool CudaWorker::OpenDevice() {
   cudaDeviceGetPCIBusId(pci, sizeof(pci), dev_.ordinal);
   int driver = 0;
   cudaDriverGetVersion(&driver);
-  dev_.gpu = {{"name", prop.name}, {"sm_count", prop.multiProcessorCount},
+  dev_.gpu = {{"name", prop.name},
+              {"sm_count", prop.multiProcessorCount},
               {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
-              {"l2_bytes", prop.l2CacheSize}, {"memory_bytes", prop.totalGlobalMem}, {"pci_bus_id", pci},
+              {"l2_bytes", prop.l2CacheSize},
+              {"memory_bytes", prop.totalGlobalMem},
+              {"pci_bus_id", pci},
               {"driver", std::to_string(driver / 1000) + "." + std::to_string((driver % 1000) / 10)}};
   Stamp("context");
 
@@ -109,16 +113,20 @@ bool CudaWorker::OpenDevice() {
   // run needs no launch trace (and CUPTI's counters replay kernels without one).
   const char* no_cupti = std::getenv("KPILOT_NO_CUPTI");
   if (!req_.profile_only) {
-    auto tracer = no_cupti && *no_cupti == '1' ? Result<std::unique_ptr<CuptiTracer>>(Status::Unavailable("KPILOT_NO_CUPTI=1"))
-                                               : CuptiTracer::Start();
+    auto tracer = no_cupti && *no_cupti == '1'
+                      ? Result<std::unique_ptr<CuptiTracer>>(Status::Unavailable("KPILOT_NO_CUPTI=1"))
+                      : CuptiTracer::Start();
     if (tracer.ok()) {
       tracer_ = std::move(tracer).value();
       auto id = tracer_->StreamId(stream_->get());
-      if (id.ok()) stream_id_ = *id;
-      else tracer_.reset();
+      if (id.ok())
+        stream_id_ = *id;
+      else
+        tracer_.reset();
     }
     if (!tracer_)
-      dev_.warnings.push_back("CUPTI unavailable (" + (tracer.ok() ? std::string("no stream id") : tracer.status().message()) +
+      dev_.warnings.push_back("CUPTI unavailable (" +
+                              (tracer.ok() ? std::string("no stream id") : tracer.status().message()) +
                               "): no launch trace; side-stream work is judged by the host clock alone");
   }
   return true;
@@ -164,7 +172,8 @@ bool CudaWorker::Setup() {
       // This process is one of them once its context exists.
       if (procs->size() > 1) {
         std::string names;
-        for (const auto& p : *procs) names += (names.empty() ? "" : ", ") + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
+        for (const auto& p : *procs)
+          names += (names.empty() ? "" : ", ") + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
         result_.warnings.push_back("other processes use this GPU while kpilot times on it: " + names);
       }
     }
@@ -262,9 +271,12 @@ void CudaWorker::Call(kpilot_launch_fn fn, const DeviceTensors& in, const Device
               scalar_copy.data(), static_cast<int>(scalar_copy.size()), stream_->get());
   cudaError_t launch = cudaGetLastError();
   cudaError_t sync = cudaDeviceSynchronize();  // also waits for work put anywhere else
-  if (sync != cudaSuccess) *error = "CUDA error: " + CudaErrorText(sync);
-  else if (launch != cudaSuccess) *error = "CUDA error after the call: " + CudaErrorText(launch);
-  else if (rc != 0) *error = "returned status " + std::to_string(rc);
+  if (sync != cudaSuccess)
+    *error = "CUDA error: " + CudaErrorText(sync);
+  else if (launch != cudaSuccess)
+    *error = "CUDA error after the call: " + CudaErrorText(launch);
+  else if (rc != 0)
+    *error = "returned status " + std::to_string(rc);
 }
 
 bool CudaWorker::Calibrate() {

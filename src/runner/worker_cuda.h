@@ -37,8 +37,8 @@ struct DeviceTensors {
 // (kpilot-runner --serve): the context on `device`, the stream every call runs on, the CUPTI
 // trace of that stream and NVML. One request at a time; never shared between threads.
 struct CudaDevice {
-  int device = -1;                    // the request's device number; -1: not opened yet
-  int ordinal = 0;                    // its CUDA ordinal in this process (the only one visible)
+  int device = -1;  // the request's device number; -1: not opened yet
+  int ordinal = 0;  // its CUDA ordinal in this process (the only one visible)
   cudaDeviceProp prop{};
   std::optional<CudaStream> stream;
   std::unique_ptr<CuptiTracer> tracer;
@@ -46,7 +46,7 @@ struct CudaDevice {
   std::unique_ptr<Nvml> nvml;
   int nvml_index = -1;
   nlohmann::json gpu = nlohmann::json::object();  // details["gpu"]
-  std::vector<std::string> warnings;  // from opening it (no NVML, no CUPTI): in every result
+  std::vector<std::string> warnings;              // from opening it (no NVML, no CUPTI): in every result
 };
 
 class CudaWorker {

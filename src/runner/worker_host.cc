@@ -70,7 +70,8 @@ struct OutputSet {
   }
   void PoisonAll(const RunWorkload& w) {
     if (!failure.empty()) return;
-    for (size_t i = 0; i < w.outputs.size(); ++i) Poison(w.outputs[i].dtype, buffers[i].data(), Numel(w.outputs[i].shape));
+    for (size_t i = 0; i < w.outputs.size(); ++i)
+      Poison(w.outputs[i].dtype, buffers[i].data(), Numel(w.outputs[i].shape));
   }
 };
 
@@ -80,7 +81,8 @@ struct InputSet {
   std::string failure;
   InputSet(const RunWorkload& w, uint64_t seed) : buffers(AllocateAll(w.inputs, &failure)) {
     for (size_t i = 0; i < w.inputs.size(); ++i) {
-      if (failure.empty()) FillInit(w.inputs[i].dtype, w.inputs[i].init, seed, i, buffers[i].data(), Numel(w.inputs[i].shape));
+      if (failure.empty())
+        FillInit(w.inputs[i].dtype, w.inputs[i].init, seed, i, buffers[i].data(), Numel(w.inputs[i].shape));
       tensors.push_back(MakeTensor(w.inputs[i], buffers[i].data()));
     }
   }
@@ -150,13 +152,14 @@ RunResult CheckAndTime(const RunRequest& req, PhaseReporter& report, const Kerne
       if (!actual.failure.empty()) return Fail(r, "error", actual.failure);
       actual.PoisonAll(w);
       rc = Call(candidate.launch(), inputs, actual, scalars);
-      if (rc != 0) return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc) + " on " + where);
+      if (rc != 0)
+        return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc) + " on " + where);
 
       bool all_ok = true;
       for (size_t i = 0; i < w.outputs.size(); ++i) {
         const RunTensor& o = w.outputs[i];
-        CheckRecord c = CompareOutput(o.dtype, actual.buffers[i].data(), expected.buffers[i].data(), Numel(o.shape),
-                                      o.tolerance);
+        CheckRecord c =
+            CompareOutput(o.dtype, actual.buffers[i].data(), expected.buffers[i].data(), Numel(o.shape), o.tolerance);
         c.workload = w.name;
         c.seed = seed;
         c.output = o.name;
@@ -167,18 +170,22 @@ RunResult CheckAndTime(const RunRequest& req, PhaseReporter& report, const Kerne
       }
       for (size_t i = 0; i < inputs.buffers.size(); ++i) {
         if (std::memcmp(inputs.buffers[i].data(), snapshot[i].data(), snapshot[i].size()) != 0)
-          return Fail(r, "incorrect", "the candidate modified input \"" + w.inputs[i].name + "\" on " + where +
-                                          " — inputs are read-only");
+          return Fail(
+              r, "incorrect",
+              "the candidate modified input \"" + w.inputs[i].name + "\" on " + where + " — inputs are read-only");
       }
       if (!all_ok) {
         // Earlier trials all passed, so the first failing record is from this one.
-        const CheckRecord& bad = *std::find_if(r.checks.begin(), r.checks.end(), [](const CheckRecord& c) { return !c.ok; });
+        const CheckRecord& bad =
+            *std::find_if(r.checks.begin(), r.checks.end(), [](const CheckRecord& c) { return !c.ok; });
         if (!bad.guards_intact)
-          return Fail(r, "incorrect", "the candidate wrote outside output \"" + bad.output + "\" on " + where +
-                                          " (guard bytes around the buffer changed)");
-        return Fail(r, "incorrect", "output \"" + bad.output + "\" differs from the reference on " + where + ": " +
-                                        std::to_string(bad.mismatches) + " of " + std::to_string(bad.numel) +
-                                        " elements out of tolerance");
+          return Fail(r, "incorrect",
+                      "the candidate wrote outside output \"" + bad.output + "\" on " + where +
+                          " (guard bytes around the buffer changed)");
+        return Fail(r, "incorrect",
+                    "output \"" + bad.output + "\" differs from the reference on " + where + ": " +
+                        std::to_string(bad.mismatches) + " of " + std::to_string(bad.numel) +
+                        " elements out of tolerance");
       }
     }
   }
@@ -199,10 +206,14 @@ RunResult CheckAndTime(const RunRequest& req, PhaseReporter& report, const Kerne
         CallMs(baseline.launch(), inputs, base_out, scalars, &rc_base);
         CallMs(candidate.launch(), inputs, cand_out, scalars, &rc_cand);
       }
-      if (rc_base != 0) return Fail(r, "error", "the baseline returned status " + std::to_string(rc_base) +
-                                                    " while warming up on workload " + w.name);
-      if (rc_cand != 0) return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc_cand) +
-                                                            " while warming up on workload " + w.name);
+      if (rc_base != 0)
+        return Fail(
+            r, "error",
+            "the baseline returned status " + std::to_string(rc_base) + " while warming up on workload " + w.name);
+      if (rc_cand != 0)
+        return Fail(
+            r, "runtime_error",
+            "the candidate returned status " + std::to_string(rc_cand) + " while warming up on workload " + w.name);
       TimingRecord t;
       t.workload = w.name;
       t.method = "host steady_clock around each call; candidate and baseline interleaved ABAB";
@@ -216,10 +227,12 @@ RunResult CheckAndTime(const RunRequest& req, PhaseReporter& report, const Kerne
           c = CallMs(candidate.launch(), inputs, cand_out, scalars, &rc_cand);
           b = CallMs(baseline.launch(), inputs, base_out, scalars, &rc_base);
         }
-        if (rc_cand != 0) return Fail(r, "runtime_error", "the candidate returned status " + std::to_string(rc_cand) +
-                                                              " while timing workload " + w.name);
-        if (rc_base != 0) return Fail(r, "error", "the baseline returned status " + std::to_string(rc_base) +
-                                                      " while timing workload " + w.name);
+        if (rc_cand != 0)
+          return Fail(r, "runtime_error",
+                      "the candidate returned status " + std::to_string(rc_cand) + " while timing workload " + w.name);
+        if (rc_base != 0)
+          return Fail(r, "error",
+                      "the baseline returned status " + std::to_string(rc_base) + " while timing workload " + w.name);
         t.candidate_ms.push_back(c);
         t.baseline_ms.push_back(b);
         int n = i + 1;
@@ -286,7 +299,9 @@ namespace {
 class HostSession : public WorkerSession {
  public:
   void Open(const RunRequest&) override {}
-  RunResult Run(const RunRequest& request, PhaseReporter& reporter) override { return RunHostWorker(request, reporter); }
+  RunResult Run(const RunRequest& request, PhaseReporter& reporter) override {
+    return RunHostWorker(request, reporter);
+  }
   std::string WhyNotAgain() override { return ""; }
 };
 

@@ -61,10 +61,11 @@ int WaitReapingOrphans(pid_t child) {
 }
 
 nlohmann::json ToJson(const SandboxSpec& s) {
-  return {{"pid_namespace", s.pid_namespace}, {"network", s.network},   {"drop_user", s.drop_user},
-          {"mount_namespace", s.mount_namespace}, {"syscall_filter", s.syscall_filter}, {"hide", s.hide},
-          {"keep_read_only", s.keep_read_only}, {"keep_writable", s.keep_writable}, {"inherit_file", s.inherit_file},
-          {"inherit_fd", s.inherit_fd}};
+  return {{"pid_namespace", s.pid_namespace},   {"network", s.network},
+          {"drop_user", s.drop_user},           {"mount_namespace", s.mount_namespace},
+          {"syscall_filter", s.syscall_filter}, {"hide", s.hide},
+          {"keep_read_only", s.keep_read_only}, {"keep_writable", s.keep_writable},
+          {"inherit_file", s.inherit_file},     {"inherit_fd", s.inherit_fd}};
 }
 
 Result<SandboxSpec> SandboxSpecFromJson(const nlohmann::json& j) {

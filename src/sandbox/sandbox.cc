@@ -25,7 +25,6 @@ namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-
 // Writes `text` to a /proc file of this process (uid_map, gid_map, setgroups).
 bool WriteProcFile(const char* path, const std::string& text) {
   int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -153,8 +152,9 @@ Result<SandboxUser> FindSandboxUser() {
     u.uid = found->pw_uid;
     u.gid = found->pw_gid;
     if (u.name != "kpilot-sandbox")
-      u.warning = "the kpilot-sandbox user is missing, so candidates run as nobody, which other programs may share: "
-                  "run scripts/setup.sh as root to create it";
+      u.warning =
+          "the kpilot-sandbox user is missing, so candidates run as nobody, which other programs may share: "
+          "run scripts/setup.sh as root to create it";
     return u;
   }
   return Status::NotFound("neither a kpilot-sandbox nor a nobody user exists: run scripts/setup.sh as root");
@@ -281,11 +281,13 @@ void Sandbox::SetUpView(const SandboxSpec& spec) {
   }
   std::vector<std::string> hidden_dirs;
   for (const auto& h : spec.hide) {
-    struct stat st{};
+    struct stat st {};
     if (h.empty() || h == "/" || lstat(h.c_str(), &st) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
-      if (mount("tmpfs", h.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") == 0) hidden_dirs.push_back(h);
-      else r.warnings.push_back(Errno("could not hide " + h));
+      if (mount("tmpfs", h.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") == 0)
+        hidden_dirs.push_back(h);
+      else
+        r.warnings.push_back(Errno("could not hide " + h));
     } else if (mount("/dev/null", h.c_str(), nullptr, MS_BIND, nullptr) != 0) {
       r.warnings.push_back(Errno("could not hide " + h));
     }
@@ -305,11 +307,11 @@ void Sandbox::SetUpView(const SandboxSpec& spec) {
     close(k.fd);
   }
   for (const auto& h : hidden_dirs) SetMountAttr(h, MOUNT_ATTR_RDONLY, 0, false);
-  if (!cwd_ec && chdir(cwd.c_str()) != 0) r.warnings.push_back(Errno("the working folder " + cwd + " is not in the view"));
+  if (!cwd_ec && chdir(cwd.c_str()) != 0)
+    r.warnings.push_back(Errno("the working folder " + cwd + " is not in the view"));
   // Without a PID namespace of its own the child shares this one's processes: a /proc that
   // shows it only those of its own uid (root, the supervisor, still sees all).
-  if (!spec.pid_namespace &&
-      mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") != 0)
+  if (!spec.pid_namespace && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") != 0)
     r.warnings.push_back(Errno("no private /proc (other processes stay visible)"));
 }
 
@@ -339,12 +341,16 @@ void Sandbox::ClearScratch() {
       const std::string p = entry.path().string();
       bool on_way = false, is_kept = false;
       for (const auto& k : kept) {
-        if (k == p) is_kept = true;
-        else if (PathIsUnder(k, p)) on_way = true;
+        if (k == p)
+          is_kept = true;
+        else if (PathIsUnder(k, p))
+          on_way = true;
       }
       if (is_kept) continue;
-      if (on_way) clear(entry.path());
-      else fs::remove_all(entry.path(), ec);
+      if (on_way)
+        clear(entry.path());
+      else
+        fs::remove_all(entry.path(), ec);
     }
   };
   for (const char* dir : kScratchFolders)

@@ -40,13 +40,13 @@ bool PathIsUnder(const std::string& path, const std::string& dir);
 
 // What a confined process may see and do.
 struct SandboxSpec {
-  bool pid_namespace = true;      // a PID namespace of its own with a fresh /proc (not for CUDA:
-                                  // the driver fails to start inside one)
-  bool network = false;           // true: keeps the host's network and sockets of the internet
-                                  // families (agents reaching their model provider); false: a new
-                                  // network namespace (loopback only, down) and AF_UNIX sockets only
-  bool drop_user = true;          // run as the sandbox user (needs root)
-  bool mount_namespace = true;    // the filesystem view below
+  bool pid_namespace = true;    // a PID namespace of its own with a fresh /proc (not for CUDA:
+                                // the driver fails to start inside one)
+  bool network = false;         // true: keeps the host's network and sockets of the internet
+                                // families (agents reaching their model provider); false: a new
+                                // network namespace (loopback only, down) and AF_UNIX sockets only
+  bool drop_user = true;        // run as the sandbox user (needs root)
+  bool mount_namespace = true;  // the filesystem view below
   bool syscall_filter = true;
   // The view: every mount read-only; fresh private tmpfs at /tmp, /var/tmp and /dev/shm; each
   // `hide` path (folder or file) replaced by an empty one; each `keep_*` folder bound back at
@@ -76,14 +76,14 @@ Result<SandboxSpec> ApplySandboxOverride(SandboxSpec spec, const char* env_value
 
 // What was in force for one confined process, and what it tried that was denied.
 struct SandboxReport {
-  bool enabled = false;           // false: --no-sandbox or KPILOT_SANDBOX=none
+  bool enabled = false;  // false: --no-sandbox or KPILOT_SANDBOX=none
   bool pid_namespace = false;
   bool net_namespace = false;
   bool mount_namespace = false;
   bool syscall_filter = false;
-  bool user_namespace = false;    // the unprivileged path: namespaces through a user namespace
-  std::string user;               // the account the child ran as ("kpilot-sandbox", "nobody", or
-                                  // the caller's own name when the uid could not change)
+  bool user_namespace = false;  // the unprivileged path: namespaces through a user namespace
+  std::string user;             // the account the child ran as ("kpilot-sandbox", "nobody", or
+                                // the caller's own name when the uid could not change)
   int uid = -1;
   std::vector<std::string> warnings;
   // System calls the filter denied, in order, e.g. "socket(AF_INET)", "ptrace(PTRACE_ATTACH)",

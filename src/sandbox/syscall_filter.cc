@@ -27,13 +27,52 @@ namespace {
 // Never needed by a kernel, a torch model or a harness; each is a way out of the sandbox or into
 // another process or the kernel.
 constexpr const char* kDenied[] = {
-    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "pidfd_send_signal", "kcmp",
-    "mount", "umount2", "unshare", "setns", "pivot_root", "chroot", "fsopen", "fsmount", "fsconfig",
-    "fspick", "move_mount", "open_tree", "mount_setattr", "open_by_handle_at", "name_to_handle_at",
-    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "keyctl", "add_key", "request_key", "kexec_load", "kexec_file_load", "init_module",
-    "finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl",
-    "settimeofday", "clock_settime", "clock_adjtime", "iopl", "ioperm", "lookup_dcookie",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "pidfd_send_signal",
+    "kcmp",
+    "mount",
+    "umount2",
+    "unshare",
+    "setns",
+    "pivot_root",
+    "chroot",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "iopl",
+    "ioperm",
+    "lookup_dcookie",
 };
 // Calls that change the file tree other than by opening a file: which arguments name a path it
 // changes, and the directory descriptor each is relative to (-1: the working directory).
@@ -43,23 +82,29 @@ struct PathChange {
   int dirfd[2];  // argument indexes of their directory descriptors; -1: AT_FDCWD
 };
 constexpr PathChange kPathChanges[] = {
-    {"mkdir", {0, -1}, {-1, -1}},      {"mkdirat", {1, -1}, {0, -1}},       {"rmdir", {0, -1}, {-1, -1}},
-    {"unlink", {0, -1}, {-1, -1}},     {"unlinkat", {1, -1}, {0, -1}},      {"rename", {0, 1}, {-1, -1}},
-    {"renameat", {1, 3}, {0, 2}},      {"renameat2", {1, 3}, {0, 2}},       {"link", {1, -1}, {-1, -1}},
-    {"linkat", {3, -1}, {2, -1}},      {"symlink", {1, -1}, {-1, -1}},      {"symlinkat", {2, -1}, {1, -1}},
-    {"truncate", {0, -1}, {-1, -1}},   {"mknod", {0, -1}, {-1, -1}},        {"mknodat", {1, -1}, {0, -1}},
+    {"mkdir", {0, -1}, {-1, -1}},    {"mkdirat", {1, -1}, {0, -1}},  {"rmdir", {0, -1}, {-1, -1}},
+    {"unlink", {0, -1}, {-1, -1}},   {"unlinkat", {1, -1}, {0, -1}}, {"rename", {0, 1}, {-1, -1}},
+    {"renameat", {1, 3}, {0, 2}},    {"renameat2", {1, 3}, {0, 2}},  {"link", {1, -1}, {-1, -1}},
+    {"linkat", {3, -1}, {2, -1}},    {"symlink", {1, -1}, {-1, -1}}, {"symlinkat", {2, -1}, {1, -1}},
+    {"truncate", {0, -1}, {-1, -1}}, {"mknod", {0, -1}, {-1, -1}},   {"mknodat", {1, -1}, {0, -1}},
 };
-constexpr int kNamespaceFlags[] = {CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
-                                   CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP};
+constexpr int kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET,
+                                   CLONE_NEWIPC, CLONE_NEWUTS,  CLONE_NEWCGROUP};
 
 std::string FamilyName(uint64_t family) {
   switch (family) {
-    case AF_INET: return "AF_INET";
-    case AF_INET6: return "AF_INET6";
-    case AF_NETLINK: return "AF_NETLINK";
-    case AF_PACKET: return "AF_PACKET";
-    case AF_UNIX: return "AF_UNIX";
-    default: return "family " + std::to_string(family);
+    case AF_INET:
+      return "AF_INET";
+    case AF_INET6:
+      return "AF_INET6";
+    case AF_NETLINK:
+      return "AF_NETLINK";
+    case AF_PACKET:
+      return "AF_PACKET";
+    case AF_UNIX:
+      return "AF_UNIX";
+    default:
+      return "family " + std::to_string(family);
   }
 }
 
@@ -160,9 +205,11 @@ Status Sandbox::InstallFilterAndSend() {
   // Signals: to itself directly; anything else is decided by the supervisor, which knows the
   // sandbox's processes.
   scmp_arg_cmp not_self = SCMP_A0(SCMP_CMP_NE, self);
-  for (const char* name : {"kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"}) add(SCMP_ACT_NOTIFY, name, 1, &not_self);
+  for (const char* name : {"kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"})
+    add(SCMP_ACT_NOTIFY, name, 1, &not_self);
   add(SCMP_ACT_NOTIFY, "tkill", 0, nullptr);
-  if (rc != 0) return Status::Internal("sandbox: building the syscall filter failed: " + std::string(std::strerror(-rc)));
+  if (rc != 0)
+    return Status::Internal("sandbox: building the syscall filter failed: " + std::string(std::strerror(-rc)));
   if (int r = seccomp_load(f.ctx); r != 0)
     return Status::Internal("sandbox: loading the syscall filter failed: " + std::string(std::strerror(-r)));
   int listener = seccomp_notify_fd(f.ctx);
@@ -186,8 +233,9 @@ void Sandbox::AdoptChild(pid_t child) {
   channel_[0] = -1;
   report_.syscall_filter = listener_ >= 0;
   if (!report_.syscall_filter && spec_.syscall_filter)
-    report_.warnings.push_back("the confined process installed no syscall filter (it ended before, or seccomp "
-                               "user notification is not supported here)");
+    report_.warnings.push_back(
+        "the confined process installed no syscall filter (it ended before, or seccomp "
+        "user notification is not supported here)");
 }
 
 Sandbox::Answer Sandbox::Decide(pid_t caller, int nr, const uint64_t args[6]) const {
@@ -197,7 +245,8 @@ Sandbox::Answer Sandbox::Decide(pid_t caller, int nr, const uint64_t args[6]) co
   if (name == "socket") return {false, EPERM, "socket(" + FamilyName(args[0]) + ")"};
   if (name == "clone") return {false, EPERM, "clone with namespace flags"};
   if (name == "ptrace")
-    return {false, EPERM, "ptrace(request " + std::to_string(args[0]) + ", pid " + std::to_string(static_cast<int>(args[1])) + ")"};
+    return {false, EPERM,
+            "ptrace(request " + std::to_string(args[0]) + ", pid " + std::to_string(static_cast<int>(args[1])) + ")"};
   if (name == "open" || name == "openat" || name == "creat") {
     // Opened for writing: fine in the writable folders; elsewhere the view refuses it anyway
     // (read-only, or not the sandbox user's), and the attempt is recorded.
@@ -217,20 +266,25 @@ Sandbox::Answer Sandbox::Decide(pid_t caller, int nr, const uint64_t args[6]) co
     }
     return {true, 0, ""};
   }
-  const bool signal = name == "kill" || name == "tgkill" || name == "tkill" || name == "rt_sigqueueinfo" ||
-                      name == "rt_tgsigqueueinfo";
+  const bool signal =
+      name == "kill" || name == "tgkill" || name == "tkill" || name == "rt_sigqueueinfo" || name == "rt_tgsigqueueinfo";
   if (!signal) return {false, EPERM, name};
   const int target = static_cast<int>(args[0]);
   const int sig = static_cast<int>(name == "tgkill" ? args[2] : args[1]);
   bool ours = false;
   // Inside a PID namespace of its own, the kernel already confines signals to the sandbox.
-  if (report_.pid_namespace) ours = true;
-  else if (target == 0 || target == static_cast<int>(caller)) ours = true;
-  else if (target > 0) ours = Descends(target, child_);
-  else if (target < -1) ours = Descends(-target, child_) || -target == getpgrp();
+  if (report_.pid_namespace)
+    ours = true;
+  else if (target == 0 || target == static_cast<int>(caller))
+    ours = true;
+  else if (target > 0)
+    ours = Descends(target, child_);
+  else if (target < -1)
+    ours = Descends(-target, child_) || -target == getpgrp();
   if (ours) return {true, 0, ""};
-  return {false, EPERM,
-          name + "(pid " + std::to_string(target) + ", signal " + std::to_string(sig) + "): not a process of the sandbox"};
+  return {
+      false, EPERM,
+      name + "(pid " + std::to_string(target) + ", signal " + std::to_string(sig) + "): not a process of the sandbox"};
 }
 
 std::string Sandbox::CallerPath(pid_t caller, int dirfd, uint64_t address) const {
@@ -251,7 +305,8 @@ std::string Sandbox::CallerPath(pid_t caller, int dirfd, uint64_t address) const
   std::filesystem::path p(path);
   if (p.is_relative()) {
     std::error_code ec;
-    const auto base = std::filesystem::read_symlink(dirfd == AT_FDCWD ? proc + "/cwd" : proc + "/fd/" + std::to_string(dirfd), ec);
+    const auto base =
+        std::filesystem::read_symlink(dirfd == AT_FDCWD ? proc + "/cwd" : proc + "/fd/" + std::to_string(dirfd), ec);
     if (ec) return "";
     p = base / p;
   }

@@ -54,8 +54,7 @@ std::string Describe(const Attempt& a) {
     if (a.parent >= 0) s += fmt::format(" ({} vs #{})", Percent(a.delta), a.parent);
     return s + Tag(a) + ": " + Clip(a.summary, kSummaryBytes);
   }
-  std::string s = fmt::format("#{} {}", a.node, a.verdict) + Tag(a) + ": " +
-                  Clip(a.summary, kSummaryBytes);
+  std::string s = fmt::format("#{} {}", a.node, a.verdict) + Tag(a) + ": " + Clip(a.summary, kSummaryBytes);
   if (!a.failure.empty()) s += " — " + Clip(FirstLine(a.failure), kReasonBytes);
   return s;
 }
@@ -88,14 +87,13 @@ std::string SearchMemory::Summary(int64_t parent, size_t max_chars) const {
   const int64_t stale = static_cast<int64_t>(attempts_.size()) - 1 - last_gain;
   if (stale >= kPlateauAttempts) {
     if (best_at < 0) {
-      note(fmt::format("Plateau: none of the {} attempts so far passed; fix correctness first.",
-                         stale));
+      note(fmt::format("Plateau: none of the {} attempts so far passed; fix correctness first.", stale));
     } else {
       const Attempt& b = attempts_[best_at];
-      note(fmt::format(
-          "Plateau: the last {} attempts did not beat the best ({:.2f}x, #{}); try a different "
-          "direction.",
-          stale, b.speedup, b.node));
+      note(
+          fmt::format("Plateau: the last {} attempts did not beat the best ({:.2f}x, #{}); try a different "
+                      "direction.",
+                      stale, b.speedup, b.node));
     }
   }
 
@@ -152,8 +150,7 @@ std::string SearchMemory::Summary(int64_t parent, size_t max_chars) const {
     if (Passed(*it) && it->parent >= 0 && it->delta < 0) regressed.push_back(&*it);
   if (!regressed.empty()) {
     header("Regressions:");
-    for (size_t i = 0; i < regressed.size() && i < kRegressionEntries; ++i)
-      entry(Describe(*regressed[i]));
+    for (size_t i = 0; i < regressed.size() && i < kRegressionEntries; ++i) entry(Describe(*regressed[i]));
   }
 
   // Whole lines until the budget runs out; a header whose entries did not fit goes too.

@@ -12,12 +12,12 @@ namespace kpilot {
 struct Attempt {
   int64_t node = 0;
   int64_t parent = -1;
-  std::string summary;       // what changed and why
-  std::string finding;       // the finding it targeted
-  std::string verdict;       // passed | incorrect | …
-  double speedup = 0;        // over the baseline (passed only)
-  double delta = 0;          // speedup / parent's speedup − 1 (passed only)
-  std::string failure;       // why it failed (verdict summary), "" when passed
+  std::string summary;  // what changed and why
+  std::string finding;  // the finding it targeted
+  std::string verdict;  // passed | incorrect | …
+  double speedup = 0;   // over the baseline (passed only)
+  double delta = 0;     // speedup / parent's speedup − 1 (passed only)
+  std::string failure;  // why it failed (verdict summary), "" when passed
 };
 
 class SearchMemory {

@@ -77,8 +77,10 @@ std::string SetSearchConstant(std::string_view name, std::string_view value, Sea
     if (!number || v < k.lo || v > k.hi || (k.integer && v != std::floor(v)))
       return std::string(name) + "=" + text + ": expected " + (k.integer ? "a whole number" : "a number") + " from " +
              FormatNumber(k.lo) + " to " + FormatNumber(k.hi);
-    if (k.integer) c->*k.whole = static_cast<int>(v);
-    else c->*k.real = v;
+    if (k.integer)
+      c->*k.whole = static_cast<int>(v);
+    else
+      c->*k.real = v;
     return "";
   }
   return "unknown search constant \"" + std::string(name) + "\" (known: " + names + ")";
@@ -160,8 +162,7 @@ void SearchTree::MaybePrune(int64_t id) {
   n.closed = true;
   n.closed_reason = "dead end: last " + std::to_string(m) + " children " +
                     (failed == m ? std::string("failed")
-                                 : std::to_string(failed) + " failed, " +
-                                       std::to_string(m - failed) + " regressed");
+                                 : std::to_string(failed) + " failed, " + std::to_string(m - failed) + " regressed");
 }
 
 int SearchTree::ChildLimit(int64_t id) const {
@@ -169,8 +170,7 @@ int SearchTree::ChildLimit(int64_t id) const {
   const Node& n = node(id);
   const double parent_reward = n.parent >= 0 ? nodes_[n.parent].reward : n.reward;
   const double gain = std::max(0.0, n.reward - parent_reward);
-  const double limit = std::ceil(config_.widen_c * std::pow(static_cast<double>(n.visits),
-                                                            config_.widen_alpha) *
+  const double limit = std::ceil(config_.widen_c * std::pow(static_cast<double>(n.visits), config_.widen_alpha) *
                                  (1 + config_.asymmetry * gain));
   if (!(limit >= 1)) return 1;  // also catches NaN from odd configs
   if (limit >= static_cast<double>(INT_MAX)) return INT_MAX;
@@ -219,12 +219,10 @@ std::optional<int64_t> SearchTree::Select(std::mt19937_64& rng) const {
       for (int64_t c : n.children) {  // in increasing id order: strict > keeps the lowest id
         if (!open[c]) continue;
         const Node& child = nodes_[c];
-        const double score =
-            child.visits == 0
-                ? std::numeric_limits<double>::infinity()
-                : (1 - config_.max_weight) * child.value_sum / child.visits +
-                      config_.max_weight * child.max_reward +
-                      config_.exploration * std::sqrt(log_n / child.visits);
+        const double score = child.visits == 0 ? std::numeric_limits<double>::infinity()
+                                               : (1 - config_.max_weight) * child.value_sum / child.visits +
+                                                     config_.max_weight * child.max_reward +
+                                                     config_.exploration * std::sqrt(log_n / child.visits);
         if (best < 0 || score > best_score) {
           best = c;
           best_score = score;
@@ -248,8 +246,7 @@ std::optional<int64_t> SearchTree::Select(std::mt19937_64& rng) const {
     case Policy::kGreedy:
       return *std::min_element(candidates.begin(), candidates.end(), better);
     case Policy::kBeam: {
-      const size_t width =
-          std::min(candidates.size(), static_cast<size_t>(std::max(1, config_.beam_width)));
+      const size_t width = std::min(candidates.size(), static_cast<size_t>(std::max(1, config_.beam_width)));
       std::partial_sort(candidates.begin(), candidates.begin() + width, candidates.end(), better);
       return candidates[Draw(rng, width)];
     }
@@ -266,8 +263,7 @@ int64_t SearchTree::Best() const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
     if (!n.outcome.passed) continue;
-    if (!nodes_[best].outcome.passed || n.reward > nodes_[best].reward)
-      best = static_cast<int64_t>(i);
+    if (!nodes_[best].outcome.passed || n.reward > nodes_[best].reward) best = static_cast<int64_t>(i);
   }
   return best;
 }

@@ -24,20 +24,20 @@ std::optional<Policy> ParsePolicy(std::string_view name);
 // the evidence for each is in docs/search.md.
 struct SearchConfig {
   Policy policy = Policy::kMcts;
-  double exploration = 0.1;        // UCT c on log-speedup rewards (rewards span ~[-2.3, 2]);
-                                   // 0.7 made UCT near-uniform over siblings. For generators
-                                   // whose drafts stay near their parent (llm:, command:, the
-                                   // landscape tests' steps); the params generator uses
-                                   // kGlobalDraftsExploration.
-  double max_weight = 0.75;        // UCT value: (1 − w)·mean + w·max reward of the subtree; mean
-                                   // alone lets failures and regressing siblings bury a subtree
-  double widen_c = 1.0;            // progressive widening: a node may have ⌈widen_c · N^widen_alpha⌉ children
-  double widen_alpha = 0.25;       // (N = evaluations in its subtree): ~3 children at N=60
-  double asymmetry = 1.0;          // better-than-parent nodes get (1 + asymmetry·max(0, gain)) × the limit
-  double failure_reward = -2.3;    // log(0.1): a failure counts like a 10× slowdown
-  int prune_window = 4;            // a node whose last m children all failed or regressed is closed (0: off)
-  double regress_margin = 0.0;     // a child "regressed" when its reward ≤ parent's + margin
-  int beam_width = 4;              // beam: expand among the best `beam_width` open nodes
+  double exploration = 0.1;      // UCT c on log-speedup rewards (rewards span ~[-2.3, 2]);
+                                 // 0.7 made UCT near-uniform over siblings. For generators
+                                 // whose drafts stay near their parent (llm:, command:, the
+                                 // landscape tests' steps); the params generator uses
+                                 // kGlobalDraftsExploration.
+  double max_weight = 0.75;      // UCT value: (1 − w)·mean + w·max reward of the subtree; mean
+                                 // alone lets failures and regressing siblings bury a subtree
+  double widen_c = 1.0;          // progressive widening: a node may have ⌈widen_c · N^widen_alpha⌉ children
+  double widen_alpha = 0.25;     // (N = evaluations in its subtree): ~3 children at N=60
+  double asymmetry = 1.0;        // better-than-parent nodes get (1 + asymmetry·max(0, gain)) × the limit
+  double failure_reward = -2.3;  // log(0.1): a failure counts like a 10× slowdown
+  int prune_window = 4;          // a node whose last m children all failed or regressed is closed (0: off)
+  double regress_margin = 0.0;   // a child "regressed" when its reward ≤ parent's + margin
+  int beam_width = 4;            // beam: expand among the best `beam_width` open nodes
 };
 
 // Sets one constant of `c` by its field name above and a decimal value ("widen_alpha", "0.5"), as
@@ -53,22 +53,22 @@ inline constexpr double kGlobalDraftsExploration = 0.3;
 
 struct Outcome {
   bool passed = false;
-  double speedup = 0;              // over the task's baseline (passed only)
-  std::string summary;             // "what changed and why"
-  std::string finding;             // the finding id it targeted ("" = none)
+  double speedup = 0;   // over the task's baseline (passed only)
+  std::string summary;  // "what changed and why"
+  std::string finding;  // the finding id it targeted ("" = none)
 };
 
 struct Node {
   int64_t id = 0;
-  int64_t parent = -1;             // -1 for the root
+  int64_t parent = -1;  // -1 for the root
   int depth = 0;
   Outcome outcome;
-  double reward = 0;               // log(speedup), never below failure_reward; failure_reward if failed
-  int visits = 0;                  // number of evaluations in the subtree (itself included)
-  double value_sum = 0;            // sum of rewards in the subtree
-  double max_reward = 0;           // the best reward in the subtree (itself included)
+  double reward = 0;      // log(speedup), never below failure_reward; failure_reward if failed
+  int visits = 0;         // number of evaluations in the subtree (itself included)
+  double value_sum = 0;   // sum of rewards in the subtree
+  double max_reward = 0;  // the best reward in the subtree (itself included)
   std::vector<int64_t> children;
-  bool closed = false;             // pruned, or its generator has nothing left to offer
+  bool closed = false;  // pruned, or its generator has nothing left to offer
   std::string closed_reason;
 };
 

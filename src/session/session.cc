@@ -43,15 +43,17 @@ class StoreArchive : public TranscriptArchive {
   explicit StoreArchive(Store& store) : store_(store) {}
 
   bool Archive(int64_t run_id, int64_t parent, const llm::Exchange& e) override {
-    nlohmann::json usage = {{"input_tokens", e.usage.input_tokens}, {"output_tokens", e.usage.output_tokens},
-                            {"cost_usd", e.usage.cost_usd}, {"priced", e.usage.priced}};
+    nlohmann::json usage = {{"input_tokens", e.usage.input_tokens},
+                            {"output_tokens", e.usage.output_tokens},
+                            {"cost_usd", e.usage.cost_usd},
+                            {"priced", e.usage.priced}};
     nlohmann::json whole = {{"endpoint", e.endpoint}, {"request", e.request_json}, {"response", e.response_json},
-                            {"status", e.status},     {"attempts", e.attempts},   {"seconds", e.seconds},
+                            {"status", e.status},     {"attempts", e.attempts},    {"seconds", e.seconds},
                             {"usage", usage},         {"error", e.error}};
     auto blob = store_.PutBlob(whole.dump(2));
     if (!blob.ok()) return false;
-    nlohmann::json event = {{"parent", parent}, {"endpoint", e.endpoint}, {"blob", *blob}, {"status", e.status},
-                            {"attempts", e.attempts},   {"seconds", e.seconds},   {"usage", usage}, {"error", e.error}};
+    nlohmann::json event = {{"parent", parent},       {"endpoint", e.endpoint}, {"blob", *blob},  {"status", e.status},
+                            {"attempts", e.attempts}, {"seconds", e.seconds},   {"usage", usage}, {"error", e.error}};
     return store_.AddRunEvent(run_id, "transcript", event.dump()).ok();
   }
 
@@ -72,7 +74,7 @@ GeneratorSetup BaseGeneratorSetup(Store& store, const InstallLayout& layout) {
 }
 
 Result<std::unique_ptr<Generator>> MakeRunGenerator(const Task& task, const OptimizeOptions& o, Store& store,
-                                                const InstallLayout& layout) {
+                                                    const InstallLayout& layout) {
   GeneratorSetup gen = BaseGeneratorSetup(store, layout);
   gen.llm_config = o.llm_config;
   gen.raw_metrics = o.raw_metrics;
@@ -82,7 +84,9 @@ Result<std::unique_ptr<Generator>> MakeRunGenerator(const Task& task, const Opti
 
 }  // namespace
 
-std::shared_ptr<TranscriptArchive> StoreTranscriptArchive(Store& store) { return std::make_shared<StoreArchive>(store); }
+std::shared_ptr<TranscriptArchive> StoreTranscriptArchive(Store& store) {
+  return std::make_shared<StoreArchive>(store);
+}
 
 OptimizeSession::~OptimizeSession() = default;
 
@@ -113,8 +117,8 @@ Result<std::unique_ptr<OptimizeSession>> OptimizeSession::Open(const Task& task,
       worker->sandbox_runner = s.layout.runner;
       session->python_ = std::make_unique<WorkerTaskRunner>(SystemProcessRunner(), *worker);
     }
-    const int threads = s.compile_threads > 0 ? s.compile_threads
-                                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const int threads =
+        s.compile_threads > 0 ? s.compile_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     session->executor_ = std::make_unique<LocalExecutor>(*session->toolchain_, SystemProcessRunner(), s.layout.runner,
                                                          threads, session->python_.get(), o.devices, s.reuse);
   }
@@ -135,8 +139,9 @@ Optimizer OptimizeSession::MakeOptimizer(ProgressSink& progress) {
 
 LineageSession::~LineageSession() = default;
 
-Result<std::unique_ptr<LineageSession>> LineageSession::Open(const std::string& generator, const std::string& llm_config,
-                                                             double max_cost_usd, Store& store, const InstallLayout& layout) {
+Result<std::unique_ptr<LineageSession>> LineageSession::Open(const std::string& generator,
+                                                             const std::string& llm_config, double max_cost_usd,
+                                                             Store& store, const InstallLayout& layout) {
   std::unique_ptr<LineageSession> session(new LineageSession());
   GeneratorSetup gen = BaseGeneratorSetup(store, layout);
   gen.llm_config = llm_config;

@@ -90,7 +90,6 @@ class OptimizeSession {
   std::unique_ptr<UsageLog> usage_;
 };
 
-
 // What `kpilot lineage` works with (docs/lineage.md): the toolchain (its compile cache in the
 // store), the evaluator the walk's measures run through, and the walk's generator, set up as an
 // optimize run's generator is and archiving its exchanges in the store.

@@ -13,9 +13,9 @@
 namespace kpilot {
 namespace {
 
-const std::vector<std::string> kRequiredFields = {"name",     "description", "id",        "intent",    "anchor",
-                                                  "preconditions", "effect", "risks",     "scope",     "requires",
-                                                  "provides", "conflicts",   "triggers",  "params"};
+const std::vector<std::string> kRequiredFields = {"name",          "description", "id",       "intent", "anchor",
+                                                  "preconditions", "effect",      "risks",    "scope",  "requires",
+                                                  "provides",      "conflicts",   "triggers", "params"};
 
 // The body's sections, in order; the last is matched as a prefix and must say it is an example.
 const std::vector<std::string> kSections = {"## Recipe", "## Preconditions", "## Before / After",
@@ -80,9 +80,7 @@ class CardReader {
     ++count_;
   }
   // The file line of a node of the front matter (which starts on line 2), or `fallback`.
-  int Line(const YAML::Node& n, int fallback) const {
-    return n.Mark().line >= 0 ? n.Mark().line + 2 : fallback;
-  }
+  int Line(const YAML::Node& n, int fallback) const { return n.Mark().line >= 0 ? n.Mark().line + 2 : fallback; }
   // The keys of a mapping (first occurrence each); reports duplicates, missing and unknown keys.
   std::map<std::string, YAML::Node> Keys(const YAML::Node& map, const std::string& field,
                                          const std::vector<std::string>& required,
@@ -104,9 +102,7 @@ class CardReader {
   std::optional<ParamMove> ReadMove(const YAML::Node& n, const std::string& field);
   void ReadBody(const std::string& body, int first_line, const SkillCard& card);
 
-  std::vector<std::string> FindingIds() const {
-    return {options_.finding_ids.begin(), options_.finding_ids.end()};
-  }
+  std::vector<std::string> FindingIds() const { return {options_.finding_ids.begin(), options_.finding_ids.end()}; }
 
   std::filesystem::path file_;
   const ValidationOptions& options_;
@@ -140,7 +136,8 @@ std::map<std::string, YAML::Node> CardReader::Keys(const YAML::Node& map, const 
     keys[k] = it->second;
   }
   for (const auto& k : required)
-    if (!keys.count(k)) Problem(line, name(k), "missing", "add `" + k + ":` (every field is required; see skills/README.md)");
+    if (!keys.count(k))
+      Problem(line, name(k), "missing", "add `" + k + ":` (every field is required; see skills/README.md)");
   return keys;
 }
 
@@ -224,7 +221,8 @@ void CardReader::ReadIdentity(const std::map<std::string, YAML::Node>& f, const 
             "is " + std::to_string(Utf8Length(card->description)) + " characters long (Agent Skills allows 1024)",
             "shorten it; details belong in the body");
   if (text("intent", &card->intent) && card->intent.find('\n') != std::string::npos)
-    Problem(Line(f.at("intent"), root_line_), "intent", "must be one line", "say the change in one imperative sentence");
+    Problem(Line(f.at("intent"), root_line_), "intent", "must be one line",
+            "say the change in one imperative sentence");
   text("anchor", &card->anchor);
 }
 
@@ -262,7 +260,8 @@ void CardReader::ReadEffect(const YAML::Node& n, SkillCard* card) {
   if (!keys.count("measured")) return;
   const YAML::Node& m = keys["measured"];
   if (!m.IsSequence()) {
-    Problem(Line(m, line), "effect.measured", "must be a list", "write `measured: []` until a kpilot run measures the card");
+    Problem(Line(m, line), "effect.measured", "must be a list",
+            "write `measured: []` until a kpilot run measures the card");
     return;
   }
   for (size_t i = 0; i < m.size(); ++i) {
@@ -383,17 +382,24 @@ std::optional<ParamMove> CardReader::ReadMove(const YAML::Node& n, const std::st
   }
   if (keys.count("move")) {
     auto m = Text(keys["move"], field + ".move", line);
-    if (m && *m == "up") mv.move = MoveDirection::kUp;
-    else if (m && *m == "down") mv.move = MoveDirection::kDown;
-    else if (m && *m == "set") mv.move = MoveDirection::kSet;
+    if (m && *m == "up")
+      mv.move = MoveDirection::kUp;
+    else if (m && *m == "down")
+      mv.move = MoveDirection::kDown;
+    else if (m && *m == "set")
+      mv.move = MoveDirection::kSet;
     else {
-      if (m) Problem(Line(keys["move"], line), field + ".move", "unknown move `" + *m + "`", "use up, down or set (with value)");
+      if (m)
+        Problem(Line(keys["move"], line), field + ".move", "unknown move `" + *m + "`",
+                "use up, down or set (with value)");
       ok = false;
     }
   }
   if (keys.count("value")) {
-    if (auto v = Text(keys["value"], field + ".value", line)) mv.value = Trim(*v);
-    else ok = false;
+    if (auto v = Text(keys["value"], field + ".value", line))
+      mv.value = Trim(*v);
+    else
+      ok = false;
   }
   if (ok && mv.move == MoveDirection::kSet && !mv.value) {
     Problem(line, field + ".value", "a `set` move needs a value", "add `value: …`");
@@ -437,8 +443,8 @@ std::optional<ParamMove> CardReader::ReadMove(const YAML::Node& n, const std::st
         values = c.text.substr(colon + 1);
       }
       c.alternatives = SplitAlternatives(values);
-      if (c.alternatives.empty() || std::any_of(c.alternatives.begin(), c.alternatives.end(),
-                                                [](const std::string& a) { return a.empty(); })) {
+      if (c.alternatives.empty() ||
+          std::any_of(c.alternatives.begin(), c.alternatives.end(), [](const std::string& a) { return a.empty(); })) {
         Problem(at, field + ".when", "`" + mv.when + "`: empty condition", "write `(a)`, `(a or b)` or `(key: value)`");
         return std::nullopt;
       }
@@ -477,8 +483,9 @@ void CardReader::ReadBody(const std::string& body, int first_line, const SkillCa
               "the body has, in order: " + JoinQuoted(kSections) + " (skills/README.md)");
   for (size_t s = 1; s < kSections.size(); ++s) {
     if (at[s] == 0 || at[s - 1] == 0 || at[s] > at[s - 1]) continue;
-    Problem(at[s], "body", "section `" + kSections[s] + "` comes before `" + kSections[s - 1] + "` (line " +
-                               std::to_string(at[s - 1]) + ")",
+    Problem(at[s], "body",
+            "section `" + kSections[s] + "` comes before `" + kSections[s - 1] + "` (line " +
+                std::to_string(at[s - 1]) + ")",
             "order the sections " + JoinQuoted(kSections));
   }
   if (std::find(at.begin(), at.end(), 0) != at.end()) return;
@@ -514,7 +521,8 @@ bool CardReader::Read(const std::string& text, const std::string& folder, SkillC
     return l;
   };
   if (text.empty() || line_text(0) != "---") {
-    Problem(1, "front matter", "the file does not start with a `---` line", "put the YAML front matter between two `---` lines");
+    Problem(1, "front matter", "the file does not start with a `---` line",
+            "put the YAML front matter between two `---` lines");
     return false;
   }
   size_t close = 0;
@@ -551,7 +559,8 @@ bool CardReader::Read(const std::string& text, const std::string& folder, SkillC
     if (f.count("triggers")) ReadTriggers(f["triggers"], card);
     if (f.count("params")) ReadParams(f["params"], card);
   } catch (const YAML::Exception& e) {  // a node of an unexpected shape that slipped past the checks
-    Problem(e.mark.line >= 0 ? e.mark.line + 2 : 1, "front matter", e.msg, "check the field's type against skills/README.md");
+    Problem(e.mark.line >= 0 ? e.mark.line + 2 : 1, "front matter", e.msg,
+            "check the field's type against skills/README.md");
   }
   card->body = body;
   ReadBody(body, static_cast<int>(close) + 2, *card);

@@ -35,12 +35,15 @@ nlohmann::json ToJson(const SkillCard& c) {
   for (const auto& m : c.effect_measured) measured.push_back(m.fields);
   nlohmann::json params = nlohmann::json::array();
   for (const auto& mv : c.params) {
-    nlohmann::json j = {{"param", mv.param}, {"move", MoveDirectionName(mv.move)}, {"when", mv.when},
-                        {"trigger", mv.trigger}, {"trigger_is_class", mv.trigger_is_class}};
+    nlohmann::json j = {{"param", mv.param},
+                        {"move", MoveDirectionName(mv.move)},
+                        {"when", mv.when},
+                        {"trigger", mv.trigger},
+                        {"trigger_is_class", mv.trigger_is_class}};
     if (mv.value) j["value"] = *mv.value;
     if (mv.condition)
-      j["condition"] = {{"text", mv.condition->text}, {"key", mv.condition->key},
-                        {"alternatives", mv.condition->alternatives}};
+      j["condition"] = {
+          {"text", mv.condition->text}, {"key", mv.condition->key}, {"alternatives", mv.condition->alternatives}};
     params.push_back(std::move(j));
   }
   return {{"id", c.id},
@@ -72,8 +75,8 @@ Result<std::set<std::string>> KnownFindingIds(const std::vector<fs::path>& rule_
 }
 
 const SkillCard* SkillLibrary::Find(std::string_view id) const {
-  auto it = std::lower_bound(cards.begin(), cards.end(), id,
-                             [](const SkillCard& c, std::string_view v) { return c.id < v; });
+  auto it =
+      std::lower_bound(cards.begin(), cards.end(), id, [](const SkillCard& c, std::string_view v) { return c.id < v; });
   return it != cards.end() && it->id == id ? &*it : nullptr;
 }
 

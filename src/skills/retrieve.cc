@@ -65,7 +65,8 @@ std::string Excluded(const SkillCard& card, const RetrievalContext& ctx) {
   if (!ctx.language.empty() && !Contains(card.scope_languages, ctx.language))
     return "language " + ctx.language + " not in scope [" + Join(card.scope_languages) + "]";
   if (!ctx.dtypes.empty() && !card.scope_dtypes.empty() &&
-      std::none_of(card.scope_dtypes.begin(), card.scope_dtypes.end(), [&](const std::string& t) { return ctx.dtypes.count(t); }))
+      std::none_of(card.scope_dtypes.begin(), card.scope_dtypes.end(),
+                   [&](const std::string& t) { return ctx.dtypes.count(t); }))
     return "element types " + Join(std::vector<std::string>(ctx.dtypes.begin(), ctx.dtypes.end())) + " not in scope [" +
            Join(card.scope_dtypes) + "]";
   std::vector<std::string> missing, clashing;
@@ -136,9 +137,9 @@ Retrieval Retrieve(const SkillLibrary& library, const RetrievalContext& ctx, con
     }
     RetrievedCard r;
     r.card = &card;
-    r.tune_only = !card.provides.empty() &&
-                  std::all_of(card.provides.begin(), card.provides.end(),
-                              [&](const std::string& f) { return ctx.features.count(f) > 0; });
+    r.tune_only =
+        !card.provides.empty() && std::all_of(card.provides.begin(), card.provides.end(),
+                                              [&](const std::string& f) { return ctx.features.count(f) > 0; });
     for (size_t k = 0; k < card.params.size(); ++k) {
       std::string reason;
       if (MoveMatches(card.params[k], ctx, &reason)) r.moves.push_back({k, reason});
@@ -185,7 +186,8 @@ nlohmann::json ToJson(const RetrievedCard& r) {
   nlohmann::json moves = nlohmann::json::array();
   for (const auto& m : r.moves) {
     const ParamMove& mv = r.card->params[m.index];
-    nlohmann::json j = {{"param", mv.param}, {"move", MoveDirectionName(mv.move)}, {"when", mv.when}, {"reason", m.reason}};
+    nlohmann::json j = {
+        {"param", mv.param}, {"move", MoveDirectionName(mv.move)}, {"when", mv.when}, {"reason", m.reason}};
     if (mv.value) j["value"] = *mv.value;
     moves.push_back(std::move(j));
   }

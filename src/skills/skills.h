@@ -53,11 +53,11 @@ struct MoveCondition {
 // A move for the parametric generator: change `param` when `trigger` (a finding id or a roofline
 // class) is present and, if given, the condition holds for that finding's evidence.
 struct ParamMove {
-  std::string param;                  // a param role (docs/generate.md) or an UPPER_CASE param name
+  std::string param;  // a param role (docs/generate.md) or an UPPER_CASE param name
   MoveDirection move = MoveDirection::kUp;
-  std::optional<std::string> value;   // only for kSet
-  std::string when;                   // as written
-  std::string trigger;                // the leading finding id or class name
+  std::optional<std::string> value;  // only for kSet
+  std::string when;                  // as written
+  std::string trigger;               // the leading finding id or class name
   bool trigger_is_class = false;
   std::optional<MoveCondition> condition;
 };
@@ -70,24 +70,24 @@ struct SkillCard {
   std::string name;         // == id
   std::string description;  // at most 1024 characters
   // kpilot's fields (KLineage's card schema).
-  std::string id;           // kebab-case, == the folder name
-  std::string intent;       // one line, imperative
-  std::string anchor;       // where in the code it applies
+  std::string id;      // kebab-case, == the folder name
+  std::string intent;  // one line, imperative
+  std::string anchor;  // where in the code it applies
   std::vector<Precondition> preconditions;
   std::string effect_expected;
   std::vector<MeasuredEffect> effect_measured;
   std::vector<std::string> risks;
   std::vector<std::string> scope_cases;
-  std::vector<std::string> scope_languages;   // "cuda", "cpp"
-  std::vector<std::string> scope_platforms;   // "sm_80", "sm_90a", …
-  std::vector<std::string> scope_dtypes;      // element types it needs one of ("f16", "bf16", …); empty = any
+  std::vector<std::string> scope_languages;  // "cuda", "cpp"
+  std::vector<std::string> scope_platforms;  // "sm_80", "sm_90a", …
+  std::vector<std::string> scope_dtypes;     // element types it needs one of ("f16", "bf16", …); empty = any
   std::vector<std::string> requires_features;
   std::vector<std::string> provides;
   std::vector<std::string> conflicts;
   std::vector<std::string> trigger_findings;
   std::vector<std::string> trigger_classes;
   std::vector<ParamMove> params;
-  std::string body;         // the Markdown after the front matter
+  std::string body;  // the Markdown after the front matter
   // Where it came from.
   std::filesystem::path source;  // the SKILL.md file
   SkillOrigin origin = SkillOrigin::kBuiltin;
@@ -122,10 +122,10 @@ const std::vector<std::string>& ParamRoles();
 // One problem with a card: printed as "FILE:LINE: field `FIELD`: MESSAGE; FIX".
 struct SkillProblem {
   std::filesystem::path file;
-  int line = 0;           // 1-based line of the file; 0 when no line applies (a missing file)
-  std::string field;      // "triggers.findings", "params[2].move", "body", "front matter"
+  int line = 0;       // 1-based line of the file; 0 when no line applies (a missing file)
+  std::string field;  // "triggers.findings", "params[2].move", "body", "front matter"
   std::string message;
-  std::string fix;        // what to do; may be empty
+  std::string fix;  // what to do; may be empty
   std::string ToString() const;
 };
 nlohmann::json ToJson(const SkillProblem& p);
@@ -161,15 +161,15 @@ struct SkillDir {
 // A card of a later folder that replaced one of the same id from an earlier folder.
 struct SkillOverride {
   std::string id;
-  std::filesystem::path replaced;   // the earlier SKILL.md
+  std::filesystem::path replaced;  // the earlier SKILL.md
   SkillOrigin replaced_origin = SkillOrigin::kBuiltin;
-  std::filesystem::path by;         // the later SKILL.md
+  std::filesystem::path by;  // the later SKILL.md
   SkillOrigin by_origin = SkillOrigin::kBuiltin;
 };
 
 struct SkillLibrary {
-  std::vector<SkillCard> cards;           // sorted by id, one per id
-  std::vector<SkillOverride> overrides;   // in loading order
+  std::vector<SkillCard> cards;                      // sorted by id, one per id
+  std::vector<SkillOverride> overrides;              // in loading order
   const SkillCard* Find(std::string_view id) const;  // nullptr when absent
 };
 
@@ -209,8 +209,8 @@ std::vector<SkillDir> DefaultSkillDirs(const std::filesystem::path& builtin,
 //                     .findings_applied = <finding ids whose moves or cards the proposal used>,
 //                     .speedup = <child's paired speedup over the parent, when it passed>});
 struct UsageEvent {
-  int64_t run_id = 0;    // 0 outside a run
-  int64_t node = -1;     // the child node (-1 when none)
+  int64_t run_id = 0;  // 0 outside a run
+  int64_t node = -1;   // the child node (-1 when none)
   std::vector<std::string> cards_offered;
   std::vector<std::string> cards_applied;
   std::vector<std::string> findings_fired;
@@ -238,13 +238,13 @@ inline constexpr double kDefaultImprovedFactor = 1.02;
 
 // Per card or tool: counts over all recorded rows.
 struct UsageStats {
-  std::string kind;        // "card" | "tool"
-  std::string name;        // card id or finding id
-  int64_t fired = 0;       // offered (cards) / reported (tools)
+  std::string kind;   // "card" | "tool"
+  std::string name;   // card id or finding id
+  int64_t fired = 0;  // offered (cards) / reported (tools)
   int64_t applied = 0;
-  int64_t improved = 0;    // applied with speedup > improved_factor
-  int64_t measured = 0;    // applied with a speedup
-  double mean_gain = 0;    // geometric mean of the measured speedups; 0 when none
+  int64_t improved = 0;  // applied with speedup > improved_factor
+  int64_t measured = 0;  // applied with a speedup
+  double mean_gain = 0;  // geometric mean of the measured speedups; 0 when none
   // improved / applied; 0 when never applied.
   double HitRate() const { return applied ? static_cast<double>(improved) / applied : 0; }
   // (improved + 1) / (applied + 2): the hit rate retrieval ranks by, 0.5 for a card never applied.
@@ -275,16 +275,16 @@ struct RetrievalContext {
 };
 
 struct RetrieveOptions {
-  size_t limit = 0;                 // at most this many cards; 0 = all
-  bool include_tune_only = true;    // keep cards whose provides are all present (for their moves)
+  size_t limit = 0;               // at most this many cards; 0 = all
+  bool include_tune_only = true;  // keep cards whose provides are all present (for their moves)
   // Usage per card id (kind "card"); nullptr or absent: hit rate 0.5 (SmoothedHitRate).
   const std::map<std::string, UsageStats>* usage = nullptr;
 };
 
 // A params move whose `when` holds in the context.
 struct MatchedMove {
-  size_t index = 0;     // into card->params
-  std::string reason;   // "dominant-warp-stall (long_scoreboard) matches evidence long_scoreboard"
+  size_t index = 0;    // into card->params
+  std::string reason;  // "dominant-warp-stall (long_scoreboard) matches evidence long_scoreboard"
 };
 
 struct RetrievedCard {
@@ -294,9 +294,9 @@ struct RetrievedCard {
   std::vector<std::string> matched_findings;
   bool class_matched = false;
   double bm25 = 0;
-  double hit_rate = 0.5;            // SmoothedHitRate of its usage
+  double hit_rate = 0.5;  // SmoothedHitRate of its usage
   std::vector<MatchedMove> moves;
-  std::string reason;               // the above in words
+  std::string reason;  // the above in words
 };
 
 struct RetrievalExclusion {
@@ -305,8 +305,8 @@ struct RetrievalExclusion {
 };
 
 struct Retrieval {
-  std::vector<RetrievedCard> cards;           // ranked, best first
-  std::vector<RetrievalExclusion> excluded;   // by id
+  std::vector<RetrievedCard> cards;          // ranked, best first
+  std::vector<RetrievalExclusion> excluded;  // by id
 };
 
 // Filters the library's cards by scope (platform, language), requires ⊆ features,

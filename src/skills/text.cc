@@ -57,8 +57,8 @@ std::string NormalizePhrase(const std::string& s) {
 }
 
 std::vector<std::string> Terms(const std::string& text) {
-  static const std::set<std::string> kStop = {"a",  "an", "and", "are", "as",   "at",   "be",   "by",  "for",
-                                              "from", "in", "is", "it",  "of",  "on",   "or",   "the", "to",
+  static const std::set<std::string> kStop = {"a",    "an",   "and", "are",  "as",   "at",   "be",  "by",  "for",
+                                              "from", "in",   "is",  "it",   "of",   "on",   "or",  "the", "to",
                                               "when", "with", "its", "that", "this", "than", "into"};
   std::vector<std::string> out;
   std::string cur;
@@ -67,8 +67,10 @@ std::vector<std::string> Terms(const std::string& text) {
     cur.clear();
   };
   for (char c : text) {
-    if (std::isalnum(static_cast<unsigned char>(c))) cur += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else flush();
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      cur += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else
+      flush();
   }
   flush();
   return out;

@@ -57,8 +57,8 @@ const std::vector<std::string>& RooflineClasses() {
 }
 
 const std::vector<std::string>& SkillPlatforms() {
-  static const std::vector<std::string> kPlatforms = {"sm_80", "sm_86", "sm_89", "sm_90",
-                                                              "sm_90a", "sm_100a", "x86-64", "aarch64"};
+  static const std::vector<std::string> kPlatforms = {"sm_80",  "sm_86",   "sm_89",  "sm_90",
+                                                      "sm_90a", "sm_100a", "x86-64", "aarch64"};
   return kPlatforms;
 }
 
@@ -78,25 +78,31 @@ const std::vector<std::string>& SkillLanguages() {
 }
 
 const std::vector<std::string>& ParamRoles() {
-  static const std::vector<std::string> kRoles = {"vector", "block", "grid", "work-per-block", "stages",
-                                                  "unroll", "register-tile", "tile-k", "tile", "min-blocks"};
+  static const std::vector<std::string> kRoles = {"vector", "block",         "grid",   "work-per-block", "stages",
+                                                  "unroll", "register-tile", "tile-k", "tile",           "min-blocks"};
   return kRoles;
 }
 
 std::string_view MoveDirectionName(MoveDirection d) {
   switch (d) {
-    case MoveDirection::kUp: return "up";
-    case MoveDirection::kDown: return "down";
-    case MoveDirection::kSet: return "set";
+    case MoveDirection::kUp:
+      return "up";
+    case MoveDirection::kDown:
+      return "down";
+    case MoveDirection::kSet:
+      return "set";
   }
   return "up";
 }
 
 std::string_view SkillOriginName(SkillOrigin o) {
   switch (o) {
-    case SkillOrigin::kBuiltin: return "built-in";
-    case SkillOrigin::kUser: return "user";
-    case SkillOrigin::kCommandLine: return "--skills";
+    case SkillOrigin::kBuiltin:
+      return "built-in";
+    case SkillOrigin::kUser:
+      return "user";
+    case SkillOrigin::kCommandLine:
+      return "--skills";
   }
   return "built-in";
 }

@@ -37,7 +37,10 @@ Result<int64_t> SqliteStore::CreateRun(const RunRecord& r) {
       "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) RETURNING id");
   if (!stmt.ok()) return stmt.status();
   stmt->BindText(1, r.task_name).BindText(2, r.task_dir).BindText(3, r.config_json).BindText(4, r.status);
-  stmt->BindText(5, r.stop_reason).BindDouble(6, r.best_speedup).BindInt(7, r.best_node).BindText(8, UtcNow(UtcPrecision::kMillis));
+  stmt->BindText(5, r.stop_reason)
+      .BindDouble(6, r.best_speedup)
+      .BindInt(7, r.best_node)
+      .BindText(8, UtcNow(UtcPrecision::kMillis));
   return StepForId(*stmt);
 }
 
@@ -134,8 +137,8 @@ Result<int64_t> SqliteStore::AddRunEvent(int64_t run_id, const std::string& kind
 
 Result<std::vector<RunEventRecord>> SqliteStore::ListRunEvents(int64_t run_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Result<Statement> stmt = Prepare(
-      "SELECT run_id, seq, kind, payload_json, created_at FROM run_events WHERE run_id = ?1 ORDER BY seq");
+  Result<Statement> stmt =
+      Prepare("SELECT run_id, seq, kind, payload_json, created_at FROM run_events WHERE run_id = ?1 ORDER BY seq");
   if (!stmt.ok()) return stmt.status();
   stmt->BindInt(1, run_id);
   std::vector<RunEventRecord> out;
@@ -143,8 +146,8 @@ Result<std::vector<RunEventRecord>> SqliteStore::ListRunEvents(int64_t run_id) {
     Result<bool> row = stmt->Step();
     if (!row.ok()) return row.status();
     if (!*row) return out;
-    out.push_back({stmt->ColumnInt(0), stmt->ColumnInt(1), stmt->ColumnText(2), stmt->ColumnText(3),
-                   stmt->ColumnText(4)});
+    out.push_back(
+        {stmt->ColumnInt(0), stmt->ColumnInt(1), stmt->ColumnText(2), stmt->ColumnText(3), stmt->ColumnText(4)});
   }
 }
 

@@ -165,13 +165,13 @@ Result<int> MigrateStore(sqlite3* db, const fs::path& db_path) {
     if (!version.ok()) return version.status();
     if (*version > kLatest) return TooNew(db_path, *version);
     if (*version >= m.version) continue;  // the transaction rolls back: nothing was written
-    KPILOT_RETURN_IF_ERROR(ExecScript(db, db_path, m.sql)
-                               .WithContext("migrating to schema " + std::to_string(m.version)));
+    KPILOT_RETURN_IF_ERROR(
+        ExecScript(db, db_path, m.sql).WithContext("migrating to schema " + std::to_string(m.version)));
     version = QueryInt(db, db_path, "PRAGMA user_version");
     if (!version.ok()) return version.status();
     if (*version != m.version) {
-      return Status::Internal(db_path.string() + ": migration " + std::to_string(m.version) +
-                              " left user_version at " + std::to_string(*version));
+      return Status::Internal(db_path.string() + ": migration " + std::to_string(m.version) + " left user_version at " +
+                              std::to_string(*version));
     }
     KPILOT_RETURN_IF_ERROR((*txn)->Commit());
   }

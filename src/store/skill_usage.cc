@@ -6,8 +6,8 @@
 
 namespace kpilot {
 
-Status InsertSkillUsage(sqlite3* db, const std::filesystem::path& db_path,
-                        const std::vector<SkillUsageRecord>& rows, const std::string& now) {
+Status InsertSkillUsage(sqlite3* db, const std::filesystem::path& db_path, const std::vector<SkillUsageRecord>& rows,
+                        const std::string& now) {
   for (const SkillUsageRecord& r : rows) {
     if (r.kind != "card" && r.kind != "tool")
       return Status::InvalidInput("skill usage: kind must be \"card\" or \"tool\", got \"" + r.kind + "\"");
@@ -21,10 +21,10 @@ Status InsertSkillUsage(sqlite3* db, const std::filesystem::path& db_path,
   Result<std::unique_ptr<Transaction>> txn = Transaction::Begin(db, db_path);
   if (!txn.ok()) return txn.status().WithContext("recording skill usage");
   for (const SkillUsageRecord& r : rows) {
-    Result<Statement> stmt = Statement::Prepare(
-        db, db_path,
-        "INSERT INTO skill_usage (run_id, node, kind, name, fired, applied, speedup, created_at) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    Result<Statement> stmt =
+        Statement::Prepare(db, db_path,
+                           "INSERT INTO skill_usage (run_id, node, kind, name, fired, applied, speedup, created_at) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     if (!stmt.ok()) return stmt.status();
     stmt->BindInt(1, r.run_id).BindInt(2, r.node).BindText(3, r.kind).BindText(4, r.name);
     stmt->BindInt(5, r.fired ? 1 : 0).BindInt(6, r.applied ? 1 : 0).BindDouble(7, r.speedup);

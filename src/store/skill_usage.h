@@ -13,8 +13,8 @@
 namespace kpilot {
 
 // Checks every row, then inserts them in one transaction; `now` fills empty created_at.
-Status InsertSkillUsage(sqlite3* db, const std::filesystem::path& db_path,
-                        const std::vector<SkillUsageRecord>& rows, const std::string& now);
+Status InsertSkillUsage(sqlite3* db, const std::filesystem::path& db_path, const std::vector<SkillUsageRecord>& rows,
+                        const std::string& now);
 Result<std::vector<SkillUsageRecord>> SelectSkillUsage(sqlite3* db, const std::filesystem::path& db_path);
 
 }  // namespace kpilot

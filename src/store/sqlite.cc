@@ -9,8 +9,9 @@ Status SqliteError(sqlite3* db, int rc, const fs::path& db_path, const std::stri
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return Status::Unavailable(msg + " — another kpilot process held the store for too long; "
-                                       "retry when it has finished");
+      return Status::Unavailable(msg +
+                                 " — another kpilot process held the store for too long; "
+                                 "retry when it has finished");
     case SQLITE_CONSTRAINT:
       if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) return Status::NotFound(msg);
       return Status::InvalidInput(msg);
@@ -18,12 +19,14 @@ Status SqliteError(sqlite3* db, int rc, const fs::path& db_path, const std::stri
     case SQLITE_PERM:
     case SQLITE_READONLY:
     case SQLITE_AUTH:
-      return Status::InvalidInput(msg + " — check that the folder and file are writable by you, "
-                                        "or use another --store");
+      return Status::InvalidInput(msg +
+                                  " — check that the folder and file are writable by you, "
+                                  "or use another --store");
     case SQLITE_NOTADB:
     case SQLITE_CORRUPT:
-      return Status::InvalidInput(msg + " — this is not a usable kpilot database; move it away "
-                                        "or use another --store");
+      return Status::InvalidInput(msg +
+                                  " — this is not a usable kpilot database; move it away "
+                                  "or use another --store");
     case SQLITE_FULL:
       return Status::Internal(msg + " — free some disk space");
     default:
@@ -37,10 +40,9 @@ Result<Statement> Statement::Prepare(sqlite3* db, const fs::path& db_path, std::
   int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), 0, &raw, &tail);
   SqliteStmtPtr stmt(raw);
   if (rc != SQLITE_OK) return SqliteError(db, rc, db_path, "preparing SQL");
-  if (tail != nullptr && std::string_view(tail, sql.data() + sql.size() - tail)
-                                 .find_first_not_of(" \t\r\n;") != std::string_view::npos) {
-    return Status::Internal(db_path.string() + ": SQL holds more than one statement: " +
-                            std::string(sql));
+  if (tail != nullptr &&
+      std::string_view(tail, sql.data() + sql.size() - tail).find_first_not_of(" \t\r\n;") != std::string_view::npos) {
+    return Status::Internal(db_path.string() + ": SQL holds more than one statement: " + std::string(sql));
   }
   if (stmt == nullptr) return Status::Internal(db_path.string() + ": empty SQL statement");
   return Statement(db, db_path, std::move(stmt));
@@ -62,9 +64,7 @@ Statement& Statement::BindDouble(int index, double value) {
 }
 
 Statement& Statement::BindText(int index, std::string_view value) {
-  NoteBind(sqlite3_bind_text64(stmt_.get(), index, value.data(), value.size(), SQLITE_TRANSIENT,
-                               SQLITE_UTF8),
-           index);
+  NoteBind(sqlite3_bind_text64(stmt_.get(), index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8), index);
   return *this;
 }
 
@@ -91,8 +91,7 @@ double Statement::ColumnDouble(int col) const { return sqlite3_column_double(stm
 std::string Statement::ColumnText(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_.get(), col);
   if (text == nullptr) return "";
-  return std::string(reinterpret_cast<const char*>(text),
-                     static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), col)));
+  return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), col)));
 }
 
 Status ExecScript(sqlite3* db, const fs::path& db_path, std::string_view script) {

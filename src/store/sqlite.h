@@ -36,16 +36,14 @@ using SqliteStmtPtr = std::unique_ptr<sqlite3_stmt, SqliteFinalizer>;
 //   NOTADB / CORRUPT                 → InvalidInput (not a kpilot database)
 //   anything else                    → Internal
 // `db` may be null (then only `rc` is used).
-Status SqliteError(sqlite3* db, int rc, const std::filesystem::path& db_path,
-                   const std::string& what);
+Status SqliteError(sqlite3* db, int rc, const std::filesystem::path& db_path, const std::string& what);
 
 // One prepared statement. Bind* use 1-based indexes like SQLite; a failed bind is remembered
 // and reported by the next Step/Run. Borrows `db`, which must outlive the statement.
 class Statement {
  public:
   // Prepares the first statement of `sql`; any text after it is an error (use ExecScript).
-  static Result<Statement> Prepare(sqlite3* db, const std::filesystem::path& db_path,
-                                   std::string_view sql);
+  static Result<Statement> Prepare(sqlite3* db, const std::filesystem::path& db_path, std::string_view sql);
 
   Statement& BindInt(int index, int64_t value);
   Statement& BindDouble(int index, double value);
@@ -83,16 +81,14 @@ Result<int64_t> QueryInt(sqlite3* db, const std::filesystem::path& db_path, std:
 // Rolls back on destruction unless Commit() succeeded.
 class Transaction {
  public:
-  static Result<std::unique_ptr<Transaction>> Begin(sqlite3* db,
-                                                    const std::filesystem::path& db_path);
+  static Result<std::unique_ptr<Transaction>> Begin(sqlite3* db, const std::filesystem::path& db_path);
   ~Transaction();
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   Status Commit();
 
  private:
-  Transaction(sqlite3* db, std::filesystem::path db_path)
-      : db_(db), db_path_(std::move(db_path)) {}
+  Transaction(sqlite3* db, std::filesystem::path db_path) : db_(db), db_path_(std::move(db_path)) {}
   sqlite3* db_;
   std::filesystem::path db_path_;
   bool done_ = false;

@@ -74,14 +74,10 @@ class SqliteStore final : public Store {
   }
 
  private:
-  fs::path BlobPath(const std::string& sha) const {
-    return dir_ / "blobs" / sha.substr(0, 2) / sha.substr(2);
-  }
+  fs::path BlobPath(const std::string& sha) const { return dir_ / "blobs" / sha.substr(0, 2) / sha.substr(2); }
   // "" is allowed (no blob); anything else must name a blob already in the store.
   Status CheckBlobRef(const std::string& field, const std::string& sha, bool allow_empty) const;
-  Result<Statement> Prepare(std::string_view sql) {
-    return Statement::Prepare(db_.get(), db_path_, sql);
-  }
+  Result<Statement> Prepare(std::string_view sql) { return Statement::Prepare(db_.get(), db_path_, sql); }
 
   const fs::path dir_;
   const fs::path db_path_;

@@ -37,8 +37,7 @@ bool IsSha256Hex(const std::string& s) {
 }
 
 Status BadSha(const std::string& field, const std::string& sha) {
-  return Status::InvalidInput(field + ": expected a sha256 (64 lowercase hex digits), got \"" +
-                              Tail(sha, 80) + "\"");
+  return Status::InvalidInput(field + ": expected a sha256 (64 lowercase hex digits), got \"" + Tail(sha, 80) + "\"");
 }
 
 // The canonical text of a parameter object: keys sorted, no spaces. "" means no parameters.
@@ -46,8 +45,10 @@ Result<std::string> CanonicalParams(const std::string& params_json) {
   if (params_json.empty()) return std::string("{}");
   nlohmann::json j = nlohmann::json::parse(params_json, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    return Status::InvalidInput("candidate params_json: expected a JSON object such as "
-                                "{\"BLOCK\":\"256\"}, got " + Tail(params_json, 200));
+    return Status::InvalidInput(
+        "candidate params_json: expected a JSON object such as "
+        "{\"BLOCK\":\"256\"}, got " +
+        Tail(params_json, 200));
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -118,8 +119,7 @@ Result<int64_t> StepForId(Statement& stmt) {
   return id;
 }
 
-Status SqliteStore::CheckBlobRef(const std::string& field, const std::string& sha,
-                                 bool allow_empty) const {
+Status SqliteStore::CheckBlobRef(const std::string& field, const std::string& sha, bool allow_empty) const {
   if (sha.empty() && allow_empty) return Status::Ok();
   if (!IsSha256Hex(sha)) return BadSha(field, sha);
   std::error_code ec;
@@ -149,8 +149,7 @@ Result<std::string> SqliteStore::GetBlob(const std::string& sha) {
   Result<std::string> content = ReadFile(path);
   if (!content.ok()) {
     if (content.status().code() == StatusCode::kNotFound)
-      return Status::NotFound("blob " + sha + " is not in store " + dir_.string() + " (no file " +
-                              path.string() + ")");
+      return Status::NotFound("blob " + sha + " is not in store " + dir_.string() + " (no file " + path.string() + ")");
     return content.status().WithContext("store " + dir_.string() + ": reading blob " + sha);
   }
   std::string actual = Sha256Hex(*content);
@@ -187,8 +186,8 @@ Result<int64_t> SqliteStore::AddCandidate(const CandidateRecord& c) {
   stmt->BindText(4, *params).BindText(5, UtcNow(UtcPrecision::kMillis));
   Result<int64_t> id = StepForId(*stmt);
   if (!id.ok() && id.status().code() == StatusCode::kNotFound) {
-    return Status::NotFound("task id " + std::to_string(c.task_id) + " is not in store " +
-                            db_path_.string() + " — add the task before its candidates");
+    return Status::NotFound("task id " + std::to_string(c.task_id) + " is not in store " + db_path_.string() +
+                            " — add the task before its candidates");
   }
   return id;
 }
@@ -215,16 +214,15 @@ Result<int64_t> SqliteStore::AddEvaluation(const EvaluationRecord& e) {
   stmt->BindText(9, e.sass_blob);
   Result<int64_t> id = StepForId(*stmt);
   if (!id.ok() && id.status().code() == StatusCode::kNotFound) {
-    return Status::NotFound("candidate id " + std::to_string(e.candidate_id) + " is not in store " +
-                            db_path_.string() + " — add the candidate before its evaluations");
+    return Status::NotFound("candidate id " + std::to_string(e.candidate_id) + " is not in store " + db_path_.string() +
+                            " — add the candidate before its evaluations");
   }
   return id;
 }
 
 Result<std::vector<EvaluationRecord>> SqliteStore::ListEvaluations(int64_t candidate_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Result<Statement> stmt =
-      Prepare(std::string(kEvaluationColumns) + "WHERE candidate_id = ?1 ORDER BY id");
+  Result<Statement> stmt = Prepare(std::string(kEvaluationColumns) + "WHERE candidate_id = ?1 ORDER BY id");
   if (!stmt.ok()) return stmt.status();
   stmt->BindInt(1, candidate_id);
   std::vector<EvaluationRecord> out;
@@ -269,9 +267,10 @@ Result<int64_t> SqliteStore::CountRows(const std::string& table) {
     std::lock_guard<std::mutex> lock(mu_);
     return QueryInt(db_.get(), db_path_, c.sql);
   }
-  return Status::InvalidInput("CountRows: unknown table \"" + table +
-                              "\"; expected tasks, candidates, evaluations, kv, runs, run_nodes, run_events, skill_usage or "
-                              "torch_baselines");
+  return Status::InvalidInput(
+      "CountRows: unknown table \"" + table +
+      "\"; expected tasks, candidates, evaluations, kv, runs, run_nodes, run_events, skill_usage or "
+      "torch_baselines");
 }
 
 Status SqliteStore::PutValue(const std::string& key, const std::string& value) {
@@ -315,8 +314,8 @@ Result<std::optional<TaskRecord>> SqliteStore::GetTask(int64_t id) {
 
 Result<std::optional<CandidateRecord>> SqliteStore::GetCandidate(int64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Result<Statement> stmt = Prepare(
-      "SELECT id, task_id, source_path, source_blob, params_json FROM candidates WHERE id = ?1");
+  Result<Statement> stmt =
+      Prepare("SELECT id, task_id, source_path, source_blob, params_json FROM candidates WHERE id = ?1");
   if (!stmt.ok()) return stmt.status();
   stmt->BindInt(1, id);
   Result<bool> row = stmt->Step();
@@ -363,12 +362,11 @@ Result<std::unique_ptr<Store>> Store::Open(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir / "blobs", ec);
   if (ec) {
-    return Status::InvalidInput("cannot create store folder " + dir.string() + ": " + ec.message() +
-                                kStoreFix);
+    return Status::InvalidInput("cannot create store folder " + dir.string() + ": " + ec.message() + kStoreFix);
   }
   if (access(dir.c_str(), W_OK | X_OK) != 0) {
-    return Status::InvalidInput("store folder " + dir.string() + " is not writable: " +
-                                std::strerror(errno) + kStoreFix);
+    return Status::InvalidInput("store folder " + dir.string() + " is not writable: " + std::strerror(errno) +
+                                kStoreFix);
   }
   fs::path db_path = dir / kDbName;
   sqlite3* raw = nullptr;
@@ -380,8 +378,7 @@ Result<std::unique_ptr<Store>> Store::Open(const fs::path& dir) {
   sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
 
   KPILOT_RETURN_IF_ERROR(UseWal(db.get(), db_path));
-  KPILOT_RETURN_IF_ERROR(ExecScript(db.get(), db_path,
-                                    "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"));
+  KPILOT_RETURN_IF_ERROR(ExecScript(db.get(), db_path, "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"));
   Result<int> version = MigrateStore(db.get(), db_path);
   if (!version.ok()) return version.status();
   return std::unique_ptr<Store>(new store::SqliteStore(dir, db_path, std::move(db), *version));

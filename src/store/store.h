@@ -28,22 +28,22 @@ struct TaskRecord {
 struct CandidateRecord {
   int64_t id = 0;
   int64_t task_id = 0;
-  std::string source_path;   // as given by the user
-  std::string source_blob;   // sha256 of the source text
-  std::string params_json;   // {"BLOCK":"256"}
+  std::string source_path;  // as given by the user
+  std::string source_blob;  // sha256 of the source text
+  std::string params_json;  // {"BLOCK":"256"}
 };
 
 struct EvaluationRecord {
   int64_t id = 0;
   int64_t candidate_id = 0;
-  std::string created_at;    // ISO 8601 UTC
-  std::string backend;       // "host" | "cuda"
-  std::string verdict;       // compile_error | runtime_error | timeout | incorrect | suspicious | passed
-  double speedup = 0;        // geometric mean over workloads, 0 when not passed
-  std::string result_blob;   // sha256 of the full evaluation JSON
-  std::string log_blob;      // compile log, "" when none
-  std::string ptxas_blob;    // ptxas report JSON, "" when none
-  std::string sass_blob;     // SASS text, "" when none
+  std::string created_at;   // ISO 8601 UTC
+  std::string backend;      // "host" | "cuda"
+  std::string verdict;      // compile_error | runtime_error | timeout | incorrect | suspicious | passed
+  double speedup = 0;       // geometric mean over workloads, 0 when not passed
+  std::string result_blob;  // sha256 of the full evaluation JSON
+  std::string log_blob;     // compile log, "" when none
+  std::string ptxas_blob;   // ptxas report JSON, "" when none
+  std::string sass_blob;    // SASS text, "" when none
 };
 
 // Thread safety: one Store may be shared by the threads of a process (calls are serialized
@@ -61,9 +61,9 @@ struct RunRecord {
   int64_t id = 0;
   std::string task_name;
   std::string task_dir;
-  std::string config_json;   // the options it was started with (resume reuses them)
-  std::string status;        // running | finished | interrupted | failed
-  std::string stop_reason;   // budget, time, plateau, target, exhausted, …
+  std::string config_json;  // the options it was started with (resume reuses them)
+  std::string status;       // running | finished | interrupted | failed
+  std::string stop_reason;  // budget, time, plateau, target, exhausted, …
   double best_speedup = 0;
   int64_t best_node = -1;
   std::string created_at;
@@ -73,18 +73,18 @@ struct RunRecord {
 // One evaluated node of a run's search tree.
 struct RunNodeRecord {
   int64_t run_id = 0;
-  int64_t node = 0;          // the node's id in the tree (0 = root)
+  int64_t node = 0;  // the node's id in the tree (0 = root)
   int64_t parent = -1;
-  int64_t proposal = -1;     // the run event that proposed it (-1 for the root)
-  int64_t evaluation_id = 0; // evaluations.id ("0" when it was not stored)
+  int64_t proposal = -1;      // the run event that proposed it (-1 for the root)
+  int64_t evaluation_id = 0;  // evaluations.id ("0" when it was not stored)
   std::string source_name;
-  std::string source_blob;   // sha256 of the candidate source
+  std::string source_blob;  // sha256 of the candidate source
   std::string params_json;
   std::string summary;
   std::string finding;
   std::string verdict;
   double speedup = 0;
-  std::string result_blob;   // the evaluation JSON (timings, profile summary)
+  std::string result_blob;  // the evaluation JSON (timings, profile summary)
   std::string created_at;
 };
 
@@ -92,24 +92,24 @@ struct RunNodeRecord {
 // a proposal, or a finding reported for / acted on by it. skills/ aggregates the rows.
 struct SkillUsageRecord {
   int64_t id = 0;
-  int64_t run_id = 0;        // 0 outside a run
-  int64_t node = -1;         // the child node the proposal became (-1 when none)
-  std::string kind;          // "card" | "tool"
-  std::string name;          // card id or finding id
-  bool fired = false;        // offered (card) / reported (tool)
+  int64_t run_id = 0;  // 0 outside a run
+  int64_t node = -1;   // the child node the proposal became (-1 when none)
+  std::string kind;    // "card" | "tool"
+  std::string name;    // card id or finding id
+  bool fired = false;  // offered (card) / reported (tool)
   bool applied = false;
-  double speedup = 0;        // the child's speedup over its parent; 0 when not measured
+  double speedup = 0;  // the child's speedup over its parent; 0 when not measured
   std::string created_at;
 };
 
 // One cached baseline timing of a PyTorch-defined task (schema 4): the eager reference or its
 // torch.compile, timed on one GPU with one torch version by one procedure, for one workload.
 struct BaselineTimingRecord {
-  std::string problem_sha;   // sha256 of the problem or definition file
-  std::string gpu;           // the GPU's name as the worker reported it ("cpu" on the cpu device)
-  std::string torch;         // torch.__version__
-  std::string baseline;      // "eager" | "compile"
-  std::string timing;        // the procedure: default | kernelbench | flashinfer
+  std::string problem_sha;  // sha256 of the problem or definition file
+  std::string gpu;          // the GPU's name as the worker reported it ("cpu" on the cpu device)
+  std::string torch;        // torch.__version__
+  std::string baseline;     // "eager" | "compile"
+  std::string timing;       // the procedure: default | kernelbench | flashinfer
   std::string workload;
   double ms = 0;             // the procedure's statistic of the samples, milliseconds
   std::string statistic;     // "median" | "mean"
@@ -121,7 +121,7 @@ struct BaselineTimingRecord {
 struct RunEventRecord {
   int64_t run_id = 0;
   int64_t seq = 0;
-  std::string kind;          // proposal | select | promote | reject | close | stop | resume
+  std::string kind;  // proposal | select | promote | reject | close | stop | resume
   std::string payload_json;
   std::string created_at;
 };
@@ -212,9 +212,8 @@ class Store {
   // procedure, both baselines, ordered by baseline then workload.
   virtual Status PutBaselineTiming(const BaselineTimingRecord& r);
   virtual Result<std::vector<BaselineTimingRecord>> GetBaselineTimings(const std::string& problem_sha,
-                                                                      const std::string& gpu,
-                                                                      const std::string& torch,
-                                                                      const std::string& timing);
+                                                                       const std::string& gpu, const std::string& torch,
+                                                                       const std::string& timing);
 };
 
 // A store timestamp (ISO 8601 UTC with milliseconds, as every created_at is written) as seconds

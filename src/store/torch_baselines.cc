@@ -9,7 +9,8 @@ namespace kpilot {
 Status UpsertBaselineTiming(sqlite3* db, const std::filesystem::path& db_path, const BaselineTimingRecord& r,
                             const std::string& now) {
   if (r.baseline != "eager" && r.baseline != "compile")
-    return Status::InvalidInput("baseline timing: baseline must be \"eager\" or \"compile\", got \"" + r.baseline + "\"");
+    return Status::InvalidInput("baseline timing: baseline must be \"eager\" or \"compile\", got \"" + r.baseline +
+                                "\"");
   for (const auto* field : {&r.problem_sha, &r.gpu, &r.torch, &r.timing, &r.workload})
     if (field->empty())
       return Status::InvalidInput("baseline timing: problem_sha, gpu, torch, timing and workload must all be set");

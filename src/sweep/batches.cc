@@ -101,8 +101,10 @@ Result<std::vector<std::optional<json>>> SweepRun::EvaluateBatch(const std::vect
     // A batch that decided nothing is treated like a crash, so the sweep always progresses (the
     // runner stops a batch only after an object's own entry, so this does not happen).
     if (alone.empty() && std::none_of(out.begin(), out.end(), [](const auto& o) { return o.has_value(); })) {
-      if (objects.size() == 1) out[0] = json{{"status", "runtime_error"}, {"message", run.message}};
-      else for (size_t i = 0; i < objects.size(); ++i) alone.push_back(i);
+      if (objects.size() == 1)
+        out[0] = json{{"status", "runtime_error"}, {"message", run.message}};
+      else
+        for (size_t i = 0; i < objects.size(); ++i) alone.push_back(i);
     }
   }
   for (size_t i : alone) {
@@ -119,8 +121,7 @@ Status SweepRun::Evaluate() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return !compile_status_.ok() || compilers_running_ == 0 ||
-               ready_.size() >= static_cast<size_t>(options_.batch);
+        return !compile_status_.ok() || compilers_running_ == 0 || ready_.size() >= static_cast<size_t>(options_.batch);
       });
       if (!compile_status_.ok()) return compile_status_;
       if (ready_.empty()) return Status::Ok();  // compiling is done too
@@ -143,8 +144,10 @@ Status SweepRun::Evaluate() {
     }
     std::vector<std::string> again;
     for (size_t i = 0; i < batch.size(); ++i) {
-      if ((*results)[i]) Record(shas[i], *(*results)[i]);
-      else again.push_back(shas[i]);
+      if ((*results)[i])
+        Record(shas[i], *(*results)[i]);
+      else
+        again.push_back(shas[i]);
     }
     {
       std::lock_guard<std::mutex> lock(mu_);

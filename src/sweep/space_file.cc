@@ -13,8 +13,8 @@ namespace {
 using nlohmann::json;
 
 // The entry keys EvaluatedFields writes.
-constexpr const char* kEvaluatedKeys[] = {"status", "message", "candidate_ms", "baseline_ms", "median_ms",
-                                          "baseline_median_ms", "speedup", "paired_speedup"};
+constexpr const char* kEvaluatedKeys[] = {
+    "status", "message", "candidate_ms", "baseline_ms", "median_ms", "baseline_median_ms", "speedup", "paired_speedup"};
 
 // Whether a config's samples hold at least one usable pair (what a passed entry must have).
 bool HasPairedSamples(const SpaceConfig& c) {
@@ -36,7 +36,8 @@ Result<Space> LoadSpace(const std::filesystem::path& file) {
   if (!text.ok()) return text.status();
   json j = json::parse(*text, nullptr, false);
   if (!j.is_object() || !j.contains("configs") || !j["configs"].is_array())
-    return Status::InvalidInput(file.string() + ": not a space file (a JSON object with \"configs\"; see docs/sweep.md)");
+    return Status::InvalidInput(file.string() +
+                                ": not a space file (a JSON object with \"configs\"; see docs/sweep.md)");
   Space s;
   s.file = file;
   std::map<ParamValues, size_t> seen;
@@ -85,7 +86,8 @@ Result<Space> LoadSpace(const std::filesystem::path& file) {
       if (*kind == VerdictKind::kPassed && !HasPairedSamples(sc))
         return bad("passed, but has no paired candidate_ms/baseline_ms samples");
       if (!seen.emplace(sc.params, i).second)
-        return bad("the same params as config " + std::to_string(seen[sc.params]) + " (" + ParamsText(sc.params, "(no params)") + ")");
+        return bad("the same params as config " + std::to_string(seen[sc.params]) + " (" +
+                   ParamsText(sc.params, "(no params)") + ")");
       s.configs.push_back(std::move(sc));
     }
   } catch (const std::exception& e) {
@@ -109,8 +111,12 @@ bool FinalSpaceStatus(const std::string& status) { return !status.empty() && sta
 json NotRunEntry(const ParamValues& params) { return {{"params", params}, {"status", "not_run"}}; }
 
 json ResourceEntry(const KernelResources& r, const json& mix) {
-  json entry = {{"kernel", r.name}, {"registers", r.registers}, {"shared_bytes", r.shared_bytes},
-                {"stack_bytes", r.stack_bytes}, {"spill_store_bytes", r.spill_stores}, {"spill_load_bytes", r.spill_loads}};
+  json entry = {{"kernel", r.name},
+                {"registers", r.registers},
+                {"shared_bytes", r.shared_bytes},
+                {"stack_bytes", r.stack_bytes},
+                {"spill_store_bytes", r.spill_stores},
+                {"spill_load_bytes", r.spill_loads}};
   if (!mix.is_null()) entry["mix"] = mix;
   return entry;
 }
@@ -185,8 +191,10 @@ Result<SpaceFileEntries> ReadSpaceFileEntries(const std::filesystem::path& file)
     std::istringstream lines(*journal);
     for (std::string line; std::getline(lines, line);) {
       json e = json::parse(line, nullptr, false);
-      if (e.is_object() && e.contains("params")) out.entries[SpaceEntryKey(e["params"])] = e;
-      else out.journal_lines_skipped += !line.empty();
+      if (e.is_object() && e.contains("params"))
+        out.entries[SpaceEntryKey(e["params"])] = e;
+      else
+        out.journal_lines_skipped += !line.empty();
     }
   }
   return out;

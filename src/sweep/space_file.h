@@ -38,22 +38,23 @@ inline constexpr int kSpaceFileVersion = 1;
 struct SpaceConfig {
   ParamValues params;
   std::string object_sha;
-  std::string status;                 // passed | incorrect | runtime_error | compile_error | timeout | suspicious | error | not_run
+  std::string status;  // passed | incorrect | runtime_error | compile_error | timeout | suspicious | error | not_run
   std::string message;
   double compile_s = 0;
-  std::vector<double> candidate_ms;   // every sample
-  std::vector<double> baseline_ms;    // pair i taken next to candidate_ms[i]
+  std::vector<double> candidate_ms;        // every sample
+  std::vector<double> baseline_ms;         // pair i taken next to candidate_ms[i]
   std::vector<KernelResources> resources;  // the ptxas report (cuda), for the optimizer's static findings
-  nlohmann::json mixes = nlohmann::json::array();  // [{"kernel", "mix"}]: each kernel's SASS instruction mix, when stored
+  nlohmann::json mixes =
+      nlohmann::json::array();  // [{"kernel", "mix"}]: each kernel's SASS instruction mix, when stored
 };
 
 struct Space {
   std::filesystem::path file;
   std::string task;
   std::string workload;
-  std::string baseline;               // what speedups are over ("reference", a baseline name)
-  std::string gpu;                    // the header's GPU name ("" when not recorded)
-  Calibration calibration;            // the sweep's GPU ceilings (invalid when not recorded)
+  std::string baseline;     // what speedups are over ("reference", a baseline name)
+  std::string gpu;          // the header's GPU name ("" when not recorded)
+  Calibration calibration;  // the sweep's GPU ceilings (invalid when not recorded)
   std::vector<SpaceConfig> configs;
 };
 
@@ -70,10 +71,10 @@ Result<VerdictKind> SpaceVerdict(const std::string& status);
 // What a new space file's header records about the sweep; the file's own identity.
 struct SpaceIdentity {
   std::string task;
-  std::filesystem::path task_dir;     // written absolute
-  std::filesystem::path candidate;    // written absolute
+  std::filesystem::path task_dir;   // written absolute
+  std::filesystem::path candidate;  // written absolute
   std::string workload;
-  std::string baseline;               // the task's baseline name ("reference" when it has none)
+  std::string baseline;  // the task's baseline name ("reference" when it has none)
 };
 
 // The header of a new space file: version, the identity and `created` (ISO 8601, UTC). The sweep

@@ -28,7 +28,8 @@ json HostDescription() {
   std::ifstream in("/proc/cpuinfo");
   std::string line, model;
   while (model.empty() && std::getline(in, line))
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) model = line.substr(line.find(':') + 2);
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos)
+      model = line.substr(line.find(':') + 2);
   return {{"host", model}, {"cpus", std::thread::hardware_concurrency()}};
 }
 
@@ -105,7 +106,8 @@ Status SweepRun::ChooseGpu(GpuProbe& probe) {
   if (!gpus.empty()) gpu_ = gpus[static_cast<size_t>(options_.device)];
   if (!gpu_ && !options_.compile_only)
     return Status::Unavailable("task " + task_.name + " needs the cuda backend, but this machine has no usable GPU (" +
-                               why + "); run the sweep on a GPU machine, or add --compile-only to compile "
+                               why +
+                               "); run the sweep on a GPU machine, or add --compile-only to compile "
                                "every configuration here");
   return Status::Ok();
 }
@@ -125,13 +127,14 @@ Status SweepRun::Open(ProcessRunner& processes) {
     };
     const json& old = file->header;
     std::string old_candidate = std::filesystem::path(old.value("candidate", "")).filename().string();
-    for (const Field& f : {Field{"task", old.value("task", ""), task_.name},
-                           Field{"workload", old.value("workload", ""), workload_},
-                           Field{"candidate", old_candidate, options_.candidate.filename().string()}})
+    for (const Field& f :
+         {Field{"task", old.value("task", ""), task_.name}, Field{"workload", old.value("workload", ""), workload_},
+          Field{"candidate", old_candidate, options_.candidate.filename().string()}})
       if (f.have != f.want)
-        return Status::InvalidInput(fmt::format("--out {}: holds a sweep of {} \"{}\", not \"{}\" — pass another --out "
-                                                "to start a new sweep",
-                                                out_.string(), f.name, f.have, f.want));
+        return Status::InvalidInput(
+            fmt::format("--out {}: holds a sweep of {} \"{}\", not \"{}\" — pass another --out "
+                        "to start a new sweep",
+                        out_.string(), f.name, f.have, f.want));
     header_ = std::move(file->header);
     previous = std::move(file->entries);
     if (file->journal_lines_skipped)
@@ -140,10 +143,12 @@ Status SweepRun::Open(ProcessRunner& processes) {
     header_ = NewSpaceHeader({task_.name, task_.dir, options_.candidate, workload_, task_.Baseline().name}, UtcNow());
   }
   header_["toolchain"] = {{"nvcc", NvccVersion(processes)}, {"gxx", GxxVersion(processes)}};
-  header_["timing"] = {{"max_seconds", options_.max_seconds}, {"seeds_checked", {kSweepSeed}},
-                       {"batch", options_.batch}};
-  if (task_.backend == Backend::kHost) header_["gpu"] = HostDescription();
-  else if (!header_.contains("gpu") && gpu_) header_["gpu"] = {{"name", gpu_->name}, {"driver", gpu_->driver_version}};
+  header_["timing"] = {
+      {"max_seconds", options_.max_seconds}, {"seeds_checked", {kSweepSeed}}, {"batch", options_.batch}};
+  if (task_.backend == Backend::kHost)
+    header_["gpu"] = HostDescription();
+  else if (!header_.contains("gpu") && gpu_)
+    header_["gpu"] = {{"name", gpu_->name}, {"driver", gpu_->driver_version}};
   size_t resumed = 0;
   std::set<std::string> enumerated;
   for (auto& c : configs_) {
@@ -177,15 +182,16 @@ Result<SweepSummary> SweepRun::Run(const SweepEnv& env) {
   if (gpu_) calibration_ = env.calibration;
 
   if (!options_.compile_only && task_.reference.kind == ReferenceKind::kPython) {
-    if (!env.python) return Status::Internal("task " + task_.name + " is PyTorch-defined, and the sweep has no torch worker");
+    if (!env.python)
+      return Status::Internal("task " + task_.name + " is PyTorch-defined, and the sweep has no torch worker");
   } else if (!options_.compile_only) {
     // The reference and baseline are the task's: a failure to compile them is the task's fault.
     auto compile = [&](const SourceRef& src) -> Result<std::string> {
       auto c = env.toolchain->Compile(src.path, {}, copts);
       if (!c.ok()) return c.status();
       if (!c->ok)
-        return Status::InvalidInput("the task's " + src.name + " " + src.path.string() + " does not compile: " +
-                                    c->first_error);
+        return Status::InvalidInput("the task's " + src.name + " " + src.path.string() +
+                                    " does not compile: " + c->first_error);
       return c->object.string();
     };
     auto reference = compile(task_.reference);
@@ -259,7 +265,8 @@ SweepProgress SweepRun::Progress() {
       best = &c;
   }
   if (best)
-    p.best = SweepBest{best->params, best->entry.value("speedup", 0.0), best->entry.value("median_ms", 0.0), best->entry};
+    p.best =
+        SweepBest{best->params, best->entry.value("speedup", 0.0), best->entry.value("median_ms", 0.0), best->entry};
   return p;
 }
 

@@ -69,9 +69,9 @@ struct SweepBest {
 
 // Where a sweep stands after a batch.
 struct SweepProgress {
-  size_t done = 0;                  // configurations with a final status
+  size_t done = 0;  // configurations with a final status
   size_t total = 0;
-  double elapsed_s = 0;             // since the sweep was planned
+  double elapsed_s = 0;  // since the sweep was planned
   std::optional<SweepBest> best;
 };
 
@@ -100,7 +100,7 @@ struct SweepEnv {
   // PyTorch-defined tasks: the torch worker that checks and times each object (required unless
   // compile_only); null for native tasks.
   PythonTaskRunner* python = nullptr;
-  Calibration calibration;             // the chosen GPU's ceilings from the store; invalid when none
+  Calibration calibration;  // the chosen GPU's ceilings from the store; invalid when none
   // Called with the ceilings a runner measured (when `calibration` was invalid), to store them.
   std::function<void(const Calibration&)> calibration_measured;
 };
@@ -114,8 +114,8 @@ struct SweepSummary {
   std::map<std::string, int> by_status;
   // Every configuration has a final status (or every one compiled, with compile_only).
   bool complete = false;
-  bool stopped = false;                // stop_after_s passed before every batch had started
-  std::vector<SweepBest> best;         // the ten fastest passed configurations, fastest first
+  bool stopped = false;         // stop_after_s passed before every batch had started
+  std::vector<SweepBest> best;  // the ten fastest passed configurations, fastest first
 };
 
 class SweepRun;

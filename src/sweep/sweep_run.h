@@ -93,14 +93,14 @@ class SweepRun {
   // configurations that compile to the same binary are evaluated once.
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> ready_;                              // compiled, not evaluated yet, first seen first
-  std::map<std::string, std::string> object_of_;               // object_sha → the object's path
-  std::map<std::string, std::vector<size_t>> users_;           // object_sha → configs compiled to it
-  std::map<std::string, nlohmann::json> known_;                // object_sha → evaluated fields (this run or the file)
+  std::deque<std::string> ready_;                     // compiled, not evaluated yet, first seen first
+  std::map<std::string, std::string> object_of_;      // object_sha → the object's path
+  std::map<std::string, std::vector<size_t>> users_;  // object_sha → configs compiled to it
+  std::map<std::string, nlohmann::json> known_;       // object_sha → evaluated fields (this run or the file)
   size_t compiled_ = 0, to_compile_ = 0, compile_errors_ = 0;
   int compilers_running_ = 0;
-  Status compile_status_;                                      // kpilot's own failure (no compiler, …)
-  bool stopped_ = false;                                       // stop_after_s, or evaluation failed
+  Status compile_status_;  // kpilot's own failure (no compiler, …)
+  bool stopped_ = false;   // stop_after_s, or evaluation failed
   Clock::time_point start_ = Clock::now();
   Clock::time_point saved_at_ = Clock::now();
 };

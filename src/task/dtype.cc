@@ -15,10 +15,18 @@ struct DTypeInfo {
 };
 
 constexpr DTypeInfo kInfos[] = {
-    {DType::kF64, "f64", 8},      {DType::kF32, "f32", 4},           {DType::kF16, "f16", 2},
-    {DType::kBF16, "bf16", 2},    {DType::kFP8E4M3, "fp8-e4m3", 1},  {DType::kFP8E5M2, "fp8-e5m2", 1},
-    {DType::kI64, "i64", 8},      {DType::kI32, "i32", 4},           {DType::kI16, "i16", 2},
-    {DType::kI8, "i8", 1},        {DType::kU8, "u8", 1},             {DType::kBool, "bool", 1},
+    {DType::kF64, "f64", 8},
+    {DType::kF32, "f32", 4},
+    {DType::kF16, "f16", 2},
+    {DType::kBF16, "bf16", 2},
+    {DType::kFP8E4M3, "fp8-e4m3", 1},
+    {DType::kFP8E5M2, "fp8-e5m2", 1},
+    {DType::kI64, "i64", 8},
+    {DType::kI32, "i32", 4},
+    {DType::kI16, "i16", 2},
+    {DType::kI8, "i8", 1},
+    {DType::kU8, "u8", 1},
+    {DType::kBool, "bool", 1},
 };
 
 const DTypeInfo& Info(DType t) { return kInfos[static_cast<int>(t)]; }
@@ -53,9 +61,8 @@ uint32_t EncodeMinifloat(double x, int exp_bits, int man_bits, bool has_inf) {
   uint32_t sign = std::signbit(x) ? sign_bit : 0;
   double a = std::fabs(x);
   // Largest finite value.
-  double max_finite = has_inf
-      ? std::ldexp(2.0 - std::ldexp(1.0, -man_bits), static_cast<int>(exp_max) - 1 - bias)
-      : std::ldexp(2.0 - std::ldexp(1.0, 1 - man_bits), static_cast<int>(exp_max) - bias);
+  double max_finite = has_inf ? std::ldexp(2.0 - std::ldexp(1.0, -man_bits), static_cast<int>(exp_max) - 1 - bias)
+                              : std::ldexp(2.0 - std::ldexp(1.0, 1 - man_bits), static_cast<int>(exp_max) - bias);
   if (std::isinf(a) || a > max_finite) {
     if (has_inf && std::isinf(a)) return sign | (exp_max << man_bits);
     // Round-to-nearest overflow: to infinity where it exists (past the halfway point), else saturate.
@@ -122,50 +129,103 @@ size_t DTypeSize(DType t) { return Info(t).size; }
 
 bool IsFloat(DType t) {
   switch (t) {
-    case DType::kF64: case DType::kF32: case DType::kF16: case DType::kBF16:
-    case DType::kFP8E4M3: case DType::kFP8E5M2: return true;
-    default: return false;
+    case DType::kF64:
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kFP8E4M3:
+    case DType::kFP8E5M2:
+      return true;
+    default:
+      return false;
   }
 }
 
 double DTypeEpsilon(DType t) {
   switch (t) {
-    case DType::kF64: return std::ldexp(1.0, -52);
-    case DType::kF32: return std::ldexp(1.0, -23);
-    case DType::kF16: return std::ldexp(1.0, -10);
-    case DType::kBF16: return std::ldexp(1.0, -7);
-    case DType::kFP8E4M3: return std::ldexp(1.0, -3);
-    case DType::kFP8E5M2: return std::ldexp(1.0, -2);
-    default: return 0;
+    case DType::kF64:
+      return std::ldexp(1.0, -52);
+    case DType::kF32:
+      return std::ldexp(1.0, -23);
+    case DType::kF16:
+      return std::ldexp(1.0, -10);
+    case DType::kBF16:
+      return std::ldexp(1.0, -7);
+    case DType::kFP8E4M3:
+      return std::ldexp(1.0, -3);
+    case DType::kFP8E5M2:
+      return std::ldexp(1.0, -2);
+    default:
+      return 0;
   }
 }
 
 double LoadAsDouble(DType t, const void* p) {
   switch (t) {
-    case DType::kF64: { double v; std::memcpy(&v, p, 8); return v; }
-    case DType::kF32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::kF16: { uint16_t b; std::memcpy(&b, p, 2); return DecodeMinifloat(b, 5, 10, true); }
+    case DType::kF64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case DType::kF32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::kF16: {
+      uint16_t b;
+      std::memcpy(&b, p, 2);
+      return DecodeMinifloat(b, 5, 10, true);
+    }
     case DType::kBF16: {
-      uint16_t b; std::memcpy(&b, p, 2);
+      uint16_t b;
+      std::memcpy(&b, p, 2);
       return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
     }
-    case DType::kFP8E4M3: return DecodeMinifloat(*static_cast<const uint8_t*>(p), 4, 3, false);
-    case DType::kFP8E5M2: return DecodeMinifloat(*static_cast<const uint8_t*>(p), 5, 2, true);
-    case DType::kI64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-    case DType::kI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case DType::kI16: { int16_t v; std::memcpy(&v, p, 2); return v; }
-    case DType::kI8: return *static_cast<const int8_t*>(p);
-    case DType::kU8: return *static_cast<const uint8_t*>(p);
-    case DType::kBool: return *static_cast<const uint8_t*>(p) ? 1.0 : 0.0;
+    case DType::kFP8E4M3:
+      return DecodeMinifloat(*static_cast<const uint8_t*>(p), 4, 3, false);
+    case DType::kFP8E5M2:
+      return DecodeMinifloat(*static_cast<const uint8_t*>(p), 5, 2, true);
+    case DType::kI64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case DType::kI32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::kI16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case DType::kI8:
+      return *static_cast<const int8_t*>(p);
+    case DType::kU8:
+      return *static_cast<const uint8_t*>(p);
+    case DType::kBool:
+      return *static_cast<const uint8_t*>(p) ? 1.0 : 0.0;
   }
   return 0;
 }
 
 void StoreFromDouble(DType t, double x, void* p) {
   switch (t) {
-    case DType::kF64: std::memcpy(p, &x, 8); return;
-    case DType::kF32: { float v = static_cast<float>(x); std::memcpy(p, &v, 4); return; }
-    case DType::kF16: { uint16_t b = static_cast<uint16_t>(EncodeMinifloat(x, 5, 10, true)); std::memcpy(p, &b, 2); return; }
+    case DType::kF64:
+      std::memcpy(p, &x, 8);
+      return;
+    case DType::kF32: {
+      float v = static_cast<float>(x);
+      std::memcpy(p, &v, 4);
+      return;
+    }
+    case DType::kF16: {
+      uint16_t b = static_cast<uint16_t>(EncodeMinifloat(x, 5, 10, true));
+      std::memcpy(p, &b, 2);
+      return;
+    }
     case DType::kBF16: {
       // Rounded straight from double: going through float first would round twice
       // (1 + 2^-8 + 2^-30 must round up, but as a float it is a tie that rounds down).
@@ -173,14 +233,36 @@ void StoreFromDouble(DType t, double x, void* p) {
       std::memcpy(p, &b, 2);
       return;
     }
-    case DType::kFP8E4M3: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(EncodeMinifloat(x, 4, 3, false)); return;
-    case DType::kFP8E5M2: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(EncodeMinifloat(x, 5, 2, true)); return;
-    case DType::kI64: { int64_t v = TruncToInt64(x); std::memcpy(p, &v, 8); return; }
-    case DType::kI32: { int32_t v = static_cast<int32_t>(TruncToInt64(x)); std::memcpy(p, &v, 4); return; }
-    case DType::kI16: { int16_t v = static_cast<int16_t>(TruncToInt64(x)); std::memcpy(p, &v, 2); return; }
-    case DType::kI8: *static_cast<int8_t*>(p) = static_cast<int8_t>(TruncToInt64(x)); return;
-    case DType::kU8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(TruncToInt64(x)); return;
-    case DType::kBool: *static_cast<uint8_t*>(p) = x != 0 ? 1 : 0; return;
+    case DType::kFP8E4M3:
+      *static_cast<uint8_t*>(p) = static_cast<uint8_t>(EncodeMinifloat(x, 4, 3, false));
+      return;
+    case DType::kFP8E5M2:
+      *static_cast<uint8_t*>(p) = static_cast<uint8_t>(EncodeMinifloat(x, 5, 2, true));
+      return;
+    case DType::kI64: {
+      int64_t v = TruncToInt64(x);
+      std::memcpy(p, &v, 8);
+      return;
+    }
+    case DType::kI32: {
+      int32_t v = static_cast<int32_t>(TruncToInt64(x));
+      std::memcpy(p, &v, 4);
+      return;
+    }
+    case DType::kI16: {
+      int16_t v = static_cast<int16_t>(TruncToInt64(x));
+      std::memcpy(p, &v, 2);
+      return;
+    }
+    case DType::kI8:
+      *static_cast<int8_t*>(p) = static_cast<int8_t>(TruncToInt64(x));
+      return;
+    case DType::kU8:
+      *static_cast<uint8_t*>(p) = static_cast<uint8_t>(TruncToInt64(x));
+      return;
+    case DType::kBool:
+      *static_cast<uint8_t*>(p) = x != 0 ? 1 : 0;
+      return;
   }
 }
 

@@ -10,8 +10,18 @@
 namespace kpilot {
 
 enum class DType : int32_t {
-  kF64 = 0, kF32 = 1, kF16 = 2, kBF16 = 3, kFP8E4M3 = 4, kFP8E5M2 = 5,
-  kI64 = 6, kI32 = 7, kI16 = 8, kI8 = 9, kU8 = 10, kBool = 11,
+  kF64 = 0,
+  kF32 = 1,
+  kF16 = 2,
+  kBF16 = 3,
+  kFP8E4M3 = 4,
+  kFP8E5M2 = 5,
+  kI64 = 6,
+  kI32 = 7,
+  kI16 = 8,
+  kI8 = 9,
+  kU8 = 10,
+  kBool = 11,
 };
 
 // The task.toml spelling: "f64", "f32", "f16", "bf16", "fp8-e4m3", "fp8-e5m2", "i64", "i32",

@@ -91,13 +91,11 @@ Result<bool> ConstraintsHold(const std::vector<std::string>& constraints,
     for (const auto& name : *used) {
       auto it = params.find(name);
       if (it == params.end()) {
-        return Status::InvalidInput("constraint \"" + constraint + "\": unknown parameter \"" +
-                                    name + "\"");
+        return Status::InvalidInput("constraint \"" + constraint + "\": unknown parameter \"" + name + "\"");
       }
       auto number = ParseNumber(it->second);
       if (!number) {
-        return Status::InvalidInput("constraint \"" + constraint + "\": parameter " + name +
-                                    " = \"" + it->second +
+        return Status::InvalidInput("constraint \"" + constraint + "\": parameter " + name + " = \"" + it->second +
                                     "\" is not a number, so it cannot be used in a constraint");
       }
       vars[name] = *number;

@@ -33,8 +33,8 @@ std::string_view ExtensionFor(Backend b) { return b == Backend::kCuda ? ".cu" : 
 
 // A source path (reference or baseline): relative to the task folder, present, and with the
 // extension its backend compiles.
-SourceRef ReadSource(const toml::node& n, const std::string& name, const std::string& field,
-                     const fs::path& dir, std::optional<Backend> backend, Diagnostics& d) {
+SourceRef ReadSource(const toml::node& n, const std::string& name, const std::string& field, const fs::path& dir,
+                     std::optional<Backend> backend, Diagnostics& d) {
   SourceRef ref;
   ref.name = name;
   auto rel = ReadString(n, field, d);
@@ -54,17 +54,16 @@ SourceRef ReadSource(const toml::node& n, const std::string& name, const std::st
     std::string ext = ref.path.extension().string();
     if (ext != want) {
       d.Add(LineOf(n), field,
-            Quote(*rel) + " does not end in " + std::string(want) + " but backend is " +
-                Quote(BackendName(*backend)),
-            "the " + std::string(BackendName(*backend)) + " backend compiles " +
-                std::string(want) + " files: rename the file or change backend");
+            Quote(*rel) + " does not end in " + std::string(want) + " but backend is " + Quote(BackendName(*backend)),
+            "the " + std::string(BackendName(*backend)) + " backend compiles " + std::string(want) +
+                " files: rename the file or change backend");
     }
   }
   return ref;
 }
 
-std::vector<SourceRef> ReadBaselines(const toml::node& n, const fs::path& dir,
-                                     std::optional<Backend> backend, Diagnostics& d) {
+std::vector<SourceRef> ReadBaselines(const toml::node& n, const fs::path& dir, std::optional<Backend> backend,
+                                     Diagnostics& d) {
   std::vector<SourceRef> baselines;
   auto tables = ReadTableArray(n, "baselines", d);
   for (size_t i = 0; i < tables.size(); ++i) {
@@ -86,9 +85,9 @@ std::vector<SourceRef> ReadBaselines(const toml::node& n, const fs::path& dir,
         }
       }
     }
-    if (const toml::node* src = Require(t, "source", field, "add source = \"baseline" +
-                                            std::string(ExtensionFor(backend.value_or(
-                                                Backend::kHost))) + "\"", d)) {
+    if (const toml::node* src = Require(
+            t, "source", field,
+            "add source = \"baseline" + std::string(ExtensionFor(backend.value_or(Backend::kHost))) + "\"", d)) {
       baselines.push_back(ReadSource(*src, name, Field(field, "source"), dir, backend, d));
     }
   }
@@ -117,7 +116,8 @@ void ReadDraw(const toml::node& n, Task* task, Diagnostics& d) {
     }
     const int64_t low = (*range)[0].value<int64_t>().value_or(0), high = (*range)[1].value<int64_t>().value_or(0);
     if (low < 1 || high < low) {
-      d.Add(LineOf(value), field, "the range [" + std::to_string(low) + ", " + std::to_string(high) + "] is empty or below 1",
+      d.Add(LineOf(value), field,
+            "the range [" + std::to_string(low) + ", " + std::to_string(high) + "] is empty or below 1",
             "use 1 <= low <= high");
       continue;
     }
@@ -126,9 +126,8 @@ void ReadDraw(const toml::node& n, Task* task, Diagnostics& d) {
 }
 
 // flops/bytes: muparser over axis names, evaluated for every workload into `out`.
-void ReadRooflineFormula(const toml::table& roofline, const char* key, Task* task,
-                         std::string* formula, double Workload::*out, bool evaluate,
-                         Diagnostics& d) {
+void ReadRooflineFormula(const toml::table& roofline, const char* key, Task* task, std::string* formula,
+                         double Workload::*out, bool evaluate, Diagnostics& d) {
   const toml::node* n = roofline.get(key);
   if (!n) return;
   std::string field = Field("roofline", key);
@@ -137,8 +136,7 @@ void ReadRooflineFormula(const toml::table& roofline, const char* key, Task* tas
   *formula = *expr;
   auto vars = FormulaVariables(*expr);
   if (!vars.ok()) {
-    d.Add(LineOf(*n), field, vars.status().message(),
-          "write a muparser expression over the axes, e.g. \"2*m*n*k\"");
+    d.Add(LineOf(*n), field, vars.status().message(), "write a muparser expression over the axes, e.g. \"2*m*n*k\"");
     return;
   }
   std::vector<std::string> axes = AxesOf(*task);
@@ -146,8 +144,7 @@ void ReadRooflineFormula(const toml::table& roofline, const char* key, Task* tas
   for (const auto& v : *vars) {
     if (std::find(axes.begin(), axes.end(), v) != axes.end()) continue;
     d.Add(LineOf(*n), field, "unknown name " + Quote(v),
-          axes.empty() ? "no tensor declares an axis, so use numbers only"
-                       : "use only axis names: " + JoinNames(axes));
+          axes.empty() ? "no tensor declares an axis, so use numbers only" : "use only axis names: " + JoinNames(axes));
     names_ok = false;
   }
   if (!names_ok || !evaluate) return;
@@ -156,11 +153,9 @@ void ReadRooflineFormula(const toml::table& roofline, const char* key, Task* tas
     for (const auto& [axis, size] : w.axes) values[axis] = static_cast<double>(size);
     auto v = EvaluateFormula(*expr, values);
     if (!v.ok()) {
-      d.Add(LineOf(*n), field, v.status().message() + " for workload " + Quote(w.name),
-            "fix the expression");
+      d.Add(LineOf(*n), field, v.status().message() + " for workload " + Quote(w.name), "fix the expression");
     } else if (!std::isfinite(*v) || *v < 0) {
-      d.Add(LineOf(*n), field,
-            "evaluates to " + FormatNumber(*v) + " for workload " + Quote(w.name),
+      d.Add(LineOf(*n), field, "evaluates to " + FormatNumber(*v) + " for workload " + Quote(w.name),
             "it must be a finite, non-negative count");
     } else {
       w.*out = *v;
@@ -203,8 +198,7 @@ std::vector<TunableParam> ReadParams(const toml::node& n, Diagnostics& d, std::s
     }
     const auto* arr = value.as_array();
     if (!arr || arr->empty()) {
-      d.Add(LineOf(value), field,
-            arr ? "no values given" : "expected an array of values, got " + Describe(value),
+      d.Add(LineOf(value), field, arr ? "no values given" : "expected an array of values, got " + Describe(value),
             "list the values to try, e.g. " + p.name + " = [64, 128, 256]");
       params.push_back(std::move(p));  // still declared: constraints may name it
       continue;
@@ -212,10 +206,12 @@ std::vector<TunableParam> ReadParams(const toml::node& n, Diagnostics& d, std::s
     for (size_t i = 0; i < arr->size(); ++i) {
       const toml::node& el = *arr->get(i);
       std::string v;
-      if (const auto* x = el.as_integer()) v = std::to_string(x->get());
+      if (const auto* x = el.as_integer())
+        v = std::to_string(x->get());
       else if (const auto* f = el.as_floating_point(); f && std::isfinite(f->get()))
         v = FloatMacroValue(f->get());
-      else if (const auto* s = el.as_string()) v = s->get();
+      else if (const auto* s = el.as_string())
+        v = s->get();
       if (v.empty()) {
         d.Add(LineOf(el), Indexed(field, i),
               "expected an integer, finite float or non-empty string, got " + Describe(el),
@@ -233,9 +229,7 @@ std::vector<TunableParam> ReadParams(const toml::node& n, Diagnostics& d, std::s
   return params;
 }
 
-std::vector<std::string> ReadConstraints(const toml::node& n,
-                                         const std::vector<TunableParam>& params,
-                                         Diagnostics& d) {
+std::vector<std::string> ReadConstraints(const toml::node& n, const std::vector<TunableParam>& params, Diagnostics& d) {
   std::vector<std::string> constraints;
   const auto* arr = n.as_array();
   if (!arr) {
@@ -269,8 +263,7 @@ std::vector<std::string> ReadConstraints(const toml::node& n,
       }
       for (const auto& value : p->values) {
         if (IsNumber(value)) continue;
-        d.Add(LineOf(el), field,
-              "uses " + v + ", whose value " + Quote(value) + " is not a number",
+        d.Add(LineOf(el), field, "uses " + v + ", whose value " + Quote(value) + " is not a number",
               "constrain only numeric params, or drop " + v + " from the constraint");
         break;
       }
@@ -290,8 +283,7 @@ void ReadTask(const toml::table& root, Task* task, Diagnostics& d) {
     if (auto name = ReadString(*n, "name", d)) {
       task->name = *name;
       if (!IsPlainName(*name)) {
-        d.Add(LineOf(*n), "name",
-              Quote(*name) + " contains characters other than letters, digits, '_' and '-'",
+        d.Add(LineOf(*n), "name", Quote(*name) + " contains characters other than letters, digits, '_' and '-'",
               "rename it, e.g. \"my_task\"");
       }
     }
@@ -300,27 +292,29 @@ void ReadTask(const toml::table& root, Task* task, Diagnostics& d) {
     if (auto s = ReadString(*n, "description", d)) task->description = *s;
   }
   std::optional<Backend> backend;
-  if (const toml::node* n =
-          Require(root, "backend", "", "add backend = \"host\" or backend = \"cuda\"", d)) {
+  if (const toml::node* n = Require(root, "backend", "", "add backend = \"host\" or backend = \"cuda\"", d)) {
     if (auto s = ReadString(*n, "backend", d)) {
-      if (*s == "host") backend = Backend::kHost;
-      else if (*s == "cuda") backend = Backend::kCuda;
-      else d.Add(LineOf(*n), "backend", "unknown backend " + Quote(*s), "use \"host\" or \"cuda\"");
+      if (*s == "host")
+        backend = Backend::kHost;
+      else if (*s == "cuda")
+        backend = Backend::kCuda;
+      else
+        d.Add(LineOf(*n), "backend", "unknown backend " + Quote(*s), "use \"host\" or \"cuda\"");
     }
   }
   if (backend) task->backend = *backend;
   std::string ext(ExtensionFor(backend.value_or(Backend::kHost)));
-  if (const toml::node* n = Require(root, "reference", "",
-                                    "add reference = \"reference" + ext +
-                                        "\" (a source implementing the candidate ABI)", d)) {
+  if (const toml::node* n =
+          Require(root, "reference", "",
+                  "add reference = \"reference" + ext + "\" (a source implementing the candidate ABI)", d)) {
     task->reference = ReadSource(*n, "reference", "reference", task->dir, backend, d);
   }
-  if (const toml::node* n = root.get("baselines"))
-    task->baselines = ReadBaselines(*n, task->dir, backend, d);
+  if (const toml::node* n = root.get("baselines")) task->baselines = ReadBaselines(*n, task->dir, backend, d);
   if (const toml::node* n = root.get("libraries")) {
     if (auto v = ReadBool(*n, "libraries", d)) task->libraries = *v;
   }
-  if (const toml::node* n = root.get("compute_precision")) task->compute_precision = ReadDType(*n, "compute_precision", d);
+  if (const toml::node* n = root.get("compute_precision"))
+    task->compute_precision = ReadDType(*n, "compute_precision", d);
 
   if (const toml::node* n = root.get("tolerance")) ReadTolerance(*n, "tolerance", &task->tolerance, d);
   if (const toml::node* n = root.get("inputs"))
@@ -335,12 +329,10 @@ void ReadTask(const toml::table& root, Task* task, Diagnostics& d) {
   if (const toml::node* n = root.get("scalars")) task->scalars = ReadScalars(*n, d);
 
   std::vector<WorkloadLines> lines;
-  if (const toml::node* n = root.get("workloads"))
-    task->workloads = ReadWorkloads(*n, task->scalars, &lines, d);
+  if (const toml::node* n = root.get("workloads")) task->workloads = ReadWorkloads(*n, task->scalars, &lines, d);
   // (A workloads key of the wrong type has been reported already.)
   if (task->workloads.empty() && (!root.get("workloads") || root.get("workloads")->is_array())) {
-    d.Add(root.get("workloads") ? LineOf(*root.get("workloads")) : 1, "workloads",
-          "no workloads declared",
+    d.Add(root.get("workloads") ? LineOf(*root.get("workloads")) : 1, "workloads", "no workloads declared",
           "add at least one [[workloads]] table with a name and axes = { <axis> = <size> }");
   }
 
@@ -358,14 +350,12 @@ void ReadTask(const toml::table& root, Task* task, Diagnostics& d) {
     if (const toml::table* t = ReadTable(*n, "roofline", d)) {
       RejectUnknownKeys(*t, "roofline", {"flops", "bytes"}, d);
       ReadRooflineFormula(*t, "flops", task, &task->flops_formula, &Workload::flops, evaluate, d);
-      ReadRooflineFormula(*t, "bytes", task, &task->bytes_formula, &Workload::min_bytes, evaluate,
-                          d);
+      ReadRooflineFormula(*t, "bytes", task, &task->bytes_formula, &Workload::min_bytes, evaluate, d);
     }
   }
   if (const toml::node* n = root.get("draw")) ReadDraw(*n, task, d);
   if (const toml::node* n = root.get("params")) task->params = ReadParams(*n, d);
-  if (const toml::node* n = root.get("constraints"))
-    task->constraints = ReadConstraints(*n, task->params, d);
+  if (const toml::node* n = root.get("constraints")) task->constraints = ReadConstraints(*n, task->params, d);
 }
 
 }  // namespace
@@ -375,9 +365,8 @@ Result<Task> LoadTask(const fs::path& dir_or_file) {
   fs::path file = dir_or_file;
   if (fs::is_directory(dir_or_file, ec)) file = dir_or_file / "task.toml";
   if (!fs::exists(file, ec)) {
-    return Status::NotFound(fs::is_directory(dir_or_file, ec)
-                                ? "no task.toml in " + dir_or_file.string()
-                                : "no task folder or file at " + dir_or_file.string());
+    return Status::NotFound(fs::is_directory(dir_or_file, ec) ? "no task.toml in " + dir_or_file.string()
+                                                              : "no task folder or file at " + dir_or_file.string());
   }
   if (!fs::is_regular_file(file, ec)) {
     return Status::InvalidInput(file.string() + " is not a regular file");
@@ -394,8 +383,7 @@ Result<Task> LoadTask(const fs::path& dir_or_file) {
     root = toml::parse(*text, std::string_view(absolute.string()));
   } catch (const toml::parse_error& e) {
     d.Add(static_cast<int>(e.source().begin.line), "syntax", std::string(e.description()),
-          "fix the TOML at column " + std::to_string(e.source().begin.column) +
-              " (see https://toml.io)");
+          "fix the TOML at column " + std::to_string(e.source().begin.column) + " (see https://toml.io)");
     return Status::InvalidInput(d.Joined());
   }
 

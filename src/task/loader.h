@@ -26,9 +26,9 @@ Result<Task> LoadTask(const std::filesystem::path& dir_or_file);
 //   */
 // whose body is TOML with task.toml's [params] rules plus an optional `constraints` key.
 struct CandidateParams {
-  bool declared = false;                 // the source has a kpilot-params block
-  int line = 0;                          // where the block starts
-  std::vector<TunableParam> params;      // in declaration order; lines are the source's
+  bool declared = false;             // the source has a kpilot-params block
+  int line = 0;                      // where the block starts
+  std::vector<TunableParam> params;  // in declaration order; lines are the source's
   std::vector<std::string> constraints;
 };
 // Pure: finds and checks the first kpilot-params block of `source_text`. No block → declared

@@ -57,8 +57,7 @@ bool IsIdentifier(std::string_view s);
 bool IsPlainName(std::string_view s);
 
 // Typed reads of a node found at `field`; a type mismatch is recorded and yields nullopt.
-std::optional<std::string> ReadString(const toml::node& n, const std::string& field,
-                                      Diagnostics& d);
+std::optional<std::string> ReadString(const toml::node& n, const std::string& field, Diagnostics& d);
 // Integers and floats. Infinity and NaN are rejected unless `allow_nonfinite`.
 std::optional<double> ReadNumber(const toml::node& n, const std::string& field, Diagnostics& d,
                                  bool allow_nonfinite = false);
@@ -67,15 +66,14 @@ std::optional<bool> ReadBool(const toml::node& n, const std::string& field, Diag
 const toml::table* ReadTable(const toml::node& n, const std::string& field, Diagnostics& d);
 std::optional<DType> ReadDType(const toml::node& n, const std::string& field, Diagnostics& d);
 // The elements of `[[key]]` (an array of tables); nullptr for an element that is not a table.
-std::vector<const toml::table*> ReadTableArray(const toml::node& n, const std::string& key,
-                                               Diagnostics& d);
+std::vector<const toml::table*> ReadTableArray(const toml::node& n, const std::string& key, Diagnostics& d);
 
 // The node at table[key]; when absent records "required field is missing — fix".
-const toml::node* Require(const toml::table& t, std::string_view key, const std::string& prefix,
-                          const std::string& fix, Diagnostics& d);
+const toml::node* Require(const toml::table& t, std::string_view key, const std::string& prefix, const std::string& fix,
+                          Diagnostics& d);
 // Records every key of `t` not in `allowed`.
-void RejectUnknownKeys(const toml::table& t, const std::string& prefix,
-                       const std::vector<std::string_view>& allowed, Diagnostics& d);
+void RejectUnknownKeys(const toml::table& t, const std::string& prefix, const std::vector<std::string_view>& allowed,
+                       Diagnostics& d);
 
 // Every key allowed at the top of task.toml.
 const std::vector<std::string_view>& TopLevelKeys();
@@ -100,8 +98,8 @@ std::vector<ScalarSpec> ReadScalars(const toml::node& n, Diagnostics& d);
 
 // Where a workload's axis bindings are, for axis checks.
 struct WorkloadLines {
-  int axes = 0;                        // the axes table, or the workload when it has none
-  std::map<std::string, int> axis;     // each bound axis
+  int axes = 0;                     // the axes table, or the workload when it has none
+  std::map<std::string, int> axis;  // each bound axis
 };
 std::vector<Workload> ReadWorkloads(const toml::node& n, const std::vector<ScalarSpec>& scalars,
                                     std::vector<WorkloadLines>* lines, Diagnostics& d);
@@ -109,8 +107,7 @@ std::vector<Workload> ReadWorkloads(const toml::node& n, const std::vector<Scala
 // is not a param (a candidate's kpilot-params block holds its constraints beside them).
 std::vector<TunableParam> ReadParams(const toml::node& n, Diagnostics& d, std::string_view skip_key = "");
 // constraints: muparser boolean expressions over the numeric params.
-std::vector<std::string> ReadConstraints(const toml::node& n, const std::vector<TunableParam>& params,
-                                         Diagnostics& d);
+std::vector<std::string> ReadConstraints(const toml::node& n, const std::vector<TunableParam>& params, Diagnostics& d);
 // Every axis used by a tensor is bound by every workload, and every bound axis is used.
 void CheckAxes(const Task& task, const std::vector<WorkloadLines>& lines, Diagnostics& d);
 // The axes used by any tensor shape, sorted.

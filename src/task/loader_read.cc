@@ -7,8 +7,7 @@
 
 namespace kpilot::loader {
 
-void Diagnostics::Add(int line, const std::string& field, const std::string& problem,
-                      const std::string& fix) {
+void Diagnostics::Add(int line, const std::string& field, const std::string& problem, const std::string& fix) {
   std::string text = file_ + ":" + std::to_string(line) + ": " + field + ": " + problem;
   if (!fix.empty()) text += " — " + fix;
   entries_.push_back({line, std::move(text)});
@@ -16,8 +15,7 @@ void Diagnostics::Add(int line, const std::string& field, const std::string& pro
 
 std::string Diagnostics::Joined() const {
   std::vector<Entry> sorted = entries_;
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const Entry& a, const Entry& b) { return a.line < b.line; });
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Entry& a, const Entry& b) { return a.line < b.line; });
   std::string out;
   for (const auto& e : sorted) {
     if (!out.empty()) out += '\n';
@@ -28,9 +26,8 @@ std::string Diagnostics::Joined() const {
 
 const std::vector<std::string_view>& TopLevelKeys() {
   static const std::vector<std::string_view> kKeys = {
-      "name",   "description", "backend",   "reference",   "baselines", "inputs",
-      "outputs", "scalars",    "tolerance", "workloads",   "roofline",  "params",
-      "constraints", "libraries", "compute_precision", "draw"};
+      "name",      "description", "backend",  "reference", "baselines",   "inputs",    "outputs",           "scalars",
+      "tolerance", "workloads",   "roofline", "params",    "constraints", "libraries", "compute_precision", "draw"};
   return kKeys;
 }
 
@@ -38,9 +35,7 @@ std::string Field(const std::string& prefix, std::string_view key) {
   return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
 }
 
-std::string Indexed(const std::string& prefix, size_t i) {
-  return prefix + "[" + std::to_string(i) + "]";
-}
+std::string Indexed(const std::string& prefix, size_t i) { return prefix + "[" + std::to_string(i) + "]"; }
 
 int LineOf(const toml::node& n) { return std::max(1, static_cast<int>(n.source().begin.line)); }
 
@@ -63,26 +58,32 @@ std::string JoinNames(const std::vector<std::string>& names) {
 
 std::string Describe(const toml::node& n) {
   switch (n.type()) {
-    case toml::node_type::string: return "string " + Quote(n.as_string()->get());
-    case toml::node_type::integer: return "integer " + std::to_string(n.as_integer()->get());
+    case toml::node_type::string:
+      return "string " + Quote(n.as_string()->get());
+    case toml::node_type::integer:
+      return "integer " + std::to_string(n.as_integer()->get());
     case toml::node_type::floating_point:
       return "float " + FormatNumber(n.as_floating_point()->get());
-    case toml::node_type::boolean: return n.as_boolean()->get() ? "boolean true" : "boolean false";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::table: return "a table";
+    case toml::node_type::boolean:
+      return n.as_boolean()->get() ? "boolean true" : "boolean false";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
     case toml::node_type::date:
     case toml::node_type::time:
-    case toml::node_type::date_time: return "a date/time";
-    case toml::node_type::none: break;
+    case toml::node_type::date_time:
+      return "a date/time";
+    case toml::node_type::none:
+      break;
   }
   return "nothing";
 }
 
 bool IsIdentifier(std::string_view s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 bool IsPlainName(std::string_view s) {
@@ -91,15 +92,13 @@ bool IsPlainName(std::string_view s) {
   });
 }
 
-std::optional<std::string> ReadString(const toml::node& n, const std::string& field,
-                                      Diagnostics& d) {
+std::optional<std::string> ReadString(const toml::node& n, const std::string& field, Diagnostics& d) {
   if (const auto* s = n.as_string()) return s->get();
   d.Add(LineOf(n), field, "expected a string, got " + Describe(n), "put the value in quotes");
   return std::nullopt;
 }
 
-std::optional<double> ReadNumber(const toml::node& n, const std::string& field, Diagnostics& d,
-                                 bool allow_nonfinite) {
+std::optional<double> ReadNumber(const toml::node& n, const std::string& field, Diagnostics& d, bool allow_nonfinite) {
   std::optional<double> v;
   if (const auto* i = n.as_integer()) v = static_cast<double>(i->get());
   if (const auto* f = n.as_floating_point()) v = f->get();
@@ -108,8 +107,7 @@ std::optional<double> ReadNumber(const toml::node& n, const std::string& field, 
     return std::nullopt;
   }
   if (!allow_nonfinite && !std::isfinite(*v)) {
-    d.Add(LineOf(n), field, "expected a finite number, got " + FormatNumber(*v),
-          "write a finite number");
+    d.Add(LineOf(n), field, "expected a finite number, got " + FormatNumber(*v), "write a finite number");
     return std::nullopt;
   }
   return v;
@@ -130,8 +128,7 @@ std::optional<bool> ReadBool(const toml::node& n, const std::string& field, Diag
 
 const toml::table* ReadTable(const toml::node& n, const std::string& field, Diagnostics& d) {
   if (const auto* t = n.as_table()) return t;
-  d.Add(LineOf(n), field, "expected a table, got " + Describe(n),
-        "write it as a table, e.g. { key = value, ... }");
+  d.Add(LineOf(n), field, "expected a table, got " + Describe(n), "write it as a table, e.g. { key = value, ... }");
   return nullptr;
 }
 
@@ -143,8 +140,7 @@ std::optional<DType> ReadDType(const toml::node& n, const std::string& field, Di
   return t;
 }
 
-std::vector<const toml::table*> ReadTableArray(const toml::node& n, const std::string& key,
-                                               Diagnostics& d) {
+std::vector<const toml::table*> ReadTableArray(const toml::node& n, const std::string& key, Diagnostics& d) {
   std::vector<const toml::table*> tables;
   const auto* arr = n.as_array();
   if (!arr) {
@@ -164,15 +160,15 @@ std::vector<const toml::table*> ReadTableArray(const toml::node& n, const std::s
   return tables;
 }
 
-const toml::node* Require(const toml::table& t, std::string_view key, const std::string& prefix,
-                          const std::string& fix, Diagnostics& d) {
+const toml::node* Require(const toml::table& t, std::string_view key, const std::string& prefix, const std::string& fix,
+                          Diagnostics& d) {
   const toml::node* n = t.get(key);
   if (!n) d.Add(LineOf(t), Field(prefix, key), "required field is missing", fix);
   return n;
 }
 
-void RejectUnknownKeys(const toml::table& t, const std::string& prefix,
-                       const std::vector<std::string_view>& allowed, Diagnostics& d) {
+void RejectUnknownKeys(const toml::table& t, const std::string& prefix, const std::vector<std::string_view>& allowed,
+                       Diagnostics& d) {
   std::vector<std::string> names(allowed.begin(), allowed.end());
   for (auto&& [key, value] : t) {
     std::string_view k = key.str();
@@ -180,8 +176,8 @@ void RejectUnknownKeys(const toml::table& t, const std::string& prefix,
     const auto& top = TopLevelKeys();
     bool is_top_level = std::find(top.begin(), top.end(), k) != top.end();
     std::string fix = !prefix.empty() && is_top_level
-        ? std::string(k) + " is a top-level key: move it above the first [table] header"
-        : "check the spelling; valid keys here are " + JoinNames(names);
+                          ? std::string(k) + " is a top-level key: move it above the first [table] header"
+                          : "check the spelling; valid keys here are " + JoinNames(names);
     d.Add(static_cast<int>(key.source().begin.line), Field(prefix, k), "unknown key", fix);
   }
 }
@@ -203,8 +199,8 @@ void RejectDuplicates(const std::vector<Declared>& names, Diagnostics& d) {
     for (size_t j = 0; j < i; ++j) {
       if (names[i].name != names[j].name) continue;
       d.Add(names[i].line, Field(names[i].field, "name"),
-            "duplicate name " + Quote(names[i].name) + " (first declared as " + names[j].field +
-                " on line " + std::to_string(names[j].line) + ")",
+            "duplicate name " + Quote(names[i].name) + " (first declared as " + names[j].field + " on line " +
+                std::to_string(names[j].line) + ")",
             "give each a distinct name");
       break;
     }

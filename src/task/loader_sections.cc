@@ -22,35 +22,46 @@ struct InitKindInfo {
 
 // Defaults as documented in task.h (InitSpec).
 constexpr InitKindInfo kInitKinds[] = {
-    {InitKind::kNormal, "normal", "mean", "std", 0, 1},
-    {InitKind::kUniform, "uniform", "low", "high", 0, 1},
-    {InitKind::kRandint, "randint", "low", "high", 0, 10},
-    {InitKind::kRange, "range", "start", "step", 0, 1},
+    {InitKind::kNormal, "normal", "mean", "std", 0, 1},        {InitKind::kUniform, "uniform", "low", "high", 0, 1},
+    {InitKind::kRandint, "randint", "low", "high", 0, 10},     {InitKind::kRange, "range", "start", "step", 0, 1},
     {InitKind::kConstant, "constant", "value", nullptr, 0, 0},
 };
 
 // Representable range of an integer (or bool) dtype.
 std::pair<double, double> IntegerRange(DType t) {
   switch (t) {
-    case DType::kI64: return {-9223372036854775808.0, 9223372036854775807.0};
-    case DType::kI32: return {-2147483648.0, 2147483647.0};
-    case DType::kI16: return {-32768.0, 32767.0};
-    case DType::kI8: return {-128.0, 127.0};
-    case DType::kU8: return {0.0, 255.0};
-    case DType::kBool: return {0.0, 1.0};
-    default: return {-INFINITY, INFINITY};
+    case DType::kI64:
+      return {-9223372036854775808.0, 9223372036854775807.0};
+    case DType::kI32:
+      return {-2147483648.0, 2147483647.0};
+    case DType::kI16:
+      return {-32768.0, 32767.0};
+    case DType::kI8:
+      return {-128.0, 127.0};
+    case DType::kU8:
+      return {0.0, 255.0};
+    case DType::kBool:
+      return {0.0, 1.0};
+    default:
+      return {-INFINITY, INFINITY};
   }
 }
 
 // Largest finite value of a float dtype.
 double FloatMax(DType t) {
   switch (t) {
-    case DType::kF32: return FLT_MAX;
-    case DType::kF16: return 65504.0;
-    case DType::kBF16: return 3.3895313892515355e38;
-    case DType::kFP8E4M3: return 448.0;
-    case DType::kFP8E5M2: return 57344.0;
-    default: return DBL_MAX;
+    case DType::kF32:
+      return FLT_MAX;
+    case DType::kF16:
+      return 65504.0;
+    case DType::kBF16:
+      return 3.3895313892515355e38;
+    case DType::kFP8E4M3:
+      return 448.0;
+    case DType::kFP8E5M2:
+      return 57344.0;
+    default:
+      return DBL_MAX;
   }
 }
 
@@ -59,8 +70,7 @@ std::string RangeText(DType t) {
   return FormatNumber(lo) + ".." + FormatNumber(hi);
 }
 
-InitSpec ReadInit(const toml::node& n, const std::string& field, std::optional<DType> dtype,
-                  Diagnostics& d) {
+InitSpec ReadInit(const toml::node& n, const std::string& field, std::optional<DType> dtype, Diagnostics& d) {
   InitSpec spec;
   const toml::table* t = ReadTable(n, field, d);
   if (!t) return spec;
@@ -91,8 +101,8 @@ InitSpec ReadInit(const toml::node& n, const std::string& field, std::optional<D
     bool is_a = k == info->a;
     bool is_b = info->b && k == info->b;
     if (!is_a && !is_b) {
-      d.Add(static_cast<int>(key.source().begin.line), f,
-            "not a parameter of " + Quote(info->name), std::string(info->name) + " takes " + takes);
+      d.Add(static_cast<int>(key.source().begin.line), f, "not a parameter of " + Quote(info->name),
+            std::string(info->name) + " takes " + takes);
       ok = false;
       continue;
     }
@@ -112,38 +122,31 @@ InitSpec ReadInit(const toml::node& n, const std::string& field, std::optional<D
     if (is_b) b_node = &value;
   }
   if (info->kind == InitKind::kConstant && !has_a) {
-    d.Add(LineOf(*t), Field(field, "value"), "required for dist = \"constant\"",
-          "add value = <number>");
+    d.Add(LineOf(*t), Field(field, "value"), "required for dist = \"constant\"", "add value = <number>");
   }
   if (!ok) return spec;
   bool bounded = info->kind == InitKind::kUniform || info->kind == InitKind::kRandint;
   if (bounded && !(spec.a < spec.b)) {
-    d.Add(LineOf(*t), field,
-          "low (" + FormatNumber(spec.a) + ") must be less than high (" + FormatNumber(spec.b) +
-              ")",
-          std::string("set low < high") +
-              (info->kind == InitKind::kRandint ? "; high is exclusive" : ""));
+    d.Add(LineOf(*t), field, "low (" + FormatNumber(spec.a) + ") must be less than high (" + FormatNumber(spec.b) + ")",
+          std::string("set low < high") + (info->kind == InitKind::kRandint ? "; high is exclusive" : ""));
   }
   if (info->kind == InitKind::kNormal && !(spec.b > 0)) {
-    d.Add(b_node ? LineOf(*b_node) : LineOf(*t), Field(field, "std"),
-          "must be positive, got " + FormatNumber(spec.b),
+    d.Add(b_node ? LineOf(*b_node) : LineOf(*t), Field(field, "std"), "must be positive, got " + FormatNumber(spec.b),
           "use std > 0 (for a fixed value use dist = \"constant\")");
   }
   if (info->kind == InitKind::kRandint && dtype && !IsFloat(*dtype)) {
     auto [lo, hi] = IntegerRange(*dtype);
     if (spec.a < lo || spec.b - 1 > hi) {
       d.Add(LineOf(*t), field,
-            "randint range [" + FormatNumber(spec.a) + ", " + FormatNumber(spec.b) +
-                ") does not fit dtype " + std::string(DTypeName(*dtype)) + " (" +
-                RangeText(*dtype) + ")",
+            "randint range [" + FormatNumber(spec.a) + ", " + FormatNumber(spec.b) + ") does not fit dtype " +
+                std::string(DTypeName(*dtype)) + " (" + RangeText(*dtype) + ")",
             "narrow the range or use a wider dtype");
     }
   }
   return spec;
 }
 
-std::vector<std::string> ReadShape(const toml::node& n, const std::string& field,
-                                   Diagnostics& d) {
+std::vector<std::string> ReadShape(const toml::node& n, const std::string& field, Diagnostics& d) {
   std::vector<std::string> shape;
   const auto* arr = n.as_array();
   if (!arr) {
@@ -153,16 +156,14 @@ std::vector<std::string> ReadShape(const toml::node& n, const std::string& field
   }
   if (arr->size() > KPILOT_MAX_RANK) {
     d.Add(LineOf(n), field,
-          "rank " + std::to_string(arr->size()) + " exceeds the maximum of " +
-              std::to_string(KPILOT_MAX_RANK),
+          "rank " + std::to_string(arr->size()) + " exceeds the maximum of " + std::to_string(KPILOT_MAX_RANK),
           "merge adjacent axes into one");
   }
   for (size_t i = 0; i < arr->size(); ++i) {
     const toml::node& el = *arr->get(i);
     const auto* s = el.as_string();
     if (!s || !IsIdentifier(s->get())) {
-      d.Add(LineOf(el), Indexed(field, i),
-            "expected an axis name (an identifier in quotes), got " + Describe(el),
+      d.Add(LineOf(el), Indexed(field, i), "expected an axis name (an identifier in quotes), got " + Describe(el),
             "name the axis, e.g. \"k\", and bind it in every workload's axes");
       continue;
     }
@@ -184,23 +185,20 @@ std::string ReadArgName(const toml::table& t, const std::string& field, Diagnost
   return *name;
 }
 
-std::optional<DType> ReadRequiredDType(const toml::table& t, const std::string& field,
-                                       Diagnostics& d) {
-  const toml::node* n =
-      Require(t, "dtype", field, "add dtype = \"f32\" (one of " + DTypeNameList() + ")", d);
+std::optional<DType> ReadRequiredDType(const toml::table& t, const std::string& field, Diagnostics& d) {
+  const toml::node* n = Require(t, "dtype", field, "add dtype = \"f32\" (one of " + DTypeNameList() + ")", d);
   return n ? ReadDType(*n, Field(field, "dtype"), d) : std::nullopt;
 }
 
-TensorSpec ReadTensor(const toml::table& t, const std::string& field, bool is_input,
-                      const Tolerance& task_tolerance, Diagnostics& d) {
+TensorSpec ReadTensor(const toml::table& t, const std::string& field, bool is_input, const Tolerance& task_tolerance,
+                      Diagnostics& d) {
   TensorSpec spec;
   spec.line = LineOf(t);
   RejectUnknownKeys(t, field, {"name", "dtype", "shape", "init", "tolerance"}, d);
   spec.name = ReadArgName(t, field, d);
   std::optional<DType> dtype = ReadRequiredDType(t, field, d);
   if (dtype) spec.dtype = *dtype;
-  if (const toml::node* n = Require(t, "shape", field,
-                                    "add shape = [\"n\"] (axis names), or [] for a 0-d tensor", d)) {
+  if (const toml::node* n = Require(t, "shape", field, "add shape = [\"n\"] (axis names), or [] for a 0-d tensor", d)) {
     spec.shape = ReadShape(*n, Field(field, "shape"), d);
   }
   if (const toml::node* n = t.get("init")) {
@@ -225,12 +223,11 @@ TensorSpec ReadTensor(const toml::table& t, const std::string& field, bool is_in
 }
 
 // A scalar's value, checked against its dtype when known.
-std::optional<double> ReadScalarValue(const toml::node& n, const std::string& field,
-                                      std::optional<DType> dtype, Diagnostics& d) {
+std::optional<double> ReadScalarValue(const toml::node& n, const std::string& field, std::optional<DType> dtype,
+                                      Diagnostics& d) {
   if (const auto* b = n.as_boolean()) {
     if (dtype == DType::kBool) return b->get() ? 1.0 : 0.0;
-    d.Add(LineOf(n), field, "expected a number, got " + Describe(n),
-          "booleans are for dtype \"bool\"; write a number");
+    d.Add(LineOf(n), field, "expected a number, got " + Describe(n), "booleans are for dtype \"bool\"; write a number");
     return std::nullopt;
   }
   auto v = ReadNumber(n, field, d, /*allow_nonfinite=*/true);
@@ -244,15 +241,13 @@ std::optional<double> ReadScalarValue(const toml::node& n, const std::string& fi
     }
     auto [lo, hi] = IntegerRange(*dtype);
     if (*v < lo || *v > hi) {
-      d.Add(LineOf(n), field,
-            FormatNumber(*v) + " is out of range for " + name + " (" + RangeText(*dtype) + ")",
+      d.Add(LineOf(n), field, FormatNumber(*v) + " is out of range for " + name + " (" + RangeText(*dtype) + ")",
             "use a value in range or a wider dtype");
       return std::nullopt;
     }
   } else if (std::isfinite(*v) && std::fabs(*v) > FloatMax(*dtype)) {
     d.Add(LineOf(n), field,
-          FormatNumber(*v) + " overflows " + name + " (largest finite value " +
-              FormatNumber(FloatMax(*dtype)) + ")",
+          FormatNumber(*v) + " overflows " + name + " (largest finite value " + FormatNumber(FloatMax(*dtype)) + ")",
           "use a smaller value or a wider dtype");
     return std::nullopt;
   }
@@ -272,9 +267,8 @@ ScalarSpec ReadScalar(const toml::table& t, const std::string& field, Diagnostic
   return spec;
 }
 
-Workload ReadWorkload(const toml::table& t, const std::string& field,
-                      const std::vector<ScalarSpec>& scalars, WorkloadLines* lines,
-                      Diagnostics& d) {
+Workload ReadWorkload(const toml::table& t, const std::string& field, const std::vector<ScalarSpec>& scalars,
+                      WorkloadLines* lines, Diagnostics& d) {
   Workload w;
   w.line = LineOf(t);
   lines->axes = w.line;
@@ -342,8 +336,7 @@ void ReadTolerance(const toml::node& n, const std::string& field, Tolerance* tol
     auto x = ReadNumber(*v, f, d);
     if (!x) continue;
     if (*x < 0) {
-      d.Add(LineOf(*v), f, "must be non-negative, got " + FormatNumber(*x),
-            "use 0 or a positive number, e.g. 1e-5");
+      d.Add(LineOf(*v), f, "must be non-negative, got " + FormatNumber(*x), "use 0 or a positive number, e.g. 1e-5");
       continue;
     }
     (std::string_view(key) == "atol" ? tol->atol : tol->rtol) = *x;
@@ -366,9 +359,7 @@ std::vector<TensorSpec> ReadTensors(const toml::node& n, const std::string& key,
   std::vector<TensorSpec> tensors;
   auto tables = ReadTableArray(n, key, d);
   for (size_t i = 0; i < tables.size(); ++i) {
-    tensors.push_back(tables[i] ? ReadTensor(*tables[i], Indexed(key, i), is_input,
-                                             task_tolerance, d)
-                                : TensorSpec{});
+    tensors.push_back(tables[i] ? ReadTensor(*tables[i], Indexed(key, i), is_input, task_tolerance, d) : TensorSpec{});
   }
   return tensors;
 }
@@ -388,8 +379,7 @@ std::vector<Workload> ReadWorkloads(const toml::node& n, const std::vector<Scala
   for (size_t i = 0; i < tables.size(); ++i) {
     lines->emplace_back();
     lines->back().axes = tables[i] ? LineOf(*tables[i]) : LineOf(n);
-    workloads.push_back(tables[i] ? ReadWorkload(*tables[i], Indexed("workloads", i), scalars,
-                                                 &lines->back(), d)
+    workloads.push_back(tables[i] ? ReadWorkload(*tables[i], Indexed("workloads", i), scalars, &lines->back(), d)
                                   : Workload{});
   }
   return workloads;

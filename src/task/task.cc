@@ -9,20 +9,28 @@ std::string_view BackendName(Backend b) { return b == Backend::kCuda ? "cuda" : 
 
 std::string_view TaskFormatName(TaskFormat f) {
   switch (f) {
-    case TaskFormat::kNative: return "native";
-    case TaskFormat::kKernelBench: return "kernelbench";
-    case TaskFormat::kFlashInfer: return "flashinfer";
+    case TaskFormat::kNative:
+      return "native";
+    case TaskFormat::kKernelBench:
+      return "kernelbench";
+    case TaskFormat::kFlashInfer:
+      return "flashinfer";
   }
   return "?";
 }
 
 std::string_view InitKindName(InitKind k) {
   switch (k) {
-    case InitKind::kNormal: return "normal";
-    case InitKind::kUniform: return "uniform";
-    case InitKind::kRandint: return "randint";
-    case InitKind::kRange: return "range";
-    case InitKind::kConstant: return "constant";
+    case InitKind::kNormal:
+      return "normal";
+    case InitKind::kUniform:
+      return "uniform";
+    case InitKind::kRandint:
+      return "randint";
+    case InitKind::kRange:
+      return "range";
+    case InitKind::kConstant:
+      return "constant";
   }
   return "?";
 }
@@ -44,9 +52,7 @@ std::vector<int64_t> Task::ShapeOf(const TensorSpec& t, const Workload& w) const
   return shape;
 }
 
-Tolerance Task::ToleranceOf(const TensorSpec& output) const {
-  return output.tolerance ? *output.tolerance : tolerance;
-}
+Tolerance Task::ToleranceOf(const TensorSpec& output) const { return output.tolerance ? *output.tolerance : tolerance; }
 
 namespace {
 
@@ -82,8 +88,8 @@ std::string TaskTomlText(const Task& task) {
     << "# order; each shape names its axes, bound per workload below. The reference is the Python file.\n";
   o << "name = " << Quoted(task.name) << "\n";
   if (!task.description.empty()) o << "description = " << Quoted(task.description) << "\n";
-  o << "backend = " << Quoted(std::string(BackendName(task.backend))) << "\nreference = "
-    << Quoted(task.reference.path.filename().string()) << "\n";
+  o << "backend = " << Quoted(std::string(BackendName(task.backend)))
+    << "\nreference = " << Quoted(task.reference.path.filename().string()) << "\n";
   for (const auto& t : task.inputs) AppendTensor(o, "inputs", t);
   for (const auto& t : task.outputs) AppendTensor(o, "outputs", t);
   for (const auto& s : task.scalars)

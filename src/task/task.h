@@ -51,10 +51,10 @@ struct Tolerance {
 struct TensorSpec {
   std::string name;
   DType dtype = DType::kF32;
-  std::vector<std::string> shape;   // axis names, outermost first; empty = a 0-d tensor
-  InitSpec init;                    // inputs only
+  std::vector<std::string> shape;      // axis names, outermost first; empty = a 0-d tensor
+  InitSpec init;                       // inputs only
   std::optional<Tolerance> tolerance;  // outputs only: overrides Task::tolerance
-  int line = 0;                     // where it was declared (0 when not from a file)
+  int line = 0;                        // where it was declared (0 when not from a file)
   // KernelBench inputs: "input" (returned by get_inputs()) or "param" (a parameter or buffer of
   // the model, in state_dict() order); "" for other tasks.
   std::string role;
@@ -71,8 +71,8 @@ struct Workload {
   std::string name;
   std::map<std::string, int64_t> axes;          // every axis used by any tensor is bound
   std::map<std::string, double> scalar_values;  // overrides of ScalarSpec::value
-  double flops = 0;       // evaluated from Task::flops_formula (0 when none)
-  double min_bytes = 0;   // evaluated from Task::bytes_formula (0 when none)
+  double flops = 0;                             // evaluated from Task::flops_formula (0 when none)
+  double min_bytes = 0;                         // evaluated from Task::bytes_formula (0 when none)
   int line = 0;
   // flashinfer: the workload's JSONL record (uuid, axes, inputs), input paths made absolute.
   std::string record;
@@ -87,10 +87,10 @@ struct TunableParam {
 enum class ReferenceKind { kNative, kPython };
 
 struct SourceRef {
-  std::string name;                 // "reference", or the baseline's name
-  std::filesystem::path path;       // absolute
+  std::string name;            // "reference", or the baseline's name
+  std::filesystem::path path;  // absolute
   ReferenceKind kind = ReferenceKind::kNative;
-  std::string entry;                // entry point for non-native references ("" for native)
+  std::string entry;  // entry point for non-native references ("" for native)
 };
 
 struct Task {
@@ -104,7 +104,7 @@ struct Task {
   std::vector<ScalarSpec> scalars;  // in ABI order
   Tolerance tolerance;
   std::vector<Workload> workloads;
-  std::string flops_formula;        // muparser expression over axis names ("" = unknown)
+  std::string flops_formula;  // muparser expression over axis names ("" = unknown)
   std::string bytes_formula;
   SourceRef reference;
   std::vector<SourceRef> baselines;

@@ -159,8 +159,7 @@ Result<CompileOutput> SystemToolchain::CompileMiss(const fs::path& source, bool 
   fs::create_directories(cache_dir_, ec);
   std::string staging_template = (cache_dir_ / (".staging-" + key.substr(0, 16) + "-XXXXXX")).string();
   if (mkdtemp(staging_template.data()) == nullptr)
-    return Status::Internal(cache_dir_.string() + ": cannot create a cache staging folder: " +
-                            std::strerror(errno));
+    return Status::Internal(cache_dir_.string() + ": cannot create a cache staging folder: " + std::strerror(errno));
   const fs::path staging = staging_template;
   StagingFolder staging_guard(staging);  // removed on every return below unless published
 

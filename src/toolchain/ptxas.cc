@@ -56,10 +56,14 @@ void ApplyUsage(const std::string& body, KernelResources& k) {
     long long n = std::strtoll(item.c_str(), &end, 10);
     if (end == item.c_str()) continue;
     std::string what = Trim(std::string(end));
-    if (what == "registers") k.registers = static_cast<int>(n);
-    else if (what == "barriers") k.barriers = static_cast<int>(n);
-    else if (what == "bytes smem") k.shared_bytes = n;
-    else if (what == "bytes cmem[0]") k.constant_bytes = n;
+    if (what == "registers")
+      k.registers = static_cast<int>(n);
+    else if (what == "barriers")
+      k.barriers = static_cast<int>(n);
+    else if (what == "bytes smem")
+      k.shared_bytes = n;
+    else if (what == "bytes cmem[0]")
+      k.constant_bytes = n;
   }
 }
 
@@ -69,8 +73,7 @@ struct FrameReport {
 
 // "896 bytes stack frame, 720 bytes spill stores, 824 bytes spill loads"
 std::optional<FrameReport> ParseFrameLine(const std::string& line) {
-  static const std::regex kFrame(
-      R"(^\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex kFrame(R"(^\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   std::smatch m;
   if (!std::regex_search(line, m, kFrame)) return std::nullopt;
   return FrameReport{std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3])};
@@ -91,8 +94,8 @@ std::vector<KernelResources> ParsePtxasReport(const std::string& log) {
   std::vector<KernelResources> kernels;
   std::map<std::string, FrameReport> frames;  // by mangled name, for the current arch
   std::string current_arch;
-  int current = -1;              // index of the entry the "Used" line belongs to
-  std::string properties_of;     // the function whose frame line comes next
+  int current = -1;           // index of the entry the "Used" line belongs to
+  std::string properties_of;  // the function whose frame line comes next
   for (const std::string& line : Lines(log)) {
     if (auto body = PtxasInfoBody(line)) {
       std::smatch m;
@@ -150,8 +153,8 @@ std::string FirstCompileError(const std::string& log) {
   static const std::regex kTool(R"(^(ptxas|nvcc|nvlink|fatbinary)\s+(?:error|fatal)\s*: (.*)$)");
   for (const std::string& line : Lines(log)) {
     std::smatch m;
-    if (std::regex_match(line, m, kNvcc) || std::regex_match(line, m, kGcc) ||
-        std::regex_match(line, m, kLinkLine) || std::regex_match(line, m, kPtxasLine))
+    if (std::regex_match(line, m, kNvcc) || std::regex_match(line, m, kGcc) || std::regex_match(line, m, kLinkLine) ||
+        std::regex_match(line, m, kPtxasLine))
       return m[1].str() + ":" + m[2].str() + ": " + Trim(m[3]);
     if (std::regex_match(line, m, kLinkSection)) return m[1].str() + ": " + Trim(m[2]);
     if (std::regex_match(line, m, kTool)) return m[1].str() + ": " + Trim(m[2]);

@@ -83,8 +83,10 @@ std::vector<std::string> NarrowTensorCoreOps(const std::vector<SassFunction>& fu
       const std::string& op = ins.opcode;
       const std::string base = op.substr(0, op.find('.'));
       bool narrow = false;
-      if (base == "HMMA" || base == "HGMMA") narrow = op.find(".TF32") == std::string::npos;
-      else if (base == "IMMA" || base == "IGMMA" || base == "QGMMA" || base == "OMMA" || base == "BMMA") narrow = true;
+      if (base == "HMMA" || base == "HGMMA")
+        narrow = op.find(".TF32") == std::string::npos;
+      else if (base == "IMMA" || base == "IGMMA" || base == "QGMMA" || base == "OMMA" || base == "BMMA")
+        narrow = true;
       if (!narrow) continue;
       std::string what = op + " in " + f.name;
       if (std::find(found.begin(), found.end(), what) == found.end()) found.push_back(what);

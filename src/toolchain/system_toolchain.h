@@ -67,8 +67,8 @@ class SystemToolchain : public Toolchain {
   // ptxas), so its SASS is ready with it rather than after a cuobjdump on the object (0.6 s on
   // the H200's host; docs/results.md, "SASS beside the compile"). `stop` ends it early (the
   // caller sets it on a cancel); fills out.sass / out.sass_status.
-  void SassBeside(const ProcessSpec& compile, const std::string& cuobjdump, std::shared_ptr<const std::atomic<bool>> stop,
-                  CompileOutput& out);
+  void SassBeside(const ProcessSpec& compile, const std::string& cuobjdump,
+                  std::shared_ptr<const std::atomic<bool>> stop, CompileOutput& out);
   // Runs the compiler for a key no other call of this toolchain is compiling (Compile).
   Result<CompileOutput> CompileMiss(const fs::path& source, bool cuda, const Compiler& compiler,
                                     const std::vector<std::string>& keyed, const std::string& key,

@@ -63,8 +63,7 @@ Result<SystemToolchain::Compiler> SystemToolchain::FindCompiler(bool cuda) {
   auto probe_gxx = [&]() -> Result<Compiler> {
     if (gxx_) return *gxx_;
     std::string path = FindTool("g++", search_);
-    if (path.empty())
-      return Status::Unavailable("g++ not found on PATH: install it (Debian: apt-get install g++)");
+    if (path.empty()) return Status::Unavailable("g++ not found on PATH: install it (Debian: apt-get install g++)");
     std::string text = ToolVersionOutput(runner_, path);
     gxx_ = Compiler{path, ParseGxxVersion(text), text};
     return *gxx_;

@@ -23,9 +23,9 @@ namespace kpilot {
 
 // Per-kernel resources from `ptxas -v` (cuda only).
 struct KernelResources {
-  std::string name;            // demangled where possible
+  std::string name;  // demangled where possible
   std::string mangled;
-  std::string arch;            // "sm_90a"
+  std::string arch;  // "sm_90a"
   int registers = 0;
   int64_t shared_bytes = 0;    // static shared memory ("smem")
   int64_t stack_bytes = 0;     // stack frame
@@ -37,25 +37,25 @@ struct KernelResources {
 
 // SASS of one function, from `cuobjdump -sass`.
 struct SassInstruction {
-  std::string opcode;          // "LDG.E.128", predicate stripped
-  std::string text;            // the instruction as printed, predicate included; without the
-                               // offset, the trailing ";" and the encoding comment
+  std::string opcode;  // "LDG.E.128", predicate stripped
+  std::string text;    // the instruction as printed, predicate included; without the
+                       // offset, the trailing ";" and the encoding comment
   // Added: where it sits and what guards it.
-  uint32_t offset = 0;         // byte offset in the function, from "/*0070*/"
-  std::string predicate;       // "@P0", "@!PT", ... ("" when unpredicated)
+  uint32_t offset = 0;    // byte offset in the function, from "/*0070*/"
+  std::string predicate;  // "@P0", "@!PT", ... ("" when unpredicated)
 };
 struct SassFunction {
-  std::string name;            // as printed by cuobjdump (mangled)
+  std::string name;  // as printed by cuobjdump (mangled)
   std::vector<SassInstruction> instructions;
-  std::string arch;            // added: "sm_90a", from the enclosing "code for sm_90a"
+  std::string arch;  // added: "sm_90a", from the enclosing "code for sm_90a"
 };
 
 struct CompileOptions {
-  std::string cuda_arch;                 // e.g. "sm_90a"; empty = visible GPU, else sm_90a
-  std::vector<std::string> extra_flags;  // appended to the defaults
+  std::string cuda_arch;                          // e.g. "sm_90a"; empty = visible GPU, else sm_90a
+  std::vector<std::string> extra_flags;           // appended to the defaults
   std::optional<std::vector<std::string>> flags;  // replaces the defaults when set
   double timeout_s = 120;
-  bool want_sass = true;                 // run cuobjdump -sass on cuda objects
+  bool want_sass = true;  // run cuobjdump -sass on cuda objects
   // With want_sass: false takes only the SASS that is ready with the object (made beside the
   // compile, or cached), never a cuobjdump on the object after it (0.6 s on the H200's host):
   // where that would be needed, CompileOutput::sass_status is kSassLater, and a second Compile
@@ -71,19 +71,19 @@ struct CompileOptions {
 };
 
 struct CompileOutput {
-  bool ok = false;                       // false: a compile_error verdict, not a kpilot error
-  std::filesystem::path object;          // the shared object (inside the cache)
-  std::string log;                       // full compiler output (stdout + stderr)
-  std::string first_error;               // "file:line: message" when !ok
+  bool ok = false;               // false: a compile_error verdict, not a kpilot error
+  std::filesystem::path object;  // the shared object (inside the cache)
+  std::string log;               // full compiler output (stdout + stderr)
+  std::string first_error;       // "file:line: message" when !ok
   bool timed_out = false;
-  double seconds = 0;                    // compiler wall time (0 on a cache hit)
+  double seconds = 0;  // compiler wall time (0 on a cache hit)
   bool cache_hit = false;
-  std::string key;                       // the cache key (sha256 hex)
-  std::vector<std::string> command;      // the argv that was (or would have been) run
+  std::string key;                         // the cache key (sha256 hex)
+  std::vector<std::string> command;        // the argv that was (or would have been) run
   std::vector<KernelResources> resources;  // cuda only
-  std::string sass;                      // raw cuobjdump output, "" when unavailable
-  std::string sass_status;               // "ok", or why it is unavailable
-  std::string compiler_version;          // "nvcc 13.0.88", "g++ 12.2.0" ("" when unknown)
+  std::string sass;                        // raw cuobjdump output, "" when unavailable
+  std::string sass_status;                 // "ok", or why it is unavailable
+  std::string compiler_version;            // "nvcc 13.0.88", "g++ 12.2.0" ("" when unknown)
 };
 
 // CompileOutput::sass_status of a compile whose SASS was left for later (sass_inline false).
@@ -105,11 +105,11 @@ class Toolchain {
 // (PyPI's nvidia-cuda-cuobjdump puts cuobjdump in
 // .venv/lib/python3.X/site-packages/nvidia/cu13/bin/). A seam so tests can hide a compiler.
 struct ToolSearch {
-  std::string path;                           // colon-separated, like $PATH
-  std::string cuda_home;                      // like $CUDA_HOME; "" = none
-  std::vector<std::filesystem::path> dirs;    // fixed fallbacks
-  std::vector<std::filesystem::path> venvs;   // venv roots (the folder holding lib/)
-  std::string cuobjdump_override;             // used as is for cuobjdump when set
+  std::string path;                          // colon-separated, like $PATH
+  std::string cuda_home;                     // like $CUDA_HOME; "" = none
+  std::vector<std::filesystem::path> dirs;   // fixed fallbacks
+  std::vector<std::filesystem::path> venvs;  // venv roots (the folder holding lib/)
+  std::string cuobjdump_override;            // used as is for cuobjdump when set
 };
 // $PATH, $CUDA_HOME, {/usr/local/cuda/bin}, the venvs {<kpilot source dir>/.venv (a build tree's
 // executable only: BuildTreeSourceDir), ./.venv},
@@ -144,8 +144,7 @@ std::string FindTool(const std::string& name, const ToolSearch& search);
 // An empty CompileOptions::cuda_arch asks `nvidia-smi` for the first GPU's compute capability
 // (9.0 → sm_90a, 8.0 → sm_80: the arch-specific "a" variant from 9.0 on) and uses sm_90a when
 // no GPU answers.
-std::unique_ptr<Toolchain> MakeSystemToolchain(std::filesystem::path cache_dir,
-                                               std::filesystem::path include_dir,
+std::unique_ptr<Toolchain> MakeSystemToolchain(std::filesystem::path cache_dir, std::filesystem::path include_dir,
                                                ProcessRunner& runner = SystemProcessRunner(),
                                                ToolSearch search = DefaultToolSearch());
 

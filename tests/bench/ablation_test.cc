@@ -168,7 +168,8 @@ class ProfiledExecutor : public Executor {
   std::future<EvalJobResult> Submit(EvalJob job) override {
     EvalJobResult r;
     auto src = ReadFile(job.source);
-    r.object_sha = "sha-" + std::to_string(std::hash<std::string>()((src.ok() ? *src : "") + ParamsText(job.params, "")));
+    r.object_sha =
+        "sha-" + std::to_string(std::hash<std::string>()((src.ok() ? *src : "") + ParamsText(job.params, "")));
     if (job.admit && !job.admit(r.object_sha)) r.skipped = true;
     devices.push_back(job.options.device);
     Evaluation& e = r.evaluation;

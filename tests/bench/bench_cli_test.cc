@@ -46,11 +46,14 @@ TEST(BenchCli, HostSuiteWithTheParamsGeneratorThenResumeThenEvalOnly) {
   ASSERT_TRUE(d.ok());
   fs::path root = d->path();
   CopyTask("saxpy", root / "suite" / "easy" / "saxpy", "n = 33554432", "n = 262144");
-  CopyTask("row_softmax", root / "suite" / "hard" / "row_softmax", "rows = 4096, cols = 1024", "rows = 256, cols = 1024");
+  CopyTask("row_softmax", root / "suite" / "hard" / "row_softmax", "rows = 4096, cols = 1024",
+           "rows = 256, cols = 1024");
   fs::path store = root / "store";
-  auto r = testing::RunKpilot(root, {"bench", (root / "suite").string(), "--generator", "params", "--budget", "3", "--max-seconds", "0.3",
-                                     "--store", store.string(), "--json", "--markdown", (root / "report.md").string()},
-                              900);
+  auto r =
+      testing::RunKpilot(root,
+                         {"bench", (root / "suite").string(), "--generator", "params", "--budget", "3", "--max-seconds",
+                          "0.3", "--store", store.string(), "--json", "--markdown", (root / "report.md").string()},
+                         900);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json j = Report(r);
   ASSERT_TRUE(j.is_object());
@@ -87,7 +90,8 @@ TEST(BenchCli, HostSuiteWithTheParamsGeneratorThenResumeThenEvalOnly) {
   EXPECT_TRUE(fs::exists(store / "bench" / std::to_string(bench) / "report.json"));
 
   // The finished bench resumes to the same report without running anything.
-  auto again = testing::RunKpilot(root, {"bench", "--resume", std::to_string(bench), "--store", store.string(), "--json"});
+  auto again =
+      testing::RunKpilot(root, {"bench", "--resume", std::to_string(bench), "--store", store.string(), "--json"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   json k = Report(again);
   EXPECT_EQ(k["problems"], j["problems"]);
@@ -97,7 +101,8 @@ TEST(BenchCli, HostSuiteWithTheParamsGeneratorThenResumeThenEvalOnly) {
   fs::path cands = root / "cands";
   fs::create_directories(cands);
   fs::copy_file(testing::SourceDir() / "examples/host/saxpy/candidates/omp_simd.cpp", cands / "saxpy.cpp");
-  fs::copy_file(testing::SourceDir() / "examples/host/row_softmax/candidates/omp_simd_exp.cpp", cands / "row_softmax.cpp");
+  fs::copy_file(testing::SourceDir() / "examples/host/row_softmax/candidates/omp_simd_exp.cpp",
+                cands / "row_softmax.cpp");
   auto eval = testing::RunKpilot(root, {"bench", (root / "suite").string(), "--eval-only", cands.string(), "--store",
                                         store.string(), "--max-seconds", "0.3", "--json"});
   ASSERT_EQ(eval.exit_code, 0) << eval.err;
@@ -123,8 +128,9 @@ TEST(BenchCli, AnUntunableStartIsEvaluatedAsItIs) {
   std::string t = toml->substr(0, toml->find("[params]"));
   t.replace(t.find("constraints = [\"CHUNK >= 64 * VEC\"]"), 35, "");
   ASSERT_TRUE(WriteFileAtomic(task / "task.toml", t).ok());
-  auto r = testing::RunKpilot(root, {"bench", (root / "suite").string(), "--budget", "3", "--max-seconds", "0.3",
-                                     "--store", (root / "store").string(), "--json"},
+  auto r = testing::RunKpilot(root,
+                              {"bench", (root / "suite").string(), "--budget", "3", "--max-seconds", "0.3", "--store",
+                               (root / "store").string(), "--json"},
                               600);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json j = Report(r);
@@ -145,8 +151,8 @@ TEST(BenchCli, AKilledBenchResumesWithoutStartingAProblemAgain) {
   CopyTask("saxpy", root / "suite" / "saxpy", "n = 33554432", "n = 262144");
   std::string store = (root / "store").string();
   // About 17 s uninterrupted on the 2-core CI machine: killed at 9 s, inside one of the problems.
-  (void)testing::RunKpilot(root, {"bench", (root / "suite").string(), "--budget", "3", "--max-seconds", "0.3",
-                           "--store", store}, 9);
+  (void)testing::RunKpilot(
+      root, {"bench", (root / "suite").string(), "--budget", "3", "--max-seconds", "0.3", "--store", store}, 9);
   auto resumed = testing::RunKpilot(root, {"bench", "--resume", "1", "--store", store, "--json"}, 600);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   json j = Report(resumed);
@@ -171,10 +177,11 @@ TEST(BenchCli, AKilledBenchLeavesAPartialReport) {
   fs::copy_file(testing::SourceDir() / "examples/host/saxpy/candidates/omp_simd.cpp", cands / "a_saxpy.cpp");
   fs::copy_file(testing::SourceDir() / "examples/host/saxpy/broken/hang.cpp", cands / "b_saxpy.cpp");
   // a_saxpy takes a few seconds; b_saxpy hangs until its 120 s limit: killed at 30 s, inside it.
-  (void)testing::RunKpilot(root, {"bench", (root / "suite").string(), "--eval-only", cands.string(), "--max-seconds", "0.3",
-                                  "--store", (root / "store").string(), "--out", (root / "out").string(), "--markdown",
-                                  (root / "report.md").string()},
-                           30);
+  (void)testing::RunKpilot(
+      root,
+      {"bench", (root / "suite").string(), "--eval-only", cands.string(), "--max-seconds", "0.3", "--store",
+       (root / "store").string(), "--out", (root / "out").string(), "--markdown", (root / "report.md").string()},
+      30);
   auto text = ReadFile(root / "out" / "report.json");
   ASSERT_TRUE(text.ok()) << "no report after the first problem finished";
   json j = json::parse(*text, nullptr, false);
@@ -203,8 +210,9 @@ TEST(BenchCli, KernelBenchLayoutEvalOnlyOnTheCpuTorchDevice) {
   fs::copy_file(fixtures / "linear_problem.py", root / "suite" / "level1" / "1_Linear.py");
   fs::copy_file(fixtures / "linear_new_ok.py", root / "cands" / "1_Linear.py");
   setenv("KPILOT_TORCH_DEVICE", "cpu", 1);
-  auto r = testing::RunKpilot(root, {"bench", (root / "suite").string(), "--eval-only", (root / "cands").string(),
-                                     "--python", python.string(), "--store", (root / "store").string(), "--json"},
+  auto r = testing::RunKpilot(root,
+                              {"bench", (root / "suite").string(), "--eval-only", (root / "cands").string(), "--python",
+                               python.string(), "--store", (root / "store").string(), "--json"},
                               600);
   unsetenv("KPILOT_TORCH_DEVICE");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -234,12 +242,14 @@ TEST(BenchCli, FlashInferDatasetTracesAndContestScore) {
   ASSERT_TRUE(d.ok());
   fs::path root = d->path();
   fs::create_directories(root / "cands");
-  fs::copy_file(dataset / "solutions/rmsnorm/rmsnorm_h512/rmsnorm_h512_torch.json", root / "cands" / "rmsnorm_h512.json");
+  fs::copy_file(dataset / "solutions/rmsnorm/rmsnorm_h512/rmsnorm_h512_torch.json",
+                root / "cands" / "rmsnorm_h512.json");
   setenv("KPILOT_TORCH_DEVICE", "cpu", 1);
-  auto r = testing::RunKpilot(root, {"bench", dataset.string(), "--problems", "rmsnorm_h512", "--eval-only",
-                                     (root / "cands").string(), "--python", python.string(), "--store",
-                                     (root / "store").string(), "--out", (root / "out").string(), "--json"},
-                              600);
+  auto r = testing::RunKpilot(
+      root,
+      {"bench", dataset.string(), "--problems", "rmsnorm_h512", "--eval-only", (root / "cands").string(), "--python",
+       python.string(), "--store", (root / "store").string(), "--out", (root / "out").string(), "--json"},
+      600);
   unsetenv("KPILOT_TORCH_DEVICE");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json j = Report(r);
@@ -263,10 +273,11 @@ TEST(BenchCli, FlashInferDatasetTracesAndContestScore) {
   EXPECT_FALSE(first["solution"].get<std::string>().empty());
   auto importable = SystemProcessRunner().Run({{python.string(), "-c", "import flashinfer_bench.data"}});
   if (!importable.ok() || !importable->Succeeded()) return;  // flashinfer-bench not installed: shape checked above
-  auto v = SystemProcessRunner().Run({{python.string(), "-c",
-                                       "import sys\nfrom flashinfer_bench.data import Trace\n"
-                                       "print(sum(Trace.model_validate_json(l).is_successful() for l in open(sys.argv[1])))\n",
-                                       traces.string()}});
+  auto v = SystemProcessRunner().Run(
+      {{python.string(), "-c",
+        "import sys\nfrom flashinfer_bench.data import Trace\n"
+        "print(sum(Trace.model_validate_json(l).is_successful() for l in open(sys.argv[1])))\n",
+        traces.string()}});
   ASSERT_TRUE(v.ok());
   ASSERT_TRUE(v->Succeeded()) << v->err;
   EXPECT_EQ(std::stoi(v->out), workloads);
@@ -280,11 +291,12 @@ TEST(BenchCli, OptimizeStoresTheAblationSwitches) {
   std::string task = (testing::SourceDir() / "examples" / "host" / "sgemm").string();
   auto bad = testing::RunKpilot(d->path(), {"optimize", task, "--feedback", "counters", "--store", store});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
-  auto r = testing::RunKpilot(d->path(), {"optimize", task, "--budget", "1", "--feedback", "none", "--guidance", "on-request",
-                                          "--memory", "off", "--store", store, "--json"});
+  auto r = testing::RunKpilot(d->path(), {"optimize", task, "--budget", "1", "--feedback", "none", "--guidance",
+                                          "on-request", "--memory", "off", "--store", store, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json run = Report(r);
-  auto show = testing::RunKpilot(d->path(), {"show", std::to_string(run["run"].get<int>()), "--store", store, "--json"});
+  auto show =
+      testing::RunKpilot(d->path(), {"show", std::to_string(run["run"].get<int>()), "--store", store, "--json"});
   json options = Report(show)["options"];
   EXPECT_EQ(options["feedback"], "none");
   EXPECT_EQ(options["guidance"], "on-request");
@@ -294,11 +306,12 @@ TEST(BenchCli, OptimizeStoresTheAblationSwitches) {
 TEST(BenchCli, UsageErrors) {
   auto d = TempDir::Create("kpilot-bench-cli-");
   ASSERT_TRUE(d.ok());
-  auto r = testing::RunKpilot(d->path(), {"bench", (d->path() / "nothing").string(), "--store", (d->path() / "s").string()});
+  auto r =
+      testing::RunKpilot(d->path(), {"bench", (d->path() / "nothing").string(), "--store", (d->path() / "s").string()});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("not a folder"), std::string::npos) << r.err;
-  auto levels = testing::RunKpilot(d->path(), {"bench", (testing::SourceDir() / "examples" / "host").string(), "--levels",
-                                               "9", "--store", (d->path() / "s").string()});
+  auto levels = testing::RunKpilot(d->path(), {"bench", (testing::SourceDir() / "examples" / "host").string(),
+                                               "--levels", "9", "--store", (d->path() / "s").string()});
   EXPECT_EQ(levels.exit_code, 2);
   EXPECT_NE(levels.err.find("has levels all"), std::string::npos) << levels.err;
 }

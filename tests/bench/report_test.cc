@@ -153,8 +153,9 @@ TEST(Render, JsonShape) {
 }
 
 TEST(Render, MarkdownAndTable) {
-  BenchReport r = Summarize("kb", SuiteFormat::kKernelBench,
-                            {Correct("level1/a", "1", 2.0, 1.1), Wrong("level1/b", "1"), Correct("level2/c", "2", 1.25)});
+  BenchReport r =
+      Summarize("kb", SuiteFormat::kKernelBench,
+                {Correct("level1/a", "1", 2.0, 1.1), Wrong("level1/b", "1"), Correct("level2/c", "2", 1.25)});
   std::string md = ReportMarkdown(r);
   EXPECT_NE(md.find("# kpilot bench: kb (kernelbench)"), std::string::npos);
   EXPECT_NE(md.find("## Against eager"), std::string::npos);

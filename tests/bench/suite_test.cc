@@ -36,7 +36,7 @@ TEST_F(SuiteTest, KernelBenchLevelsAndProblemsInNumericOrder) {
   Touch("kb/level1/10_Conv.py");
   Touch("kb/level1/2_ReLU.py");
   Touch("kb/level1/notes.txt");
-  Touch("kb/level1/helper.py");          // no <n>_ prefix: not a problem
+  Touch("kb/level1/helper.py");  // no <n>_ prefix: not a problem
   Touch("kb/level10/1_Big.py");
   Touch("kb/level2/1_Fused.py");
   Touch("kb/candidates/2_ReLU/native.cu");

@@ -30,12 +30,10 @@ class CliGpu : public ::testing::Test {
     ASSERT_TRUE(d.ok());
     dir_ = std::make_unique<TempDir>(std::move(d).value());
   }
-  ProcessResult Kpilot(std::vector<std::string> args) {
-    return testing::RunKpilot(dir_->path(), args);
-  }
+  ProcessResult Kpilot(std::vector<std::string> args) { return testing::RunKpilot(dir_->path(), args); }
   nlohmann::json Profile(const std::string& task, const std::string& candidate, const std::string& profiler) {
-    auto r = Kpilot({"profile", (kSource / task).string(), (kSource / task / candidate).string(), "--json",
-                     "--store", (dir_->path() / "store").string(), "--profiler", profiler, "--fresh", "--raw"});
+    auto r = Kpilot({"profile", (kSource / task).string(), (kSource / task / candidate).string(), "--json", "--store",
+                     (dir_->path() / "store").string(), "--profiler", profiler, "--fresh", "--raw"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     auto j = nlohmann::json::parse(r.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << r.out;
@@ -98,8 +96,8 @@ TEST_F(CliGpu, OptimizeProfilesEachNewBestWithCounters) {
   EXPECT_GT(dram, 1.0) << k.dump(1);
   EXPECT_LE(dram, 100.5);
   std::cout << "counter profiles: " << profiles.size() << ", first: " << first.value("profiler", "") << " "
-            << first.value("wall_s", 0.0) << " s, " << first.value("bottleneck", "") << ", "
-            << first["findings"].size() << " findings; busy share " << j.value("busy_share", 0.0) << "\n";
+            << first.value("wall_s", 0.0) << " s, " << first.value("bottleneck", "") << ", " << first["findings"].size()
+            << " findings; busy share " << j.value("busy_share", 0.0) << "\n";
 }
 
 // One evaluation queue per GPU (--devices all): with two or more GPUs of one model, a run's

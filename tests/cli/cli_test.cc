@@ -26,9 +26,7 @@ class Cli : public ::testing::Test {
     ASSERT_TRUE(d.ok());
     dir_ = std::make_unique<TempDir>(std::move(d).value());
   }
-  ProcessResult Kpilot(std::vector<std::string> args) {
-    return testing::RunKpilot(dir_->path(), args);
-  }
+  ProcessResult Kpilot(std::vector<std::string> args) { return testing::RunKpilot(dir_->path(), args); }
   std::string Example(const std::string& rel) { return (kSource / "examples" / rel).string(); }
   std::string Store() { return (dir_->path() / "store").string(); }
   std::unique_ptr<TempDir> dir_;
@@ -43,8 +41,8 @@ TEST_F(Cli, UsageErrorsExitTwo) {
 
 // Each evaluation checks inputs from seeds drawn for it and says which; --seed reproduces them.
 TEST_F(Cli, EvalDrawsItsSeedsAndSeedReproducesThem) {
-  const std::vector<std::string> base = {"eval", Example("host/saxpy"), Example("host/saxpy/reference.cpp"),
-                                         "--no-time", "--no-store", "--json"};
+  const std::vector<std::string> base = {"eval",      Example("host/saxpy"), Example("host/saxpy/reference.cpp"),
+                                         "--no-time", "--no-store",          "--json"};
   auto seeds_of = [&](std::vector<std::string> args) {
     ProcessResult r = Kpilot(args);
     auto j = nlohmann::json::parse(r.out, nullptr, false);
@@ -94,8 +92,9 @@ TEST_F(Cli, DoctorReportsTheMachine) {
 TEST_F(Cli, MalformedTaskExitsTwoNamingTheLine) {
   fs::path task = dir_->path() / "bad";
   fs::create_directories(task);
-  ASSERT_TRUE(WriteFileAtomic(task / "task.toml", "name = \"x\"\nbackend = \"host\"\nreference = \"r.cpp\"\n"
-                                                  "[[inputs]]\nname = \"a\"\ndtype = \"float\"\nshape = [\"n\"]\n")
+  ASSERT_TRUE(WriteFileAtomic(task / "task.toml",
+                              "name = \"x\"\nbackend = \"host\"\nreference = \"r.cpp\"\n"
+                              "[[inputs]]\nname = \"a\"\ndtype = \"float\"\nshape = [\"n\"]\n")
                   .ok());
   ProcessResult r = Kpilot({"eval", task.string(), Example("host/saxpy/reference.cpp"), "--no-store"});
   EXPECT_EQ(r.exit_code, 2);
@@ -107,15 +106,15 @@ TEST_F(Cli, MissingCandidateAndBadParamsExitTwo) {
   ProcessResult missing = Kpilot({"eval", Example("host/saxpy"), "nope.cpp", "--no-store"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("nope.cpp"), std::string::npos);
-  ProcessResult bad_d = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/candidates/omp_simd.cpp"),
-                                "-D", "CHUNK=3", "--no-store"});
+  ProcessResult bad_d = Kpilot(
+      {"eval", Example("host/saxpy"), Example("host/saxpy/candidates/omp_simd.cpp"), "-D", "CHUNK=3", "--no-store"});
   EXPECT_EQ(bad_d.exit_code, 2);
   EXPECT_NE(bad_d.err.find("CHUNK"), std::string::npos) << bad_d.err;
-  ProcessResult unknown_d = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/candidates/omp_simd.cpp"),
-                                    "-D", "NOPE=1", "--no-store"});
+  ProcessResult unknown_d = Kpilot(
+      {"eval", Example("host/saxpy"), Example("host/saxpy/candidates/omp_simd.cpp"), "-D", "NOPE=1", "--no-store"});
   EXPECT_EQ(unknown_d.exit_code, 2);
-  ProcessResult backend = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/reference.cpp"), "--backend",
-                                  "cuda", "--no-store"});
+  ProcessResult backend =
+      Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/reference.cpp"), "--backend", "cuda", "--no-store"});
   EXPECT_EQ(backend.exit_code, 2);
 }
 
@@ -123,15 +122,15 @@ TEST_F(Cli, MissingCandidateAndBadParamsExitTwo) {
 // values that break a constraint are refused, naming it.
 TEST_F(Cli, ProfileTakesParamsAsEvalDoes) {
   const std::string task = Example("cuda/transpose"), candidate = Example("cuda/transpose/candidates/smem_tiled.cu");
-  ProcessResult r = Kpilot({"profile", task, candidate, "-D", "TILE=64", "-D", "BLOCK_ROWS=8", "-D", "VEC=2", "--static",
-                            "--json", "--no-store"});
+  ProcessResult r = Kpilot({"profile", task, candidate, "-D", "TILE=64", "-D", "BLOCK_ROWS=8", "-D", "VEC=2",
+                            "--static", "--json", "--no-store"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.value("params", ""), "BLOCK_ROWS=8 TILE=64 VEC=2");
   ASSERT_EQ(j["kernels"].size(), 2u);  // a static profile has no trace: both instantiations
   for (const auto& k : j["kernels"]) EXPECT_EQ(k["static"].value("shared_bytes", 0), 64 * 65 * 4) << k.dump();
-  ProcessResult bad = Kpilot({"profile", task, candidate, "-D", "TILE=64", "-D", "BLOCK_ROWS=32", "-D", "VEC=1",
-                              "--static", "--no-store"});
+  ProcessResult bad = Kpilot(
+      {"profile", task, candidate, "-D", "TILE=64", "-D", "BLOCK_ROWS=32", "-D", "VEC=1", "--static", "--no-store"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("-D BLOCK_ROWS=32 TILE=64 VEC=1 breaks the constraint \"TILE / VEC * BLOCK_ROWS <= 1024\""),
             std::string::npos)
@@ -206,8 +205,8 @@ TEST_F(Cli, RunsListsAndShowShowsAnOptimizeRun) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--search widen_alpha=2: widen_alpha=2: expected a number from 0 to 1"), std::string::npos)
       << bad.err;
-  ProcessResult run = Kpilot({"optimize", Example("host/saxpy"), "--budget", "2", "--workload", "12M-odd",
-                              "--search", "prune_window=6", "--store", Store(), "--json"});
+  ProcessResult run = Kpilot({"optimize", Example("host/saxpy"), "--budget", "2", "--workload", "12M-odd", "--search",
+                              "prune_window=6", "--store", Store(), "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ProcessResult runs = Kpilot({"runs", "--store", Store(), "--json"});
   ASSERT_EQ(runs.exit_code, 0) << runs.err;
@@ -228,8 +227,8 @@ TEST_F(Cli, RunsListsAndShowShowsAnOptimizeRun) {
 }
 
 TEST_F(Cli, DefaultRelativeStoreWorks) {
-  ProcessResult r = Kpilot({"eval", Example("host/saxpy"), Example("host/saxpy/reference.cpp"), "--workload",
-                            "12M-odd", "--no-time"});
+  ProcessResult r = Kpilot(
+      {"eval", Example("host/saxpy"), Example("host/saxpy/reference.cpp"), "--workload", "12M-odd", "--no-time"});
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_TRUE(std::filesystem::exists(dir_->path() / ".kpilot" / "kpilot.db"));
 }

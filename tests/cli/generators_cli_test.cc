@@ -44,15 +44,20 @@ class GeneratorsCli : public ::testing::Test {
     ASSERT_TRUE(d.ok());
     dir_.emplace(std::move(d).value());
     config_ = dir_->path() / "llm.toml";
-    ASSERT_TRUE(WriteFileAtomic(config_, "max_retries = 0\nreasks = 2\ntool_calls_per_proposal = 0\n"
-                                         "[prices.\"fake-model\"]\ninput_per_mtok = 1000000\noutput_per_mtok = 0\n")
+    ASSERT_TRUE(WriteFileAtomic(config_,
+                                "max_retries = 0\nreasks = 2\ntool_calls_per_proposal = 0\n"
+                                "[prices.\"fake-model\"]\ninput_per_mtok = 1000000\noutput_per_mtok = 0\n")
                     .ok());
   }
   std::vector<std::string> Args(const std::string& generator, int budget) {
-    return {"optimize",        Saxpy().string(), "--from",   (Saxpy() / "reference.cpp").string(),
-            "--generator",     generator,        "--budget", std::to_string(budget),
-            "--drafts",        "1",              "--workload", "12M-odd",
-            "--store",         (dir_->path() / "store").string(), "--llm-config", config_.string(),
+    return {"optimize",     Saxpy().string(),
+            "--from",       (Saxpy() / "reference.cpp").string(),
+            "--generator",  generator,
+            "--budget",     std::to_string(budget),
+            "--drafts",     "1",
+            "--workload",   "12M-odd",
+            "--store",      (dir_->path() / "store").string(),
+            "--llm-config", config_.string(),
             "--json"};
   }
   // Scripts naive → no code (re-asked) → better → parallel reference, runs the search, and
@@ -93,7 +98,8 @@ class GeneratorsCli : public ::testing::Test {
     EXPECT_EQ(s["generator_spend"]["transcripts"], 3);
     ASSERT_EQ(s["nodes"].size(), 3u);
     for (const auto& n : s["nodes"]) EXPECT_EQ(n["verdict"], "passed") << n.dump();
-    EXPECT_NE(s["nodes"][1]["summary"].get<std::string>().find("after 1 re-ask"), std::string::npos) << s["nodes"][1].dump();
+    EXPECT_NE(s["nodes"][1]["summary"].get<std::string>().find("after 1 re-ask"), std::string::npos)
+        << s["nodes"][1].dump();
     // Keys never reach the store.
     for (auto& e : fs::recursive_directory_iterator(dir_->path() / "store" / "blobs")) {
       if (!e.is_regular_file()) continue;

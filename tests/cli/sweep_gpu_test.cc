@@ -31,8 +31,8 @@ class SweepGpu : public ::testing::Test {
     dir_ = std::make_unique<TempDir>(std::move(d).value());
   }
   ProcessResult Sweep(const fs::path& task, const fs::path& candidate, std::vector<std::string> more) {
-    std::vector<std::string> args = {"sweep", task.string(), candidate.string(), "--out", Out(), "--store",
-                                     (dir_->path() / "store").string()};
+    std::vector<std::string> args = {
+        "sweep", task.string(), candidate.string(), "--out", Out(), "--store", (dir_->path() / "store").string()};
     args.insert(args.end(), more.begin(), more.end());
     return testing::RunKpilot(dir_->path(), args, 500);
   }
@@ -47,7 +47,8 @@ class SweepGpu : public ::testing::Test {
 
 TEST_F(SweepGpu, GemmConfigurationsPassWithEverySample) {
   fs::path task = kSource / "bench" / "spaces" / "sgemm_space";
-  ProcessResult r = Sweep(task, task / "candidates" / "tiled.cu", {"--cap", "6", "--batch", "3", "--max-seconds", "0.2"});
+  ProcessResult r =
+      Sweep(task, task / "candidates" / "tiled.cu", {"--cap", "6", "--batch", "3", "--max-seconds", "0.2"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json space = Space();
   EXPECT_FALSE(space["gpu"].value("name", "").empty()) << space["gpu"].dump();

@@ -66,7 +66,7 @@ TEST_F(Sweep, DryRunCountsTheValidConfigurations) {
 
 TEST_F(Sweep, EvaluatesEveryConfigurationWithItsSamplesAndResumes) {
   std::vector<std::string> args = {kTask.string(), kCandidate.string(), "--out", Path("space.json"), "--store",
-                                   Path("store"), "--max-seconds", "0.05", "--jobs", "2"};
+                                   Path("store"),  "--max-seconds",     "0.05",  "--jobs",           "2"};
   ProcessResult first = Kpilot(args);
   ASSERT_EQ(first.exit_code, 0) << first.err << first.out;
   json space = ReadJson(Path("space.json"));
@@ -123,8 +123,9 @@ TEST_F(Sweep, EvaluatesEveryConfigurationWithItsSamplesAndResumes) {
 TEST_F(Sweep, AnotherWorkloadAndAnInterruptedFileResume) {
   // A space file in which some configurations were not run yet (as a sweep killed mid-way leaves
   // it): only those are evaluated.
-  std::vector<std::string> args = {kTask.string(), kCandidate.string(), "--out", Path("s.json"), "--store",
-                                   Path("store"), "--max-seconds", "0.05", "--workload", "8K", "--cap", "4"};
+  std::vector<std::string> args = {
+      kTask.string(), kCandidate.string(), "--out", Path("s.json"), "--store", Path("store"), "--max-seconds",
+      "0.05",         "--workload",        "8K",    "--cap",        "4"};
   ProcessResult first = Kpilot(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   json space = ReadJson(Path("s.json"));
@@ -140,8 +141,8 @@ TEST_F(Sweep, AnotherWorkloadAndAnInterruptedFileResume) {
   EXPECT_EQ(after["configs"][0], space["configs"][0]);
   EXPECT_EQ(after["configs"][3]["status"], space["configs"][3]["status"]);
   // A file of another workload is not mixed into this one.
-  ProcessResult other = Kpilot({kTask.string(), kCandidate.string(), "--out", Path("s.json"), "--store",
-                                Path("store"), "--workload", "4K"});
+  ProcessResult other = Kpilot(
+      {kTask.string(), kCandidate.string(), "--out", Path("s.json"), "--store", Path("store"), "--workload", "4K"});
   EXPECT_EQ(other.exit_code, 2);
   EXPECT_NE(other.err.find("s.json"), std::string::npos) << other.err;
   EXPECT_NE(other.err.find("workload"), std::string::npos) << other.err;
@@ -150,8 +151,9 @@ TEST_F(Sweep, AnotherWorkloadAndAnInterruptedFileResume) {
 TEST_F(Sweep, AKilledSweepsJournalIsFoldedIn) {
   // Between full rewrites of the space file, results are appended to OUT.journal; a sweep killed
   // then leaves them there (its last line maybe cut short). The rerun takes them over.
-  std::vector<std::string> args = {kTask.string(), kCandidate.string(), "--out", Path("s.json"), "--store",
-                                   Path("store"), "--max-seconds", "0.05", "--workload", "8K", "--cap", "4"};
+  std::vector<std::string> args = {
+      kTask.string(), kCandidate.string(), "--out", Path("s.json"), "--store", Path("store"), "--max-seconds",
+      "0.05",         "--workload",        "8K",    "--cap",        "4"};
   ProcessResult first = Kpilot(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_FALSE(fs::exists(Path("s.json.journal"))) << "a finished sweep folds its journal in";
@@ -161,8 +163,9 @@ TEST_F(Sweep, AKilledSweepsJournalIsFoldedIn) {
   for (int i : {2, 3}) cut["configs"][i] = {{"params", space["configs"][i]["params"]}, {"status", "not_run"}};
   ASSERT_TRUE(WriteFileAtomic(Path("s.json"), cut.dump()).ok());
   std::string partial = space["configs"][2].dump();
-  ASSERT_TRUE(WriteFileAtomic(Path("s.json.journal"),
-                              space["configs"][3].dump() + "\n" + partial.substr(0, partial.size() / 2)).ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(Path("s.json.journal"), space["configs"][3].dump() + "\n" + partial.substr(0, partial.size() / 2))
+          .ok());
   ProcessResult second = Kpilot(args);
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_NE(second.err.find("3 already evaluated there"), std::string::npos) << second.err;
@@ -185,8 +188,8 @@ TEST_F(Sweep, BadInputsExitTwoNamingTheFieldAndTheFix) {
   auto toml = ReadFile(kTask / "task.toml");
   ASSERT_TRUE(toml.ok());
   std::string no_params = toml->substr(0, toml->find("[params]"));
-  no_params.replace(no_params.find("constraints"), no_params.find('\n', no_params.find("constraints")) -
-                                                       no_params.find("constraints"), "");
+  no_params.replace(no_params.find("constraints"),
+                    no_params.find('\n', no_params.find("constraints")) - no_params.find("constraints"), "");
   ASSERT_TRUE(WriteFileAtomic(plain / "task.toml", no_params).ok());
   ProcessResult params = Kpilot({plain.string(), kCandidate.string(), "--dry-run"});
   EXPECT_EQ(params.exit_code, 2);
@@ -200,7 +203,8 @@ TEST_F(Sweep, BadInputsExitTwoNamingTheFieldAndTheFix) {
   EXPECT_NE(out.err.find(unwritable), std::string::npos) << out.err;
   EXPECT_NE(out.err.find("--out"), std::string::npos) << out.err;
 
-  ProcessResult foreign = Kpilot({kTask.string(), kCandidate.string(), "--out", Path("file"), "--store", Path("store")});
+  ProcessResult foreign =
+      Kpilot({kTask.string(), kCandidate.string(), "--out", Path("file"), "--store", Path("store")});
   EXPECT_EQ(foreign.exit_code, 2);
   EXPECT_NE(foreign.err.find("not a kpilot space file"), std::string::npos) << foreign.err;
 

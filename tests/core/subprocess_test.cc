@@ -46,8 +46,8 @@ TEST(Subprocess, TimeoutKillsTheWholeProcessGroup) {
   ASSERT_TRUE(dir.ok());
   std::string pidfile = (dir->path() / "grandchild.pid").string();
   // The grandchild writes its pid, then both sleep far past the timeout.
-  ProcessResult r = RunOk({.argv = {"sh", "-c", "(sleep 100 & echo $! > " + pidfile + "; wait) & sleep 100"},
-                           .timeout_s = 0.5});
+  ProcessResult r =
+      RunOk({.argv = {"sh", "-c", "(sleep 100 & echo $! > " + pidfile + "; wait) & sleep 100"}, .timeout_s = 0.5});
   EXPECT_TRUE(r.timed_out);
   EXPECT_LT(r.wall_s, 5);
   auto pid_text = ReadFile(pidfile);
@@ -78,8 +78,8 @@ TEST(Subprocess, CancelKillsTheRunningChild) {
     testing::WaitUntil([&] { return std::filesystem::exists(marker); });
     cancel->store(true);
   });
-  ProcessResult r = RunOk({.argv = {"sh", "-c", "echo started; touch \"$0\"; sleep 100 & sleep 100", marker.string()},
-                           .cancel = cancel});
+  ProcessResult r = RunOk(
+      {.argv = {"sh", "-c", "echo started; touch \"$0\"; sleep 100 & sleep 100", marker.string()}, .cancel = cancel});
   canceller.join();
   EXPECT_TRUE(r.cancelled);
   EXPECT_FALSE(r.timed_out);
@@ -88,8 +88,8 @@ TEST(Subprocess, CancelKillsTheRunningChild) {
   EXPECT_EQ(r.out, "started\n");
   EXPECT_LT(r.wall_s, 5);
   // A flag that stays false changes nothing.
-  ProcessResult quiet = RunOk({.argv = {"sh", "-c", "echo done"},
-                               .cancel = std::make_shared<std::atomic<bool>>(false)});
+  ProcessResult quiet =
+      RunOk({.argv = {"sh", "-c", "echo done"}, .cancel = std::make_shared<std::atomic<bool>>(false)});
   EXPECT_TRUE(quiet.Succeeded());
   EXPECT_FALSE(quiet.cancelled);
 }
@@ -107,8 +107,8 @@ TEST(Subprocess, StartsTheChildAtTheNiceValueAsked) {
 }
 
 TEST(Subprocess, OutputIsCappedToItsTail) {
-  ProcessResult r = RunOk({.argv = {"sh", "-c", "head -c 300000 /dev/zero | tr '\\0' a; echo END"},
-                           .max_output_bytes = 1000});
+  ProcessResult r =
+      RunOk({.argv = {"sh", "-c", "head -c 300000 /dev/zero | tr '\\0' a; echo END"}, .max_output_bytes = 1000});
   EXPECT_TRUE(r.output_truncated);
   EXPECT_EQ(r.out.size(), 1000u);
   EXPECT_EQ(r.out.substr(r.out.size() - 4), "END\n");

@@ -393,8 +393,8 @@ class HeldToolchain : public Toolchain {
 };
 
 // Submits `n` compile-only jobs of sources k0.cu, k1.cu, … (for HeldToolchain).
-std::vector<std::future<EvalJobResult>> SubmitCompileOnly(LocalExecutor& executor, const Task& task, int n,
-                                                          std::shared_ptr<const std::atomic<bool>> cancelled = nullptr) {
+std::vector<std::future<EvalJobResult>> SubmitCompileOnly(
+    LocalExecutor& executor, const Task& task, int n, std::shared_ptr<const std::atomic<bool>> cancelled = nullptr) {
   std::vector<std::future<EvalJobResult>> futures;
   for (int i = 0; i < n; ++i) {
     EvalJob j;

@@ -75,8 +75,8 @@ TEST(LocalExecutor, BusySecondsCountAnEvaluationWhileItRuns) {
 
 TEST(RunnerChecksAndTimingSeconds, FromObjectsToTheEndOfTimingOrOfTheChecks) {
   using nlohmann::json;
-  EXPECT_DOUBLE_EQ(RunnerChecksAndTimingSeconds(json{{"timeline_s", {{"context", 0.2}, {"objects", 0.25},
-                                                                      {"checks", 0.4}, {"timing", 0.9}}}}),
+  EXPECT_DOUBLE_EQ(RunnerChecksAndTimingSeconds(
+                       json{{"timeline_s", {{"context", 0.2}, {"objects", 0.25}, {"checks", 0.4}, {"timing", 0.9}}}}),
                    0.65);
   EXPECT_DOUBLE_EQ(RunnerChecksAndTimingSeconds(json{{"timeline_s", {{"objects", 0.25}, {"checks", 0.4}}}}), 0.15)
       << "nothing timed";

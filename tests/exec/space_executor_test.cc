@@ -34,7 +34,7 @@ json Passed(const std::string& v, double ms, double base_ms, double spread, int 
     b.push_back(base_ms * (1 - 0.005 * z));
   }
   return {{"params", {{"V", v}}}, {"status", "passed"}, {"object_sha", sha}, {"compile_s", 2.0},
-          {"candidate_ms", c}, {"baseline_ms", b}, {"message", ""}};
+          {"candidate_ms", c},    {"baseline_ms", b},   {"message", ""}};
 }
 
 json Failed(const std::string& v, const std::string& status, const std::string& message) {
@@ -64,21 +64,26 @@ class SpaceExecutorTest : public WithTempDir {
  protected:
   void SetUp() override {
     WithTempDir::SetUp();
-    json space = {{"version", 1}, {"task", "tiny"}, {"workload", "w"}, {"baseline", "reference"},
+    json space = {{"version", 1},
+                  {"task", "tiny"},
+                  {"workload", "w"},
+                  {"baseline", "reference"},
                   {"configs",
                    {[] {
                       json j = Passed("1", 10.0, 10.0, 0.01, 20, "sha-1");
-                      j["resources"] = {{{"kernel", "tiled"}, {"registers", 96}, {"shared_bytes", 8192},
-                                         {"spill_store_bytes", 16}, {"mix", {{"total", 120}, {"ldg32", 8}}}}};
+                      j["resources"] = {{{"kernel", "tiled"},
+                                         {"registers", 96},
+                                         {"shared_bytes", 8192},
+                                         {"spill_store_bytes", 16},
+                                         {"mix", {{"total", 120}, {"ldg32", 8}}}}};
                       return j;
                     }(),
-                    Passed("2", 5.0, 10.0, 0.01, 20, "sha-2"),     // 2x, clearly faster than 1
-                    Passed("3", 4.95, 10.0, 0.05, 20, "sha-3"),    // 2.02x, within the noise of 2
-                    Passed("4", 5.0, 10.0, 0.01, 20, "sha-2"),     // the same binary as 2
+                    Passed("2", 5.0, 10.0, 0.01, 20, "sha-2"),   // 2x, clearly faster than 1
+                    Passed("3", 4.95, 10.0, 0.05, 20, "sha-3"),  // 2.02x, within the noise of 2
+                    Passed("4", 5.0, 10.0, 0.01, 20, "sha-2"),   // the same binary as 2
                     Failed("5", "incorrect", "output c differs at 3 elements"),
                     Failed("6", "compile_error", "tiled.cu:12: error: oops"),
-                    Failed("7", "runtime_error", "cudaErrorIllegalAddress"),
-                    Failed("8", "not_run", "")}}};
+                    Failed("7", "runtime_error", "cudaErrorIllegalAddress"), Failed("8", "not_run", "")}}};
     file_ = dir_->path() / "space.json";
     ASSERT_TRUE(WriteFileAtomic(file_, space.dump()).ok());
   }
@@ -246,10 +251,10 @@ TEST_F(SpaceExecutorTest, ASpaceOfAnotherTaskIsRefusedNamingBoth) {
 }
 
 TEST_F(SpaceExecutorTest, MalformedFilesAreRefusedNamingTheConfig) {
-  ASSERT_TRUE(WriteFileAtomic(file_, json{{"task", "tiny"},
-                                          {"configs", {{{"params", {{"V", "1"}}}, {"status", "exploded"}}}}}
-                                         .dump())
-                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(file_,
+                      json{{"task", "tiny"}, {"configs", {{{"params", {{"V", "1"}}}, {"status", "exploded"}}}}}.dump())
+          .ok());
   auto s = LoadSpace(file_);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("config 0"), std::string::npos) << s.status().message();
@@ -263,7 +268,8 @@ TEST_F(SpaceExecutorTest, TheCalibrationIsServedWithEveryEvaluation) {
   ASSERT_TRUE(text.ok());
   json j = json::parse(*text);
   j["gpu"] = {{"name", "NVIDIA H200"}, {"driver", "13.0"}};
-  j["calibration"] = {{"gpu", "NVIDIA H200 / driver 13.0 / 132 SMs"}, {"dram_bytes_per_s", 4.2e12}, {"fp32_flops_per_s", 6.4e13}};
+  j["calibration"] = {
+      {"gpu", "NVIDIA H200 / driver 13.0 / 132 SMs"}, {"dram_bytes_per_s", 4.2e12}, {"fp32_flops_per_s", 6.4e13}};
   ASSERT_TRUE(WriteFileAtomic(file_, j.dump()).ok());
   auto exec = SpaceExecutor::Open(file_, task_, 1);
   ASSERT_TRUE(exec.ok()) << exec.status().ToString();
@@ -365,7 +371,8 @@ B = [6, 5, 4, 3, 2, 1]
     for (int a = 1; a <= 6; ++a)
       for (int b = 6; b >= 1; --b) {
         json c = {{"params", {{"A", std::to_string(a)}, {"B", std::to_string(b)}}},
-                  {"object_sha", "sha-" + std::to_string(a) + std::to_string(b)}, {"compile_s", 1.0}};
+                  {"object_sha", "sha-" + std::to_string(a) + std::to_string(b)},
+                  {"compile_s", 1.0}};
         if ((a == 2 && b == 4) || (a == 6 && b == 6)) {
           c["status"] = "incorrect";
           configs.push_back(c);
@@ -384,8 +391,11 @@ B = [6, 5, 4, 3, 2, 1]
         configs.push_back(c);
       }
     space_ = dir_->path() / "space.json";
-    ASSERT_TRUE(WriteFileAtomic(space_, json{{"version", 1}, {"task", "grid"}, {"workload", "small"},
-                                             {"baseline", "reference"}, {"configs", configs}}
+    ASSERT_TRUE(WriteFileAtomic(space_, json{{"version", 1},
+                                             {"task", "grid"},
+                                             {"workload", "small"},
+                                             {"baseline", "reference"},
+                                             {"configs", configs}}
                                             .dump())
                     .ok());
   }
@@ -477,8 +487,19 @@ TEST_F(SpaceCli, ACalibrationClassifiesReplayedNodesAgainstTheRoofline) {
   ASSERT_FALSE(space.empty());
   fs::path task = testing::SourceDir() / "examples/cuda/row_softmax";
   auto classes = [&](std::vector<std::string> extra, const std::string& store) {
-    std::vector<std::string> args = {"optimize", task.string(), "--space", space.string(), "--workload", "8192x4096",
-                                     "--budget", "4", "--seed", "1", "--json", "--store", (dir_->path() / store).string()};
+    std::vector<std::string> args = {"optimize",
+                                     task.string(),
+                                     "--space",
+                                     space.string(),
+                                     "--workload",
+                                     "8192x4096",
+                                     "--budget",
+                                     "4",
+                                     "--seed",
+                                     "1",
+                                     "--json",
+                                     "--store",
+                                     (dir_->path() / store).string()};
     args.insert(args.end(), extra.begin(), extra.end());
     ProcessResult r = Kpilot(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -493,8 +514,8 @@ TEST_F(SpaceCli, ACalibrationClassifiesReplayedNodesAgainstTheRoofline) {
     }
     return seen;
   };
-  std::set<std::string> with = classes(
-      {"--calibration", (testing::SourceDir() / "bench/spaces/real/h200_calibration.json").string()}, "with");
+  std::set<std::string> with =
+      classes({"--calibration", (testing::SourceDir() / "bench/spaces/real/h200_calibration.json").string()}, "with");
   EXPECT_TRUE(with.count("memory-bound")) << ::testing::PrintToString(with);
   EXPECT_FALSE(with.count("unknown")) << ::testing::PrintToString(with);
   // The space stores each kernel's SASS mix: the static findings a live run gets fire too.
@@ -503,8 +524,8 @@ TEST_F(SpaceCli, ACalibrationClassifiesReplayedNodesAgainstTheRoofline) {
   EXPECT_TRUE(without.count("unknown")) << ::testing::PrintToString(without);
   EXPECT_FALSE(without.count("memory-bound")) << ::testing::PrintToString(without);
 
-  ProcessResult live = Kpilot({"optimize", task.string(), "--calibration", "cal.json", "--store",
-                               (dir_->path() / "live").string()});
+  ProcessResult live =
+      Kpilot({"optimize", task.string(), "--calibration", "cal.json", "--store", (dir_->path() / "live").string()});
   EXPECT_EQ(live.exit_code, 2) << live.err;
   EXPECT_NE(live.err.find("only goes with --space"), std::string::npos) << live.err;
 }
@@ -526,17 +547,18 @@ TEST_F(SpaceCli, TheSearchReachesTheBestOfAMeasuredH200SpaceWithinFivePercent) {
   for (const auto& c : sweep["configs"]) {
     if (c["status"] != "passed") continue;
     std::string key;
-    for (const auto& [name, value] : c["params"].items()) key += (key.empty() ? "" : " ") + name + "=" + value.get<std::string>();
+    for (const auto& [name, value] : c["params"].items())
+      key += (key.empty() ? "" : " ") + name + "=" + value.get<std::string>();
     speedup[key] = c["speedup"].get<double>();
     best = std::max(best, speedup[key]);
   }
   ASSERT_EQ(speedup.size(), 768u);
   fs::path task = testing::SourceDir() / "bench/spaces/tuning/gauss_sum";
   for (int seed = 1; seed <= 3; ++seed) {
-    ProcessResult r = Kpilot({"optimize", task.string(), "--space", space.string(), "--budget", "38", "--seed",
-                              std::to_string(seed), "--json", "--store", (dir_->path() / std::to_string(seed)).string(),
-                              "--calibration",
-                              (testing::SourceDir() / "bench/spaces/real/h200_calibration.json").string()});
+    ProcessResult r =
+        Kpilot({"optimize", task.string(), "--space", space.string(), "--budget", "38", "--seed", std::to_string(seed),
+                "--json", "--store", (dir_->path() / std::to_string(seed)).string(), "--calibration",
+                (testing::SourceDir() / "bench/spaces/real/h200_calibration.json").string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     json j = json::parse(r.out);
     double reached = 0;  // the best stored speedup among the evaluated configs
@@ -559,8 +581,19 @@ TEST_F(SpaceCli, TheParamsGeneratorRanksWithCompileFootprintsUnlessTurnedOff) {
   ASSERT_FALSE(space.empty());
   fs::path task = testing::SourceDir() / "examples/cuda/row_softmax";
   auto compiled_first = [&](std::vector<std::string> extra, const std::string& store) {
-    std::vector<std::string> args = {"optimize", task.string(), "--space", space.string(), "--workload", "8192x4096",
-                                     "--budget", "14", "--seed", "2", "--json", "--store", (dir_->path() / store).string()};
+    std::vector<std::string> args = {"optimize",
+                                     task.string(),
+                                     "--space",
+                                     space.string(),
+                                     "--workload",
+                                     "8192x4096",
+                                     "--budget",
+                                     "14",
+                                     "--seed",
+                                     "2",
+                                     "--json",
+                                     "--store",
+                                     (dir_->path() / store).string()};
     args.insert(args.end(), extra.begin(), extra.end());
     ProcessResult r = Kpilot(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -588,8 +621,8 @@ TEST_F(SpaceCli, OptimizeRefusesAnotherTasksSpaceAndATimeLimit) {
   json j = json::parse(*text);
   j["task"] = "sgemm";
   ASSERT_TRUE(WriteFileAtomic(other, j.dump()).ok());
-  ProcessResult r = Kpilot({"optimize", task_.string(), "--space", other.string(), "--store",
-                            (dir_->path() / "store").string()});
+  ProcessResult r =
+      Kpilot({"optimize", task_.string(), "--space", other.string(), "--store", (dir_->path() / "store").string()});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("\"sgemm\""), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("\"grid\""), std::string::npos) << r.err;

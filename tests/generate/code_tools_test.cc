@@ -18,7 +18,9 @@ class CodeToolsTest : public ::testing::Test {
     dir_.emplace(std::move(d).value());
     fs::path cutlass = dir_->path() / "cutlass";
     fs::path other = dir_->path() / "other";
-    ASSERT_TRUE(WriteFileAtomic(cutlass / "include" / "cute" / "copy.hpp", "// cute copy\nstruct SM80_CP_ASYNC {};\ncp.async here\n").ok());
+    ASSERT_TRUE(WriteFileAtomic(cutlass / "include" / "cute" / "copy.hpp",
+                                "// cute copy\nstruct SM80_CP_ASYNC {};\ncp.async here\n")
+                    .ok());
     ASSERT_TRUE(WriteFileAtomic(other / "notes.md", "cp.async in other tree\n").ok());
     ASSERT_TRUE(WriteFileAtomic(dir_->path() / "secret.txt", "TOP SECRET\n").ok());
     std::string big;

@@ -154,8 +154,10 @@ TEST_F(CommandGeneratorTest, ASandboxedAgentSeesNeitherKpilotsEnvironmentNorTheS
   options_.sandbox_hide = {dir->path().string()};
   for (bool sandboxed : {true, false}) {
     SCOPED_TRACE(sandboxed ? "sandboxed" : "KPILOT_SANDBOX=none");
-    if (sandboxed) ::unsetenv("KPILOT_SANDBOX");
-    else ::setenv("KPILOT_SANDBOX", "none", 1);
+    if (sandboxed)
+      ::unsetenv("KPILOT_SANDBOX");
+    else
+      ::setenv("KPILOT_SANDBOX", "none", 1);
     auto drafts = Propose(SystemProcessRunner());
     ASSERT_TRUE(drafts.ok()) << drafts.status().ToString();
     ASSERT_EQ(drafts->size(), 1u);
@@ -234,8 +236,10 @@ TEST_F(CommandGeneratorTest, OfferedCardsBecomeAgentSkillsFoldersAndAppliedSkill
   // Without cards (or with skills off) the agent finds no folder and kpilot reads no id.
   for (bool enabled : {true, false}) {
     ctx_.skills_enabled = enabled;
-    if (enabled) ctx_.skills.clear();
-    else ctx_.skills = {testing::BuiltinCard("coalescing")};
+    if (enabled)
+      ctx_.skills.clear();
+    else
+      ctx_.skills = {testing::BuiltinCard("coalescing")};
     RecordingRunner runner;
     runner.write = kKernel + "int agent_change = 1;\n";
     options_.argv = {"true"};

@@ -42,7 +42,8 @@ TEST(CommandLine, UnterminatedQuotesAndTrailingBackslashAreErrors) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput) << bad;
   }
-  EXPECT_NE(SplitCommandLine("codex 'exec").status().message().find("unterminated single quote at byte 6"), std::string::npos);
+  EXPECT_NE(SplitCommandLine("codex 'exec").status().message().find("unterminated single quote at byte 6"),
+            std::string::npos);
 }
 
 TEST(CommandLine, JoinQuotesOnlyWhatNeedsIt) {

@@ -133,11 +133,11 @@ TEST_F(Replay, SidecarSchemaErrors) {
   struct Case {
     std::string json, expect;
   };
-  for (const Case& c : {Case{R"({"params": {"VEC": true}})", "params.VEC: expected a string or number"},
-                        Case{R"({"params": [1, 2]})", "params: expected an object"},
-                        Case{R"({"summary": 3})", "summary: expected a string"},
-                        Case{R"({"sumary": "typo"})", "unknown key \"sumary\""},
-                        Case{R"([1])", "expected a JSON object"}}) {
+  for (const Case& c :
+       {Case{R"({"params": {"VEC": true}})", "params.VEC: expected a string or number"},
+        Case{R"({"params": [1, 2]})", "params: expected an object"},
+        Case{R"({"summary": 3})", "summary: expected a string"},
+        Case{R"({"sumary": "typo"})", "unknown key \"sumary\""}, Case{R"([1])", "expected a JSON object"}}) {
     Write("a.json", c.json);
     auto r = ReadDraftFolder(dir_->path(), HostTask());
     ASSERT_FALSE(r.ok()) << c.json;

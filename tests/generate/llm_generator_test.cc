@@ -146,7 +146,8 @@ TEST_F(LlmGeneratorTest, EveryFailureReasonIsKeptWhenReasksRunOut) {
   options_.config.reasks = 2;
   auto client = std::make_shared<ScriptedClient>(std::deque<Result<llm::ChatReply>>{
       ScriptedClient::Text("prose only"), ScriptedClient::Text("```cpp\nint main() {}\n```\n"),
-      ScriptedClient::Text(Fenced("a", kKernel) + Fenced("b", kKernel)), ScriptedClient::Text(Fenced("late", kKernel))});
+      ScriptedClient::Text(Fenced("a", kKernel) + Fenced("b", kKernel)),
+      ScriptedClient::Text(Fenced("late", kKernel))});
   auto drafts = Propose(client);
   ASSERT_EQ(drafts.size(), 1u);
   EXPECT_EQ(drafts[0].source, "");
@@ -159,7 +160,8 @@ TEST_F(LlmGeneratorTest, EveryFailureReasonIsKeptWhenReasksRunOut) {
 TEST_F(LlmGeneratorTest, ToolLoopAnswersCallsAndEnforcesTheBudget) {
   auto dir = TempDir::Create("kpilot-llm-tools-");
   ASSERT_TRUE(dir.ok());
-  ASSERT_TRUE(WriteFileAtomic(dir->path() / "cutlass" / "cute" / "tensor.hpp", "struct Tensor { int layout; };\n").ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(dir->path() / "cutlass" / "cute" / "tensor.hpp", "struct Tensor { int layout; };\n").ok());
   ASSERT_TRUE(WriteFileAtomic(dir->path() / "secret.txt", "TOP SECRET\n").ok());
   options_.config.code_roots = {(dir->path() / "cutlass").string()};
   options_.config.tool_calls_per_proposal = 2;
@@ -211,8 +213,9 @@ TEST_F(LlmGeneratorTest, KDraftsAreAskedInParallelWithDistinctPrompts) {
 TEST_F(LlmGeneratorTest, RepeatingTheParentOrAnEarlierDraftIsReasked) {
   options_.config.reasks = 2;
   auto client = std::make_shared<ScriptedClient>(std::deque<Result<llm::ChatReply>>{
-      ScriptedClient::Text(Fenced("same", "// only a comment\n" + Variant(0))), ScriptedClient::Text(Fenced("new", kKernel)),
-      ScriptedClient::Text(Fenced("again", kKernel)), ScriptedClient::Text(Fenced("other", Variant(5)))});
+      ScriptedClient::Text(Fenced("same", "// only a comment\n" + Variant(0))),
+      ScriptedClient::Text(Fenced("new", kKernel)), ScriptedClient::Text(Fenced("again", kKernel)),
+      ScriptedClient::Text(Fenced("other", Variant(5)))});
   auto p = MakeLlmGenerator("llm:openai:fake", task_, client, options_);
   ASSERT_TRUE(p.ok());
   auto first = (*p)->Propose(ctx_).get();
@@ -239,8 +242,9 @@ TEST_F(LlmGeneratorTest, TheSpendingCapStopsRequests) {
   options_.max_cost_usd = 0.25;
   options_.config.reasks = 5;
   auto client = std::make_shared<ScriptedClient>(
-      std::deque<Result<llm::ChatReply>>{ScriptedClient::Text("no"), ScriptedClient::Text("no"), ScriptedClient::Text("no"),
-                                         ScriptedClient::Text("no"), ScriptedClient::Text("no")},
+      std::deque<Result<llm::ChatReply>>{ScriptedClient::Text("no"), ScriptedClient::Text("no"),
+                                         ScriptedClient::Text("no"), ScriptedClient::Text("no"),
+                                         ScriptedClient::Text("no")},
       0.1);
   auto p = MakeLlmGenerator("llm:openai:fake", task_, client, options_);
   ASSERT_TRUE(p.ok());
@@ -296,15 +300,17 @@ TEST_F(LlmGeneratorTest, PromptSkillsLimitsTheCardsShown) {
 
 TEST_F(LlmGeneratorTest, AppliedSkillsSurviveAReaskAndComeWithSubmitCandidate) {
   ctx_.skills = {testing::BuiltinCard("coalescing"), testing::BuiltinCard("split-k")};
-  auto client = std::make_shared<ScriptedClient>(std::deque<Result<llm::ChatReply>>{
-      ScriptedClient::Text("I will split K.\nApplied skills: split-k\n"), ScriptedClient::Text(Fenced("split", kKernel))});
+  auto client = std::make_shared<ScriptedClient>(
+      std::deque<Result<llm::ChatReply>>{ScriptedClient::Text("I will split K.\nApplied skills: split-k\n"),
+                                         ScriptedClient::Text(Fenced("split", kKernel))});
   auto drafts = Propose(client);
   ASSERT_EQ(drafts.size(), 1u);
   EXPECT_EQ(drafts[0].source, kKernel);
   EXPECT_EQ(drafts[0].skills_applied, std::vector<std::string>{"split-k"}) << "the earlier reply's line";
 
   options_.config.tool_calls_per_proposal = 2;
-  llm::ToolCall submit{"s1", "submit_candidate",
+  llm::ToolCall submit{"s1",
+                       "submit_candidate",
                        {{"source", Variant(7)}, {"summary", "tiled"}, {"applied_skills", {"coalescing", "nope"}}}};
   client = std::make_shared<ScriptedClient>(std::deque<Result<llm::ChatReply>>{ScriptedClient::Tools({submit})});
   drafts = Propose(client);
@@ -329,7 +335,8 @@ TEST_F(LlmGeneratorTest, DisclosureSaysWhatGoesWhere) {
   options_.config.tool_calls_per_proposal = 3;
   options_.max_cost_usd = 2;
   std::string s = LlmDisclosure("openai gpt-4o at https://api.openai.com/v1", options_);
-  for (const char* want : {"https://api.openai.com/v1", "reference source", "candidate's source", "/opt/cutlass", "US$2.00"})
+  for (const char* want :
+       {"https://api.openai.com/v1", "reference source", "candidate's source", "/opt/cutlass", "US$2.00"})
     EXPECT_NE(s.find(want), std::string::npos) << want;
 }
 

@@ -71,9 +71,10 @@ INSTANTIATE_TEST_SUITE_P(
         MappingCase{"occ_registers", MakeFinding("occupancy-limiter", {{"limiter", "registers"}}), "TM", "4"},
         MappingCase{"stall_mio", MakeFinding("dominant-warp-stall", {{"dominant_reason", "mio_throttle"}}), "VEC", "4"},
         MappingCase{"occ_shared", MakeFinding("occupancy-limiter", {{"limiter", "shared_memory"}}), "STAGES", "2"},
-        MappingCase{"stall_long_scoreboard",
-                    MakeFinding("dominant-warp-stall", {{"dominant_reason", "long_scoreboard"}, {"dominant_share", 0.6}}),
-                    "STAGES", "4"},
+        MappingCase{
+            "stall_long_scoreboard",
+            MakeFinding("dominant-warp-stall", {{"dominant_reason", "long_scoreboard"}, {"dominant_share", 0.6}}),
+            "STAGES", "4"},
         MappingCase{"stall_in_guidance",
                     [] {
                       Finding f = MakeFinding("dominant-warp-stall");
@@ -103,8 +104,8 @@ TEST(ParamsGenerator, RegisterFindingsListEveryMoveInOrder) {
   EXPECT_EQ(regs[2].params.at("UNROLL"), "1");
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(regs[i].targeted_finding, "high-register-count");
   // Occupancy limited by shared memory: stages down, then the K tile down.
-  auto shared = Propose(GemmLikeTask(),
-                        MakeContext(kGemmParent, {MakeFinding("occupancy-limiter", {{"limiter", "shared_memory"}})}, 4));
+  auto shared = Propose(
+      GemmLikeTask(), MakeContext(kGemmParent, {MakeFinding("occupancy-limiter", {{"limiter", "shared_memory"}})}, 4));
   ASSERT_EQ(shared.size(), 4u);
   EXPECT_EQ(shared[1].params.at("BK"), "16");
 }
@@ -115,24 +116,27 @@ TEST(ParamsGenerator, TailEffectShrinksBlocksOrAddsWaves) {
   auto drafts = Propose(task, MakeContext(parent, {MakeFinding("tail-effect", {{"partial_wave", 0.12}})}, 4));
   ASSERT_EQ(drafts.size(), 4u);
   EXPECT_EQ(drafts[0].params.at("BLOCK"), "128");
-  EXPECT_EQ(drafts[0].summary.rfind("BLOCK 256\u2192128: tail-effect says the last wave is 12% full; smaller blocks fill", 0), 0u)
+  EXPECT_EQ(
+      drafts[0].summary.rfind("BLOCK 256\u2192128: tail-effect says the last wave is 12% full; smaller blocks fill", 0),
+      0u)
       << drafts[0].summary;
   EXPECT_EQ(drafts[1].params.at("WAVES"), "4");
 }
 
 TEST(ParamsGenerator, LaunchOverheadGivesEachBlockMoreWork) {
   Task task = MakeTask({{"BLOCK", {"64", "128"}}, {"ROWS_PER_BLOCK", {"1", "2", "4"}}});
-  auto drafts = Propose(task, MakeContext({{"BLOCK", "128"}, {"ROWS_PER_BLOCK", "2"}},
-                                          {MakeFinding("launch-overhead")}));
+  auto drafts =
+      Propose(task, MakeContext({{"BLOCK", "128"}, {"ROWS_PER_BLOCK", "2"}}, {MakeFinding("launch-overhead")}));
   ASSERT_EQ(drafts.size(), 1u);
   EXPECT_EQ(drafts[0].params.at("ROWS_PER_BLOCK"), "4");
   EXPECT_EQ(drafts[0].params.at("BLOCK"), "128");
 }
 
 TEST(ParamsGenerator, DramNearPeakSaysParamsCannotFixItAndExplores) {
-  auto drafts = Propose(GemmLikeTask(),
-                        MakeContext(kGemmParent, {MakeFinding("dram-near-peak",
-                                                              {{"dram__throughput.avg.pct_of_peak_sustained_elapsed", 93.0}})}));
+  auto drafts = Propose(
+      GemmLikeTask(),
+      MakeContext(kGemmParent,
+                  {MakeFinding("dram-near-peak", {{"dram__throughput.avg.pct_of_peak_sustained_elapsed", 93.0}})}));
   ASSERT_EQ(drafts.size(), 1u);
   EXPECT_EQ(drafts[0].targeted_finding, "");
   EXPECT_NE(drafts[0].summary.find("params cannot fix"), std::string::npos) << drafts[0].summary;
@@ -167,10 +171,11 @@ TEST(ParamsGenerator, RegisterMovesFallBackToTheBlockTileWithoutARegisterTile) {
 }
 
 TEST(ParamsGenerator, FindingsAreFollowedInRankOrder) {
-  auto drafts = Propose(GemmLikeTask(), MakeContext(kGemmParent, {MakeFinding("scalar-global-loads", {}, 0.9),
-                                                                  MakeFinding("occupancy-limiter",
-                                                                              {{"limiter", "shared_memory"}}, 0.4)},
-                                                    4));
+  auto drafts =
+      Propose(GemmLikeTask(), MakeContext(kGemmParent,
+                                          {MakeFinding("scalar-global-loads", {}, 0.9),
+                                           MakeFinding("occupancy-limiter", {{"limiter", "shared_memory"}}, 0.4)},
+                                          4));
   ASSERT_EQ(drafts.size(), 4u);
   EXPECT_EQ(drafts[0].targeted_finding, "scalar-global-loads");
   EXPECT_EQ(drafts[1].targeted_finding, "occupancy-limiter");

@@ -61,12 +61,15 @@ TEST(EnumerateSpace, ListsValidConfigurationsInOrderUpToTheCap) {
 // Property: over many seeds, parents and findings, drafts hold the constraints, are complete,
 // distinct, at most k, and never the parent's or a tried configuration.
 TEST(ParamsGenerator, DraftsRespectConstraintsAndNeverRepeat) {
-  const std::vector<Finding> pool = {
-      MakeFinding("scalar-global-loads"), MakeFinding("register-spills"),
-      MakeFinding("occupancy-limiter", {{"limiter", "shared_memory"}}),
-      MakeFinding("occupancy-limiter", {{"limiter", "registers"}}), MakeFinding("tail-effect"),
-      MakeFinding("launch-overhead"), MakeFinding("dram-near-peak"),
-      MakeFinding("dominant-warp-stall", {{"reason", "long_scoreboard"}}), MakeFinding("warp-divergence")};
+  const std::vector<Finding> pool = {MakeFinding("scalar-global-loads"),
+                                     MakeFinding("register-spills"),
+                                     MakeFinding("occupancy-limiter", {{"limiter", "shared_memory"}}),
+                                     MakeFinding("occupancy-limiter", {{"limiter", "registers"}}),
+                                     MakeFinding("tail-effect"),
+                                     MakeFinding("launch-overhead"),
+                                     MakeFinding("dram-near-peak"),
+                                     MakeFinding("dominant-warp-stall", {{"reason", "long_scoreboard"}}),
+                                     MakeFinding("warp-divergence")};
   for (const std::string example : {"host/sgemm", "cuda/sgemm", "cuda/gemm_bf16", "cuda/transpose"}) {
     Task task = LoadExample(example);
     auto space = EnumerateSpace(task, 1 << 20);
@@ -140,7 +143,8 @@ std::vector<EvaluatedParams> History(const std::vector<ParamValues>& space, cons
 
 // Exploration moves several params at once and jumps along ordered params, not only ±1 steps.
 TEST(ParamsGenerator, ExplorationMovesSeveralParamsAndJumps) {
-  Task task = MakeTask({{"A", {"1", "2", "3", "4", "5", "6"}}, {"B", {"1", "2", "3", "4", "5", "6"}},
+  Task task = MakeTask({{"A", {"1", "2", "3", "4", "5", "6"}},
+                        {"B", {"1", "2", "3", "4", "5", "6"}},
                         {"C", {"1", "2", "3", "4", "5", "6"}}});
   auto space = EnumerateSpace(task, 1000);
   const ParamValues parent = {{"A", "3"}, {"B", "3"}, {"C", "3"}};
@@ -166,8 +170,8 @@ TEST(ParamsGenerator, ExplorationMovesSeveralParamsAndJumps) {
 // With a history that rises along A and B, the model's first draft goes up both, past the
 // parent's one-step neighbours.
 TEST(ParamsGenerator, TheModelSteersTowardWhatTheHistoryFavours) {
-  Task task = MakeTask({{"A", {"1", "2", "3", "4", "5", "6", "7", "8"}},
-                        {"B", {"1", "2", "3", "4", "5", "6", "7", "8"}}});
+  Task task =
+      MakeTask({{"A", {"1", "2", "3", "4", "5", "6", "7", "8"}}, {"B", {"1", "2", "3", "4", "5", "6", "7", "8"}}});
   auto space = EnumerateSpace(task, 1000);
   auto rising = [](const ParamValues& p) { return std::exp(0.2 * (std::stoi(p.at("A")) + std::stoi(p.at("B")))); };
   // A spread of configs, none with A or B above 5.
@@ -190,8 +194,10 @@ TEST(ParamsGenerator, TheModelSteersTowardWhatTheHistoryFavours) {
 // (a sum of at least 14, four params from the parent: no step or pair move reaches it, and
 // crossover with the best seen gives no 4), and the second stays in the parent's neighbourhood.
 TEST(ParamsGenerator, ASmallSpaceIsRankedWholeAndOneDraftStaysNearTheParent) {
-  Task task = MakeTask({{"A", {"1", "2", "3", "4"}}, {"B", {"1", "2", "3", "4"}},
-                        {"C", {"1", "2", "3", "4"}}, {"D", {"1", "2", "3", "4"}}});
+  Task task = MakeTask({{"A", {"1", "2", "3", "4"}},
+                        {"B", {"1", "2", "3", "4"}},
+                        {"C", {"1", "2", "3", "4"}},
+                        {"D", {"1", "2", "3", "4"}}});
   auto space = EnumerateSpace(task, 1000);
   ASSERT_EQ(space.size(), 256u);
   auto sum = [](const ParamValues& p) {
@@ -202,9 +208,8 @@ TEST(ParamsGenerator, ASmallSpaceIsRankedWholeAndOneDraftStaysNearTheParent) {
   // Every config with all values at most 3 and an even index: none has a 4 anywhere.
   std::vector<size_t> at;
   for (size_t i = 0; i < space.size(); ++i)
-    if (sum(space[i]) % 2 == 0 && std::all_of(space[i].begin(), space[i].end(), [](const auto& kv) {
-          return kv.second != "4";
-        }))
+    if (sum(space[i]) % 2 == 0 &&
+        std::all_of(space[i].begin(), space[i].end(), [](const auto& kv) { return kv.second != "4"; }))
       at.push_back(i);
   const ParamValues parent = {{"A", "1"}, {"B", "1"}, {"C", "1"}, {"D", "1"}};
   ExploreConfig config;
@@ -239,8 +244,7 @@ TEST(ParamsGenerator, FailuresBesideTheBestDoNotPullTheModelDown) {
   for (const auto& p : space) {
     const int a = std::stoi(p.at("A")), b = std::stoi(p.at("B"));
     if (a == 9) evaluated.push_back({p, false, 0.0});
-    if (a % 2 == 1 && a < 9)
-      evaluated.push_back({p, true, std::exp(0.25 * a + (b == 2 ? 0.1 : 0.0))});
+    if (a % 2 == 1 && a < 9) evaluated.push_back({p, true, std::exp(0.25 * a + (b == 2 ? 0.1 : 0.0))});
   }
   const ParamValues parent = {{"A", "1"}, {"B", "1"}};
   auto first = [&](const ExploreConfig& config) {
@@ -340,8 +344,10 @@ TEST(ParamsGenerator, TheFootprintSteersAwayFromASpillTheParamsFavour) {
 // uniformly random configs often repeat a param's value (plain sampling, design_balance off,
 // misses on some seed: the check can fail). Past initial_design configs the model drafts.
 TEST(ParamsGenerator, TheFirstConfigsFillTheSpace) {
-  Task task = MakeTask({{"A", {"1", "2", "3", "4"}}, {"B", {"1", "2", "3", "4"}},
-                        {"C", {"1", "2", "3", "4"}}, {"D", {"1", "2", "3", "4"}}});
+  Task task = MakeTask({{"A", {"1", "2", "3", "4"}},
+                        {"B", {"1", "2", "3", "4"}},
+                        {"C", {"1", "2", "3", "4"}},
+                        {"D", {"1", "2", "3", "4"}}});
   const ParamValues parent = {{"A", "1"}, {"B", "1"}, {"C", "1"}, {"D", "1"}};
   auto spread = [&](const ExploreConfig& config, uint64_t seed) {
     ParamSpace ps(task);
@@ -437,7 +443,8 @@ TEST(ParamsGenerator, CrossoverMixesTheParentWithTheBest) {
     ProposalContext ctx = MakeContext(parent, {}, 4, seed);
     ctx.evaluated = {{parent, true, 1.0}, {best, true, 8.0}};
     // Past the space-filling start, so the model's moves (crossover among them) draft.
-    for (size_t i = 0; i < ExploreConfig{}.initial_design; ++i) ctx.tried_params.push_back(space[(seed * 11 + i * 37) % space.size()]);
+    for (size_t i = 0; i < ExploreConfig{}.initial_design; ++i)
+      ctx.tried_params.push_back(space[(seed * 11 + i * 37) % space.size()]);
     for (const auto& d : Propose(task, ctx)) {
       if (d.summary.find("crossover with the best so far") == std::string::npos) continue;
       ++crossovers;
@@ -466,9 +473,8 @@ TEST(ParamsGenerator, SameSeedSameDraftsOtherSeedsDiffer) {
   for (uint64_t seed = 6; seed < 16 && !differs; ++seed) {
     ctx.seed = seed;
     auto c = Propose(task, ctx);
-    differs = c.size() != a.size() || !std::equal(c.begin(), c.end(), a.begin(), [](const Draft& x, const Draft& y) {
-                return x.params == y.params;
-              });
+    differs = c.size() != a.size() || !std::equal(c.begin(), c.end(), a.begin(),
+                                                  [](const Draft& x, const Draft& y) { return x.params == y.params; });
   }
   EXPECT_TRUE(differs);
 }

@@ -29,8 +29,7 @@ inline Task MakeTask(std::vector<TunableParam> params, std::vector<std::string> 
   return t;
 }
 
-inline Finding MakeFinding(std::string id, nlohmann::json evidence = nlohmann::json::object(),
-                           double severity = 0.5) {
+inline Finding MakeFinding(std::string id, nlohmann::json evidence = nlohmann::json::object(), double severity = 0.5) {
   Finding f;
   f.id = std::move(id);
   f.severity = severity;
@@ -38,8 +37,7 @@ inline Finding MakeFinding(std::string id, nlohmann::json evidence = nlohmann::j
   return f;
 }
 
-inline ProposalContext MakeContext(ParamValues parent, std::vector<Finding> findings, int k = 1,
-                                   uint64_t seed = 1) {
+inline ProposalContext MakeContext(ParamValues parent, std::vector<Finding> findings, int k = 1, uint64_t seed = 1) {
   ProposalContext ctx;
   ctx.parent_source = "// kernel";
   ctx.parent_source_name = "kernel.cu";
@@ -78,8 +76,7 @@ inline const Task& GemmLikeTask() {
                                      {"VEC", {"1", "2", "4"}}});
   return task;
 }
-inline const ParamValues kGemmParent = {{"BM", "128"}, {"BK", "32"}, {"TM", "8"}, {"STAGES", "3"},
-                                 {"UNROLL", "2"}, {"MIN_BLOCKS", "2"}, {"VEC", "2"}};
-
+inline const ParamValues kGemmParent = {{"BM", "128"},   {"BK", "32"},        {"TM", "8"}, {"STAGES", "3"},
+                                        {"UNROLL", "2"}, {"MIN_BLOCKS", "2"}, {"VEC", "2"}};
 
 }  // namespace kpilot::testing_params

@@ -59,10 +59,10 @@ TEST_F(PromptTest, ShippedTemplatesRenderEverySection) {
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   auto p = RenderPrompt(*text, BuildPromptVars(task_, c, o), "propose.md");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  for (const char* want : {"# Task: saxpy", "y = a*x + y_in", "[[workloads]]", "ABI-HEADER-TEXT", "// the parent source",
-                           "CHUNK=4096 VEC=8", "y[17] = 3.5, expected 2.5", "first_bad_index", "memory-bound",
-                           "scalar-global-loads", "use float4 loads", "#4 passed 1.1x", "VEC 8→16: wider simd",
-                           "draft 1 of 2", "g++ -O3 -march=native", ".cpp"})
+  for (const char* want :
+       {"# Task: saxpy", "y = a*x + y_in", "[[workloads]]", "ABI-HEADER-TEXT", "// the parent source",
+        "CHUNK=4096 VEC=8", "y[17] = 3.5, expected 2.5", "first_bad_index", "memory-bound", "scalar-global-loads",
+        "use float4 loads", "#4 passed 1.1x", "VEC 8→16: wider simd", "draft 1 of 2", "g++ -O3 -march=native", ".cpp"})
     EXPECT_NE(p->find(want), std::string::npos) << want;
   EXPECT_EQ(p->find("{{"), std::string::npos) << "every placeholder is filled";
   // Guidance only: no raw numbers without the flag.
@@ -138,8 +138,8 @@ TEST_F(PromptTest, OfferedCardsReachThePromptWithPreconditionsRecipeAndRisks) {
   ASSERT_FALSE(c.skills[0].card_text.empty());
   std::string p = Rendered("propose.md", BuildPromptVars(task_, c, {}));
   for (const char* want :
-       {"## Skill cards that fit this kernel", "### `coalescing`: ", "### `vector-loads-128bit`: ",
-        "Offered because: REASON-coalescing",
+       {"## Skill cards that fit this kernel",
+        "### `coalescing`: ", "### `vector-loads-128bit`: ", "Offered because: REASON-coalescing",
         // a precondition's what — why, folded YAML on one line
         "- The tensor has a contiguous (unit-stride) dimension that the warp can walk. — Coalescing merges the 32 "
         "lanes' addresses into few sectors only when those addresses are adjacent; with a non-unit innermost stride",
@@ -173,7 +173,8 @@ TEST_F(PromptTest, NoCardsOrSkillsOffMeansNoSkillsSection) {
 
 TEST_F(PromptTest, TheSkillsSectionIsBoundedAndCutsOnlyAtLineEnds) {
   ProposalContext c = Context(task_);
-  for (const char* id : {"shared-memory-tiling", "vector-loads-128bit", "register-tiling", "tma-bulk-copy", "cp-async-pipeline"})
+  for (const char* id :
+       {"shared-memory-tiling", "vector-loads-128bit", "register-tiling", "tma-bulk-copy", "cp-async-pipeline"})
     c.skills.push_back(testing::BuiltinCard(id));
   std::set<std::string> card_lines;
   for (const auto& k : c.skills)
@@ -192,7 +193,8 @@ TEST_F(PromptTest, TheSkillsSectionIsBoundedAndCutsOnlyAtLineEnds) {
         << "these cards are longer than a third of " << limit << " each: the last is cut";
     EXPECT_NE(s.find("End your reply"), std::string::npos) << "the request survives the cut";
     if (limit == 6000) {
-      EXPECT_NE(s.find("- Register spills when TM x TN is too large"), std::string::npos) << "risks come before the recipe";
+      EXPECT_NE(s.find("- Register spills when TM x TN is too large"), std::string::npos)
+          << "risks come before the recipe";
     }
     for (const char* heading : {"Recipe:\n…", "Risks:\n…", "it):\n…"})
       EXPECT_EQ(s.find(heading), std::string::npos) << "a heading left without a line: " << heading;

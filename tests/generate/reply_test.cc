@@ -12,7 +12,8 @@ KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* in, int ni, const kpilot_te
 )";
 
 TEST(Reply, FencedBlockWithLanguageTag) {
-  auto got = ExtractCandidate(std::string("Summary: unrolled by 4\nFinding: scalar-global-loads\n\n```cpp\n") + kGood + "```\nDone.");
+  auto got = ExtractCandidate(std::string("Summary: unrolled by 4\nFinding: scalar-global-loads\n\n```cpp\n") + kGood +
+                              "```\nDone.");
   EXPECT_EQ(got.problem, "");
   EXPECT_EQ(got.source, kGood);
   EXPECT_EQ(got.summary, "unrolled by 4");
@@ -28,8 +29,9 @@ TEST(Reply, FencedBlockWithoutTagOrWithTildes) {
 }
 
 TEST(Reply, OtherLanguagesAndSnippetsAreNotTheCandidate) {
-  std::string reply = std::string("Compile with:\n```bash\nnvcc -O3 x.cu\n```\nthe idea:\n```cpp\nfloat4 v = x[i];\n```\n```cpp\n") +
-                      kGood + "```\n";
+  std::string reply =
+      std::string("Compile with:\n```bash\nnvcc -O3 x.cu\n```\nthe idea:\n```cpp\nfloat4 v = x[i];\n```\n```cpp\n") +
+      kGood + "```\n";
   auto got = ExtractCandidate(reply);
   EXPECT_EQ(got.problem, "");
   EXPECT_EQ(got.source, kGood);

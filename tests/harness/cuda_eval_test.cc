@@ -61,7 +61,8 @@ TEST_F(CudaEval, ReferencesPassAsCandidatesAndOptimizedOnesAreFaster) {
     std::set<std::string> traced;
     if (ref.run.details.contains("launch_trace"))
       for (const auto& c : ref.run.details["launch_trace"]) traced.insert(c.value("workload", ""));
-    for (const auto& w : task->workloads) EXPECT_TRUE(traced.count(w.name)) << task->name << "/" << w.name << " untraced";
+    for (const auto& w : task->workloads)
+      EXPECT_TRUE(traced.count(w.name)) << task->name << "/" << w.name << " untraced";
     for (const auto& t : ref.timings) {
       EXPECT_NEAR(t.speedup.ratio, 1.0, 0.05) << task->name << "/" << t.workload;
       std::cout << fmt::format("{:<14} {:<12} reference-as-candidate {:8.4f} ms  speedup {:.3f}\n", task->name,

@@ -46,8 +46,10 @@ class HostEval : public ::testing::Test {
     setenv("TMPDIR", tmp_->path().c_str(), 1);
   }
   void TearDown() override {
-    if (old_tmpdir_.empty()) unsetenv("TMPDIR");
-    else setenv("TMPDIR", old_tmpdir_.c_str(), 1);
+    if (old_tmpdir_.empty())
+      unsetenv("TMPDIR");
+    else
+      setenv("TMPDIR", old_tmpdir_.c_str(), 1);
   }
 
   Task Load(const std::string& name) {
@@ -88,8 +90,8 @@ class HostEval : public ::testing::Test {
       std::error_code ec;
       auto cwd = fs::read_symlink(e.path() / "cwd", ec);
       auto cmdline = ReadFile(e.path() / "cmdline");
-      bool hit = (!ec && cwd.string().rfind(prefix, 0) == 0) ||
-                 (cmdline.ok() && cmdline->find(prefix) != std::string::npos);
+      bool hit =
+          (!ec && cwd.string().rfind(prefix, 0) == 0) || (cmdline.ok() && cmdline->find(prefix) != std::string::npos);
       if (hit && std::stoi(pid) != getpid()) out.push_back(pid);
     }
     return out;
@@ -158,8 +160,8 @@ TEST_F(HostEval, TunableParamsReachTheCandidate) {
     EXPECT_EQ(e.verdict.kind, VerdictKind::kPassed) << value;
     EXPECT_NE(std::find(e.compile.command.begin(), e.compile.command.end(),
                         "-D" + task.params.front().name + "=" + value) != e.compile.command.end() ||
-                  std::find(e.compile.command.begin(), e.compile.command.end(), task.params.front().name + "=" + value) !=
-                      e.compile.command.end(),
+                  std::find(e.compile.command.begin(), e.compile.command.end(),
+                            task.params.front().name + "=" + value) != e.compile.command.end(),
               false)
         << "the -D flag is on the compiler's command line";
   }
@@ -207,7 +209,8 @@ TEST_F(HostEval, BrokenCandidatesGetTheirVerdictAndLeaveNothingBehind) {
   Task task = Load("saxpy");
   for (const auto& c : kBrokenCases) {
     Evaluation e = Eval(task, kExamples / "saxpy" / "broken" / c.file, BrokenOptions(task, c));
-    EXPECT_EQ(e.verdict.kind, c.expected) << c.file << ": " << VerdictName(e.verdict.kind) << " — " << e.verdict.summary;
+    EXPECT_EQ(e.verdict.kind, c.expected)
+        << c.file << ": " << VerdictName(e.verdict.kind) << " — " << e.verdict.summary;
     EXPECT_NE(e.verdict.summary.find(c.phrase), std::string::npos) << c.file << ": " << e.verdict.summary;
     EXPECT_EQ(Leftovers(), std::vector<std::string>{}) << c.file << " left processes behind";
   }
@@ -400,7 +403,8 @@ TEST_F(HostEval, AServedRunnerGivesBrokenCandidatesTheirVerdicts) {
       auto got = ev.Evaluate(task, kExamples / "saxpy" / "broken" / c.file, BrokenOptions(task, c), &served);
       ASSERT_TRUE(got.ok()) << c.file << ": " << got.status().ToString();
       const Evaluation& e = *got;
-      EXPECT_EQ(e.verdict.kind, c.expected) << c.file << ": " << VerdictName(e.verdict.kind) << " — " << e.verdict.summary;
+      EXPECT_EQ(e.verdict.kind, c.expected)
+          << c.file << ": " << VerdictName(e.verdict.kind) << " — " << e.verdict.summary;
       EXPECT_NE(e.verdict.summary.find(c.phrase), std::string::npos) << c.file << ": " << e.verdict.summary;
       if (e.verdict.kind == VerdictKind::kCompileError) continue;  // no runner ran
       const nlohmann::json& s = e.run.details["served"];
@@ -470,7 +474,8 @@ TEST_F(HostEval, AServedRunnerWhoseCallerIsGoneStopsAtOnce) {
       const fs::path exe = fs::canonical(runner);
       EXPECT_TRUE(testing::WaitUntil([&] {
         std::error_code ec;
-        return fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec) == exe && testing::ProcessState(pid) == 'S';
+        return fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec) == exe &&
+               testing::ProcessState(pid) == 'S';
       }));
     }
     close(from_runner[0]);  // the caller is gone: no one reads the results
@@ -517,7 +522,8 @@ TEST_F(HostEval, AnEvaluationRecordReadsBackExactly) {
     const fs::path candidate = *file ? kExamples / "saxpy" / "broken" / file : task.dir / "candidates" / "omp_simd.cpp";
     Evaluation e = Eval(task, candidate, opt);
     const nlohmann::json record = RecordJson(e);
-    auto back = EvaluationFromRecord(nlohmann::json::parse(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+    auto back = EvaluationFromRecord(
+        nlohmann::json::parse(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     ASSERT_TRUE(back.ok()) << file << ": " << back.status().ToString();
     EXPECT_EQ(RecordJson(*back), record) << file;
     EXPECT_EQ(ToJson(*back), ToJson(e)) << file;

@@ -9,10 +9,12 @@ namespace kpilot {
 namespace {
 
 TEST(Verdict, MapsRunnerStatuses) {
-  for (auto [status, kind] : std::vector<std::pair<std::string, VerdictKind>>{
-           {"passed", VerdictKind::kPassed}, {"incorrect", VerdictKind::kIncorrect},
-           {"timeout", VerdictKind::kTimeout}, {"suspicious", VerdictKind::kSuspicious},
-           {"runtime_error", VerdictKind::kRuntimeError}}) {
+  for (auto [status, kind] :
+       std::vector<std::pair<std::string, VerdictKind>>{{"passed", VerdictKind::kPassed},
+                                                        {"incorrect", VerdictKind::kIncorrect},
+                                                        {"timeout", VerdictKind::kTimeout},
+                                                        {"suspicious", VerdictKind::kSuspicious},
+                                                        {"runtime_error", VerdictKind::kRuntimeError}}) {
     RunResult r;
     r.status = status;
     r.message = "m";

@@ -32,7 +32,9 @@ Proposal Declared(const std::string& feature, FeatureSet before, FeatureSet afte
 }
 
 TEST(LineageDeclaration, ExactlyOneDeclaredFeatureRemovedPasses) {
-  EXPECT_EQ(CheckDeclaration(Declared("register-tile", {"smem-tile", "register-tile"}, {"smem-tile"}), kVocab, std::nullopt), "");
+  EXPECT_EQ(
+      CheckDeclaration(Declared("register-tile", {"smem-tile", "register-tile"}, {"smem-tile"}), kVocab, std::nullopt),
+      "");
   EXPECT_EQ(CheckDeclaration(Declared("register-tile", {"smem-tile", "register-tile"}, {"smem-tile"}), kVocab,
                              FeatureSet{"smem-tile", "register-tile"}),
             "");
@@ -61,8 +63,9 @@ TEST(LineageDeclaration, RejectsNothingRemovedTwoRemovedAndOtherMismatches) {
   EXPECT_NE(CheckDeclaration(Declared("register-tile", {"register-tile"}, {}), kVocab, FeatureSet{"smem-tile"})
                 .find("differ from the current kernel's features"),
             std::string::npos);
-  EXPECT_NE(CheckDeclaration(Declared("register-tile", {"smem-tile"}, {}), kVocab, std::nullopt).find("not among before"),
-            std::string::npos);
+  EXPECT_NE(
+      CheckDeclaration(Declared("register-tile", {"smem-tile"}, {}), kVocab, std::nullopt).find("not among before"),
+      std::string::npos);
 }
 
 TEST(LineageDeclaration, ChecksTheDraftCard) {
@@ -87,13 +90,14 @@ TEST(LineageDeclaration, ChecksTheDraftCard) {
 }
 
 TEST(LineageReplies, ParsesAProposalWithItsKernel) {
-  std::string reply = "Summary: drop the tile\n```json\n{\"mechanism\": \"tile\", \"feature\": \"smem-tile\", "
-                      "\"locus\": \"k loop\", \"before_features\": [\"smem-tile\"], \"after_features\": [], "
-                      "\"reference_features\": [], \"card\": {\"id\": \"smem\", \"intent\": \"Add it.\", "
-                      "\"preconditions\": [{\"what\": \"w\", \"why\": \"y\"}], \"triggers\": {\"classes\": "
-                      "[\"memory-bound\"]}}}\n```\n```cpp\n#include <kpilot/kernel.h>\nKPILOT_EXPORT int "
-                      "kpilot_launch(const kpilot_tensor*, int, const kpilot_tensor*, int, const kpilot_scalar*, int, "
-                      "void*) { return 0; }\n```\n";
+  std::string reply =
+      "Summary: drop the tile\n```json\n{\"mechanism\": \"tile\", \"feature\": \"smem-tile\", "
+      "\"locus\": \"k loop\", \"before_features\": [\"smem-tile\"], \"after_features\": [], "
+      "\"reference_features\": [], \"card\": {\"id\": \"smem\", \"intent\": \"Add it.\", "
+      "\"preconditions\": [{\"what\": \"w\", \"why\": \"y\"}], \"triggers\": {\"classes\": "
+      "[\"memory-bound\"]}}}\n```\n```cpp\n#include <kpilot/kernel.h>\nKPILOT_EXPORT int "
+      "kpilot_launch(const kpilot_tensor*, int, const kpilot_tensor*, int, const kpilot_scalar*, int, "
+      "void*) { return 0; }\n```\n";
   auto p = ParseProposal(reply);
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_FALSE(p->naive);
@@ -114,13 +118,15 @@ TEST(LineageReplies, SaysWhatIsMissing) {
   auto naive = ParseProposal("Summary: nothing left\n```json\n{\"naive\": true}\n```");
   ASSERT_TRUE(naive.ok());
   EXPECT_TRUE(naive->naive);
-  EXPECT_NE(ParseProposal("```json\n{\"feature\": \"smem-tile\", \"locus\": \"x\", \"before_features\": [\"smem-tile\"], "
-                          "\"after_features\": []}\n```")
-                .status()
-                .message()
-                .find("no simplified kernel"),
-            std::string::npos);
-  auto c = ParseCitations("```json\n{\"removes\": [\"smem-tile\"], \"citations\": [{\"side\": \"left\", \"line\": 3}]}\n```");
+  EXPECT_NE(
+      ParseProposal("```json\n{\"feature\": \"smem-tile\", \"locus\": \"x\", \"before_features\": [\"smem-tile\"], "
+                    "\"after_features\": []}\n```")
+          .status()
+          .message()
+          .find("no simplified kernel"),
+      std::string::npos);
+  auto c = ParseCitations(
+      "```json\n{\"removes\": [\"smem-tile\"], \"citations\": [{\"side\": \"left\", \"line\": 3}]}\n```");
   EXPECT_NE(c.status().message().find("\"before\" or \"after\""), std::string::npos);
 }
 
@@ -153,7 +159,8 @@ TEST(LineageCitations, RejectsCitationsThatDoNotMatchTheCode) {
   EXPECT_NE(CheckCitations(c, "smem-tile", kBefore, kAfter).find("did not remove"), std::string::npos)
       << "an unchanged line proves nothing";
   c.citations = {{"after", 3, "x += load_global();"}};
-  EXPECT_NE(CheckCitations(c, "smem-tile", kBefore, kAfter).find("no citation of the before source"), std::string::npos);
+  EXPECT_NE(CheckCitations(c, "smem-tile", kBefore, kAfter).find("no citation of the before source"),
+            std::string::npos);
   c.citations = {{"before", 3, "__shared__ float tile[32];"}};
   c.removes = {"smem-tile", "register-tile"};
   EXPECT_NE(CheckCitations(c, "smem-tile", kBefore, kAfter).find("not exactly"), std::string::npos);
@@ -207,8 +214,9 @@ Provenance Prov() { return {"sgemm", "NVIDIA H200 (sm_90a)", "sm_90a", "kpilot 0
 
 TEST(LineageCards, ReversedIntoNaiveToExpertOrderWithConsistentFeatures) {
   // Expert {smem-tile, register-tile} → remove register-tile → remove smem-tile → naive {}.
-  std::vector<Step> steps = {MakeStep(1, "register-tile", {"smem-tile", "register-tile"}, {"smem-tile"}, kBefore, kAfter),
-                             MakeStep(2, "smem-tile", {"smem-tile"}, {}, kAfter, "int f() { return 0; }\n")};
+  std::vector<Step> steps = {
+      MakeStep(1, "register-tile", {"smem-tile", "register-tile"}, {"smem-tile"}, kBefore, kAfter),
+      MakeStep(2, "smem-tile", {"smem-tile"}, {}, kAfter, "int f() { return 0; }\n")};
   auto cards = CardsFromSteps(steps, Prov());
   ASSERT_EQ(cards.size(), 2u);
   EXPECT_EQ(cards[0].id, "shared-tiles") << "the last removal is the first card; ids are kebab-cased";
@@ -227,7 +235,8 @@ TEST(LineageCards, ReversedIntoNaiveToExpertOrderWithConsistentFeatures) {
   EXPECT_NE(CheckCardChain({cards[1], cards[0]}, {}, {"smem-tile", "register-tile"}).find("requires smem-tile"),
             std::string::npos);
   EXPECT_NE(CheckCardChain(cards, {}, {"smem-tile"}).find("instead of the expert's"), std::string::npos);
-  EXPECT_NE(CheckCardChain(cards, {"smem-tile"}, {"smem-tile", "register-tile"}).find("already has"), std::string::npos);
+  EXPECT_NE(CheckCardChain(cards, {"smem-tile"}, {"smem-tile", "register-tile"}).find("already has"),
+            std::string::npos);
   // The Before/After fragment is the changed code, simpler first.
   EXPECT_NE(cards[1].body.find("x += load_global();"), std::string::npos);
   EXPECT_NE(cards[1].body.find("__shared__ float tile[32];"), std::string::npos);
@@ -253,8 +262,9 @@ TEST(LineageCards, AMechanismThatWasSlowerWhereItWasMinedSaysSoFirstUnderRisks) 
 }
 
 TEST(LineageCards, DuplicateIdsGetASuffix) {
-  std::vector<Step> steps = {MakeStep(1, "register-tile", {"register-tile", "unrolled-loops"}, {"unrolled-loops"}, kBefore, kAfter),
-                             MakeStep(2, "unrolled-loops", {"unrolled-loops"}, {}, kAfter, "x\n")};
+  std::vector<Step> steps = {
+      MakeStep(1, "register-tile", {"register-tile", "unrolled-loops"}, {"unrolled-loops"}, kBefore, kAfter),
+      MakeStep(2, "unrolled-loops", {"unrolled-loops"}, {}, kAfter, "x\n")};
   steps[0].proposal.card.id = steps[1].proposal.card.id = "same";
   auto cards = CardsFromSteps(steps, Prov());
   EXPECT_EQ(cards[0].id, "same");

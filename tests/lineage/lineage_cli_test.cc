@@ -49,7 +49,8 @@ TEST(LineageCli, MinesCardsFromAHostExpertThroughTheScriptedServer) {
   EXPECT_EQ(j["naive_features"], json::array());
   std::vector<std::string> stages;
   for (const auto& a : j["rejected"]) stages.push_back(a["stage"]);
-  EXPECT_EQ(stages, (std::vector<std::string>{"code", "declaration", "measure", "cite", "round-trip"})) << j["rejected"].dump(2);
+  EXPECT_EQ(stages, (std::vector<std::string>{"code", "declaration", "measure", "cite", "round-trip"}))
+      << j["rejected"].dump(2);
   EXPECT_NE(j["rejected"][0]["reason"].get<std::string>().find("nothing removed"), std::string::npos);
   EXPECT_NE(j["rejected"][1]["reason"].get<std::string>().find("several mechanisms"), std::string::npos);
   EXPECT_NE(j["rejected"][2]["reason"].get<std::string>().find("incorrect"), std::string::npos);
@@ -58,7 +59,8 @@ TEST(LineageCli, MinesCardsFromAHostExpertThroughTheScriptedServer) {
   EXPECT_EQ(server.Pending(), 0u);
   auto requests = server.Requests();
   ASSERT_EQ(requests.size(), 14u);
-  EXPECT_NE(requests[1].body.find("nothing removed"), std::string::npos) << "a rejection is fed back to the next proposal";
+  EXPECT_NE(requests[1].body.find("nothing removed"), std::string::npos)
+      << "a rejection is fed back to the next proposal";
   EXPECT_NE(requests[8].body.find("pre-removal speed"), std::string::npos);
   EXPECT_NE(r.err.find("step 1 accepted: register-tile"), std::string::npos) << r.err;
 
@@ -86,7 +88,8 @@ TEST(LineageCli, MinesCardsFromAHostExpertThroughTheScriptedServer) {
   }
 
   // The run is in the store with every attempt, verdict and transcript.
-  ProcessResult show = testing::RunKpilot(dir->path(), {"show", std::to_string(j["run"].get<int>()), "--store", store.string(), "--json"});
+  ProcessResult show = testing::RunKpilot(
+      dir->path(), {"show", std::to_string(j["run"].get<int>()), "--store", store.string(), "--json"});
   ASSERT_EQ(show.exit_code, 0) << show.err;
   auto s = json::parse(show.out);
   EXPECT_EQ(s["status"], "finished");
@@ -115,7 +118,8 @@ TEST(LineageCli, AdmitsOnAHeldOutTaskOnlyTheCardThatMakesItFaster) {
   std::string error;
   ASSERT_TRUE(llm::testing::LoadFakeScript(src / "tests" / "lineage" / "host_sgemm" / "script.json", &replies, &error))
       << error;
-  ASSERT_TRUE(llm::testing::LoadFakeScript(src / "tests" / "lineage" / "host_sgemm" / "admit_script.json", &admit, &error))
+  ASSERT_TRUE(
+      llm::testing::LoadFakeScript(src / "tests" / "lineage" / "host_sgemm" / "admit_script.json", &admit, &error))
       << error;
   llm::testing::FakeLlmServer server;
   for (auto& r : replies) server.Push(r);
@@ -126,13 +130,30 @@ TEST(LineageCli, AdmitsOnAHeldOutTaskOnlyTheCardThatMakesItFaster) {
   ASSERT_TRUE(WriteFileAtomic(config, "max_retries = 0\n").ok());
   fs::path task = src / "examples" / "host" / "sgemm";
   fs::path held_out = src / "examples" / "host" / "row_softmax";
-  ProcessResult r = testing::RunKpilot(
-      dir->path(),
-      {"lineage", task.string(), (task / "candidates" / "register_tile_expert.cpp").string(), "--generator",
-       server.OpenAISpec("scripted"), "--llm-config", config.string(), "--out", out.string(), "--store", store.string(),
-       "--trials", "1", "--round-trip-min", "0.5", "--workload", "256x384x320", "--admit-on", held_out.string(),
-       "--admit-workload", "4096x1024", "--json"},
-      900);
+  ProcessResult r = testing::RunKpilot(dir->path(),
+                                       {"lineage",
+                                        task.string(),
+                                        (task / "candidates" / "register_tile_expert.cpp").string(),
+                                        "--generator",
+                                        server.OpenAISpec("scripted"),
+                                        "--llm-config",
+                                        config.string(),
+                                        "--out",
+                                        out.string(),
+                                        "--store",
+                                        store.string(),
+                                        "--trials",
+                                        "1",
+                                        "--round-trip-min",
+                                        "0.5",
+                                        "--workload",
+                                        "256x384x320",
+                                        "--admit-on",
+                                        held_out.string(),
+                                        "--admit-workload",
+                                        "4096x1024",
+                                        "--json"},
+                                       900);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = json::parse(r.out);
   ASSERT_EQ(j["steps"].size(), 2u) << j.dump(2);
@@ -176,13 +197,15 @@ TEST(LineageCli, AdmitsOnAHeldOutTaskOnlyTheCardThatMakesItFaster) {
   EXPECT_TRUE(j["card_problems"].empty()) << j["card_problems"].dump(2);
 
   // The store says which card was admitted.
-  ProcessResult show = testing::RunKpilot(dir->path(), {"show", std::to_string(j["run"].get<int>()), "--store", store.string(), "--json"});
+  ProcessResult show = testing::RunKpilot(
+      dir->path(), {"show", std::to_string(j["run"].get<int>()), "--store", store.string(), "--json"});
   ASSERT_EQ(show.exit_code, 0) << show.err;
   auto s = json::parse(show.out);
   std::vector<std::pair<std::string, bool>> admissions;
   for (const auto& h : s["history"])
     if (h["kind"] == "admission") admissions.push_back({h["payload"]["card"], h["payload"]["admitted"]});
-  EXPECT_EQ(admissions, (std::vector<std::pair<std::string, bool>>{{"cpu-vector-rows", true}, {"cpu-register-tile", false}}))
+  EXPECT_EQ(admissions,
+            (std::vector<std::pair<std::string, bool>>{{"cpu-vector-rows", true}, {"cpu-register-tile", false}}))
       << s["history"].dump(2);
   EXPECT_EQ(s["generator_spend"]["transcripts"], 16);
 }
@@ -195,16 +218,19 @@ TEST(LineageCli, UsageErrors) {
                                                      "--generator", "params", "--store", (dir->path() / "s").string()});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("needs a generator that writes code"), std::string::npos) << r.err;
-  r = testing::RunKpilot(dir->path(), {"lineage", task.string(), (task / "missing.cpp").string(), "--generator", "llm:openai:x"});
+  r = testing::RunKpilot(dir->path(),
+                         {"lineage", task.string(), (task / "missing.cpp").string(), "--generator", "llm:openai:x"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   // --admit-on needs a held-out task of the same backend, other than the mined one.
-  r = testing::RunKpilot(dir->path(), {"lineage", task.string(), (task / "reference.cpp").string(), "--generator",
-                                       "llm:openai:x", "--admit-on", task.string(), "--store", (dir->path() / "s").string()});
+  r = testing::RunKpilot(dir->path(),
+                         {"lineage", task.string(), (task / "reference.cpp").string(), "--generator", "llm:openai:x",
+                          "--admit-on", task.string(), "--store", (dir->path() / "s").string()});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("held-out task"), std::string::npos) << r.err;
   fs::path cuda = testing::SourceDir() / "examples" / "cuda" / "row_softmax";
-  r = testing::RunKpilot(dir->path(), {"lineage", task.string(), (task / "reference.cpp").string(), "--generator",
-                                       "llm:openai:x", "--admit-on", cuda.string(), "--store", (dir->path() / "s").string()});
+  r = testing::RunKpilot(dir->path(),
+                         {"lineage", task.string(), (task / "reference.cpp").string(), "--generator", "llm:openai:x",
+                          "--admit-on", cuda.string(), "--store", (dir->path() / "s").string()});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("of their backend"), std::string::npos) << r.err;
   r = testing::RunKpilot(dir->path(), {"lineage", task.string(), (task / "reference.cpp").string(), "--generator",

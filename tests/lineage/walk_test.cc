@@ -25,8 +25,9 @@ using nlohmann::json;
 // A kernel whose mechanisms are one line each ("  use_register_tile();"), so citations and
 // fingerprints follow the features.
 std::string Kernel(const std::vector<std::string>& features, const std::string& tag = "") {
-  std::string s = "#include <kpilot/kernel.h>\nKPILOT_EXPORT int kpilot_launch(const kpilot_tensor* in, int ni, "
-                  "const kpilot_tensor* out, int no, const kpilot_scalar* s, int ns, void* st) {\n  int x = 0;\n";
+  std::string s =
+      "#include <kpilot/kernel.h>\nKPILOT_EXPORT int kpilot_launch(const kpilot_tensor* in, int ni, "
+      "const kpilot_tensor* out, int no, const kpilot_scalar* s, int ns, void* st) {\n  int x = 0;\n";
   for (const auto& f : features) {
     std::string name = f;
     for (auto& c : name)
@@ -66,10 +67,11 @@ json Card(const std::string& id) {
           {"recipe", {"Do it."}}};
 }
 
-std::string Propose(const std::string& feature, const std::vector<std::string>& before, const std::vector<std::string>& after,
-                    const std::string& code, json card = nullptr) {
-  json j = {{"mechanism", "the " + feature}, {"feature", feature}, {"locus", "kpilot_launch"},
-            {"before_features", before},     {"after_features", after}, {"card", card.is_null() ? Card(feature) : card}};
+std::string Propose(const std::string& feature, const std::vector<std::string>& before,
+                    const std::vector<std::string>& after, const std::string& code, json card = nullptr) {
+  json j = {{"mechanism", "the " + feature}, {"feature", feature},
+            {"locus", "kpilot_launch"},      {"before_features", before},
+            {"after_features", after},       {"card", card.is_null() ? Card(feature) : card}};
   return "Summary: remove " + feature + "\n" + Fence("json", j.dump()) + Fence("cpp", code);
 }
 
@@ -107,7 +109,8 @@ class TableMeasure : public LineageMeasure {
   std::vector<std::string> labels;
 
   void Time(const std::string& source, double t) { ms[CodeFingerprint(source)] = t; }
-  Result<Comparison> Compare(const std::string& candidate, const std::string& baseline, const std::string& label) override {
+  Result<Comparison> Compare(const std::string& candidate, const std::string& baseline,
+                             const std::string& label) override {
     labels.push_back(label);
     Comparison c;
     c.passed = !wrong.count(CodeFingerprint(candidate));
@@ -171,11 +174,15 @@ TEST_F(LineageWalkTest, AcceptsStepsFeedsBackRejectionsAndReversesThemIntoCards)
   std::vector<std::string> e = {"register-tile", "smem-tile", "unrolled-loops"};
   std::vector<std::string> a1 = {"smem-tile", "unrolled-loops"};
   gen_.replies = {
-      Propose("register-tile", e, a1, broken),                                  // 1: incorrect
-      Propose("register-tile", e, {"unrolled-loops"}, s2_),                     // 2: two removed
-      Propose("register-tile", e, a1, s1_), Cite("register-tile", expert_, s1_), Rebuild(expert_),  // 3: accepted
-      Propose("smem-tile", a1, {"unrolled-loops"}, s2_), Cite("smem-tile", s1_, s2_), Rebuild(s1_),  // 4: accepted
-      "Summary: only the naive loop is left\n```json\n{\"naive\": true}\n```\n",                   // 5: naive
+      Propose("register-tile", e, a1, broken),               // 1: incorrect
+      Propose("register-tile", e, {"unrolled-loops"}, s2_),  // 2: two removed
+      Propose("register-tile", e, a1, s1_),
+      Cite("register-tile", expert_, s1_),
+      Rebuild(expert_),  // 3: accepted
+      Propose("smem-tile", a1, {"unrolled-loops"}, s2_),
+      Cite("smem-tile", s1_, s2_),
+      Rebuild(s1_),                                                               // 4: accepted
+      "Summary: only the naive loop is left\n```json\n{\"naive\": true}\n```\n",  // 5: naive
   };
   auto r = Walk();
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -199,7 +206,8 @@ TEST_F(LineageWalkTest, AcceptsStepsFeedsBackRejectionsAndReversesThemIntoCards)
   EXPECT_EQ(gen_.requests[5].prompt.find("Rejected attempts"), std::string::npos);
   EXPECT_NE(gen_.requests[5].prompt.find("removed `register-tile`"), std::string::npos) << "the accepted steps so far";
   // The rebuild sees the simpler kernel and the draft card, never the expert.
-  EXPECT_NE(gen_.requests[4].prompt.find("provides: [\"register-tile\"]"), std::string::npos) << gen_.requests[4].prompt;
+  EXPECT_NE(gen_.requests[4].prompt.find("provides: [\"register-tile\"]"), std::string::npos)
+      << gen_.requests[4].prompt;
   EXPECT_NE(gen_.requests[4].prompt.find("use_smem_tile"), std::string::npos);
   EXPECT_EQ(gen_.requests[4].prompt.find(expert_), std::string::npos);
   // Evidence: the effect is after/before time, and the round trip ran 3 trials.
@@ -264,9 +272,11 @@ TEST_F(LineageWalkTest, StopsAtTheStepLimitAndRecordsEverythingInTheStore) {
   opt_.trials = 1;
   std::vector<std::string> e = {"register-tile", "smem-tile", "unrolled-loops"};
   gen_.replies = {Propose("register-tile", e, {"smem-tile", "unrolled-loops"}, s1_),
-                  Fence("json", json{{"removes", {"register-tile"}}, {"citations", {{{"side", "before"}, {"line", 2}, {"text", "nope"}}}}}.dump()),
-                  Propose("register-tile", e, {"smem-tile", "unrolled-loops"}, s1_), Cite("register-tile", expert_, s1_),
-                  Rebuild(expert_)};
+                  Fence("json", json{{"removes", {"register-tile"}},
+                                     {"citations", {{{"side", "before"}, {"line", 2}, {"text", "nope"}}}}}
+                                    .dump()),
+                  Propose("register-tile", e, {"smem-tile", "unrolled-loops"}, s1_),
+                  Cite("register-tile", expert_, s1_), Rebuild(expert_)};
   auto dir = TempDir::Create("kpilot-lineage-store-");
   ASSERT_TRUE(dir.ok());
   auto store = Store::Open(dir->path());
@@ -314,8 +324,12 @@ TEST_F(LineageWalkTest, MineWritesAdmittedCardsToOutAndTheRejectedOnesApart) {
   std::vector<std::string> e = {"register-tile", "smem-tile", "unrolled-loops"};
   std::vector<std::string> a1 = {"smem-tile", "unrolled-loops"};
   gen_.replies = {
-      Propose("register-tile", e, a1, s1_), Cite("register-tile", expert_, s1_), Rebuild(expert_),
-      Propose("smem-tile", a1, {"unrolled-loops"}, s2_), Cite("smem-tile", s1_, s2_), Rebuild(s1_),
+      Propose("register-tile", e, a1, s1_),
+      Cite("register-tile", expert_, s1_),
+      Rebuild(expert_),
+      Propose("smem-tile", a1, {"unrolled-loops"}, s2_),
+      Cite("smem-tile", s1_, s2_),
+      Rebuild(s1_),
       "Summary: only the naive loop is left\n```json\n{\"naive\": true}\n```\n",
       Rebuild(with_smem),      // admission of the first card (smem-tile, the last removal)
       Rebuild(with_register),  // and of the second
@@ -376,7 +390,8 @@ TEST_F(LineageWalkTest, StopsWhenTheKernelIsTheReference) {
   auto ref = ReadFile(task_.reference.path);
   ASSERT_TRUE(ref.ok());
   const std::string expert = Kernel({"register-tile"});
-  gen_.replies = {Propose("register-tile", {"register-tile"}, {}, *ref), Cite("register-tile", expert, *ref), Rebuild(expert)};
+  gen_.replies = {Propose("register-tile", {"register-tile"}, {}, *ref), Cite("register-tile", expert, *ref),
+                  Rebuild(expert)};
   LineageWalk w(task_, vocab_, gen_, measure_, nullptr, nullptr, events_);
   auto r = w.Run(expert, opt_);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -430,7 +445,8 @@ TEST(LineageBenchScript, RowSoftmaxScriptPassesTheGate) {
   ASSERT_TRUE(task.ok());
   auto vocab = LoadFeatureVocabulary(testing::SourceDir() / "skills" / "README.md");
   ASSERT_TRUE(vocab.ok());
-  auto expert = ReadFile(testing::SourceDir() / "examples" / "cuda" / "row_softmax" / "candidates" / "lineage_expert.cu");
+  auto expert =
+      ReadFile(testing::SourceDir() / "examples" / "cuda" / "row_softmax" / "candidates" / "lineage_expert.cu");
   ASSERT_TRUE(expert.ok());
   TableMeasure measure;  // everything passes at 1.0
   Events events;

@@ -14,9 +14,9 @@
 namespace kpilot::llm {
 namespace {
 
+using nlohmann::json;
 using testing::FakeLlmServer;
 using testing::FakeReply;
-using nlohmann::json;
 
 constexpr const char* kKeyVariable = "KPILOT_LLM_TEST_KEY";
 constexpr const char* kKey = "sk-test-Zq7RkP2mWv9XcT4bNh6Ld1Fs";
@@ -47,10 +47,10 @@ ChatRequest Ask(const std::string& text) {
 }
 
 ToolSpec SearchCodeTool() {
-  return {"search_code", "Search the CUTLASS/CuTe sources.",
-          {{"type", "object"},
-           {"properties", {{"query", {{"type", "string"}}}}},
-           {"required", json::array({"query"})}}};
+  return {
+      "search_code",
+      "Search the CUTLASS/CuTe sources.",
+      {{"type", "object"}, {"properties", {{"query", {{"type", "string"}}}}}, {"required", json::array({"query"})}}};
 }
 
 class ChatClientTest : public ::testing::Test {
@@ -65,8 +65,7 @@ class ChatClientTest : public ::testing::Test {
   std::unique_ptr<ChatClient> Make(const std::string& spec) {
     Result<Endpoint> endpoint = ParseLlmSpec(spec);
     EXPECT_TRUE(endpoint.ok()) << endpoint.status().message();
-    Result<std::unique_ptr<ChatClient>> client =
-        MakeChatClient(*endpoint, config_, MakeCurlTransport(), sink_, clock_);
+    Result<std::unique_ptr<ChatClient>> client = MakeChatClient(*endpoint, config_, MakeCurlTransport(), sink_, clock_);
     EXPECT_TRUE(client.ok()) << client.status().message();
     return client.ok() ? std::move(client).value() : nullptr;
   }
@@ -187,7 +186,8 @@ TEST_F(ChatClientTest, OpenAIToolCallRoundTrip) {
   // Arguments travel as a JSON string in this format.
   EXPECT_EQ(json::parse(messages[2]["tool_calls"][0]["function"]["arguments"].get<std::string>()),
             json({{"query", "cute::gemm"}}));
-  EXPECT_EQ(messages[3], json({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "include/cute/gemm.hpp:12: …"}}));
+  EXPECT_EQ(messages[3],
+            json({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "include/cute/gemm.hpp:12: …"}}));
 }
 
 TEST_F(ChatClientTest, OpenAIToolArgumentsThatAreNotJsonArriveMarked) {
@@ -233,8 +233,9 @@ TEST_F(ChatClientTest, AnthropicToolCallRoundTripSendsAllResultsInOneUserTurn) {
   ASSERT_EQ(messages.size(), 3u);
   EXPECT_EQ(messages[1]["role"], "assistant");
   EXPECT_EQ(messages[1]["content"][0], json({{"type", "text"}, {"text", "Let me look."}}));
-  EXPECT_EQ(messages[1]["content"][1],
-            json({{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "search_code"}, {"input", {{"query", "TiledMma"}}}}));
+  EXPECT_EQ(
+      messages[1]["content"][1],
+      json({{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "search_code"}, {"input", {{"query", "TiledMma"}}}}));
   EXPECT_EQ(messages[2]["role"], "user");
   ASSERT_EQ(messages[2]["content"].size(), 2u);
   EXPECT_EQ(messages[2]["content"][0],
@@ -362,7 +363,7 @@ TEST_F(ChatClientTest, ASlowReplyHitsTheReadTimeout) {
   EXPECT_TRUE(Contains(reply.status().message(), "timed out")) << reply.status().message();
   EXPECT_TRUE(Contains(reply.status().message(), "read_timeout_s")) << reply.status().message();
   EXPECT_EQ(server_.RequestCount(), 2u);  // a timeout is retried like any network error
-  EXPECT_LT(seconds, 3);  // 2 × 0.8 s, far below the 5 s the server would take
+  EXPECT_LT(seconds, 3);                  // 2 × 0.8 s, far below the 5 s the server would take
 }
 
 TEST_F(ChatClientTest, MalformedJsonIsAClearErrorAndNotRetried) {

@@ -28,12 +28,13 @@ json OpenAIBody(const FakeReply& r) {
   if (r.status != 200) {
     return {{"error", {{"message", r.error_message}, {"type", "fake_error"}, {"code", r.status}}}};
   }
-  json message = {{"role", "assistant"}, {"content", r.text.empty() && !r.tool_calls.empty() ? json(nullptr) : json(r.text)}};
+  json message = {{"role", "assistant"},
+                  {"content", r.text.empty() && !r.tool_calls.empty() ? json(nullptr) : json(r.text)}};
   if (!r.tool_calls.empty()) {
     json calls = json::array();
     for (const auto& c : r.tool_calls) {
-      calls.push_back({{"id", c.id}, {"type", "function"},
-                       {"function", {{"name", c.name}, {"arguments", c.arguments.dump()}}}});
+      calls.push_back(
+          {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments.dump()}}}});
     }
     message["tool_calls"] = std::move(calls);
   }
@@ -42,9 +43,10 @@ json OpenAIBody(const FakeReply& r) {
           {"object", "chat.completion"},
           {"model", "fake"},
           {"choices", json::array({{{"index", 0}, {"message", std::move(message)}, {"finish_reason", stop}}})},
-          {"usage", {{"prompt_tokens", r.input_tokens},
-                     {"completion_tokens", r.output_tokens},
-                     {"total_tokens", r.input_tokens + r.output_tokens}}}};
+          {"usage",
+           {{"prompt_tokens", r.input_tokens},
+            {"completion_tokens", r.output_tokens},
+            {"total_tokens", r.input_tokens + r.output_tokens}}}};
 }
 
 json AnthropicBody(const FakeReply& r) {
@@ -166,7 +168,7 @@ struct FakeLlmServer::Impl {
     }
     res.status = reply->status;
     for (const auto& [name, value] : reply->headers) res.set_header(name, value);
-    std::string body = reply->raw_body ? *reply->raw_body
+    std::string body = reply->raw_body              ? *reply->raw_body
                        : req.path == kAnthropicPath ? AnthropicBody(*reply).dump()
                                                     : OpenAIBody(*reply).dump();
     res.set_content(body, "application/json");

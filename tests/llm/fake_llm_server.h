@@ -6,9 +6,9 @@
 //   server.Push(FakeReply::Code("extern \"C\" int kpilot_launch(...) {...}"));
 //   server.Push(FakeReply::Error(429, "slow down").WithRetryAfter(3));
 //   server.Push(FakeReply::ToolCalls({{"call_1", "search_code", {{"query", "cute::gemm"}}}}));
-//   std::string spec = server.OpenAISpec("fake-model");     // llm:openai-compatible:fake-model@http://127.0.0.1:PORT/v1
-//   …run the client or `kpilot optimize … --generator <spec>`…
-//   EXPECT_EQ(server.Requests()[0].headers.at("authorization"), "Bearer sk-test…");
+//   std::string spec = server.OpenAISpec("fake-model");     //
+//   llm:openai-compatible:fake-model@http://127.0.0.1:PORT/v1 …run the client or `kpilot optimize … --generator
+//   <spec>`… EXPECT_EQ(server.Requests()[0].headers.at("authorization"), "Bearer sk-test…");
 //
 // Routes: POST /v1/chat/completions (OpenAI) and POST /v1/messages (Anthropic). Each request
 // takes the next scripted reply, rendered in the format of the route it came to; when the script
@@ -77,7 +77,7 @@ struct RecordedRequest {
   std::string path;                            // "/v1/chat/completions" or "/v1/messages"
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
-  nlohmann::json json;                         // the body parsed; null when it is not JSON
+  nlohmann::json json;  // the body parsed; null when it is not JSON
 };
 
 // Reads a script of replies: a JSON array (or {"replies": [...]}) whose entries are objects with
@@ -100,9 +100,9 @@ class FakeLlmServer {
   FakeLlmServer& operator=(const FakeLlmServer&) = delete;
 
   int port() const;
-  std::string BaseUrl() const;                                  // "http://127.0.0.1:PORT/v1"
-  std::string OpenAISpec(const std::string& model) const;       // "llm:openai-compatible:MODEL@BASE"
-  std::string AnthropicSpec(const std::string& model) const;    // "llm:anthropic:MODEL@BASE"
+  std::string BaseUrl() const;                                // "http://127.0.0.1:PORT/v1"
+  std::string OpenAISpec(const std::string& model) const;     // "llm:openai-compatible:MODEL@BASE"
+  std::string AnthropicSpec(const std::string& model) const;  // "llm:anthropic:MODEL@BASE"
 
   // Appends to the script (FIFO).
   void Push(FakeReply reply);

@@ -62,7 +62,8 @@ class CountersExecutor : public Executor {
     }
     // A counter profile is not ready until someone waits for it (a deferred future), as a real
     // one still on the GPU would not be.
-    if (job.counter_tools) return std::async(std::launch::deferred, [r = std::move(r)]() mutable { return std::move(r); });
+    if (job.counter_tools)
+      return std::async(std::launch::deferred, [r = std::move(r)]() mutable { return std::move(r); });
     std::promise<EvalJobResult> p;
     p.set_value(std::move(r));
     return p.get_future();
@@ -72,7 +73,7 @@ class CountersExecutor : public Executor {
 
   std::vector<std::string> counter_jobs;
   std::vector<std::vector<std::string>> workloads;
-  std::vector<std::string> handed;  // per counter job: the evaluation it was handed (EvalJob::counters_of)
+  std::vector<std::string> handed;    // per counter job: the evaluation it was handed (EvalJob::counters_of)
   std::vector<std::string> tool_ids;  // the last counter job's tools
   Status failure = Status::Ok();
 
@@ -211,7 +212,8 @@ metrics = ["dram__throughput.avg.pct_of_peak_sustained_elapsed"]
 condition = "dram__throughput_avg_pct_of_peak_sustained_elapsed > 50"
 severity = 0.5
 guidance = "DRAM at {dram__throughput.avg.pct_of_peak_sustained_elapsed}%"
-)").ok());
+)")
+                  .ok());
   f.options.tool_dirs = {tools.string()};
   f.options.budget = 1;
   CountersExecutor exec({{"root", 1.0}});

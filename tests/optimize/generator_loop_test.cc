@@ -141,7 +141,7 @@ class ConcurrentGenerator : public Generator {
   int max_running = 0;  // read after the run
   bool wait_for_company = true;
   std::set<int> failing;  // calls (from 0) whose draft the generator fails to make
-  double cost = 0;  // dollars a request
+  double cost = 0;        // dollars a request
 
  private:
   GeneratorSpend spent_;
@@ -385,8 +385,9 @@ class SkillsLoopTest : public GeneratorLoopTest {
     GeneratorLoopTest::SetUp();
     generator_.cost = 0;
     o_.budget = 4;
-    auto lib = LoadLibrary({{testing::SourceDir() / "tests" / "fixtures" / "skills" / "host", SkillOrigin::kCommandLine}},
-                           ValidationOptions{});
+    auto lib =
+        LoadLibrary({{testing::SourceDir() / "tests" / "fixtures" / "skills" / "host", SkillOrigin::kCommandLine}},
+                    ValidationOptions{});
     ASSERT_TRUE(lib.ok()) << lib.status().ToString();
     library_ = *lib;
   }

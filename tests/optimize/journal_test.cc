@@ -137,7 +137,7 @@ class InterruptingStore : public Store {
   Result<std::vector<RunEventRecord>> ListRunEvents(int64_t id) override { return real_.ListRunEvents(id); }
   std::string fail_kind;
   int fail_nth = 1;
-  std::string created_at;  // when set, the run's row says it was created then
+  std::string created_at;   // when set, the run's row says it was created then
   bool fail_nodes = false;  // every AddRunNode fails
 
  private:

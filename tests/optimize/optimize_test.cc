@@ -107,7 +107,8 @@ TEST(Optimize, ParamsSearchOnAHostTaskRecordsEveryNodeAndExports) {
   EXPECT_EQ(v["backend"], "host");
   EXPECT_EQ(v["dtypes"]["inputs"]["x"], "f32") << v.dump();
   EXPECT_EQ(v["dtypes"]["outputs"]["y"], "f32") << v.dump();
-  EXPECT_EQ(v["toolkit"].get<std::string>().rfind("g++ ", 0), 0u) << "the compiler that built the object: " << v["toolkit"];
+  EXPECT_EQ(v["toolkit"].get<std::string>().rfind("g++ ", 0), 0u)
+      << "the compiler that built the object: " << v["toolkit"];
   EXPECT_FALSE(v["workloads"].empty());
   EXPECT_FALSE(v["workloads"][0].contains("candidate_samples_ms")) << "samples are left to the store";
 }

@@ -41,7 +41,8 @@ class ScriptedExecutor : public Executor {
     e.verdict.kind = VerdictKind::kPassed;
     bool paired = job.options.baseline_source.has_value();
     e.speedup_geomean = paired ? s.paired : s.speedup;
-    e.speedup_geomean_ci = paired ? Interval{s.paired_lo, s.paired * 1.01} : Interval{s.speedup * 0.99, s.speedup * 1.01};
+    e.speedup_geomean_ci =
+        paired ? Interval{s.paired_lo, s.paired * 1.01} : Interval{s.speedup * 0.99, s.speedup * 1.01};
     if (paired) ++paired_calls;
     if (s.joules > 0 || s.median_ms > 0) {
       WorkloadTiming t;
@@ -49,10 +50,10 @@ class ScriptedExecutor : public Executor {
       t.candidate.median = s.median_ms;
       t.joules_per_call = s.joules;
       // In a paired check the baseline is the incumbent, named by its V.
-      const std::string base = paired && job.options.baseline_params.count("V") ? job.options.baseline_params.at("V")
-                                                                               : std::string();
-      t.baseline_joules_per_call = paired ? (script_.count(base) ? script_.at(base).joules : script_.at("root").joules)
-                                          : kBaselineJoules;
+      const std::string base =
+          paired && job.options.baseline_params.count("V") ? job.options.baseline_params.at("V") : std::string();
+      t.baseline_joules_per_call =
+          paired ? (script_.count(base) ? script_.at(base).joules : script_.at("root").joules) : kBaselineJoules;
       e.timings.push_back(t);
     }
     if (s.median_ms > 0) {
@@ -92,9 +93,9 @@ TEST(Promotion, OnlyAPairedCiAboveOnePromotes) {
   auto task = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
   ASSERT_TRUE(task.ok());
   ScriptedExecutor exec({{"root", {1.0, 0, 0}},
-                         {"a", {1.5, 1.2, 1.5}},      // faster, paired CI above 1: promoted
-                         {"b", {1.6, 0.98, 1.02}},    // looks faster, paired CI touches 1: rejected
-                         {"c", {1.4, 0, 0}}});        // slower than the incumbent: no paired run
+                         {"a", {1.5, 1.2, 1.5}},    // faster, paired CI above 1: promoted
+                         {"b", {1.6, 0.98, 1.02}},  // looks faster, paired CI touches 1: rejected
+                         {"c", {1.4, 0, 0}}});      // slower than the incumbent: no paired run
   ScriptedGenerator generator({"a", "b", "c"});
   Collect progress;
   Optimizer optimizer(*task, generator, exec, **store, progress);
@@ -158,7 +159,7 @@ ScriptedRun RunScript(const std::string& task_dir, const std::map<std::string, S
   for (const auto& f : std::filesystem::directory_iterator(task->dir / "candidates")) o.from = f.path().string();
   o.budget = 20;
   o.search.policy = Policy::kGreedy;
-  o.pipeline_depth = 1;  // each expansion sees every result before it
+  o.pipeline_depth = 1;                              // each expansion sees every result before it
   o.footprints = o.anticipate = o.counters = false;  // nothing here compiles or profiles
   o.arch = "sm_90a";
   tweak(&o);
@@ -169,10 +170,10 @@ ScriptedRun RunScript(const std::string& task_dir, const std::map<std::string, S
 }
 
 TEST(StopRules, APlateauStopsAfterThatManyEvaluationsWithoutAPromotion) {
-  ScriptedRun r = RunScript("examples/host/saxpy",
-                            {{"root", {1.0, 0, 0}}, {"a", {1.5, 1.2, 1.5}}, {"b", {1.4, 0, 0}}, {"c", {1.3, 0, 0}},
-                             {"d", {1.6, 1.1, 1.1}}},
-                            {"a", "b", "c", "d"}, [](OptimizeOptions* o) { o->plateau = 2; });
+  ScriptedRun r = RunScript(
+      "examples/host/saxpy",
+      {{"root", {1.0, 0, 0}}, {"a", {1.5, 1.2, 1.5}}, {"b", {1.4, 0, 0}}, {"c", {1.3, 0, 0}}, {"d", {1.6, 1.1, 1.1}}},
+      {"a", "b", "c", "d"}, [](OptimizeOptions* o) { o->plateau = 2; });
   ASSERT_TRUE(r.res.ok()) << r.res.status().ToString();
   EXPECT_EQ(r.res->stop_reason, StopReason::kPlateau);
   EXPECT_EQ(r.res->evaluations, 4) << "root, a (promoted), then b and c without a promotion";
@@ -181,11 +182,10 @@ TEST(StopRules, APlateauStopsAfterThatManyEvaluationsWithoutAPromotion) {
 
 TEST(StopRules, TheTargetStopsOnceTheBestReachesThatShareOfTheRoofline) {
   // 64M moves 805 MB: at 4 TB/s its floor is 0.2013 ms. root takes 0.8 ms (25%), a 0.21 ms (96%).
-  std::map<std::string, Script> script = {{"root", {1.0, 0, 0, 0, 0.8}},
-                                          {"a", {3.8, 3.5, 3.8, 0, 0.21}},
-                                          {"b", {3.9, 1.01, 1.02, 0, 0.205}}};
-  ScriptedRun r = RunScript("examples/cuda/vector_add", script, {"a", "b"},
-                            [](OptimizeOptions* o) { o->target_fraction = 0.9; });
+  std::map<std::string, Script> script = {
+      {"root", {1.0, 0, 0, 0, 0.8}}, {"a", {3.8, 3.5, 3.8, 0, 0.21}}, {"b", {3.9, 1.01, 1.02, 0, 0.205}}};
+  ScriptedRun r =
+      RunScript("examples/cuda/vector_add", script, {"a", "b"}, [](OptimizeOptions* o) { o->target_fraction = 0.9; });
   ASSERT_TRUE(r.res.ok()) << r.res.status().ToString();
   EXPECT_EQ(r.res->stop_reason, StopReason::kTarget);
   EXPECT_EQ(r.res->evaluations, 2);
@@ -198,9 +198,11 @@ TEST(StopRules, TheTargetStopsOnceTheBestReachesThatShareOfTheRoofline) {
 // b is within a's CI (a's lower end is 1.98) and uses half of a's joules; c uses fewer but lies
 // just below that CI (within 2% of a, so a fixed band would take it); d is the fastest by its
 // point but its paired check fails.
-const std::map<std::string, Script> kEnergyScript = {
-    {"root", {1.0, 0, 0, 10}}, {"a", {2.0, 1.5, 2.0, 8}}, {"b", {1.985, 0.9, 0.995, 4}},
-    {"c", {1.97, 0, 0, 3}},    {"d", {2.02, 0.99, 1.01, 9}}};
+const std::map<std::string, Script> kEnergyScript = {{"root", {1.0, 0, 0, 10}},
+                                                     {"a", {2.0, 1.5, 2.0, 8}},
+                                                     {"b", {1.985, 0.9, 0.995, 4}},
+                                                     {"c", {1.97, 0, 0, 3}},
+                                                     {"d", {2.02, 0.99, 1.01, 9}}};
 
 TEST(Objectives, TimeReportsTheFastestPromoted) {
   ScriptedRun r = RunScript("examples/cuda/vector_add", kEnergyScript, {"a", "b", "c", "d"},
@@ -229,8 +231,8 @@ TEST(Objectives, EnergyReportsTheFewestJoulesWithinTheFastestsTimeCi) {
 
 TEST(Objectives, MixPromotesOnTheSpeedupWeighedWithTheJoulesOfThePairedCheck) {
   // e is level with a in time (paired CI from 1.0) and uses a quarter of a's joules.
-  std::map<std::string, Script> script = {{"root", {1.0, 0, 0, 10}}, {"a", {2.0, 1.5, 2.0, 8}},
-                                          {"e", {2.0, 1.0, 1.0, 2}}};
+  std::map<std::string, Script> script = {
+      {"root", {1.0, 0, 0, 10}}, {"a", {2.0, 1.5, 2.0, 8}}, {"e", {2.0, 1.0, 1.0, 2}}};
   ScriptedRun time = RunScript("examples/cuda/vector_add", script, {"a", "e"},
                                [](OptimizeOptions* o) { o->objective = Objective::kTime; });
   ASSERT_TRUE(time.res.ok()) << time.res.status().ToString();
@@ -348,7 +350,7 @@ TEST(Policy, EnergyBestIsTheFewestJoulesWithinTheFastestsCi) {
   std::vector<EnergyCandidate> nodes = {{0, true, 1.0, 0.9, 1},  // too slow
                                         {1, true, 1.95, 1.9, 8},
                                         fastest,
-                                        {3, false, 0, 0, 1},      // failed
+                                        {3, false, 0, 0, 1},       // failed
                                         {4, true, 1.92, 1.8, 0}};  // no joules measured
   EXPECT_EQ(EnergyBest(fastest, nodes), 1);
   nodes[1].joules = 0;

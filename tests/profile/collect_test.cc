@@ -64,14 +64,18 @@ Evaluation Passed(const Task& task) {
   e.timings.push_back(t);
   e.run.calibration.dram_bytes_per_s = 4e12;
   e.run.calibration.fp32_flops_per_s = 6e13;
-  nlohmann::json launch = {{"name", kMangled},         {"stream_id", 7},      {"correlation_id", 1},
-                           {"start_ns", 0},            {"end_ns", 1000000},   {"grid", {4096, 1, 1}},
-                           {"block", {256, 1, 1}},     {"dynamic_shared_bytes", 0}, {"static_shared_bytes", 0},
-                           {"registers_per_thread", 16}};
-  e.run.details["launch_trace"] = nlohmann::json::array(
-      {{{"call", "workload " + t.workload + ", seed 1"},
-        {"trace", {{"version", 1}, {"kernels", {launch}}, {"memops", nlohmann::json::array()}, {"syncs", nlohmann::json::array()}}},
-        {"kernels_total", 1}}});
+  nlohmann::json launch = {{"name", kMangled},         {"stream_id", 7},
+                           {"correlation_id", 1},      {"start_ns", 0},
+                           {"end_ns", 1000000},        {"grid", {4096, 1, 1}},
+                           {"block", {256, 1, 1}},     {"dynamic_shared_bytes", 0},
+                           {"static_shared_bytes", 0}, {"registers_per_thread", 16}};
+  e.run.details["launch_trace"] = nlohmann::json::array({{{"call", "workload " + t.workload + ", seed 1"},
+                                                          {"trace",
+                                                           {{"version", 1},
+                                                            {"kernels", {launch}},
+                                                            {"memops", nlohmann::json::array()},
+                                                            {"syncs", nlohmann::json::array()}}},
+                                                          {"kernels_total", 1}}});
   e.run.details["gpu"] = {{"sm_count", 132}};
   return e;
 }
@@ -94,10 +98,12 @@ class Collect : public ::testing::Test {
 };
 
 TEST_F(Collect, TheRunnerIsAskedForTheClasssCountersAndTheyReachTheKernel) {
-  runner_.details = {{"counters", {{{"range", "0"},
-                                    {"metrics", {{"dram__throughput.avg.pct_of_peak_sustained_elapsed", 91.0},
-                                                 {"sm__throughput.avg.pct_of_peak_sustained_elapsed", 12.0},
-                                                 {"gpu__time_duration.sum", 1.0e6}}}}}},
+  runner_.details = {{"counters",
+                      {{{"range", "0"},
+                        {"metrics",
+                         {{"dram__throughput.avg.pct_of_peak_sustained_elapsed", 91.0},
+                          {"sm__throughput.avg.pct_of_peak_sustained_elapsed", 12.0},
+                          {"gpu__time_duration.sum", 1.0e6}}}}}},
                      {"counters_info", {{"chip", "GH100"}}}};
   auto got = Profile(Passed(task_));
   ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -123,9 +129,11 @@ TEST_F(Collect, TheRunnerIsAskedForTheClasssCountersAndTheyReachTheKernel) {
 // counters. With no trace, or none of a workload, every kernel is kept (a static profile; the
 // optimizer's per-node static findings of a task with more workloads than traced calls).
 TEST_F(Collect, OnlyTheKernelsTheCallLaunchedAreReported) {
-  runner_.details = {{"counters", {{{"range", "0"},
-                                    {"metrics", {{"dram__throughput.avg.pct_of_peak_sustained_elapsed", 88.0},
-                                                 {"gpu__time_duration.sum", 1.0e6}}}}}}};
+  runner_.details = {
+      {"counters",
+       {{{"range", "0"},
+         {"metrics",
+          {{"dram__throughput.avg.pct_of_peak_sustained_elapsed", 88.0}, {"gpu__time_duration.sum", 1.0e6}}}}}}};
   Evaluation e = Passed(task_);
   KernelResources other = e.compile.resources.front();
   other.name = "void vadd_scalar(float const*, float const*, float*, int)";
@@ -135,7 +143,8 @@ TEST_F(Collect, OnlyTheKernelsTheCallLaunchedAreReported) {
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   ASSERT_EQ(got->reports.size(), 1u);
   EXPECT_EQ(got->reports.front().context.kernel, "vadd(float const*, float const*, float*, int)");
-  EXPECT_EQ(got->reports.front().context.Metric("dram__throughput.avg.pct_of_peak_sustained_elapsed").value_or(-1), 88.0);
+  EXPECT_EQ(got->reports.front().context.Metric("dram__throughput.avg.pct_of_peak_sustained_elapsed").value_or(-1),
+            88.0);
 
   const std::string workload = task_.workloads.back().name;
   std::set<std::string> traced = TracedKernelNames(e.run.details, {workload});
@@ -147,8 +156,8 @@ TEST_F(Collect, OnlyTheKernelsTheCallLaunchedAreReported) {
   auto kept = LaunchedOnly(statics, traced);
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(kept.front().resources.mangled, kMangled);
-  EXPECT_EQ(LaunchedOnly(statics, {}).size(), 2u);                   // nothing traced
-  EXPECT_EQ(LaunchedOnly(statics, {"_Z5otherv"}).size(), 2u);        // a name the object lacks
+  EXPECT_EQ(LaunchedOnly(statics, {}).size(), 2u);             // nothing traced
+  EXPECT_EQ(LaunchedOnly(statics, {"_Z5otherv"}).size(), 2u);  // a name the object lacks
   EXPECT_TRUE(TracedKernelNames(nlohmann::json::object(), {}).empty());
   EXPECT_TRUE(TracedKernelNames(nlohmann::json{{"launch_trace", "not an array"}}, {}).empty());
 
@@ -175,7 +184,8 @@ TEST_F(Collect, OnlyASetupFailureIsTheMachinesAndNcuIsTriedWhenThereIsOne) {
   with_ncu.ncu_path = "/opt/ncu";
   auto fallback = Profile(Passed(task_), with_ncu);  // the double prints no CSV for ncu
   EXPECT_FALSE(fallback.ok());
-  EXPECT_NE(fallback.status().message().find("ncu produced no profile"), std::string::npos) << fallback.status().ToString();
+  EXPECT_NE(fallback.status().message().find("ncu produced no profile"), std::string::npos)
+      << fallback.status().ToString();
   ASSERT_EQ(runner_.argvs.size(), 3u);  // user replay, kernel replay, then ncu
   EXPECT_EQ(runner_.argvs[2].front(), "/opt/ncu");
 
@@ -201,7 +211,8 @@ TEST_F(Collect, WhenUserReplayFailsInItsPassesKernelReplayIsTriedBeforeNcu) {
   EXPECT_EQ(runner_.requests[1].value("counters_replay", ""), "kernel");
   EXPECT_NE(got->fallback_note.find("kernel replay used"), std::string::npos) << got->fallback_note;
   EXPECT_NE(got->fallback_note.find(stop), std::string::npos) << got->fallback_note;
-  EXPECT_EQ(got->reports.front().context.Metric("dram__throughput.avg.pct_of_peak_sustained_elapsed").value_or(-1), 80.0);
+  EXPECT_EQ(got->reports.front().context.Metric("dram__throughput.avg.pct_of_peak_sustained_elapsed").value_or(-1),
+            80.0);
 
   // Kernel replay failing too: ncu next, and its note names both failures.
   runner_.requests.clear();
@@ -266,7 +277,8 @@ TEST(StageOne, TracingGapsDoNotMakeAFastTwoKernelCallLaunchBound) {
   e.timings.push_back(t);
   e.run.calibration.dram_bytes_per_s = 4.239e12;  // the H200's measured ceilings that day
   e.run.calibration.fp32_flops_per_s = 63.49e12;
-  e.run.details["launch_trace"] = nlohmann::json::array({{{"trace", nlohmann::json::parse(*text)}, {"kernels_total", 2}}});
+  e.run.details["launch_trace"] =
+      nlohmann::json::array({{{"trace", nlohmann::json::parse(*text)}, {"kernels_total", 2}}});
 
   ProfileContext shared;
   LaunchTrace trace;
@@ -297,9 +309,9 @@ TEST(StageOne, TakesTheTraceOfTheProfiledWorkload) {
   Evaluation e;
   e.verdict.kind = VerdictKind::kPassed;
   const auto trace_json = nlohmann::json::parse(*text);
-  e.run.details["launch_trace"] = nlohmann::json::array(
-      {{{"workload", "64M"}, {"seed", 1}, {"trace", trace_json}, {"kernels_total", 2}},
-       {{"workload", "other"}, {"seed", 1}, {"trace", trace_json}, {"kernels_total", 50}}});
+  e.run.details["launch_trace"] =
+      nlohmann::json::array({{{"workload", "64M"}, {"seed", 1}, {"trace", trace_json}, {"kernels_total", 2}},
+                             {{"workload", "other"}, {"seed", 1}, {"trace", trace_json}, {"kernels_total", 50}}});
   ProfileContext shared;
   LaunchTrace trace;
   StageOneInput(*w, e, &shared, &trace);

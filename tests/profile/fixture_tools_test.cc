@@ -51,8 +51,7 @@ bool Fired(const KernelReport& r, const std::string& id) {
 
 // A kernel of a fixture that holds `kernels_in_file` kernels, checked: that it is there, that
 // every tool ran, and its class.
-KernelReport One(const std::string& file, const std::string& kernel, Bottleneck cls,
-                 size_t kernels_in_file = 1) {
+KernelReport One(const std::string& file, const std::string& kernel, Bottleneck cls, size_t kernels_in_file = 1) {
   auto reports = Import(file);
   EXPECT_EQ(reports.size(), kernels_in_file) << file;
   auto it = std::find_if(reports.begin(), reports.end(), [&](const KernelReport& k) { return k.kernel == kernel; });
@@ -97,16 +96,16 @@ void ExpectSeverity(const KernelReport& r, size_t index, double severity) {
 // copies-or-syncs-in-call).
 void ExpectSilent(const KernelReport& r, std::initializer_list<const char*> ids) {
   static constexpr const char* kNeedContext[] = {
-      "register-spills", "scalar-global-loads", "integer-division-in-index-math", "fp64-in-fp32",
-      "tensor-cores-unused", "launch-overhead", "copies-or-syncs-in-call"};
+      "register-spills",     "scalar-global-loads", "integer-division-in-index-math", "fp64-in-fp32",
+      "tensor-cores-unused", "launch-overhead",     "copies-or-syncs-in-call"};
   for (const char* id : ids) EXPECT_FALSE(Fired(r, id)) << id << " fired: " << Describe(r);
   for (const char* id : kNeedContext) EXPECT_FALSE(Fired(r, id)) << id << " fired without context: " << Describe(r);
 }
 
 TEST(FixtureTools, TransposeNaive) {
   // Manifest: uncoalesced-global-access, class memory-bound (latency-bound also ok). Met.
-  KernelReport r = One("full_transpose-naive.csv", "TransposeNaive(const float *, float *, long, long)",
-                       Bottleneck::kLatency);
+  KernelReport r =
+      One("full_transpose-naive.csv", "TransposeNaive(const float *, float *, long, long)", Bottleneck::kLatency);
   ExpectTop(r, "uncoalesced-global-access");
   ExpectSeverity(r, 0, 1.0);
   // No shared memory, no divergence, a full grid, DRAM far from its roof.
@@ -116,8 +115,8 @@ TEST(FixtureTools, TransposeNaive) {
 TEST(FixtureTools, TransposeSmemUnpadded) {
   // Manifest: shared-bank-conflicts, class memory-bound (mixed also ok). The top is met; the class
   // is not: SM 36.2% and DRAM 34.6% of peak are both under the 40% line, so latency-bound.
-  KernelReport r = One("full_transpose-smem-unpadded.csv",
-                       "TransposeUnpadded(const float *, float *, long, long)", Bottleneck::kLatency);
+  KernelReport r = One("full_transpose-smem-unpadded.csv", "TransposeUnpadded(const float *, float *, long, long)",
+                       Bottleneck::kLatency);
   ExpectTop(r, "shared-bank-conflicts");
   // Global traffic is coalesced through the tile.
   ExpectSilent(r, {"uncoalesced-global-access", "warp-divergence", "tail-effect", "dram-near-peak"});
@@ -128,8 +127,7 @@ TEST(FixtureTools, RecurrenceSpill) {
   // the SASS), which an import lacks, so it stays silent here although the CSV shows the spills:
   // sass__inst_executed_register_spilling 48.9 M, smsp__sass_inst_executed_op_local_ld.sum 24.4 M.
   // (The full profile, with the SASS, tops it.) kpilot's top on the counters alone:
-  KernelReport r = One("full_recurrence-spill.csv", "RingSmooth(const float *, float *, long)",
-                       Bottleneck::kLatency);
+  KernelReport r = One("full_recurrence-spill.csv", "RingSmooth(const float *, float *, long)", Bottleneck::kLatency);
   ExpectTop(r, "dominant-warp-stall");
   ExpectSilent(r, {"shared-bank-conflicts", "uncoalesced-global-access", "warp-divergence", "dram-near-peak"});
 }
@@ -138,17 +136,16 @@ TEST(FixtureTools, HornerFp64Literal) {
   // Manifest: fp64-in-fp32. The import has no task precision and no SASS, and the full set
   // carries the DADD count only as a per-cycle rate: fp64-in-fp32 cannot fire here (the full
   // profile, with the task and SASS, tops it). kpilot's top on the counters alone:
-  KernelReport r = One("full_horner-fp64-literal.csv", "Horner(const float *, float *, long)",
-                       Bottleneck::kCompute);
+  KernelReport r = One("full_horner-fp64-literal.csv", "Horner(const float *, float *, long)", Bottleneck::kCompute);
   ExpectTop(r, "dominant-warp-stall");
-  ExpectSilent(r, {"shared-bank-conflicts", "uncoalesced-global-access", "low-cache-hit-rate",
-                   "dram-near-peak", "tail-effect", "warp-divergence"});
+  ExpectSilent(r, {"shared-bank-conflicts", "uncoalesced-global-access", "low-cache-hit-rate", "dram-near-peak",
+                   "tail-effect", "warp-divergence"});
 }
 
 TEST(FixtureTools, SgemmNaive) {
   // Manifest: dominant-warp-stall, class compute-bound. Met.
-  KernelReport r = One("full_sgemm-naive.csv",
-                       "SgemmNaive(const float *, const float *, float *, int, int, int)", Bottleneck::kCompute);
+  KernelReport r = One("full_sgemm-naive.csv", "SgemmNaive(const float *, const float *, float *, int, int, int)",
+                       Bottleneck::kCompute);
   ExpectTop(r, "dominant-warp-stall");
   // No shared memory, DRAM idle (the loads hit in cache).
   ExpectSilent(r, {"shared-bank-conflicts", "dram-near-peak", "warp-divergence", "tail-effect"});
@@ -160,8 +157,8 @@ TEST(FixtureTools, VaddOneBlock) {
   // low-cache-hit-rate — a streaming kernel's compulsory misses, which the task's minimum bytes
   // would rule out but the import does not have. tail-effect takes the SM count from the CSV's
   // launch__sm_count (132) and fires too.
-  KernelReport r = One("full_vadd-one-block.csv",
-                       "VaddOneBlock(const float *, const float *, float *, long)", Bottleneck::kLatency);
+  KernelReport r =
+      One("full_vadd-one-block.csv", "VaddOneBlock(const float *, const float *, float *, long)", Bottleneck::kLatency);
   ExpectTop(r, "low-cache-hit-rate", {"occupancy-limiter"});
   ExpectSeverity(r, 1, 1.0);
   EXPECT_TRUE(Fired(r, "tail-effect")) << Describe(r);
@@ -173,19 +170,19 @@ TEST(FixtureTools, ChunkedScaleCopySync) {
   // syncs are in the launch trace, which a CSV does not carry: the tool cannot fire here, and the
   // class is latency-bound (SM 32.6%, DRAM 29.0%), not launch-bound (the full profile, with the
   // trace, gets both). Four launches of one kernel merge into one report.
-  KernelReport r = One("full_chunked-scale-copy-sync.csv", "ScaleShift(const float *, float *, float, long)",
-                       Bottleneck::kLatency);
+  KernelReport r =
+      One("full_chunked-scale-copy-sync.csv", "ScaleShift(const float *, float *, float, long)", Bottleneck::kLatency);
   ExpectTop(r, "low-cache-hit-rate");
-  ExpectSilent(r, {"shared-bank-conflicts", "uncoalesced-global-access", "dram-near-peak", "warp-divergence",
-                   "tail-effect"});
+  ExpectSilent(
+      r, {"shared-bank-conflicts", "uncoalesced-global-access", "dram-near-peak", "warp-divergence", "tail-effect"});
 }
 
 TEST(FixtureTools, GemmBf16CudaCores) {
   // Manifest: tensor-cores-unused, class compute-bound. It needs the task's precision (bf16) and
   // GEMM shape, which a CSV does not carry: it cannot fire here (the full profile tops it).
-  KernelReport r = One("full_gemm-bf16-cuda-cores.csv",
-                       "GemmBf16Tiled(const __nv_bfloat16 *, const __nv_bfloat16 *, float *, int, int, int)",
-                       Bottleneck::kCompute);
+  KernelReport r =
+      One("full_gemm-bf16-cuda-cores.csv",
+          "GemmBf16Tiled(const __nv_bfloat16 *, const __nv_bfloat16 *, float *, int, int, int)", Bottleneck::kCompute);
   // Nothing else fires either: the import gives no finding at all for this kernel.
   EXPECT_TRUE(r.findings.empty()) << Describe(r);
 }
@@ -208,9 +205,9 @@ TEST(FixtureTools, AxpyThousandLaunches) {
 TEST(FixtureTools, ScaleBiasRowThreads) {
   // Manifest: uncoalesced-global-access, class memory-bound (latency-bound also ok). Met: SM 8.1%,
   // DRAM 10.7%; stores move 32.1 sectors per request, loads 16.5.
-  KernelReport r = One("full_scale-bias-row-threads.csv",
-                       "ScaleBiasByRows(const float *, const float *, float *, float, long, long)",
-                       Bottleneck::kLatency);
+  KernelReport r =
+      One("full_scale-bias-row-threads.csv",
+          "ScaleBiasByRows(const float *, const float *, float *, float, long, long)", Bottleneck::kLatency);
   ExpectTop(r, "uncoalesced-global-access");
   ExpectSeverity(r, 0, 1.0);
   // No shared memory, no branch but the bounds check, 124 waves, DRAM at 10.7%.
@@ -251,8 +248,8 @@ TEST(FixtureTools, HistogramGlobalAtomics) {
                        Bottleneck::kLatency, 2);
   ExpectOnly(r, "dominant-warp-stall");
   // Coalesced reads of x, no shared memory, 62 waves, DRAM idle, warps mostly resident (84%).
-  ExpectSilent(r, {"uncoalesced-global-access", "shared-bank-conflicts", "tail-effect", "dram-near-peak",
-                   "occupancy-limiter"});
+  ExpectSilent(
+      r, {"uncoalesced-global-access", "shared-bank-conflicts", "tail-effect", "dram-near-peak", "occupancy-limiter"});
 
   KernelReport clear = One("full_histogram-global-atomics.csv", "ClearBins(int *, int)", Bottleneck::kLatency, 2);
   ExpectTop(clear, "occupancy-limiter", {"tail-effect"});
@@ -261,8 +258,8 @@ TEST(FixtureTools, HistogramGlobalAtomics) {
 
 TEST(FixtureTools, LanePathsDivergent) {
   // Manifest: warp-divergence, class compute-bound. Met: 8.07 active threads per instruction.
-  KernelReport r = One("full_lane-paths-divergent.csv", "FourPathsByLane(const float *, float *, long)",
-                       Bottleneck::kCompute);
+  KernelReport r =
+      One("full_lane-paths-divergent.csv", "FourPathsByLane(const float *, float *, long)", Bottleneck::kCompute);
   ExpectOnly(r, "warp-divergence");
   // Coalesced element-wise access, no shared memory, DRAM idle (0.3%).
   ExpectSilent(r, {"uncoalesced-global-access", "shared-bank-conflicts", "dram-near-peak", "tail-effect"});
@@ -274,8 +271,8 @@ TEST(FixtureTools, RowSumBlockPerRow) {
   // 1.0 and low-cache-hit-rate goes first by id: the streamed rows' misses are compulsory, which the
   // task's minimum bytes would show; uncoalesced-global-access is a false alarm too: the float4
   // loads move 16 sectors per request, ideal for 128-bit, but without the SASS 32-bit is assumed.
-  KernelReport r = One("full_row-sum-block-per-row.csv", "RowSumBlock(const float *, float *, long, bool)",
-                       Bottleneck::kLatency);
+  KernelReport r =
+      One("full_row-sum-block-per-row.csv", "RowSumBlock(const float *, float *, long, bool)", Bottleneck::kLatency);
   ExpectTop(r, "low-cache-hit-rate", {"tail-effect", "uncoalesced-global-access"});
   ExpectSeverity(r, 1, 1.0);
   // Full warps down to the shuffle reduction, DRAM under its roof, barriers 3% of stalls.
@@ -287,8 +284,8 @@ TEST(FixtureTools, ScaleCopyFloat4) {
   // (0.57), but two tools saturate at 1.0 ahead of it: low-cache-hit-rate (first by id; streaming
   // misses are compulsory, which the task's minimum bytes would show) and uncoalesced-global-access
   // (16 sectors per float4 request is ideal, but without the SASS 32-bit accesses are assumed).
-  KernelReport r = One("full_scale-copy-float4.csv", "ScaleVec4(const float4 *, float4 *, float, long)",
-                       Bottleneck::kMemory);
+  KernelReport r =
+      One("full_scale-copy-float4.csv", "ScaleVec4(const float4 *, float4 *, float, long)", Bottleneck::kMemory);
   ExpectTop(r, "low-cache-hit-rate", {"uncoalesced-global-access", "dram-near-peak"});
   // Load waits at the DRAM roof are the roof, not a stall to fix; no shared memory; 62 waves.
   ExpectSilent(r, {"dominant-warp-stall", "shared-bank-conflicts", "warp-divergence", "tail-effect"});
@@ -311,8 +308,8 @@ TEST(FixtureTools, SoftsignScalarGridStride) {
 TEST(FixtureTools, SmoothRowsBarriers) {
   // Manifest: barrier-stall (dominant-warp-stall also ok), class latency-bound (compute-bound also
   // ok). Met: barrier stalls are 45% of stalls; SM 73.4%, so compute-bound.
-  KernelReport r = One("full_smooth-rows-barriers.csv", "SmoothRowInPlace(const float *, float *, int)",
-                       Bottleneck::kCompute);
+  KernelReport r =
+      One("full_smooth-rows-barriers.csv", "SmoothRowInPlace(const float *, float *, int)", Bottleneck::kCompute);
   ExpectTop(r, "barrier-stall", {"dominant-warp-stall"});
   // The 3-point stencil reads are conflict-free, rows are read coalesced, DRAM idle, 15.5 waves.
   ExpectSilent(r, {"shared-bank-conflicts", "uncoalesced-global-access", "dram-near-peak", "tail-effect"});
@@ -333,9 +330,9 @@ TEST(FixtureTools, PlummerPowDouble) {
   // Manifest: fp64-in-fp32, class compute-bound. Class met (SM 73.8%). The CSV shows the FP64 pipe
   // 67.7% busy, but fp64-in-fp32 needs the task's precision (f32) to call that a mistake and the
   // import has no task: silent. The only finding is the 5.17-wave tail (14% of the time lost).
-  KernelReport r = One("full_plummer-pow-double.csv",
-                       "PlummerSumPow(const float *, const float *, const float *, float *, long, int)",
-                       Bottleneck::kCompute);
+  KernelReport r =
+      One("full_plummer-pow-double.csv",
+          "PlummerSumPow(const float *, const float *, const float *, float *, long, int)", Bottleneck::kCompute);
   ExpectOnly(r, "tail-effect");
   // Broadcast reads of the staged sources (no conflicts), coalesced global loads, DRAM idle.
   ExpectSilent(r, {"shared-bank-conflicts", "uncoalesced-global-access", "dram-near-peak", "warp-divergence"});
@@ -358,8 +355,8 @@ TEST(FixtureTools, RowL2NormSmemOccupancy) {
   // 96 KiB of dynamic shared memory per block, 12.5% theoretical occupancy). It ties at 1.0 with
   // uncoalesced-global-access, a false alarm: 16 sectors per float4 request is ideal, but without
   // the SASS 32-bit accesses are assumed.
-  KernelReport r = One("full_row-l2norm-smem-occupancy.csv", "RowL2NormStaged(const float4 *, float4 *, long)",
-                       Bottleneck::kMemory);
+  KernelReport r =
+      One("full_row-l2norm-smem-occupancy.csv", "RowL2NormStaged(const float4 *, float4 *, long)", Bottleneck::kMemory);
   ExpectTop(r, "occupancy-limiter", {"uncoalesced-global-access"});
   ExpectSeverity(r, 0, 1.0);
   // 38 registers, no branches but the bounds checks, DRAM under its roof, 7.76 waves (3% lost).

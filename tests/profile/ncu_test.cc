@@ -111,7 +111,7 @@ TEST(NcuRawCsv, CapturedFullSetSeveralLaunches) {
   EXPECT_DOUBLE_EQ(Metric(k, "sm__throughput.avg.pct_of_peak_sustained_elapsed"), 32.60);
   EXPECT_DOUBLE_EQ(Metric(k, "dram__bytes_read.sum.per_second"), 1337734693877.55);  // byte/s
   EXPECT_DOUBLE_EQ(Metric(k, "sm__cycles_elapsed.avg.per_second"), 1962020958.95);   // hz
-  EXPECT_DOUBLE_EQ(Metric(k, "smsp__cycles_active.avg"), 21273.06);                   // cycle
+  EXPECT_DOUBLE_EQ(Metric(k, "smsp__cycles_active.avg"), 21273.06);                  // cycle
   // The full set names DRAM throughput gpu__dram_throughput only; the parser adds the
   // dram__throughput name kpilot reads, with the same value, for every rollup.
   EXPECT_DOUBLE_EQ(Metric(k, "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"), 29.02);
@@ -157,7 +157,8 @@ TEST(NcuRawCsv, NotAvailableValues) {
       "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\","
       "\"Grid Size\",\"Device\",\"CC\",\"a__x.sum\",\"b__y.ratio\",\"c__z.pct\"\n"
       "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"byte\",\"\",\"%\"\n"
-      "\"0\",\"1\",\"a\",\"h\",\"k(int)\",\"1\",\"7\",\"(1, 1, 1)\",\"(1, 1, 1)\",\"0\",\"9.0\",\"1,024\",\"n/a\",\"N/A\"\n";
+      "\"0\",\"1\",\"a\",\"h\",\"k(int)\",\"1\",\"7\",\"(1, 1, 1)\",\"(1, 1, "
+      "1)\",\"0\",\"9.0\",\"1,024\",\"n/a\",\"N/A\"\n";
   auto r = ParseNcuRawCsv(text);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->size(), 1u);
@@ -209,8 +210,8 @@ TEST(NcuRawCsv, QuotesInsideFieldsAndARepeatedHeader) {
   EXPECT_EQ((*r)[0].kernel, "k<\"x\">(int)");
   EXPECT_DOUBLE_EQ(Metric((*r)[0], "gpu__time_duration.sum"), 1.5e6);  // msecond → ns
   EXPECT_EQ((*r)[0].metrics.count("dram__bytes.sum"), 0u);
-  EXPECT_DOUBLE_EQ(Metric((*r)[1], "dram__bytes.sum"), 2e9);           // Gbyte
-  EXPECT_DOUBLE_EQ(Metric((*r)[1], "gpu__time_duration.sum"), 1e6);    // second → ns
+  EXPECT_DOUBLE_EQ(Metric((*r)[1], "dram__bytes.sum"), 2e9);         // Gbyte
+  EXPECT_DOUBLE_EQ(Metric((*r)[1], "gpu__time_duration.sum"), 1e6);  // second → ns
 }
 
 TEST(NcuRawCsv, NoTableSaysWhatNcuSaidInstead) {
@@ -317,8 +318,7 @@ TEST(NcuCommand, MetricsSectionsFilterAndTarget) {
   EXPECT_EQ(IndexOf(argv, "--set"), -1);
   // The program and its arguments come last, in order.
   ASSERT_GE(argv.size(), 3u);
-  EXPECT_EQ(std::vector<std::string>(argv.end() - 3, argv.end()),
-            (std::vector<std::string>{"./bench", "--n", "2048"}));
+  EXPECT_EQ(std::vector<std::string>(argv.end() - 3, argv.end()), (std::vector<std::string>{"./bench", "--n", "2048"}));
 
   req.kernel_regex = "regex:^vadd";
   argv = NcuCommand("ncu", req);

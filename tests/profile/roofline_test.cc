@@ -7,9 +7,9 @@
 namespace kpilot {
 namespace {
 
-constexpr double kDram = 4.3e12;       // bytes/s, the measured device-to-device copy rate
-constexpr double kFp32 = 60e12;        // FLOP/s
-constexpr double kBf16 = 780e12;       // FLOP/s, measured bf16 matmul
+constexpr double kDram = 4.3e12;  // bytes/s, the measured device-to-device copy rate
+constexpr double kFp32 = 60e12;   // FLOP/s
+constexpr double kBf16 = 780e12;  // FLOP/s, measured bf16 matmul
 
 bool Mentions(const RooflineVerdict& v, const std::string& text) {
   return v.explanation.find(text) != std::string::npos;

@@ -35,9 +35,7 @@ severity = 0.25
 guidance = "DRAM at {dram__throughput.avg.pct_of_peak_sustained_elapsed}%"
 )";
 
-void Write(const fs::path& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void Write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
 const Tool* Find(const std::vector<std::unique_ptr<Tool>>& tools, const std::string& id) {
   for (const auto& t : tools) {
@@ -102,7 +100,8 @@ metrics = ["sm__throughput.avg.pct_of_peak_sustained_elapsed"]
 condition = "1"
 severity = "sm__throughput.avg.pct_of_peak_sustained_elapsed / 10"
 guidance = "SM {sm__throughput.avg.pct_of_peak_sustained_elapsed}"
-)", "t.toml");
+)",
+                              "t.toml");
   ASSERT_TRUE(tools.ok()) << tools.status().message();
   ProfileContext ctx;
   ctx.metrics["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 1234.4;
@@ -172,11 +171,14 @@ TEST(RuleToolErrors, MissingField) {
 
 TEST(RuleToolErrors, UnknownClass) {
   std::string e = ErrorOf(RuleWith("classes", "classes = [\"memory\", \"comput\"]"));
-  EXPECT_CONTAINS(e, "tools.toml:3: rule[0].classes: unknown class \"comput\" — use compute, memory, latency, launch, mixed or all");
+  EXPECT_CONTAINS(
+      e,
+      "tools.toml:3: rule[0].classes: unknown class \"comput\" — use compute, memory, latency, launch, mixed or all");
 }
 
 TEST(RuleToolErrors, ConditionSyntaxError) {
-  std::string e = ErrorOf(RuleWith("condition", "condition = \"dram__throughput.avg.pct_of_peak_sustained_elapsed > \""));
+  std::string e =
+      ErrorOf(RuleWith("condition", "condition = \"dram__throughput.avg.pct_of_peak_sustained_elapsed > \""));
   EXPECT_CONTAINS(e, "tools.toml:5: rule[0].condition: cannot parse");
   EXPECT_CONTAINS(e, "write a muparser expression");
 }
@@ -191,7 +193,8 @@ condition = "dram_pct > 80"
 guidance = "g"
 )";
   std::string e = ErrorOf(text);
-  EXPECT_CONTAINS(e, "tools.toml:14: rule[1].condition: unknown name \"dram_pct\" — use metric names declared in metrics = [...]");
+  EXPECT_CONTAINS(
+      e, "tools.toml:14: rule[1].condition: unknown name \"dram_pct\" — use metric names declared in metrics = [...]");
   // A metric name written with its dots that was not declared is reported as written.
   e = ErrorOf(RuleWith("condition", "condition = \"lts__t_sector_hit_rate.pct < 5\""));
   EXPECT_CONTAINS(e, "rule[0].condition: unknown name \"lts__t_sector_hit_rate.pct\"");

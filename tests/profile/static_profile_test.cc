@@ -164,7 +164,7 @@ SassInstruction Ins(uint32_t offset, const std::string& text) {
 TEST(ClassifySass, OpcodeVariantsOfOtherArchitectures) {
   SassFunction f;
   f.instructions = {
-      Ins(0x00, "LDG.E.ENL2.256 R4, desc[UR4][R2.64]"),  // Blackwell 256-bit load
+      Ins(0x00, "LDG.E.ENL2.256 R4, desc[UR4][R2.64]"),    // Blackwell 256-bit load
       Ins(0x10, "LDG.E.LTC128B.64 R8, desc[UR4][R2.64]"),  // the L2 hint is not a width
       Ins(0x20, "LDG.E.S16 R9, desc[UR4][R2.64]"),
       Ins(0x30, "FFMA2 R10, R4, R6, R8"),

@@ -50,15 +50,16 @@ KernelStaticProfile StaticWith(const std::function<void(KernelStaticProfile&)>& 
 
 struct Case {
   std::string tool;
-  std::string name;                             // what the context shows
-  std::function<ProfileContext()> firing;       // must fire
-  std::vector<std::string> in_guidance;         // numbers (and words) the guidance must quote
-  std::function<ProfileContext()> healthy;      // must stay silent
+  std::string name;                         // what the context shows
+  std::function<ProfileContext()> firing;   // must fire
+  std::vector<std::string> in_guidance;     // numbers (and words) the guidance must quote
+  std::function<ProfileContext()> healthy;  // must stay silent
 };
 
 std::vector<Case> Cases() {
   return {
-      {"uncoalesced-global-access", "13 sectors per request",
+      {"uncoalesced-global-access",
+       "13 sectors per request",
        [] {
          ProfileContext c;
          c.metrics = {{metric::kGlobalLoadSectors, 1300}, {metric::kGlobalLoadRequests, 100}};
@@ -70,7 +71,8 @@ std::vector<Case> Cases() {
          c.metrics = {{metric::kGlobalLoadSectors, 410}, {metric::kGlobalLoadRequests, 100}};
          return c;
        }},
-      {"low-cache-hit-rate", "L1 12%, 55% long scoreboard",
+      {"low-cache-hit-rate",
+       "L1 12%, 55% long scoreboard",
        [] {
          auto c = WithStalls({{"long_scoreboard", 5.5}, {"wait", 2.5}, {"barrier", 2}});
          c.metrics[metric::kL1HitPct] = 12;
@@ -83,11 +85,12 @@ std::vector<Case> Cases() {
          c.metrics[metric::kL1HitPct] = 80;
          return c;
        }},
-      {"dram-near-peak", "DRAM 91.5%",
+      {"dram-near-peak",
+       "DRAM 91.5%",
        [] {
          ProfileContext c;
-         c.metrics = {{metric::kDramThroughputPct, 91.5}, {metric::kDramBytesRead, 268e6},
-                      {metric::kDramBytesWrite, 134e6}};
+         c.metrics = {
+             {metric::kDramThroughputPct, 91.5}, {metric::kDramBytesRead, 268e6}, {metric::kDramBytesWrite, 134e6}};
          return c;
        },
        {"91.5%", "268 MB read", "134 MB written", "Fuse"},
@@ -96,7 +99,8 @@ std::vector<Case> Cases() {
          c.metrics = {{metric::kDramThroughputPct, 62}};
          return c;
        }},
-      {"scalar-global-loads", "23 LDG.32 of 24, memory-bound",
+      {"scalar-global-loads",
+       "23 LDG.32 of 24, memory-bound",
        [] {
          ProfileContext c;
          c.roofline.result = Bottleneck::kMemory;
@@ -114,11 +118,14 @@ std::vector<Case> Cases() {
          c.static_profile = StaticWith([](KernelStaticProfile&) {});  // has 128-bit loads
          return c;
        }},
-      {"shared-bank-conflicts", "30% replays",
+      {"shared-bank-conflicts",
+       "30% replays",
        [] {
          ProfileContext c;
-         c.metrics = {{metric::kSharedLoadConflicts, 300000}, {metric::kSharedLoadWavefronts, 1000000},
-                      {metric::kSharedStoreConflicts, 0}, {metric::kSharedStoreWavefronts, 0}};
+         c.metrics = {{metric::kSharedLoadConflicts, 300000},
+                      {metric::kSharedLoadWavefronts, 1000000},
+                      {metric::kSharedStoreConflicts, 0},
+                      {metric::kSharedStoreWavefronts, 0}};
          return c;
        },
        {"30%", "300000 on loads", "0 on stores", "1.43 wavefronts per access", "TILE + 1"},
@@ -127,7 +134,8 @@ std::vector<Case> Cases() {
          c.metrics = {{metric::kSharedLoadConflicts, 1000}, {metric::kSharedLoadWavefronts, 1000000}};
          return c;
        }},
-      {"register-spills", "ptxas spills, 32% long scoreboard",
+      {"register-spills",
+       "ptxas spills, 32% long scoreboard",
        [] {
          auto c = WithStalls({{"long_scoreboard", 3.2}, {"wait", 6.8}});
          c.metrics[metric::kSmThroughputPct] = 31;
@@ -141,14 +149,15 @@ std::vector<Case> Cases() {
          });
          return c;
        },
-       {"128 bytes (stores)", "96 bytes (loads)", "255 registers", "12 LDL", "8 STL", "32%",
-        "compute (31%)", "DRAM (22%)", "__launch_bounds__"},
+       {"128 bytes (stores)", "96 bytes (loads)", "255 registers", "12 LDL", "8 STL", "32%", "compute (31%)",
+        "DRAM (22%)", "__launch_bounds__"},
        [] {
          ProfileContext c;
          c.static_profile = StaticWith([](KernelStaticProfile&) {});
          return c;
        }},
-      {"occupancy-limiter", "registers limit 25%",
+      {"occupancy-limiter",
+       "registers limit 25%",
        [] {
          ProfileContext c;
          c.sm = SmLimits{};
@@ -167,8 +176,8 @@ std::vector<Case> Cases() {
          c.occupancy = o;
          return c;
        },
-       {"25%", "16 of 64 warps", "limited by registers", "128 registers per thread",
-        "at most 64 registers per thread", "4 blocks", "__launch_bounds__(256, 4)"},
+       {"25%", "16 of 64 warps", "limited by registers", "128 registers per thread", "at most 64 registers per thread",
+        "4 blocks", "__launch_bounds__(256, 4)"},
        [] {
          ProfileContext c;
          Occupancy o;
@@ -181,7 +190,8 @@ std::vector<Case> Cases() {
          c.metrics[metric::kAchievedOccupancyPct] = 70;
          return c;
        }},
-      {"high-register-count", "168 registers",
+      {"high-register-count",
+       "168 registers",
        [] {
          ProfileContext c;
          c.sm = SmLimits{};
@@ -194,19 +204,28 @@ std::vector<Case> Cases() {
          c.metrics[metric::kRegistersPerThread] = 64;
          return c;
        }},
-      {"dominant-warp-stall", "65% long scoreboard",
-       [] { return WithStalls({{"long_scoreboard", 6.5}, {"barrier", 2}, {"wait", 1.5}}); },
+      {"dominant-warp-stall",
+       "65% long scoreboard",
+       [] {
+         return WithStalls({{"long_scoreboard", 6.5}, {"barrier", 2}, {"wait", 1.5}});
+       },
        {"Critical", "65%", "long_scoreboard", "6.5 cycles", "barrier 20%", "shared memory"},
-       [] { return WithStalls({{"long_scoreboard", 3}, {"barrier", 3}, {"wait", 4}}); }},
-      {"barrier-stall", "34% barrier",
+       [] {
+         return WithStalls({{"long_scoreboard", 3}, {"barrier", 3}, {"wait", 4}});
+       }},
+      {"barrier-stall",
+       "34% barrier",
        [] {
          auto c = WithStalls({{"barrier", 3.4}, {"long_scoreboard", 3.3}, {"wait", 3.3}});
          c.static_profile = StaticWith([](KernelStaticProfile& p) { p.mix.barriers = 6; });
          return c;
        },
        {"34%", "6 barrier instructions", "double-buffer"},
-       [] { return WithStalls({{"barrier", 1}, {"long_scoreboard", 5}, {"wait", 4}}); }},
-      {"tensor-cores-unused", "bf16 GEMM on FFMA",
+       [] {
+         return WithStalls({{"barrier", 1}, {"long_scoreboard", 5}, {"wait", 4}});
+       }},
+      {"tensor-cores-unused",
+       "bf16 GEMM on FFMA",
        [] {
          ProfileContext c;
          c.matmul_shaped = true;
@@ -214,8 +233,8 @@ std::vector<Case> Cases() {
          c.static_profile = StaticWith([](KernelStaticProfile& p) { p.mix.ffma = 512; });
          // What CUPTI read on the H200 for an FFMA-only bf16 GEMM: the tensor pipe's instruction
          // counter is not zero, yet the SASS has no MMA. The SASS decides.
-         c.metrics = {{metric::kTensorHmmaInst, 10518528}, {metric::kTensorGmmaInst, 0},
-                      {metric::kSmThroughputPct, 78}};
+         c.metrics = {
+             {metric::kTensorHmmaInst, 10518528}, {metric::kTensorGmmaInst, 0}, {metric::kSmThroughputPct, 78}};
          return c;
        },
        {"GEMM-shaped in bf16", "no HMMA/HGMMA", "512 FFMA", "78%", "wgmma"},
@@ -226,7 +245,8 @@ std::vector<Case> Cases() {
          c.static_profile = StaticWith([](KernelStaticProfile& p) { p.mix.hmma = 16; });
          return c;
        }},
-      {"fp64-in-fp32", "7 DFMA in an f32 kernel",
+      {"fp64-in-fp32",
+       "7 DFMA in an f32 kernel",
        [] {
          ProfileContext c;
          c.compute_precision = "f32";
@@ -240,7 +260,8 @@ std::vector<Case> Cases() {
          c.static_profile = StaticWith([](KernelStaticProfile& p) { p.mix.fp64 = 7; });
          return c;
        }},
-      {"integer-division-in-index-math", "3 division sequences",
+      {"integer-division-in-index-math",
+       "3 division sequences",
        [] {
          ProfileContext c;
          c.static_profile = StaticWith([](KernelStaticProfile& p) { p.mix.int_div_sequences = 3; });
@@ -252,7 +273,8 @@ std::vector<Case> Cases() {
          c.static_profile = StaticWith([](KernelStaticProfile&) {});
          return c;
        }},
-      {"warp-divergence", "14.2 threads per instruction",
+      {"warp-divergence",
+       "14.2 threads per instruction",
        [] {
          ProfileContext c;
          c.metrics = {{metric::kThreadsPerInst, 14.2}, {metric::kBlockSize, 100}};
@@ -264,7 +286,8 @@ std::vector<Case> Cases() {
          c.metrics = {{metric::kThreadsPerInst, 31.5}};
          return c;
        }},
-      {"tail-effect", "1.1 waves",
+      {"tail-effect",
+       "1.1 waves",
        [] {
          ProfileContext c;
          c.sm_count = 132;
@@ -278,7 +301,8 @@ std::vector<Case> Cases() {
          c.metrics = {{metric::kWavesPerSm, 4.0}, {metric::kGridSize, 1056}};
          return c;
        }},
-      {"tail-effect", "grid of 40 on 132 SMs",
+      {"tail-effect",
+       "grid of 40 on 132 SMs",
        [] {
          ProfileContext c;
          c.sm_count = 132;
@@ -292,7 +316,8 @@ std::vector<Case> Cases() {
          c.metrics = {{metric::kWavesPerSm, 9.9}, {metric::kGridSize, 2614}};
          return c;
        }},
-      {"tail-effect", "140 blocks in one wave on 132 SMs",
+      {"tail-effect",
+       "140 blocks in one wave on 132 SMs",
        [] {
          ProfileContext c;
          c.sm_count = 132;
@@ -306,7 +331,8 @@ std::vector<Case> Cases() {
          c.metrics = {{metric::kWavesPerSm, 1.0}, {metric::kGridSize, 264}};
          return c;
        }},
-      {"launch-overhead", "35% gaps",
+      {"launch-overhead",
+       "35% gaps",
        [] {
          ProfileContext c;
          c.launch_gap_share = 0.35;
@@ -320,7 +346,8 @@ std::vector<Case> Cases() {
          c.kernels_per_call = 2;
          return c;
        }},
-      {"launch-overhead", "12 kernels per call",
+      {"launch-overhead",
+       "12 kernels per call",
        [] {
          ProfileContext c;
          c.launch_gap_share = 0.1;
@@ -333,7 +360,8 @@ std::vector<Case> Cases() {
          c.kernels_per_call = 1;
          return c;
        }},
-      {"copies-or-syncs-in-call", "2 copies and a sync",
+      {"copies-or-syncs-in-call",
+       "2 copies and a sync",
        [] {
          ProfileContext c;
          c.memcpys_per_call = 2;
@@ -560,9 +588,8 @@ TEST(SelectTools, ByClass) {
 }
 
 TEST(MetricsNeeded, UnionIsSortedWithoutDuplicates) {
-  std::vector<const Tool*> tools = {&ById("low-cache-hit-rate"), &ById("dominant-warp-stall"),
-                                    &ById("barrier-stall"), &ById("dram-near-peak"),
-                                    &ById("launch-overhead")};
+  std::vector<const Tool*> tools = {&ById("low-cache-hit-rate"), &ById("dominant-warp-stall"), &ById("barrier-stall"),
+                                    &ById("dram-near-peak"), &ById("launch-overhead")};
   auto names = MetricsNeeded(tools);
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());

@@ -60,10 +60,10 @@ TEST_F(CliPytorchGpu, NativeCandidatePassesAgainstEagerAndTheCacheFillsBothBasel
 
 TEST_F(CliPytorchGpu, ModelNewWithKernelBenchTiming) {
   int rc = -1;
-  json j = Run({"eval", (kSuite / "level1" / "1_ReLU.py").string(),
-                (kSuite / "candidates" / "1_ReLU" / "model_new.py").string(), "--json", "--no-store", "--timing",
-                "kernelbench"},
-               &rc);
+  json j = Run(
+      {"eval", (kSuite / "level1" / "1_ReLU.py").string(), (kSuite / "candidates" / "1_ReLU" / "model_new.py").string(),
+       "--json", "--no-store", "--timing", "kernelbench"},
+      &rc);
   ASSERT_FALSE(j.is_null());
   EXPECT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["verdict"]["kind"], "passed");
@@ -72,8 +72,8 @@ TEST_F(CliPytorchGpu, ModelNewWithKernelBenchTiming) {
 
 TEST_F(CliPytorchGpu, OptimizeStartsFromTheSuitesNativeCandidate) {
   int rc = -1;
-  json j = Run({"optimize", (kSuite / "level1" / "1_ReLU.py").string(), "--budget", "4", "--skills", "off", "--json"},
-               &rc);
+  json j =
+      Run({"optimize", (kSuite / "level1" / "1_ReLU.py").string(), "--budget", "4", "--skills", "off", "--json"}, &rc);
   ASSERT_FALSE(j.is_null());
   EXPECT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["final"]["verdict"]["kind"], "passed");

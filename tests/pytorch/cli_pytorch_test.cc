@@ -33,7 +33,8 @@ class CliPytorchCpu : public ::testing::Test {
 
   // kpilot eval PROBLEM CANDIDATE --python <venv> --json ARGS…; the JSON it printed (null if none).
   json Eval(const fs::path& problem, const fs::path& candidate, std::vector<std::string> args, int* exit_code) {
-    std::vector<std::string> argv = {"eval", problem.string(), candidate.string(), "--python", python_.string(), "--json"};
+    std::vector<std::string> argv = {"eval",     problem.string(), candidate.string(),
+                                     "--python", python_.string(), "--json"};
     argv.insert(argv.end(), args.begin(), args.end());
     ProcessResult r = testing::RunKpilot(dir_->path(), argv, 600);
     *exit_code = r.exit_code;
@@ -48,10 +49,11 @@ class CliPytorchCpu : public ::testing::Test {
     auto source = ReadFile(kFixtures / "native_kernels.cpp");
     EXPECT_TRUE(source.ok());
     fs::path cand = dir_->path() / "relu_tuned.cpp";
-    EXPECT_TRUE(WriteFileAtomic(cand, "/* kpilot-params\nUNROLL = [1, 2, 4]\nconstraints = [\"UNROLL < 4\"]\n*/\n"
-                                      "#ifndef UNROLL\n#define UNROLL 1\n#endif\n"
-                                      "extern \"C\" int relu_unroll() { return UNROLL; }\n" +
-                                          (source.ok() ? *source : std::string()))
+    EXPECT_TRUE(WriteFileAtomic(cand,
+                                "/* kpilot-params\nUNROLL = [1, 2, 4]\nconstraints = [\"UNROLL < 4\"]\n*/\n"
+                                "#ifndef UNROLL\n#define UNROLL 1\n#endif\n"
+                                "extern \"C\" int relu_unroll() { return UNROLL; }\n" +
+                                    (source.ok() ? *source : std::string()))
                     .ok());
     return cand;
   }
@@ -82,7 +84,8 @@ TEST_F(CliPytorchCpu, ANativeCppCandidatePassesAndTheEagerBaselineIsCached) {
 
 TEST_F(CliPytorchCpu, AModelNewCandidateAndKernelBenchTiming) {
   int rc = -1;
-  json j = Eval(kFixtures / "relu_problem.py", kFixtures / "relu_new_ok.py", {"--no-store", "--timing", "kernelbench"}, &rc);
+  json j =
+      Eval(kFixtures / "relu_problem.py", kFixtures / "relu_new_ok.py", {"--no-store", "--timing", "kernelbench"}, &rc);
   ASSERT_FALSE(j.is_null());
   EXPECT_EQ(rc, 0) << j.dump(2);
   EXPECT_EQ(j["verdict"]["kind"], "passed") << j["verdict"].dump();
@@ -129,10 +132,11 @@ TEST_F(CliPytorchCpu, OptimizeTunesTheParamsTheCandidateDeclares) {
 
 TEST_F(CliPytorchCpu, SweepEvaluatesTheDeclaredSpaceThroughTheWorker) {
   fs::path out = dir_->path() / "space.json";
-  ProcessResult r = testing::RunKpilot(dir_->path(), {"sweep", (kFixtures / "relu_problem.py").string(),
-                                                      TunedCandidate().string(), "--python", python_.string(), "--out",
-                                                      out.string(), "--max-seconds", "0.2", "--json"},
-                                       600);
+  ProcessResult r =
+      testing::RunKpilot(dir_->path(),
+                         {"sweep", (kFixtures / "relu_problem.py").string(), TunedCandidate().string(), "--python",
+                          python_.string(), "--out", out.string(), "--max-seconds", "0.2", "--json"},
+                         600);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   auto text = ReadFile(out);
   ASSERT_TRUE(text.ok());
@@ -149,9 +153,9 @@ TEST_F(CliPytorchCpu, AnInterpreterWithoutTorchIsNamedWithTheFix) {
   fs::path python = dir_->path() / "python-without-torch";
   ASSERT_TRUE(WriteFileAtomic(python, "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n").ok());
   fs::permissions(python, fs::perms::owner_all);
-  ProcessResult r = testing::RunKpilot(dir_->path(), {"eval", (kFixtures / "relu_problem.py").string(),
-                                                      (kFixtures / "relu_new_ok.py").string(), "--python",
-                                                      python.string(), "--no-store"});
+  ProcessResult r = testing::RunKpilot(
+      dir_->path(), {"eval", (kFixtures / "relu_problem.py").string(), (kFixtures / "relu_new_ok.py").string(),
+                     "--python", python.string(), "--no-store"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("has no torch — pass --python PATH to an interpreter with torch"), std::string::npos) << r.err;
 }

@@ -110,13 +110,13 @@ class FlashInferErrors : public ::testing::Test {
   // A definition with a var axis `n`, a const axis `k` = 8, input x [n, k], scalar s, output y [n].
   static std::string Definition(const std::string& x_dtype = "float32", const std::string& x_shape = R"(["n", "k"])") {
     return R"({"name": "d", "op_type": "t", "axes": {"n": {"type": "var"}, "k": {"type": "const", "value": 8}},
-  "inputs": {"x": {"shape": )" + x_shape + R"(, "dtype": ")" + x_dtype + R"("}, "s": {"shape": null, "dtype": "int32"}},
+  "inputs": {"x": {"shape": )" +
+           x_shape + R"(, "dtype": ")" + x_dtype + R"("}, "s": {"shape": null, "dtype": "int32"}},
   "outputs": {"y": {"shape": ["n"], "dtype": "float32"}},
   "reference": "def run(x, s):\n    return x.sum(-1) * s\n"})";
   }
-  static constexpr const char* kGood =
-      R"({"uuid": "00000001-aaaa", "axes": {"n": 4},)"
-      R"( "inputs": {"x": {"type": "random"}, "s": {"type": "scalar", "value": 3}}})";
+  static constexpr const char* kGood = R"({"uuid": "00000001-aaaa", "axes": {"n": 4},)"
+                                       R"( "inputs": {"x": {"type": "random"}, "s": {"type": "scalar", "value": 3}}})";
 
   Status Load(const std::string& definition, const std::string& jsonl) {
     fs::path def = Write("d.json", definition);
@@ -137,7 +137,7 @@ TEST_F(FlashInferErrors, WorkloadsBesideTheDefinitionAndExplicitOnesAreFound) {
   EXPECT_EQ(r->workloads.at(0).axes.at("k"), 8);
 
   fs::path other = Write("elsewhere/more.jsonl", "\n" + std::string(kGood) + "\n" +
-                                                    R"({"uuid": "00000002", "axes": {"n": 1}, "inputs": {}})" + "\n");
+                                                     R"({"uuid": "00000002", "axes": {"n": 1}, "inputs": {}})" + "\n");
   r = LoadFlashInferDefinition(def, other);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->workloads.size(), 2u);
@@ -154,8 +154,8 @@ TEST_F(FlashInferErrors, WorkloadTracesAsInFlashInferBenchDatasets) {
   EXPECT_EQ(record["uuid"], "00000001-aaaa") << "the record is the trace's workload";
   EXPECT_FALSE(record.contains("definition"));
 
-  Status s = Load(Definition(),
-                  R"({"definition": "other", "workload": {"uuid": "00000002", "axes": {}, "inputs": {}}})");
+  Status s =
+      Load(Definition(), R"({"definition": "other", "workload": {"uuid": "00000002", "axes": {}, "inputs": {}}})");
   EXPECT_TRUE(Contains(s.message(), "d.jsonl:1: definition: is \"other\", not this definition's name \"d\""))
       << s.message();
   EXPECT_TRUE(Contains(s.message(), "d.jsonl:1: workload.axes.n: var axis is not bound")) << s.message();
@@ -194,12 +194,12 @@ TEST_F(FlashInferErrors, VarAxisMissingFromARecord) {
 }
 
 TEST_F(FlashInferErrors, RecordProblemsAreAllReported) {
-  Status s = Load(Definition(),
-                  R"({"uuid": "00000001", "axes": {"n": 4, "k": 9, "z": 1}, "inputs": {)"
-                  R"("x": {"type": "scalar", "value": 1}, "q": {"type": "random"}, "s": {"type": "file"}}})"
-                  "\n"
-                  R"({"uuid": "00000001-bb", "axes": {"n": 2}, "inputs": {)"
-                  R"("x": {"type": "safetensors", "path": "no.safetensors", "tensor_key": "x"}}})");
+  Status s =
+      Load(Definition(), R"({"uuid": "00000001", "axes": {"n": 4, "k": 9, "z": 1}, "inputs": {)"
+                         R"("x": {"type": "scalar", "value": 1}, "q": {"type": "random"}, "s": {"type": "file"}}})"
+                         "\n"
+                         R"({"uuid": "00000001-bb", "axes": {"n": 2}, "inputs": {)"
+                         R"("x": {"type": "safetensors", "path": "no.safetensors", "tensor_key": "x"}}})");
   const std::string& m = s.message();
   EXPECT_TRUE(Contains(m, "d.jsonl:1: axes.k: const axis is 8 in the definition, not 9")) << m;
   EXPECT_TRUE(Contains(m, "d.jsonl:1: axes.z: no such axis")) << m;
@@ -210,12 +210,10 @@ TEST_F(FlashInferErrors, RecordProblemsAreAllReported) {
 }
 
 TEST_F(FlashInferErrors, MissingSafetensorsFile) {
-  Status s = Load(Definition(),
-                  R"({"uuid": "00000001", "axes": {"n": 2}, "inputs": {)"
-                  R"("x": {"type": "safetensors", "path": "no.safetensors", "tensor_key": "x"}}})");
+  Status s = Load(Definition(), R"({"uuid": "00000001", "axes": {"n": 2}, "inputs": {)"
+                                R"("x": {"type": "safetensors", "path": "no.safetensors", "tensor_key": "x"}}})");
   std::string file = (dir_->path() / "no.safetensors").string();
-  EXPECT_TRUE(Contains(s.message(), "d.jsonl:1: inputs.x.path: file " + file + " not found"))
-      << s.message();
+  EXPECT_TRUE(Contains(s.message(), "d.jsonl:1: inputs.x.path: file " + file + " not found")) << s.message();
 }
 
 TEST_F(FlashInferErrors, DefinitionThatIsNotJsonOrLacksFields) {
@@ -292,8 +290,8 @@ TEST(FlashInferTrace, FlashInferBenchValidatesEveryLine) {
   fs::path jsonl = dir->path() / "traces.jsonl";
   std::string text;
   int records = 0;
-  for (const char* status : {"PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE",
-                             "RUNTIME_ERROR", "COMPILE_ERROR", "TIMEOUT"}) {
+  for (const char* status : {"PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE", "RUNTIME_ERROR",
+                             "COMPILE_ERROR", "TIMEOUT"}) {
     TraceInput in = Passed();
     in.status = status;
     if (std::string(status) == "INCORRECT_NUMERICAL") in.max_rel_error = INFINITY;

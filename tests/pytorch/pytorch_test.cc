@@ -195,8 +195,9 @@ TEST(BuildWorkerRequest, FlashInferSendsTheSelectedWorkloadRecords) {
   opt.workloads = {"nope"};
   auto bad = BuildWorkerRequest(task, {"solution", "/s/sol.json", ""}, {"reference", "", ""}, opt);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("--workload nope: task 19_ReLU has no such workload (it has: 3f2a0011, 77bb0022)"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.status().message().find("--workload nope: task 19_ReLU has no such workload (it has: 3f2a0011, 77bb0022)"),
+      std::string::npos)
       << bad.status().message();
 }
 
@@ -317,7 +318,8 @@ TEST(LoadAnyTask, DispatchesOnWhatThePathIs) {
   auto folder = LoadAnyTask(SystemProcessRunner(), testing::SourceDir() / "examples" / "host" / "saxpy", opt);
   ASSERT_TRUE(folder.ok()) << folder.status().message();
   EXPECT_EQ(folder->format, TaskFormat::kNative);
-  auto toml = LoadAnyTask(SystemProcessRunner(), testing::SourceDir() / "examples" / "host" / "saxpy" / "task.toml", opt);
+  auto toml =
+      LoadAnyTask(SystemProcessRunner(), testing::SourceDir() / "examples" / "host" / "saxpy" / "task.toml", opt);
   EXPECT_TRUE(toml.ok());
 
   auto dir = TempDir::Create("kpilot-pytorch-test-");

@@ -119,7 +119,8 @@ TEST(RunReport, MissingOrMistypedKeysLeaveTheDefaults) {
   EXPECT_FALSE(ReadRunReport(nlohmann::json::array()).served.has_value());
   // Checks only (a run that was not timed): from the objects' load to the checks' end.
   EXPECT_NEAR(ReadRunReport(nlohmann::json::parse(R"({"timeline_s": {"objects": 0.2, "checks": 0.5}})"))
-                  .ChecksAndTimingSeconds(), 0.3, 1e-12);
+                  .ChecksAndTimingSeconds(),
+              0.3, 1e-12);
 }
 
 }  // namespace

@@ -22,8 +22,12 @@ TEST(LaunchTraceJson, RoundTripKeepsEveryField) {
   LaunchTrace t;
   TraceKernel k = Kernel("_Z4axpyfPKfPfi", 7, 100, 250);
   k.correlation_id = 42;
-  k.grid[0] = 64; k.grid[1] = 2; k.grid[2] = 3;
-  k.block[0] = 256; k.block[1] = 1; k.block[2] = 1;
+  k.grid[0] = 64;
+  k.grid[1] = 2;
+  k.grid[2] = 3;
+  k.block[0] = 256;
+  k.block[1] = 1;
+  k.block[2] = 1;
   k.dynamic_shared_bytes = 1024;
   k.static_shared_bytes = 512;
   k.registers_per_thread = 40;
@@ -99,10 +103,10 @@ TEST(SummarizeTrace, CountsAndNamesKernelsOffTheGivenStream) {
 
 TEST(SummarizeTrace, DetectsLibraryKernelsIgnoringCase) {
   LaunchTrace t;
-  for (const char* name : {"nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_TNT", "ampere_sgemm_CUBLAS_128x64",
-                           "cutlass::Kernel2<cutlass_80_tensorop_s1688gemm>", "cudnn::bn_fw_tr_1C11_kernel",
-                           "_ZN8cutensor7reduce", "gemv2T_kernel_val", "gemmSN_NN_kernel", "my_softmax",
-                           "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_TNT"})
+  for (const char* name :
+       {"nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_TNT", "ampere_sgemm_CUBLAS_128x64",
+        "cutlass::Kernel2<cutlass_80_tensorop_s1688gemm>", "cudnn::bn_fw_tr_1C11_kernel", "_ZN8cutensor7reduce",
+        "gemv2T_kernel_val", "gemmSN_NN_kernel", "my_softmax", "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_TNT"})
     t.kernels.push_back(Kernel(name, 1, 0, 1));
   TraceSummary s = SummarizeTrace(t, 1);
   EXPECT_EQ(s.library_kernels.size(), 7u);  // distinct, my_softmax excluded

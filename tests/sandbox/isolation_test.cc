@@ -62,29 +62,27 @@ while p > 1 and not escaped:
         p = int(open("/proc/%d/stat" % p).read().rsplit(")", 1)[1].split()[1])
     except OSError:
         break)X"},
-    {"store_write",
-     R"X(FILE* f = fopen("STORE/MARK", "w"); if (f) { fclose(f); escaped = true; })X",
+    {"store_write", R"X(FILE* f = fopen("STORE/MARK", "w"); if (f) { fclose(f); escaped = true; })X",
      R"X(try:
     open("STORE/MARK", "w").close()
     escaped = True
 except OSError:
     pass)X"},
-    {"home_write",
-     R"X(FILE* f = fopen("HOMEDIR/MARK", "w"); if (f) { fclose(f); escaped = true; })X",
+    {"home_write", R"X(FILE* f = fopen("HOMEDIR/MARK", "w"); if (f) { fclose(f); escaped = true; })X",
      R"X(try:
     open("HOMEDIR/MARK", "w").close()
     escaped = True
 except OSError:
-    pass)X", "for writing"},
-    {"home_mkdir",
-     R"X(if (mkdir("HOMEDIR/MARK", 0700) == 0) escaped = true;)X",
+    pass)X",
+     "for writing"},
+    {"home_mkdir", R"X(if (mkdir("HOMEDIR/MARK", 0700) == 0) escaped = true;)X",
      R"X(try:
     os.mkdir("HOMEDIR/MARK")
     escaped = True
 except OSError:
-    pass)X", "mkdir"},
-    {"shared_tmp_write",
-     R"X(FILE* f = fopen("/tmp/MARK", "w"); if (f) { fclose(f); escaped = true; })X",
+    pass)X",
+     "mkdir"},
+    {"shared_tmp_write", R"X(FILE* f = fopen("/tmp/MARK", "w"); if (f) { fclose(f); escaped = true; })X",
      R"X(try:
     open("/tmp/MARK", "w").close()
     escaped = True
@@ -99,7 +97,8 @@ try:
     socket.create_connection(("127.0.0.1", PORT), timeout=5).close()
     escaped = True
 except OSError:
-    pass)X", "socket(AF_INET)"},
+    pass)X",
+     "socket(AF_INET)"},
     {"kill_ancestor",
      R"X(pid_t gp = 0; char path[64]; snprintf(path, sizeof path, "/proc/%d/stat", (int)getppid());
         FILE* f = fopen(path, "r"); if (f) { if (fscanf(f, "%*d (%*[^)]) %*c %d", &gp) != 1) gp = 0; fclose(f); }
@@ -149,7 +148,10 @@ class Isolation : public ::testing::Test {
   }
 
   std::map<std::string, std::string> Values(const std::string& mark) const {
-    return {{"STORE", store_.string()}, {"MARK", mark}, {"PORT", std::to_string(port_)}, {"SECRET", kSecret},
+    return {{"STORE", store_.string()},
+            {"MARK", mark},
+            {"PORT", std::to_string(port_)},
+            {"SECRET", kSecret},
             {"HOMEDIR", home_.string()}};
   }
 
@@ -164,8 +166,10 @@ class Isolation : public ::testing::Test {
   }
 
   json Eval(const std::vector<std::string>& args, bool sandboxed) {
-    if (sandboxed) unsetenv("KPILOT_SANDBOX");
-    else setenv("KPILOT_SANDBOX", "none", 1);
+    if (sandboxed)
+      unsetenv("KPILOT_SANDBOX");
+    else
+      setenv("KPILOT_SANDBOX", "none", 1);
     std::vector<std::string> argv = {"eval"};
     argv.insert(argv.end(), args.begin(), args.end());
     for (const char* a : {"--json", "--no-time", "--store"}) argv.push_back(a);
@@ -189,8 +193,7 @@ class Isolation : public ::testing::Test {
       json e = Eval(eval_args(candidate), sandboxed);
       const std::string verdict = e.value("/verdict/kind"_json_pointer, std::string());
       const std::string summary = e.value("/verdict/summary"_json_pointer, std::string());
-      const bool created =
-          fs::exists(store_ / mark) || fs::exists(fs::path("/tmp") / mark) || fs::exists(home_ / mark);
+      const bool created = fs::exists(store_ / mark) || fs::exists(fs::path("/tmp") / mark) || fs::exists(home_ / mark);
       const bool connected = Connected();
       std::error_code ec;
       fs::remove(store_ / mark, ec);
@@ -236,18 +239,21 @@ class Isolation : public ::testing::Test {
              "    return escaped\n\n\nESCAPED = attempt()\n\n\nclass ModelNew(nn.Module):\n"
              "    def forward(self, x):\n        y = x.clamp_min(0.0)\n        return y + 1.0 if ESCAPED else y\n";
     } else {
-      text = "#include <kpilot/kernel.h>\n#include <arpa/inet.h>\n#include <netinet/in.h>\n#include <signal.h>\n"
-             "#include <stdio.h>\n#include <string.h>\n#include <sys/socket.h>\n#include <sys/stat.h>\n#include <unistd.h>\n"
-             "static bool Attempt() {\n  bool escaped = false;\n  " +
-             Substitute(attempt.cpp, Values(mark)) +
-             "\n  return escaped;\n}\n"
-             "KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* in, int, const kpilot_tensor* out, int,\n"
-             "                                const kpilot_scalar* sc, int, void*) {\n"
-             "  static const bool escaped = Attempt();\n"
-             "  const float* x = (const float*)in[0].data; const float* y0 = (const float*)in[1].data;\n"
-             "  float* y = (float*)out[0].data; const float a = (float)sc[0].value.f;\n"
-             "  for (int64_t i = 0, n = kpilot_numel(&out[0]); i < n; ++i) y[i] = a * x[i] + y0[i] + (escaped ? 1.f : 0.f);\n"
-             "  return 0;\n}\n";
+      text =
+          "#include <kpilot/kernel.h>\n#include <arpa/inet.h>\n#include <netinet/in.h>\n#include <signal.h>\n"
+          "#include <stdio.h>\n#include <string.h>\n#include <sys/socket.h>\n#include <sys/stat.h>\n#include "
+          "<unistd.h>\n"
+          "static bool Attempt() {\n  bool escaped = false;\n  " +
+          Substitute(attempt.cpp, Values(mark)) +
+          "\n  return escaped;\n}\n"
+          "KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* in, int, const kpilot_tensor* out, int,\n"
+          "                                const kpilot_scalar* sc, int, void*) {\n"
+          "  static const bool escaped = Attempt();\n"
+          "  const float* x = (const float*)in[0].data; const float* y0 = (const float*)in[1].data;\n"
+          "  float* y = (float*)out[0].data; const float a = (float)sc[0].value.f;\n"
+          "  for (int64_t i = 0, n = kpilot_numel(&out[0]); i < n; ++i) y[i] = a * x[i] + y0[i] + (escaped ? 1.f : "
+          "0.f);\n"
+          "  return 0;\n}\n";
     }
     EXPECT_TRUE(WriteFileAtomic(path, text).ok());
     return path;
@@ -264,7 +270,12 @@ TEST_F(Isolation, EveryEscapeFailsOnTheHostBackend) {
   if (geteuid() != 0) GTEST_SKIP() << "the sandbox's own user needs kpilot to run as root";
   const fs::path task = testing::SourceDir() / "examples" / "host" / "saxpy";
   for (const Attempt& a : kAttempts)
-    Check(a, [&](const fs::path& c) { return std::vector<std::string>{task.string(), c.string()}; }, false);
+    Check(
+        a,
+        [&](const fs::path& c) {
+          return std::vector<std::string>{task.string(), c.string()};
+        },
+        false);
 }
 
 TEST_F(Isolation, EveryEscapeFailsInTheTorchWorker) {
@@ -274,9 +285,12 @@ TEST_F(Isolation, EveryEscapeFailsInTheTorchWorker) {
   setenv("KPILOT_TORCH_DEVICE", "cpu", 1);
   const fs::path problem = testing::SourceDir() / "tests" / "python" / "fixtures" / "relu_problem.py";
   for (const Attempt& a : kAttempts)
-    Check(a, [&](const fs::path& c) {
-      return std::vector<std::string>{problem.string(), c.string(), "--python", python.string()};
-    }, true);
+    Check(
+        a,
+        [&](const fs::path& c) {
+          return std::vector<std::string>{problem.string(), c.string(), "--python", python.string()};
+        },
+        true);
   unsetenv("KPILOT_TORCH_DEVICE");
 }
 
@@ -302,12 +316,24 @@ TEST(IsolationUnprivileged, NamespacesComeThroughAUserNamespace) {
   fs::permissions(d / "spec.json", fs::perms(0644));
   const std::string mark = "kpilot-unprivileged-" + std::to_string(getpid());
   ProcessSpec p;
-  p.argv = {setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", runner.string(), "--sandbox",
-            (d / "spec.json").string(), "--", python, "-c",
+  p.argv = {setpriv,
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            runner.string(),
+            "--sandbox",
+            (d / "spec.json").string(),
+            "--",
+            python,
+            "-c",
             "import socket\n"
-            "open('" + (d / "kept").string() + "', 'w').close()\n"
-            "open('/var/tmp/" + mark + "', 'w').close()\n"
-            "try:\n    socket.socket()\nexcept OSError:\n    pass\n"};
+            "open('" +
+                (d / "kept").string() +
+                "', 'w').close()\n"
+                "open('/var/tmp/" +
+                mark +
+                "', 'w').close()\n"
+                "try:\n    socket.socket()\nexcept OSError:\n    pass\n"};
   p.cwd = d;
   p.timeout_s = 60;
   auto r = SystemProcessRunner().Run(p);

@@ -60,7 +60,8 @@ TEST(SandboxFormats, SpecAndReportRoundTrip) {
 
 TEST(SandboxFormats, TheReportIsTheLastReportLineOnStderr) {
   std::string err = "candidate output\n" + std::string(kSandboxReportPrefix) + R"({"enabled":false})" + "\n" +
-                    std::string(kSandboxReportPrefix) + R"j({"enabled":true,"denied":["ptrace(request 16, pid 1)"]})j" + "\n";
+                    std::string(kSandboxReportPrefix) + R"j({"enabled":true,"denied":["ptrace(request 16, pid 1)"]})j" +
+                    "\n";
   auto r = FindSandboxReport(err);
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->enabled);

@@ -113,8 +113,7 @@ Landscape TwoPeaks(uint64_t seed) {
     return -0.3 + (height + 0.3) * std::exp(-d2 / (2 * sigma * sigma));
   };
   l.Fill([&](const Config& x) {
-    return std::max(bump(std::log(2.0), 1.5, Distance2(x, local)),
-                    bump(std::log(6.0), 3.0, Distance2(x, global)));
+    return std::max(bump(std::log(2.0), 1.5, Distance2(x, local)), bump(std::log(6.0), 3.0, Distance2(x, global)));
   });
   l.start = start;
   return l;
@@ -223,12 +222,12 @@ class GridGenerator {
 constexpr double kRestart = 0.1;
 
 struct RunStats {
-  double best = 0;        // best log-speedup found
+  double best = 0;  // best log-speedup found
   int evaluations = 0;
-  int to_optimum = -1;    // evaluations until the landscape's optimum was found; -1: never
+  int to_optimum = -1;  // evaluations until the landscape's optimum was found; -1: never
   int failures = 0;
-  int duplicates = 0;     // configs evaluated twice (must stay 0)
-  int bad_selections = 0; // Select returned a node that may not expand (must stay 0)
+  int duplicates = 0;      // configs evaluated twice (must stay 0)
+  int bad_selections = 0;  // Select returned a node that may not expand (must stay 0)
 };
 
 // Select → propose → evaluate → AddChild until `budget` evaluations (the root not counted).
@@ -266,8 +265,7 @@ RunStats Simulate(const Landscape& l, const SearchConfig& c, uint64_t seed, int 
     configs.push_back(*x);
     ++st.evaluations;
     st.failures += !o.passed;
-    if (o.passed && st.to_optimum < 0 && std::log(o.speedup) >= l.best - 1e-9)
-      st.to_optimum = st.evaluations;
+    if (o.passed && st.to_optimum < 0 && std::log(o.speedup) >= l.best - 1e-9) st.to_optimum = st.evaluations;
   }
   st.best = tree.node(tree.Best()).reward;
   return st;
@@ -329,8 +327,8 @@ std::vector<Summary> Report(Family family, int seeds, int budget) {
     out.push_back(Evaluate(family, WithPolicy(p), seeds, budget, kHeldOut));
     const Summary& s = out.back();
     std::printf("  %-7s best %5.2fx  regret %.3f  optimum found %3.0f%% (after %5.1f)  failures %4.1f\n",
-                std::string(PolicyName(p)).c_str(), std::exp(s.mean_best), s.mean_regret,
-                100 * s.hit_rate, s.mean_to_optimum, s.mean_failures);
+                std::string(PolicyName(p)).c_str(), std::exp(s.mean_best), s.mean_regret, 100 * s.hit_rate,
+                s.mean_to_optimum, s.mean_failures);
   }
   std::fflush(stdout);
   return out;
@@ -361,8 +359,8 @@ TEST(Landscape, EveryPolicyFindsTheBowlOptimum) {
   // The random policy needs about as many evaluations as the grid has configs (≤ 6^4): it gets
   // there because the search never stops while something is left to try.
   const Summary r = Evaluate(&Bowl, WithPolicy(Policy::kRandom), 20, 1500, kHeldOut);
-  std::printf("  random with 1500 evaluations: optimum found %3.0f%% (after %5.1f)\n",
-              100 * r.hit_rate, r.mean_to_optimum);
+  std::printf("  random with 1500 evaluations: optimum found %3.0f%% (after %5.1f)\n", 100 * r.hit_rate,
+              r.mean_to_optimum);
   EXPECT_EQ(r.hit_rate, 1.0);
   EXPECT_LT(s[0].mean_to_optimum, r.mean_to_optimum);
 }
@@ -380,8 +378,7 @@ TEST(Landscape, MctsMatchesOrBeatsGreedyOnTheDeceptiveLandscape) {
 // mcts spends part of its budget elsewhere (docs/search.md).
 TEST(Landscape, TwoPeaksEveryPolicyPassesTheLocalOptimum) {
   const std::vector<Summary> s = Report(&TwoPeaks, 40, 60);
-  for (size_t i = 0; i < s.size(); ++i)
-    EXPECT_GT(s[i].mean_best, std::log(2.0)) << PolicyName(kPolicies[i]);
+  for (size_t i = 0; i < s.size(); ++i) EXPECT_GT(s[i].mean_best, std::log(2.0)) << PolicyName(kPolicies[i]);
 }
 
 TEST(Landscape, RuggedSpacesWithManyFailuresStillImprove) {
@@ -420,9 +417,8 @@ struct Setting {
   Family family;
   int budget;
 };
-constexpr Setting kSettings[] = {{"bowl", &Bowl, 60},        {"deceptive", &Deceptive, 60},
-                                 {"two-peaks", &TwoPeaks, 60}, {"rugged", &Rugged, 60},
-                                 {"deceptive", &Deceptive, 120}, {"two-peaks", &TwoPeaks, 120},
+constexpr Setting kSettings[] = {{"bowl", &Bowl, 60},     {"deceptive", &Deceptive, 60},  {"two-peaks", &TwoPeaks, 60},
+                                 {"rugged", &Rugged, 60}, {"deceptive", &Deceptive, 120}, {"two-peaks", &TwoPeaks, 120},
                                  {"rugged", &Rugged, 120}};
 
 void SweepRow(const std::string& label, const SearchConfig& c, int seeds) {
@@ -456,15 +452,12 @@ TEST(Landscape, DISABLED_TuneDefaults) {
       SweepRow(Label(name, v), c, kSeeds);
     }
   };
-  one("exploration", {0, 0.05, 0.1, 0.2, 0.35, 0.7},
-      [](SearchConfig& c, double v) { c.exploration = v; });
+  one("exploration", {0, 0.05, 0.1, 0.2, 0.35, 0.7}, [](SearchConfig& c, double v) { c.exploration = v; });
   one("max_weight", {0, 0.25, 0.5, 0.75, 1}, [](SearchConfig& c, double v) { c.max_weight = v; });
   one("widen_c", {0.6, 0.8, 1, 1.2, 1.5, 2}, [](SearchConfig& c, double v) { c.widen_c = v; });
-  one("widen_alpha", {0.1, 0.2, 0.25, 0.3, 0.4, 0.5},
-      [](SearchConfig& c, double v) { c.widen_alpha = v; });
+  one("widen_alpha", {0.1, 0.2, 0.25, 0.3, 0.4, 0.5}, [](SearchConfig& c, double v) { c.widen_alpha = v; });
   one("asymmetry", {0, 0.5, 1, 2, 4}, [](SearchConfig& c, double v) { c.asymmetry = v; });
-  one("prune_window", {0, 2, 3, 4, 6, 8},
-      [](SearchConfig& c, double v) { c.prune_window = static_cast<int>(v); });
+  one("prune_window", {0, 2, 3, 4, 6, 8}, [](SearchConfig& c, double v) { c.prune_window = static_cast<int>(v); });
   one("failure_reward", {-1, -2.3, -4}, [](SearchConfig& c, double v) { c.failure_reward = v; });
   if (const char* n = std::getenv("KPILOT_SEARCH_TUNE_RANDOM")) {
     std::mt19937_64 rng(2024);
@@ -478,8 +471,8 @@ TEST(Landscape, DISABLED_TuneDefaults) {
       c.asymmetry = pick({0, 0.5, 1, 2, 4});
       c.prune_window = static_cast<int>(pick({3, 4, 6}));
       char label[128];
-      std::snprintf(label, sizeof label, "e=%g w=%g c=%g a=%g s=%g m=%d", c.exploration,
-                    c.max_weight, c.widen_c, c.widen_alpha, c.asymmetry, c.prune_window);
+      std::snprintf(label, sizeof label, "e=%g w=%g c=%g a=%g s=%g m=%d", c.exploration, c.max_weight, c.widen_c,
+                    c.widen_alpha, c.asymmetry, c.prune_window);
       SweepRow(label, c, kSeeds);
     }
   }

@@ -18,8 +18,7 @@ Attempt Passed(int64_t node, int64_t parent, double speedup, double delta, std::
   return a;
 }
 
-Attempt Failed(int64_t node, int64_t parent, std::string verdict, std::string failure,
-               std::string summary) {
+Attempt Failed(int64_t node, int64_t parent, std::string verdict, std::string failure, std::string summary) {
   Attempt a;
   a.node = node;
   a.parent = parent;
@@ -45,8 +44,7 @@ bool ValidUtf8(const std::string& s) {
 SearchMemory Sample() {
   SearchMemory m;
   m.Record(Passed(1, 0, 1.8, 0.8, "tile 64x64 in shared memory"));
-  m.Record(Failed(2, 0, "compile_error", "ptxas: too many resources requested\nline 2",
-                  "unroll k by 8"));
+  m.Record(Failed(2, 0, "compile_error", "ptxas: too many resources requested\nline 2", "unroll k by 8"));
   m.Record(Passed(3, 1, 2.4, 0.333, "double-buffer the tiles"));
   m.Record(Failed(4, 1, "incorrect", "max abs error 0.5 at index 17", "vectorize stores"));
   m.Record(Failed(5, 3, "compile_error", "ptxas: too many resources requested", "unroll k by 16"));
@@ -64,8 +62,7 @@ TEST(SearchMemory, SummaryHasEverySection) {
   // What was tried from the parent, newest first.
   const size_t tried = s.find("Tried from #3 (2 attempts):");
   ASSERT_NE(tried, std::string::npos) << s;
-  EXPECT_LT(s.find("#6 passed 2.10x (-13% vs #3): swizzle", tried),
-            s.find("#5 compile_error: unroll k by 16", tried));
+  EXPECT_LT(s.find("#6 passed 2.10x (-13% vs #3): swizzle", tried), s.find("#5 compile_error: unroll k by 16", tried));
   // Best results by speedup.
   const size_t best = s.find("Best results:");
   ASSERT_NE(best, std::string::npos);
@@ -74,12 +71,9 @@ TEST(SearchMemory, SummaryHasEverySection) {
   // Failures grouped by verdict and first line of the reason, most frequent first.
   const size_t failures = s.find("Failures by reason:");
   ASSERT_NE(failures, std::string::npos);
-  EXPECT_NE(s.find("compile_error: ptxas: too many resources requested (x2, latest #5",
-                   failures),
-            std::string::npos)
+  EXPECT_NE(s.find("compile_error: ptxas: too many resources requested (x2, latest #5", failures), std::string::npos)
       << s;
-  EXPECT_NE(s.find("incorrect: max abs error 0.5 at index 17 (x1, latest #4", failures),
-            std::string::npos);
+  EXPECT_NE(s.find("incorrect: max abs error 0.5 at index 17 (x1, latest #4", failures), std::string::npos);
   EXPECT_EQ(s.find("line 2"), std::string::npos) << "only the first line of a reason";
   // Regressions.
   const size_t regressions = s.find("Regressions:");
@@ -103,8 +97,7 @@ TEST(SearchMemory, TriedFromListsOnlyThatParent) {
 TEST(SearchMemory, ReportsAPlateauAfterFiveAttemptsWithoutANewBest) {
   SearchMemory m;
   m.Record(Passed(1, 0, 2.0, 1.0, "good"));
-  for (int i = 0; i < SearchMemory::kPlateauAttempts - 1; ++i)
-    m.Record(Passed(2 + i, 1, 1.5, -0.25, "meh"));
+  for (int i = 0; i < SearchMemory::kPlateauAttempts - 1; ++i) m.Record(Passed(2 + i, 1, 1.5, -0.25, "meh"));
   EXPECT_EQ(m.Summary(1).find("Plateau"), std::string::npos);
   m.Record(Failed(9, 1, "timeout", "exceeded 10 s", "spin"));
   const std::string s = m.Summary(1);
@@ -121,8 +114,7 @@ TEST(SearchMemory, SummaryIsBoundedAndCutsWholeLines) {
   for (int i = 0; i < 100; ++i) long_text += "µs-scale tiling ";
   for (int i = 0; i < 1000; ++i) {
     if (i % 3 == 0)
-      m.Record(Failed(i + 1, i / 10, "incorrect", "error " + std::to_string(i % 17) + long_text,
-                      long_text));
+      m.Record(Failed(i + 1, i / 10, "incorrect", "error " + std::to_string(i % 17) + long_text, long_text));
     else
       m.Record(Passed(i + 1, i / 10, 1.0 + (i % 37) * 0.1, (i % 5) * 0.1 - 0.2, long_text));
   }

@@ -95,16 +95,16 @@ TEST(SearchTree, ProgressiveWideningGrowsWithTheSquareRootOfVisits) {
   SearchTree t(Config());
   t.AddRoot(Pass(1.0));
   // ⌈1.5·√N⌉ for the root (its own reward stands for its parent's: no gain).
-  EXPECT_EQ(t.ChildLimit(0), 2);   // N=1: ⌈1.5⌉
+  EXPECT_EQ(t.ChildLimit(0), 2);  // N=1: ⌈1.5⌉
   t.AddChild(0, Pass(1.0));
-  EXPECT_EQ(t.ChildLimit(0), 3);   // N=2: ⌈2.12⌉
+  EXPECT_EQ(t.ChildLimit(0), 3);  // N=2: ⌈2.12⌉
   t.AddChild(0, Pass(1.0));
-  EXPECT_EQ(t.ChildLimit(0), 3);   // N=3: ⌈2.60⌉
+  EXPECT_EQ(t.ChildLimit(0), 3);  // N=3: ⌈2.60⌉
   t.AddChild(0, Pass(1.0));
-  EXPECT_EQ(t.ChildLimit(0), 3);   // N=4: ⌈3.0⌉
+  EXPECT_EQ(t.ChildLimit(0), 3);  // N=4: ⌈3.0⌉
   EXPECT_FALSE(t.MayExpand(0));
   t.AddChild(1, Pass(1.0));
-  EXPECT_EQ(t.ChildLimit(0), 4);   // N=5: ⌈3.35⌉
+  EXPECT_EQ(t.ChildLimit(0), 4);  // N=5: ⌈3.35⌉
   EXPECT_TRUE(t.MayExpand(0));
 }
 
@@ -147,8 +147,7 @@ TEST(SearchTree, PrunesAfterWindowOfFailuresOrRegressionsAndNotBefore) {
   t.AddChild(a, Pass(2.0));  // equal to the parent: regressed (margin 0)
   EXPECT_TRUE(t.node(a).closed);
   EXPECT_NE(t.node(a).closed_reason.find("dead end"), std::string::npos);
-  EXPECT_NE(t.node(a).closed_reason.find("1 failed, 2 regressed"), std::string::npos)
-      << t.node(a).closed_reason;
+  EXPECT_NE(t.node(a).closed_reason.find("1 failed, 2 regressed"), std::string::npos) << t.node(a).closed_reason;
 }
 
 TEST(SearchTree, AnImprovementInsideTheWindowKeepsTheNodeOpen) {

@@ -62,7 +62,8 @@ std::vector<std::string> Ids(const Retrieval& r) {
 
 TEST(BuiltinCards, AllValidateAndThereAreAtLeast25) {
   std::vector<SkillProblem> problems;
-  auto cards = LoadSkillDir({testing::SourceDir() / "skills", SkillOrigin::kBuiltin}, testing::TreeValidation(), &problems);
+  auto cards =
+      LoadSkillDir({testing::SourceDir() / "skills", SkillOrigin::kBuiltin}, testing::TreeValidation(), &problems);
   ASSERT_TRUE(cards.ok()) << cards.status().ToString();
   EXPECT_TRUE(problems.empty()) << FormatProblems(problems);
   EXPECT_GE(cards->size(), 25u);
@@ -146,8 +147,7 @@ Space SpaceFor(const SkillCard& c, const ParamMove& mv) {
     if (t.backend != want) continue;
     for (const auto& p : t.params) {
       if (!NameMatches(p.name, mv.param) || p.values.size() < 2) continue;
-      if (mv.move == MoveDirection::kSet &&
-          std::find(p.values.begin(), p.values.end(), *mv.value) == p.values.end())
+      if (mv.move == MoveDirection::kSet && std::find(p.values.begin(), p.values.end(), *mv.value) == p.values.end())
         continue;
       return {t, p.name, fs::relative(t.dir, testing::SourceDir()).string()};
     }
@@ -174,9 +174,9 @@ Space SpaceFor(const SkillCard& c, const ParamMove& mv) {
 std::optional<ParamValues> ParentFor(const Space& s, const ParamMove& mv) {
   std::vector<ParamValues> all = EnumerateSpace(s.task, 100000);
   std::set<ParamValues> valid(all.begin(), all.end());
-  const auto& values = std::find_if(s.task.params.begin(), s.task.params.end(),
-                                    [&](const TunableParam& p) { return p.name == s.param; })
-                           ->values;
+  const auto& values = std::find_if(s.task.params.begin(), s.task.params.end(), [&](const TunableParam& p) {
+                         return p.name == s.param;
+                       })->values;
   for (const auto& cfg : all) {
     const std::string& at = cfg.at(s.param);
     size_t i = static_cast<size_t>(std::find(values.begin(), values.end(), at) - values.begin());
@@ -224,7 +224,8 @@ TEST(BuiltinCards, EachParamsMoveIsWhatTheParamsGeneratorDoes) {
       OfferedSkill offered;
       offered.id = c.id;
       offered.intent = c.intent;
-      offered.moves.push_back({mv.param, std::string(MoveDirectionName(mv.move)), mv.value.value_or(""), mv.trigger, m->reason});
+      offered.moves.push_back(
+          {mv.param, std::string(MoveDirectionName(mv.move)), mv.value.value_or(""), mv.trigger, m->reason});
       ProposalContext ctx;
       ctx.parent_source = "// kernel";
       ctx.parent_source_name = "kernel.cu";
@@ -244,9 +245,9 @@ TEST(BuiltinCards, EachParamsMoveIsWhatTheParamsGeneratorDoes) {
       ASSERT_EQ(drafts->size(), 1u);
       const Draft& d = drafts->front();
       EXPECT_EQ(d.skills_applied, std::vector<std::string>{c.id}) << d.summary;
-      const auto& values = std::find_if(s.task.params.begin(), s.task.params.end(),
-                                        [&](const TunableParam& p) { return p.name == s.param; })
-                               ->values;
+      const auto& values = std::find_if(s.task.params.begin(), s.task.params.end(), [&](const TunableParam& p) {
+                             return p.name == s.param;
+                           })->values;
       auto index = [&](const std::string& v) { return std::find(values.begin(), values.end(), v) - values.begin(); };
       for (const auto& [name, value] : d.params)
         if (name != s.param) {
@@ -316,7 +317,8 @@ TEST(BuiltinCards, EachNamesAnExampleThatExistsAndAppliesIt) {
     }
     covered.insert(row.card);
   }
-  for (const auto& c : Builtin().cards) EXPECT_TRUE(covered.count(c.id)) << c.id << " is exercised by nothing in the table";
+  for (const auto& c : Builtin().cards)
+    EXPECT_TRUE(covered.count(c.id)) << c.id << " is exercised by nothing in the table";
 }
 
 // README.md's "Writing a card" example is a complete, valid card, and its count of built-in cards
@@ -334,7 +336,8 @@ TEST(BuiltinCards, TheReadmeExampleCardIsValid) {
   std::vector<SkillProblem> problems;
   auto card = ParseSkillCard(text, "README.md", "vector-stores-128bit", testing::TreeValidation(), &problems);
   EXPECT_TRUE(card.has_value()) << FormatProblems(problems);
-  EXPECT_NE(readme->find("`skills/` holds " + std::to_string(Builtin().cards.size()) + " built-in cards"), std::string::npos)
+  EXPECT_NE(readme->find("`skills/` holds " + std::to_string(Builtin().cards.size()) + " built-in cards"),
+            std::string::npos)
       << "README.md's count of built-in cards is not " << Builtin().cards.size();
 }
 

@@ -139,8 +139,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(SkillCard, EveryProblemOfACardIsReported) {
   std::vector<SkillProblem> problems;
-  auto cards = LoadSkillDir({SkillFixtures() / "bad" / "many-problems", SkillOrigin::kCommandLine}, TreeValidation(),
-                            &problems);
+  auto cards =
+      LoadSkillDir({SkillFixtures() / "bad" / "many-problems", SkillOrigin::kCommandLine}, TreeValidation(), &problems);
   ASSERT_TRUE(cards.ok());
   ASSERT_EQ(problems.size(), 3u) << FormatProblems(problems);
   EXPECT_EQ(problems[0].field, "anchor");
@@ -197,7 +197,9 @@ TEST(SkillCard, FrontMatterDelimiters) {
   EXPECT_NE(p[0].message.find("is not a mapping"), std::string::npos);
 }
 
-TEST(SkillCard, GoodTextHasNoProblem) { EXPECT_TRUE(Problems(GoodText()).empty()) << FormatProblems(Problems(GoodText())); }
+TEST(SkillCard, GoodTextHasNoProblem) {
+  EXPECT_TRUE(Problems(GoodText()).empty()) << FormatProblems(Problems(GoodText()));
+}
 
 TEST(SkillCard, DescriptionLimitDuplicateKeysAndUnknownFields) {
   std::string text = Replace(GoodText(), "intent: Stage", "description2: x\nintent: Stage");
@@ -213,7 +215,8 @@ TEST(SkillCard, DescriptionLimitDuplicateKeysAndUnknownFields) {
   EXPECT_EQ(p[0].message, "given twice");
   EXPECT_EQ(p[0].line, 9);  // the second anchor: line 7 holds the first
 
-  std::string long_text = Replace(GoodText(), "description: >-\n", "description: " + std::string(1025, 'x') + "\nx: >-\n");
+  std::string long_text =
+      Replace(GoodText(), "description: >-\n", "description: " + std::string(1025, 'x') + "\nx: >-\n");
   p = Problems(long_text);
   bool saw = false;
   for (const auto& q : p) saw |= q.field == "description" && q.message.find("1025 characters") != std::string::npos;
@@ -257,7 +260,8 @@ TEST(SkillCard, FeatureListsAndBodyRules) {
   p = Problems(Replace(GoodText(), "provides: [smem-tile]", "provides: []"));
   ASSERT_EQ(p.size(), 1u) << FormatProblems(p);
   EXPECT_EQ(p[0].field, "provides");
-  p = Problems(Replace(GoodText(), "## Example configuration (example, not a precondition)", "## Example configuration"));
+  p = Problems(
+      Replace(GoodText(), "## Example configuration (example, not a precondition)", "## Example configuration"));
   ASSERT_EQ(p.size(), 1u) << FormatProblems(p);
   EXPECT_NE(p[0].message.find("not a precondition"), std::string::npos);
   p = Problems(Replace(GoodText(), "```cuda", "```"));

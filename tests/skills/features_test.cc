@@ -45,7 +45,8 @@ TEST(DetectFeatures, TensorCoresAsyncCopiesAndGraphs) {
   auto w = DetectFeatures(R"(asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 ...");)");
   EXPECT_TRUE(w.count("wgmma"));
   EXPECT_TRUE(w.count("tensor-core-mma"));
-  EXPECT_TRUE(DetectFeatures(R"(asm volatile("cp.async.cg.shared.global [%0], [%1], 16;");)").count("async-copy-pipeline"));
+  EXPECT_TRUE(
+      DetectFeatures(R"(asm volatile("cp.async.cg.shared.global [%0], [%1], 16;");)").count("async-copy-pipeline"));
   EXPECT_TRUE(DetectFeatures(R"(asm volatile("cp.async.bulk.shared::cluster.global"))").count("tma"));
   EXPECT_TRUE(DetectFeatures("cudaGraphLaunch(exec, s);").count("cuda-graph"));
   EXPECT_TRUE(DetectFeatures("for (i = tid; i < n; i += blockDim.x * gridDim.x)").count("grid-stride"));

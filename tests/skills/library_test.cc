@@ -63,9 +63,9 @@ TEST_F(SkillLibraryTest, LaterFoldersOverrideAndAreReported) {
 }
 
 TEST_F(SkillLibraryTest, MissingUserFolderIsSkippedOtherMissingFoldersFail) {
-  auto lib = LoadLibrary({{SourceDir() / "skills", SkillOrigin::kBuiltin},
-                          {tmp_->path() / "absent", SkillOrigin::kUser}},
-                         TreeValidation());
+  auto lib =
+      LoadLibrary({{SourceDir() / "skills", SkillOrigin::kBuiltin}, {tmp_->path() / "absent", SkillOrigin::kUser}},
+                  TreeValidation());
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   EXPECT_EQ(lib->cards.size(), 28u);
   lib = LoadLibrary({{tmp_->path() / "absent", SkillOrigin::kCommandLine}}, TreeValidation());
@@ -75,9 +75,9 @@ TEST_F(SkillLibraryTest, MissingUserFolderIsSkippedOtherMissingFoldersFail) {
 }
 
 TEST_F(SkillLibraryTest, AnInvalidCardFailsTheLoadListingEveryProblem) {
-  auto lib = LoadLibrary({{SourceDir() / "skills", SkillOrigin::kBuiltin},
-                          {SkillFixtures() / "bad", SkillOrigin::kCommandLine}},
-                         TreeValidation());
+  auto lib = LoadLibrary(
+      {{SourceDir() / "skills", SkillOrigin::kBuiltin}, {SkillFixtures() / "bad", SkillOrigin::kCommandLine}},
+      TreeValidation());
   ASSERT_FALSE(lib.ok());
   const std::string& m = lib.status().message();
   EXPECT_NE(m.find("unknown-finding/SKILL.md:27: field `triggers.findings`: unknown finding id `scalar-loads`"),
@@ -100,8 +100,8 @@ TEST_F(SkillLibraryTest, FolderWithoutSkillFileIsAProblem) {
 
 TEST_F(SkillLibraryTest, OneCardFolderIsACard) {
   std::vector<SkillProblem> problems;
-  auto cards = LoadSkillDir({SkillFixtures() / "good" / "tiny-tiles", SkillOrigin::kCommandLine}, TreeValidation(),
-                            &problems);
+  auto cards =
+      LoadSkillDir({SkillFixtures() / "good" / "tiny-tiles", SkillOrigin::kCommandLine}, TreeValidation(), &problems);
   ASSERT_TRUE(cards.ok());
   EXPECT_TRUE(problems.empty()) << FormatProblems(problems);
   ASSERT_EQ(cards->size(), 1u);

@@ -105,7 +105,7 @@ TEST(Retrieve, FiltersByScopeRequiresAndConflicts) {
   EXPECT_EQ(Ids(r), std::vector<std::string>{"needs-tiles"});
   EXPECT_EQ(ExclusionOf(r, "plain"), "provides smem-tile (present) and no params move matches");
 
-  ctx = {};  // no platform, language or features: nothing is filtered
+  ctx = {};                                        // no platform, language or features: nothing is filtered
   EXPECT_EQ(Retrieve(lib, ctx).cards.size(), 4u);  // needs-tiles still requires features
 }
 
@@ -143,7 +143,7 @@ TEST(Retrieve, CardsWhoseFeaturesArePresentAreTuneOnly) {
 }
 
 TEST(Retrieve, EarlierFindingsWeighMoreAndClassLess) {
-  SkillCard first = Card("zz-first");   // ids sort against the expected order,
+  SkillCard first = Card("zz-first");  // ids sort against the expected order,
   first.trigger_findings = {"dominant-warp-stall"};
   SkillCard second = Card("yy-second");  // so only the scores can order them
   second.trigger_findings = {"tail-effect"};
@@ -196,9 +196,10 @@ TEST(Retrieve, TextRelevanceOrdersEqualTriggers) {
 }
 
 TEST(Retrieve, Bm25FavoursRareTermsAndShortDocuments) {
-  std::vector<double> s = Bm25Scores({"shared memory tiles", "shared memory tiles for a long long long GEMM kernel text",
-                                      "warp shuffle reduction", "the of and"},
-                                     "Shared tiles");
+  std::vector<double> s =
+      Bm25Scores({"shared memory tiles", "shared memory tiles for a long long long GEMM kernel text",
+                  "warp shuffle reduction", "the of and"},
+                 "Shared tiles");
   ASSERT_EQ(s.size(), 4u);
   EXPECT_GT(s[0], s[1]);  // same terms, shorter document
   EXPECT_GT(s[1], 0);
@@ -256,8 +257,9 @@ TEST(Retrieve, BuiltinLibraryOnAStridedMemoryBoundKernel) {
   auto lib = LoadLibrary({{testing::SourceDir() / "skills", SkillOrigin::kBuiltin}}, testing::TreeValidation());
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   RetrievalContext ctx;
-  ctx.findings = {{"uncoalesced-global-access", {}, "sectors per request are high: make lanes touch adjacent addresses"},
-                  {"dominant-warp-stall", {"long_scoreboard"}, ""}};
+  ctx.findings = {
+      {"uncoalesced-global-access", {}, "sectors per request are high: make lanes touch adjacent addresses"},
+      {"dominant-warp-stall", {"long_scoreboard"}, ""}};
   ctx.roofline_class = "memory-bound";
   ctx.task_text = "transpose of an f32 matrix";
   ctx.platform = "sm_80";

@@ -33,7 +33,9 @@ class SkillsCli : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : ProcessResult{};
   }
-  std::string Fixture(const std::string& rel) { return (testing::SourceDir() / "tests/fixtures/skills" / rel).string(); }
+  std::string Fixture(const std::string& rel) {
+    return (testing::SourceDir() / "tests/fixtures/skills" / rel).string();
+  }
   std::optional<TempDir> dir_;
 };
 

@@ -21,7 +21,8 @@ class MemoryLog : public UsageLog {
   std::vector<SkillUsageRecord> rows_;
 };
 
-const SkillUsageRecord* Row(const std::vector<SkillUsageRecord>& rows, const std::string& kind, const std::string& name) {
+const SkillUsageRecord* Row(const std::vector<SkillUsageRecord>& rows, const std::string& kind,
+                            const std::string& name) {
   for (const auto& r : rows)
     if (r.kind == kind && r.name == name) return &r;
   return nullptr;
@@ -81,7 +82,7 @@ TEST(Usage, SummaryCountsImprovementsAndGeometricMeanGain) {
   };
   record({"split-k"}, {"split-k"}, 2.0);
   record({"split-k"}, {"split-k"}, 0.5);
-  record({"split-k"}, {"split-k"}, 1.01);         // applied, not above the factor
+  record({"split-k"}, {"split-k"}, 1.01);          // applied, not above the factor
   record({"split-k"}, {"split-k"}, std::nullopt);  // applied, failed: counts as applied only
   record({"split-k", "persistent-kernel"}, {}, 1.5);
   auto stats = ReadUsageStats(log);

@@ -52,8 +52,8 @@ TEST(SkillVocabulary, ClassesAreTheProfilersRooflineClasses) {
 TEST(SkillVocabulary, FindingIdsIncludeBuiltinToolsAndExampleRules) {
   auto ids = KnownFindingIds({testing::SourceDir() / "examples" / "tools"});
   ASSERT_TRUE(ids.ok()) << ids.status().ToString();
-  EXPECT_TRUE(ids->count("dominant-warp-stall"));     // built-in tool
-  EXPECT_TRUE(ids->count("l2-miss-dram-busy"));       // examples/tools/l2_locality.toml
+  EXPECT_TRUE(ids->count("dominant-warp-stall"));  // built-in tool
+  EXPECT_TRUE(ids->count("l2-miss-dram-busy"));    // examples/tools/l2_locality.toml
   EXPECT_FALSE(ids->count("scalar-loads"));
   auto builtin_only = KnownFindingIds({});
   ASSERT_TRUE(builtin_only.ok());

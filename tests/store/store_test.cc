@@ -273,8 +273,7 @@ TEST_F(StoreTest, BadRecordsAreRefusedWithoutWriting) {
   EXPECT_EQ(bad_json.status().code(), StatusCode::kInvalidInput);
   EXPECT_EQ(store->AddCandidate({0, t, "a.cu", src, "[1,2]"}).status().code(), StatusCode::kInvalidInput);
   // A source blob that was never stored.
-  EXPECT_EQ(store->AddCandidate({0, t, "a.cu", Sha256Hex("never put"), ""}).status().code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(store->AddCandidate({0, t, "a.cu", Sha256Hex("never put"), ""}).status().code(), StatusCode::kNotFound);
   int64_t c = *store->AddCandidate({0, t, "a.cu", src, ""});
 
   EvaluationRecord e;
@@ -319,8 +318,7 @@ TEST_F(StoreTest, BlobsAreContentAddressedAndDeduplicated) {
   EXPECT_EQ(fs::last_write_time(file), aged);
 
   int files = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "blobs"))
-    files += entry.is_regular_file();
+  for (const auto& entry : fs::recursive_directory_iterator(dir_ / "blobs")) files += entry.is_regular_file();
   EXPECT_EQ(files, 1);
 
   Result<std::string> back = store->GetBlob(*sha);
@@ -357,10 +355,9 @@ TEST_F(StoreTest, MalformedShaIsRefusedBeforeTouchingTheFilesystem) {
   std::string good = Sha256Hex("x");
   std::string upper = good;
   for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  for (const std::string& bad :
-       {std::string(""), std::string("abc"), good + "0", good.substr(1), upper,
-        std::string("../") + good.substr(3), std::string("..") + "/secret" + good.substr(9),
-        good.substr(0, 63) + "/", good.substr(0, 63) + "g", std::string(64, '.')}) {
+  for (const std::string& bad : {std::string(""), std::string("abc"), good + "0", good.substr(1), upper,
+                                 std::string("../") + good.substr(3), std::string("..") + "/secret" + good.substr(9),
+                                 good.substr(0, 63) + "/", good.substr(0, 63) + "g", std::string(64, '.')}) {
     Result<std::string> r = store->GetBlob(bad);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput) << "sha \"" << bad << "\"";
   }
@@ -408,8 +405,7 @@ TEST_F(StoreTest, NotADatabaseIsAnErrorNamingTheFile) {
   Result<std::unique_ptr<Store>> s = Store::Open(dir_);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidInput);
-  EXPECT_NE(s.status().message().find((dir_ / "kpilot.db").string()), std::string::npos)
-      << s.status().message();
+  EXPECT_NE(s.status().message().find((dir_ / "kpilot.db").string()), std::string::npos) << s.status().message();
   EXPECT_NE(s.status().message().find("--store"), std::string::npos) << s.status().message();
 }
 

@@ -91,7 +91,8 @@ double ProcessCpuSeconds(pid_t pid) {
   // utime and stime are the stat file's fields 14 and 15, in clock ticks.
   const auto fields = StatFields("/proc/" + std::to_string(pid) + "/stat");
   if (fields.size() < 13) return 0;
-  return static_cast<double>(std::stoll(fields[11]) + std::stoll(fields[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  return static_cast<double>(std::stoll(fields[11]) + std::stoll(fields[12])) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 pid_t ThisThreadId() { return static_cast<pid_t>(syscall(SYS_gettid)); }

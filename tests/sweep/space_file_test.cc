@@ -51,8 +51,8 @@ class SpaceFile : public ::testing::Test {
 };
 
 TEST_F(SpaceFile, WhatTheSweepWritesLoadSpaceReadsBack) {
-  json header = NewSpaceHeader({"tiny", "tasks/tiny", "tasks/tiny/candidates/c.cu", "4K", "reference"},
-                               "2026-01-02T03:04:05Z");
+  json header =
+      NewSpaceHeader({"tiny", "tasks/tiny", "tasks/tiny/candidates/c.cu", "4K", "reference"}, "2026-01-02T03:04:05Z");
   header["gpu"] = {{"name", "NVIDIA H200"}, {"driver", "13.0"}};
   header["calibration"] = ToJson(Calibration{"NVIDIA H200 / driver 13.0 / 132 SMs", 4.2e12, 6.4e13});
   json compile_error = NotRunEntry({{"V", "3"}});

@@ -182,8 +182,8 @@ TEST_F(SweepLibrary, EvaluatesEachObjectOnceRetriesACrashedBatchAloneAndResumes)
   EXPECT_TRUE(summary->complete);
   EXPECT_FALSE(summary->stopped);
   EXPECT_EQ(summary->configs, 10u);
-  EXPECT_EQ(summary->by_status, (std::map<std::string, int>{
-                                    {"passed", 4}, {"incorrect", 2}, {"compile_error", 2}, {"runtime_error", 2}}));
+  EXPECT_EQ(summary->by_status,
+            (std::map<std::string, int>{{"passed", 4}, {"incorrect", 2}, {"compile_error", 2}, {"runtime_error", 2}}));
   // Four objects in one batch; the crash kills it, so each runs again in a process of its own.
   EXPECT_EQ(runner_.batches_, (std::vector<size_t>{4, 1, 1, 1, 1}));
   EXPECT_EQ(toolchain_->compiles_, 11);  // ten configurations and the reference

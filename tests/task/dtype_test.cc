@@ -40,18 +40,27 @@ struct BitCase {
 // Exactly representable values: encoding gives the bits, decoding gives the value back.
 TEST(DType, KnownBitPatternsRoundTrip) {
   const BitCase cases[] = {
-      {DType::kF16, 1.0, 0x3C00},       {DType::kF16, -2.0, 0xC000},
-      {DType::kF16, 65504.0, 0x7BFF},   {DType::kF16, 0.5, 0x3800},
+      {DType::kF16, 1.0, 0x3C00},
+      {DType::kF16, -2.0, 0xC000},
+      {DType::kF16, 65504.0, 0x7BFF},
+      {DType::kF16, 0.5, 0x3800},
       {DType::kF16, std::ldexp(1.0, -24), 0x0001},  // smallest subnormal
       {DType::kF16, std::ldexp(1.0, -14), 0x0400},  // smallest normal
-      {DType::kF16, 0.0, 0x0000},       {DType::kF16, -0.0, 0x8000},
-      {DType::kBF16, 1.0, 0x3F80},      {DType::kBF16, -2.0, 0xC000},
-      {DType::kBF16, 3.0, 0x4040},      {DType::kBF16, std::ldexp(1.0, -133), 0x0001},
-      {DType::kFP8E4M3, 1.0, 0x38},     {DType::kFP8E4M3, 448.0, 0x7E},
-      {DType::kFP8E4M3, -448.0, 0xFE},  {DType::kFP8E4M3, std::ldexp(1.0, -9), 0x01},
+      {DType::kF16, 0.0, 0x0000},
+      {DType::kF16, -0.0, 0x8000},
+      {DType::kBF16, 1.0, 0x3F80},
+      {DType::kBF16, -2.0, 0xC000},
+      {DType::kBF16, 3.0, 0x4040},
+      {DType::kBF16, std::ldexp(1.0, -133), 0x0001},
+      {DType::kFP8E4M3, 1.0, 0x38},
+      {DType::kFP8E4M3, 448.0, 0x7E},
+      {DType::kFP8E4M3, -448.0, 0xFE},
+      {DType::kFP8E4M3, std::ldexp(1.0, -9), 0x01},
       {DType::kFP8E4M3, 0.015625, 0x08},
-      {DType::kFP8E5M2, 1.0, 0x3C},     {DType::kFP8E5M2, 57344.0, 0x7B},
-      {DType::kFP8E5M2, -1.5, 0xBE},    {DType::kFP8E5M2, std::ldexp(1.0, -16), 0x01},
+      {DType::kFP8E5M2, 1.0, 0x3C},
+      {DType::kFP8E5M2, 57344.0, 0x7B},
+      {DType::kFP8E5M2, -1.5, 0xBE},
+      {DType::kFP8E5M2, std::ldexp(1.0, -16), 0x01},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(DTypeName(c.type)) + " " + std::to_string(c.value));
@@ -145,11 +154,9 @@ TEST(DType, IntegersFromNonFiniteOrHugeAreDefined) {
   StoreFromDouble(DType::kI64, NAN, buf);
   EXPECT_EQ(LoadAsDouble(DType::kI64, buf), 0);
   StoreFromDouble(DType::kI64, 1e30, buf);
-  EXPECT_EQ(LoadAsDouble(DType::kI64, buf),
-            static_cast<double>(std::numeric_limits<int64_t>::max()));
+  EXPECT_EQ(LoadAsDouble(DType::kI64, buf), static_cast<double>(std::numeric_limits<int64_t>::max()));
   StoreFromDouble(DType::kI64, -INFINITY, buf);
-  EXPECT_EQ(LoadAsDouble(DType::kI64, buf),
-            static_cast<double>(std::numeric_limits<int64_t>::min()));
+  EXPECT_EQ(LoadAsDouble(DType::kI64, buf), static_cast<double>(std::numeric_limits<int64_t>::min()));
 }
 
 TEST(DType, NamesRoundTrip) {

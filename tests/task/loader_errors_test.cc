@@ -36,9 +36,7 @@ class LoaderErrors : public ::testing::Test {
     return r.status();
   }
   // Line of the nth occurrence of `snippet` in the last document loaded.
-  int Line(const std::string& snippet, int nth = 1) const {
-    return LineContaining(toml_, snippet, nth);
-  }
+  int Line(const std::string& snippet, int nth = 1) const { return LineContaining(toml_, snippet, nth); }
 
   TaskDir dir_;
   std::string toml_;
@@ -83,31 +81,26 @@ TEST_F(LoaderErrors, RequiredTopLevelFields) {
 }
 
 TEST_F(LoaderErrors, NameAndBackendValues) {
-  Status s = Load("name = \"my task!\"\nbackend = \"gpu\"\nreference = \"reference.cpp\"\n" +
-                  kIn + kOut + kWork);
+  Status s = Load("name = \"my task!\"\nbackend = \"gpu\"\nreference = \"reference.cpp\"\n" + kIn + kOut + kWork);
   EXPECT_TRUE(HasProblem(s, 1, "name", "letters, digits"));
   EXPECT_TRUE(HasProblem(s, 2, "backend", "unknown backend \"gpu\""));
   EXPECT_TRUE(Contains(s.message(), "use \"host\" or \"cuda\""));
 }
 
 TEST_F(LoaderErrors, WrongTypeForString) {
-  Status s = Load("name = 3\nbackend = \"host\"\nreference = \"reference.cpp\"\n" + kIn + kOut +
-                  kWork);
+  Status s = Load("name = 3\nbackend = \"host\"\nreference = \"reference.cpp\"\n" + kIn + kOut + kWork);
   EXPECT_TRUE(HasProblem(s, 1, "name", "expected a string, got integer 3"));
 }
 
 TEST_F(LoaderErrors, ReferenceMissingFile) {
-  Status s = Load("name = \"t\"\nbackend = \"host\"\nreference = \"missing.cpp\"\n" + kIn + kOut +
-                  kWork);
+  Status s = Load("name = \"t\"\nbackend = \"host\"\nreference = \"missing.cpp\"\n" + kIn + kOut + kWork);
   EXPECT_TRUE(HasProblem(s, 3, "reference", "file \"missing.cpp\" not found"));
 }
 
 TEST_F(LoaderErrors, ReferenceExtensionMustMatchBackend) {
-  Status host = Load("name = \"t\"\nbackend = \"host\"\nreference = \"reference.cu\"\n" + kIn +
-                     kOut + kWork);
+  Status host = Load("name = \"t\"\nbackend = \"host\"\nreference = \"reference.cu\"\n" + kIn + kOut + kWork);
   EXPECT_TRUE(HasProblem(host, 3, "reference", "does not end in .cpp"));
-  Status cuda = Load("name = \"t\"\nbackend = \"cuda\"\nreference = \"reference.cpp\"\n" + kIn +
-                     kOut + kWork);
+  Status cuda = Load("name = \"t\"\nbackend = \"cuda\"\nreference = \"reference.cpp\"\n" + kIn + kOut + kWork);
   EXPECT_TRUE(HasProblem(cuda, 3, "reference", "does not end in .cu"));
 }
 
@@ -126,13 +119,11 @@ TEST_F(LoaderErrors, TopLevelKeyUnderATableGetsAHint) {
 TEST_F(LoaderErrors, LibrariesAndComputePrecisionTypes) {
   Status s = Load(kTop + "libraries = \"yes\"\ncompute_precision = \"fp32\"\n" + kIn + kOut + kWork);
   EXPECT_TRUE(HasProblem(s, Line("libraries"), "libraries", "expected a boolean"));
-  EXPECT_TRUE(HasProblem(s, Line("compute_precision"), "compute_precision",
-                         "unknown dtype \"fp32\""));
+  EXPECT_TRUE(HasProblem(s, Line("compute_precision"), "compute_precision", "unknown dtype \"fp32\""));
 }
 
 TEST_F(LoaderErrors, UnknownDType) {
-  Status s = Load(kTop + kIn +
-                  "[[inputs]]\nname = \"z\"\ndtype = \"float\"\nshape = [\"n\"]\n\n" + kOut + kWork);
+  Status s = Load(kTop + kIn + "[[inputs]]\nname = \"z\"\ndtype = \"float\"\nshape = [\"n\"]\n\n" + kOut + kWork);
   EXPECT_TRUE(HasProblem(s, Line("\"float\""), "inputs[1].dtype", "unknown dtype \"float\""));
   EXPECT_TRUE(Contains(s.message(), "use one of f64, f32, f16, bf16"));
 }
@@ -152,12 +143,9 @@ TEST_F(LoaderErrors, Shapes) {
   Status s = Load(kTop + "[[inputs]]\nname = \"a\"\ndtype = \"f32\"\nshape = \"n\"\n\n" +
                   "[[inputs]]\nname = \"b\"\ndtype = \"f32\"\nshape = [\"n\", 4]\n\n" +
                   "[[inputs]]\nname = \"c\"\ndtype = \"f32\"\n" +
-                  "shape = [\"n\", \"n\", \"n\", \"n\", \"n\", \"n\", \"n\", \"n\", \"n\"]\n\n" +
-                  kOut + kWork);
-  EXPECT_TRUE(HasProblem(s, Line("shape = \"n\""), "inputs[0].shape",
-                         "expected an array of axis names"));
-  EXPECT_TRUE(HasProblem(s, Line("shape = [\"n\", 4]"), "inputs[1].shape[1]",
-                         "expected an axis name"));
+                  "shape = [\"n\", \"n\", \"n\", \"n\", \"n\", \"n\", \"n\", \"n\", \"n\"]\n\n" + kOut + kWork);
+  EXPECT_TRUE(HasProblem(s, Line("shape = \"n\""), "inputs[0].shape", "expected an array of axis names"));
+  EXPECT_TRUE(HasProblem(s, Line("shape = [\"n\", 4]"), "inputs[1].shape[1]", "expected an axis name"));
   EXPECT_TRUE(HasProblem(s, Line("\"n\", \"n\", \"n\""), "inputs[2].shape", "rank 9 exceeds"));
 }
 
@@ -181,48 +169,36 @@ TEST_F(LoaderErrors, SectionsMustBeArraysOfTables) {
 }
 
 std::string Input(const std::string& name, const std::string& dtype, const std::string& init) {
-  return "[[inputs]]\nname = \"" + name + "\"\ndtype = \"" + dtype +
-         "\"\nshape = [\"n\"]\ninit = " + init + "\n\n";
+  return "[[inputs]]\nname = \"" + name + "\"\ndtype = \"" + dtype + "\"\nshape = [\"n\"]\ninit = " + init + "\n\n";
 }
 
 TEST_F(LoaderErrors, InitDistributionsAndParameters) {
-  Status s = Load(kTop +
-                  Input("a", "f32", "{ dist = \"gauss\" }") +
-                  Input("b", "f32", "{ dist = \"uniform\", low = 0.0, std = 1.0 }") +
-                  Input("c", "f32", "{ dist = \"uniform\", low = 1.0, high = 1.0 }") +
-                  Input("d", "i32", "{ dist = \"randint\", low = 5, high = 2 }") +
-                  Input("e", "i32", "{ dist = \"randint\", low = 0.5, high = 2 }") +
-                  Input("f", "f32", "{ dist = \"normal\", mean = 1.0, std = 0.0 }") +
-                  Input("g", "f32", "{ dist = \"constant\" }") +
-                  Input("h", "u8", "{ dist = \"randint\", low = 0, high = 300 }") +
-                  Input("i", "f32", "\"normal\"") +
-                  Input("j", "f32", "{ mean = \"0\" }") +
-                  Input("k", "f32", "{ dist = \"range\", step = nan }") +
-                  kOut + kWork);
-  EXPECT_TRUE(HasProblem(s, Line("gauss"), "inputs[0].init.dist",
-                         "unknown distribution \"gauss\""));
-  EXPECT_TRUE(HasProblem(s, Line("std = 1.0"), "inputs[1].init.std",
-                         "not a parameter of \"uniform\""));
+  Status s = Load(
+      kTop + Input("a", "f32", "{ dist = \"gauss\" }") +
+      Input("b", "f32", "{ dist = \"uniform\", low = 0.0, std = 1.0 }") +
+      Input("c", "f32", "{ dist = \"uniform\", low = 1.0, high = 1.0 }") +
+      Input("d", "i32", "{ dist = \"randint\", low = 5, high = 2 }") +
+      Input("e", "i32", "{ dist = \"randint\", low = 0.5, high = 2 }") +
+      Input("f", "f32", "{ dist = \"normal\", mean = 1.0, std = 0.0 }") + Input("g", "f32", "{ dist = \"constant\" }") +
+      Input("h", "u8", "{ dist = \"randint\", low = 0, high = 300 }") + Input("i", "f32", "\"normal\"") +
+      Input("j", "f32", "{ mean = \"0\" }") + Input("k", "f32", "{ dist = \"range\", step = nan }") + kOut + kWork);
+  EXPECT_TRUE(HasProblem(s, Line("gauss"), "inputs[0].init.dist", "unknown distribution \"gauss\""));
+  EXPECT_TRUE(HasProblem(s, Line("std = 1.0"), "inputs[1].init.std", "not a parameter of \"uniform\""));
   EXPECT_TRUE(Contains(s.message(), "uniform takes low and high"));
-  EXPECT_TRUE(HasProblem(s, Line("low = 1.0, high = 1.0"), "inputs[2].init",
-                         "low (1) must be less than high (1)"));
-  EXPECT_TRUE(HasProblem(s, Line("low = 5, high = 2"), "inputs[3].init",
-                         "low (5) must be less than high (2)"));
+  EXPECT_TRUE(HasProblem(s, Line("low = 1.0, high = 1.0"), "inputs[2].init", "low (1) must be less than high (1)"));
+  EXPECT_TRUE(HasProblem(s, Line("low = 5, high = 2"), "inputs[3].init", "low (5) must be less than high (2)"));
   EXPECT_TRUE(HasProblem(s, Line("low = 0.5"), "inputs[4].init.low", "must be integers"));
   EXPECT_TRUE(HasProblem(s, Line("std = 0.0"), "inputs[5].init.std", "must be positive"));
-  EXPECT_TRUE(HasProblem(s, Line("\"constant\""), "inputs[6].init.value",
-                         "required for dist = \"constant\""));
+  EXPECT_TRUE(HasProblem(s, Line("\"constant\""), "inputs[6].init.value", "required for dist = \"constant\""));
   EXPECT_TRUE(HasProblem(s, Line("high = 300"), "inputs[7].init", "does not fit dtype u8"));
   EXPECT_TRUE(HasProblem(s, Line("init = \"normal\""), "inputs[8].init", "expected a table"));
   EXPECT_TRUE(HasProblem(s, Line("mean = \"0\""), "inputs[9].init.mean", "expected a number"));
-  EXPECT_TRUE(HasProblem(s, Line("step = nan"), "inputs[10].init.step",
-                         "expected a finite number"));
+  EXPECT_TRUE(HasProblem(s, Line("step = nan"), "inputs[10].init.step", "expected a finite number"));
   EXPECT_EQ(ProblemCount(s), 11) << s.message();
 }
 
 TEST_F(LoaderErrors, AxisUsedButNotBound) {
-  Status s = Load(kTop + "[[inputs]]\nname = \"x\"\ndtype = \"f32\"\nshape = [\"m\", \"n\"]\n\n" +
-                  kOut + kWork);
+  Status s = Load(kTop + "[[inputs]]\nname = \"x\"\ndtype = \"f32\"\nshape = [\"m\", \"n\"]\n\n" + kOut + kWork);
   EXPECT_TRUE(HasProblem(s, Line("axes = { n = 16 }"), "workloads[0].axes",
                          "axis \"m\" is used by inputs[0].shape but not bound"));
   EXPECT_TRUE(Contains(s.message(), "— add m = <size>"));
@@ -230,8 +206,8 @@ TEST_F(LoaderErrors, AxisUsedButNotBound) {
 
 TEST_F(LoaderErrors, WorkloadWithoutAxes) {
   Status s = Load(kTop + kIn + kOut + "[[workloads]]\nname = \"bare\"\n");
-  EXPECT_TRUE(HasProblem(s, Line("[[workloads]]"), "workloads[0].axes",
-                         "axis \"n\" is used by inputs[0].shape but not bound"));
+  EXPECT_TRUE(
+      HasProblem(s, Line("[[workloads]]"), "workloads[0].axes", "axis \"n\" is used by inputs[0].shape but not bound"));
 }
 
 TEST_F(LoaderErrors, AxisValuesAndUnusedAxes) {
@@ -241,12 +217,9 @@ TEST_F(LoaderErrors, AxisValuesAndUnusedAxes) {
                   "[[workloads]]\nname = \"w4\"\naxes = { n = 2.5 }\n\n"
                   "[[workloads]]\nname = \"w5\"\naxes = { n = -4 }\n");
   EXPECT_TRUE(HasProblem(s, Line("n = 0"), "workloads[1].axes.n", "must be a positive integer"));
-  EXPECT_TRUE(HasProblem(s, Line("k = 2"), "workloads[1].axes.k",
-                         "axis \"k\" is not used by any tensor shape"));
-  EXPECT_TRUE(HasProblem(s, Line("\"1k\""), "workloads[2].axes.n",
-                         "expected an integer, got string \"1k\""));
-  EXPECT_TRUE(HasProblem(s, Line("n = 2.5"), "workloads[3].axes.n",
-                         "expected an integer, got float 2.5"));
+  EXPECT_TRUE(HasProblem(s, Line("k = 2"), "workloads[1].axes.k", "axis \"k\" is not used by any tensor shape"));
+  EXPECT_TRUE(HasProblem(s, Line("\"1k\""), "workloads[2].axes.n", "expected an integer, got string \"1k\""));
+  EXPECT_TRUE(HasProblem(s, Line("n = 2.5"), "workloads[3].axes.n", "expected an integer, got float 2.5"));
   EXPECT_TRUE(HasProblem(s, Line("n = -4"), "workloads[4].axes.n", "must be a positive integer"));
   EXPECT_EQ(ProblemCount(s), 5) << s.message();
 }
@@ -254,8 +227,7 @@ TEST_F(LoaderErrors, AxisValuesAndUnusedAxes) {
 TEST_F(LoaderErrors, WorkloadNamesAndKeys) {
   Status s = Load(kTop + kIn + kOut + "[[workloads]]\naxes = { n = 1 }\n\n" +
                   "[[workloads]]\nname = \"big one\"\naxes = { n = 2 }\naxis = { n = 2 }\n");
-  EXPECT_TRUE(HasProblem(s, Line("[[workloads]]"), "workloads[0].name",
-                         "required field is missing"));
+  EXPECT_TRUE(HasProblem(s, Line("[[workloads]]"), "workloads[0].name", "required field is missing"));
   EXPECT_TRUE(HasProblem(s, Line("big one"), "workloads[1].name", "letters, digits"));
   EXPECT_TRUE(HasProblem(s, Line("axis ="), "workloads[1].axis", "unknown key"));
 }
@@ -268,33 +240,23 @@ TEST_F(LoaderErrors, NoOutputsAndNoWorkloads) {
 
 TEST_F(LoaderErrors, Scalars) {
   auto scalar = [](const std::string& body) { return "[[scalars]]\n" + body + "\n\n"; };
-  Status s = Load(kTop + kIn + kOut +
-                  scalar("name = \"a\"\ndtype = \"f32\"") +
-                  scalar("name = \"b\"\nvalue = 1.0") +
-                  scalar("name = \"c\"\ndtype = \"i32\"\nvalue = 2.5") +
-                  scalar("name = \"d\"\ndtype = \"i8\"\nvalue = 300") +
-                  scalar("name = \"e\"\ndtype = \"f16\"\nvalue = 1e5") +
-                  scalar("name = \"f\"\ndtype = \"f32\"\nvalue = true") +
-                  scalar("name = \"g\"\ndtype = \"int\"\nvalue = 1\nval = 2") +
-                  "[[workloads]]\nname = \"small\"\naxes = { n = 16 }\n"
-                  "scalars = { zz = 1.0, c = 0.5 }\n");
-  EXPECT_TRUE(HasProblem(s, Line("[[scalars]]", 1), "scalars[0].value",
-                         "required field is missing"));
-  EXPECT_TRUE(HasProblem(s, Line("[[scalars]]", 2), "scalars[1].dtype",
-                         "required field is missing"));
-  EXPECT_TRUE(HasProblem(s, Line("value = 2.5"), "scalars[2].value",
-                         "2.5 is not a whole number but dtype is i32"));
-  EXPECT_TRUE(HasProblem(s, Line("value = 300"), "scalars[3].value",
-                         "300 is out of range for i8 (-128..127)"));
+  Status s = Load(
+      kTop + kIn + kOut + scalar("name = \"a\"\ndtype = \"f32\"") + scalar("name = \"b\"\nvalue = 1.0") +
+      scalar("name = \"c\"\ndtype = \"i32\"\nvalue = 2.5") + scalar("name = \"d\"\ndtype = \"i8\"\nvalue = 300") +
+      scalar("name = \"e\"\ndtype = \"f16\"\nvalue = 1e5") + scalar("name = \"f\"\ndtype = \"f32\"\nvalue = true") +
+      scalar("name = \"g\"\ndtype = \"int\"\nvalue = 1\nval = 2") +
+      "[[workloads]]\nname = \"small\"\naxes = { n = 16 }\n"
+      "scalars = { zz = 1.0, c = 0.5 }\n");
+  EXPECT_TRUE(HasProblem(s, Line("[[scalars]]", 1), "scalars[0].value", "required field is missing"));
+  EXPECT_TRUE(HasProblem(s, Line("[[scalars]]", 2), "scalars[1].dtype", "required field is missing"));
+  EXPECT_TRUE(HasProblem(s, Line("value = 2.5"), "scalars[2].value", "2.5 is not a whole number but dtype is i32"));
+  EXPECT_TRUE(HasProblem(s, Line("value = 300"), "scalars[3].value", "300 is out of range for i8 (-128..127)"));
   EXPECT_TRUE(HasProblem(s, Line("value = 1e5"), "scalars[4].value", "overflows f16"));
-  EXPECT_TRUE(HasProblem(s, Line("value = true"), "scalars[5].value",
-                         "expected a number, got boolean true"));
+  EXPECT_TRUE(HasProblem(s, Line("value = true"), "scalars[5].value", "expected a number, got boolean true"));
   EXPECT_TRUE(HasProblem(s, Line("\"int\""), "scalars[6].dtype", "unknown dtype \"int\""));
   EXPECT_TRUE(HasProblem(s, Line("val = 2"), "scalars[6].val", "unknown key"));
-  EXPECT_TRUE(HasProblem(s, Line("zz = 1.0"), "workloads[0].scalars.zz",
-                         "no scalar named \"zz\""));
-  EXPECT_TRUE(HasProblem(s, Line("zz = 1.0"), "workloads[0].scalars.c",
-                         "0.5 is not a whole number but dtype is i32"));
+  EXPECT_TRUE(HasProblem(s, Line("zz = 1.0"), "workloads[0].scalars.zz", "no scalar named \"zz\""));
+  EXPECT_TRUE(HasProblem(s, Line("zz = 1.0"), "workloads[0].scalars.c", "0.5 is not a whole number but dtype is i32"));
   EXPECT_EQ(ProblemCount(s), 10) << s.message();
 }
 
@@ -303,14 +265,11 @@ TEST_F(LoaderErrors, Tolerances) {
                   "[[outputs]]\nname = \"y\"\ndtype = \"f32\"\nshape = [\"n\"]\n"
                   "tolerance = { atol = -1e-3, matched_ratio = 1.5 }\n\n" +
                   kWork + "[tolerance]\natol = -2\nrtol = -0.1\nmatched_ratio = 0\nrtoll = 1\n");
-  EXPECT_TRUE(HasProblem(s, Line("atol = -1e-3"), "outputs[0].tolerance.atol",
-                         "must be non-negative"));
-  EXPECT_TRUE(HasProblem(s, Line("atol = -1e-3"), "outputs[0].tolerance.matched_ratio",
-                         "must be in (0, 1], got 1.5"));
+  EXPECT_TRUE(HasProblem(s, Line("atol = -1e-3"), "outputs[0].tolerance.atol", "must be non-negative"));
+  EXPECT_TRUE(HasProblem(s, Line("atol = -1e-3"), "outputs[0].tolerance.matched_ratio", "must be in (0, 1], got 1.5"));
   EXPECT_TRUE(HasProblem(s, Line("atol = -2"), "tolerance.atol", "must be non-negative"));
   EXPECT_TRUE(HasProblem(s, Line("rtol = -0.1"), "tolerance.rtol", "must be non-negative"));
-  EXPECT_TRUE(HasProblem(s, Line("matched_ratio = 0"), "tolerance.matched_ratio",
-                         "must be in (0, 1], got 0"));
+  EXPECT_TRUE(HasProblem(s, Line("matched_ratio = 0"), "tolerance.matched_ratio", "must be in (0, 1], got 0"));
   EXPECT_TRUE(HasProblem(s, Line("rtoll"), "tolerance.rtoll", "unknown key"));
   EXPECT_EQ(ProblemCount(s), 6) << s.message();
 }
@@ -329,14 +288,11 @@ TEST_F(LoaderErrors, DuplicateNames) {
                   "[[baselines]]\nname = \"b\"\nsource = \"baseline.cpp\"\n");
   int first_x = Line("name = \"x\"", 1);
   EXPECT_TRUE(HasProblem(s, Line("name = \"x\"", 2), "outputs[0].name",
-                         "duplicate name \"x\" (first declared as inputs[0] on line " +
-                             std::to_string(first_x) + ")"));
-  EXPECT_TRUE(HasProblem(s, Line("name = \"x\"", 3), "scalars[0].name",
-                         "duplicate name \"x\" (first declared as inputs[0]"));
-  EXPECT_TRUE(HasProblem(s, Line("name = \"small\"", 2), "workloads[1].name",
-                         "duplicate name \"small\""));
-  EXPECT_TRUE(HasProblem(s, Line("name = \"b\"", 2), "baselines[1].name",
-                         "duplicate name \"b\""));
+                         "duplicate name \"x\" (first declared as inputs[0] on line " + std::to_string(first_x) + ")"));
+  EXPECT_TRUE(
+      HasProblem(s, Line("name = \"x\"", 3), "scalars[0].name", "duplicate name \"x\" (first declared as inputs[0]"));
+  EXPECT_TRUE(HasProblem(s, Line("name = \"small\"", 2), "workloads[1].name", "duplicate name \"small\""));
+  EXPECT_TRUE(HasProblem(s, Line("name = \"b\"", 2), "baselines[1].name", "duplicate name \"b\""));
   EXPECT_EQ(ProblemCount(s), 4) << s.message();
 }
 
@@ -351,8 +307,7 @@ TEST_F(LoaderErrors, RooflineFormulas) {
   EXPECT_TRUE(HasProblem(names, Line("bytes ="), "roofline.bytes", "expected a string"));
 
   Status negative = Load(kTop + kIn + kOut + kWork + "[roofline]\nbytes = \"n - 100\"\n");
-  EXPECT_TRUE(HasProblem(negative, Line("bytes ="), "roofline.bytes",
-                         "evaluates to -84 for workload \"small\""));
+  EXPECT_TRUE(HasProblem(negative, Line("bytes ="), "roofline.bytes", "evaluates to -84 for workload \"small\""));
 }
 
 TEST_F(LoaderErrors, Params) {
@@ -372,8 +327,8 @@ TEST_F(LoaderErrors, Params) {
 }
 
 TEST_F(LoaderErrors, Constraints) {
-  Status s = Load(kTop + "constraints = [\"BLOCK *\", \"BLCK > 1\", \"LAYOUT > 0\", 3]\n" + kIn +
-                  kOut + kWork + "[params]\nBLOCK = [64, 128]\nLAYOUT = [\"row\", \"col\"]\n");
+  Status s = Load(kTop + "constraints = [\"BLOCK *\", \"BLCK > 1\", \"LAYOUT > 0\", 3]\n" + kIn + kOut + kWork +
+                  "[params]\nBLOCK = [64, 128]\nLAYOUT = [\"row\", \"col\"]\n");
   int line = Line("constraints =");
   EXPECT_TRUE(HasProblem(s, line, "constraints[0]", "\"BLOCK *\""));
   EXPECT_TRUE(HasProblem(s, line, "constraints[1]", "unknown name \"BLCK\""));
@@ -383,8 +338,7 @@ TEST_F(LoaderErrors, Constraints) {
   EXPECT_EQ(ProblemCount(s), 4) << s.message();
 
   Status not_array = Load(kTop + "constraints = \"BLOCK > 1\"\n" + kIn + kOut + kWork);
-  EXPECT_TRUE(HasProblem(not_array, Line("constraints ="), "constraints",
-                         "expected an array of strings"));
+  EXPECT_TRUE(HasProblem(not_array, Line("constraints ="), "constraints", "expected an array of strings"));
 }
 
 TEST_F(LoaderErrors, Baselines) {
@@ -394,25 +348,19 @@ TEST_F(LoaderErrors, Baselines) {
                   "[[baselines]]\nname = \"reference\"\nsource = \"baseline.cpp\"\n\n"
                   "[[baselines]]\nname = \"cu\"\nsource = \"reference.cu\"\nsrc = \"x\"\n\n"
                   "[[baselines]]\nsource = \"baseline.cpp\"\n");
-  EXPECT_TRUE(HasProblem(s, Line("[[baselines]]", 1), "baselines[0].source",
-                         "required field is missing"));
-  EXPECT_TRUE(HasProblem(s, Line("nope.cpp"), "baselines[1].source",
-                         "file \"nope.cpp\" not found"));
-  EXPECT_TRUE(HasProblem(s, Line("name = \"reference\""), "baselines[2].name",
-                         "names the task's reference"));
-  EXPECT_TRUE(HasProblem(s, Line("source = \"reference.cu\""), "baselines[3].source",
-                         "does not end in .cpp"));
+  EXPECT_TRUE(HasProblem(s, Line("[[baselines]]", 1), "baselines[0].source", "required field is missing"));
+  EXPECT_TRUE(HasProblem(s, Line("nope.cpp"), "baselines[1].source", "file \"nope.cpp\" not found"));
+  EXPECT_TRUE(HasProblem(s, Line("name = \"reference\""), "baselines[2].name", "names the task's reference"));
+  EXPECT_TRUE(HasProblem(s, Line("source = \"reference.cu\""), "baselines[3].source", "does not end in .cpp"));
   EXPECT_TRUE(HasProblem(s, Line("src = "), "baselines[3].src", "unknown key"));
-  EXPECT_TRUE(HasProblem(s, Line("[[baselines]]", 5), "baselines[4].name",
-                         "required field is missing"));
+  EXPECT_TRUE(HasProblem(s, Line("[[baselines]]", 5), "baselines[4].name", "required field is missing"));
   EXPECT_EQ(ProblemCount(s), 6) << s.message();
 }
 
 TEST_F(LoaderErrors, EveryProblemIsReportedInLineOrder) {
   Status s = Load("name = \"t\"\nbackend = \"tpu\"\nreference = \"reference.cpp\"\n" +
-                  std::string("[[inputs]]\nname = \"x\"\ndtype = \"f31\"\nshape = [\"n\"]\n\n") +
-                  kOut + "[[workloads]]\nname = \"small\"\naxes = { n = 0 }\n\n" +
-                  "[tolerance]\nrtol = -1.0\n");
+                  std::string("[[inputs]]\nname = \"x\"\ndtype = \"f31\"\nshape = [\"n\"]\n\n") + kOut +
+                  "[[workloads]]\nname = \"small\"\naxes = { n = 0 }\n\n" + "[tolerance]\nrtol = -1.0\n");
   EXPECT_TRUE(HasProblem(s, 2, "backend", "unknown backend"));
   EXPECT_TRUE(HasProblem(s, Line("f31"), "inputs[0].dtype", "unknown dtype"));
   EXPECT_TRUE(HasProblem(s, Line("n = 0"), "workloads[0].axes.n", "positive integer"));

@@ -258,8 +258,7 @@ LAYOUT = ["row", "col"]
   EXPECT_EQ(t.scalars[1].value, -3.0);
   EXPECT_EQ(t.scalars[2].dtype, DType::kBool);
   EXPECT_EQ(t.scalars[2].value, 1.0);
-  EXPECT_EQ(t.workloads[0].scalar_values,
-            (std::map<std::string, double>{{"alpha", 0.5}, {"flag", 0.0}}));
+  EXPECT_EQ(t.workloads[0].scalar_values, (std::map<std::string, double>{{"alpha", 0.5}, {"flag", 0.0}}));
   EXPECT_EQ(t.workloads[0].flops, 2.0 * 4096 * 4096 * 4096);
   EXPECT_EQ(t.workloads[1].flops, 2.0 * 16 * 8192 * 1024);
   EXPECT_EQ(t.workloads[1].min_bytes, 2.0 * (16 * 1024 + 1024 * 8192) + 4.0 * 16 * 8192);

@@ -43,8 +43,7 @@ inline int LineContaining(const std::string& text, const std::string& snippet, i
 
 // Success when `status` is InvalidInput and one line of its message reads
 // "task.toml:LINE: FIELD: ...PROBLEM... — <a fix>".
-inline ::testing::AssertionResult HasProblem(const Status& status, int line,
-                                             const std::string& field,
+inline ::testing::AssertionResult HasProblem(const Status& status, int line, const std::string& field,
                                              const std::string& problem) {
   if (status.code() != StatusCode::kInvalidInput) {
     return ::testing::AssertionFailure() << "expected InvalidInput, got " << status.ToString();
@@ -61,8 +60,8 @@ inline ::testing::AssertionResult HasProblem(const Status& status, int line,
     }
     return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure() << "no line starting \"" << prefix << "\" mentions \""
-                                       << problem << "\" and a fix; message was:\n"
+  return ::testing::AssertionFailure() << "no line starting \"" << prefix << "\" mentions \"" << problem
+                                       << "\" and a fix; message was:\n"
                                        << status.message();
 }
 

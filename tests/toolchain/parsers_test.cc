@@ -18,9 +18,8 @@ std::string Fixture(const std::string& name) {
 
 const KernelResources* FindKernel(const std::vector<KernelResources>& ks, const std::string& mangled,
                                   const std::string& arch) {
-  auto it = std::find_if(ks.begin(), ks.end(), [&](const KernelResources& k) {
-    return k.mangled == mangled && k.arch == arch;
-  });
+  auto it = std::find_if(ks.begin(), ks.end(),
+                         [&](const KernelResources& k) { return k.mangled == mangled && k.arch == arch; });
   return it == ks.end() ? nullptr : &*it;
 }
 
@@ -200,7 +199,8 @@ TEST(Sass, SplitsFunctionsAndReadsInstructions) {
 
   const auto& reduce = fns[2].instructions;
   EXPECT_TRUE(has(reduce, "BAR.SYNC.DEFER_BLOCKING"));
-  auto negated = std::find_if(reduce.begin(), reduce.end(), [](const SassInstruction& i) { return i.predicate == "@!P0"; });
+  auto negated =
+      std::find_if(reduce.begin(), reduce.end(), [](const SassInstruction& i) { return i.predicate == "@!P0"; });
   ASSERT_NE(negated, reduce.end());
   EXPECT_EQ(negated->opcode, "LDC.64");
 

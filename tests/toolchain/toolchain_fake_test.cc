@@ -56,9 +56,13 @@ class FakeRunner : public ProcessRunner {
       case CompileMode::kSucceed: {
         auto o = std::find(spec.argv.begin(), spec.argv.end(), "-o");
         if (o == spec.argv.end() || o + 1 == spec.argv.end()) return Status::Internal("fake: no -o");
-        EXPECT_TRUE(WriteFileAtomic(*(o + 1), "\x7f" "ELF fake").ok());
-        r.err = "ptxas info    : Compiling entry function '_Z1kv' for 'sm_90a'\n"
-                "ptxas info    : Used 4 registers, used 0 barriers\n";
+        EXPECT_TRUE(WriteFileAtomic(*(o + 1),
+                                    "\x7f"
+                                    "ELF fake")
+                        .ok());
+        r.err =
+            "ptxas info    : Compiling entry function '_Z1kv' for 'sm_90a'\n"
+            "ptxas info    : Used 4 registers, used 0 barriers\n";
         return r;
       }
     }
@@ -142,10 +146,23 @@ TEST_F(FakeToolchainTest, DefaultCudaCommand) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_TRUE(out->ok);
   const fs::path cache = dir_->path() / "cache";
-  std::vector<std::string> want = {(bin_ / "nvcc").string(), "-O3", "-lineinfo", "-std=c++17", "-Xcompiler",
-                                   "-fPIC", "-shared", "-Xptxas", "-v", "-gencode=arch=compute_90a,code=sm_90a",
-                                   "-I", include_.string(), "-DBLOCK=128", "-DUNROLL=4", "-o",
-                                   (cache / out->key / "object.so").string(), "small.cu"};
+  std::vector<std::string> want = {(bin_ / "nvcc").string(),
+                                   "-O3",
+                                   "-lineinfo",
+                                   "-std=c++17",
+                                   "-Xcompiler",
+                                   "-fPIC",
+                                   "-shared",
+                                   "-Xptxas",
+                                   "-v",
+                                   "-gencode=arch=compute_90a,code=sm_90a",
+                                   "-I",
+                                   include_.string(),
+                                   "-DBLOCK=128",
+                                   "-DUNROLL=4",
+                                   "-o",
+                                   (cache / out->key / "object.so").string(),
+                                   "small.cu"};
   EXPECT_EQ(out->command, want);
   ASSERT_EQ(out->resources.size(), 1u);
   EXPECT_EQ(out->resources[0].name, "k()");
@@ -168,8 +185,17 @@ TEST_F(FakeToolchainTest, HostDefaults) {
   ASSERT_TRUE(WriteFileAtomic(cpp, "int x;\n").ok());
   auto out = Make()->Compile(cpp, {{"N", "8"}}, CompileOptions{});
   ASSERT_TRUE(out.ok());
-  std::vector<std::string> want = {(bin_ / "g++").string(), "-O3", "-march=native", "-fopenmp", "-std=c++17",
-                                   "-fPIC", "-shared", "-I", include_.string(), "-DN=8", "-o"};
+  std::vector<std::string> want = {(bin_ / "g++").string(),
+                                   "-O3",
+                                   "-march=native",
+                                   "-fopenmp",
+                                   "-std=c++17",
+                                   "-fPIC",
+                                   "-shared",
+                                   "-I",
+                                   include_.string(),
+                                   "-DN=8",
+                                   "-o"};
   EXPECT_TRUE(std::equal(want.begin(), want.end(), out->command.begin())) << ::testing::PrintToString(out->command);
   EXPECT_EQ(out->sass_status, "not applicable: host object");
 }
@@ -298,7 +324,8 @@ TEST(FindCutlassTrees, TheWheelsHeadersThenExamples) {
   fs::create_directories(source / "include" / "cute");
   EXPECT_EQ(FindCutlassTrees(s), (std::vector<std::string>{(source / "include").string()}));
   fs::create_directories(source / "examples");
-  EXPECT_EQ(FindCutlassTrees(s), (std::vector<std::string>{(source / "include").string(), (source / "examples").string()}));
+  EXPECT_EQ(FindCutlassTrees(s),
+            (std::vector<std::string>{(source / "include").string(), (source / "examples").string()}));
 }
 
 // A compiler whose runs block until the test opens the gate (or the run is cancelled), so that
@@ -325,7 +352,10 @@ class GatedRunner : public ProcessRunner {
     }
     auto o = std::find(spec.argv.begin(), spec.argv.end(), "-o");
     if (o == spec.argv.end() || o + 1 == spec.argv.end()) return Status::Internal("gated: no -o");
-    EXPECT_TRUE(WriteFileAtomic(*(o + 1), "\x7f" "ELF gated").ok());
+    EXPECT_TRUE(WriteFileAtomic(*(o + 1),
+                                "\x7f"
+                                "ELF gated")
+                    .ok());
     return r;
   }
   // Waits until `n` compiler runs are blocked at the gate.

@@ -10,8 +10,8 @@ constexpr double kFull = 0.70;
 class BarrierStallTool : public BuiltinTool {
  public:
   BarrierStallTool()
-      : BuiltinTool("barrier-stall", "more than 30% of stall cycles wait at __syncthreads()",
-                    KernelClasses(), StallMetrics()) {}
+      : BuiltinTool("barrier-stall", "more than 30% of stall cycles wait at __syncthreads()", KernelClasses(),
+                    StallMetrics()) {}
 
   std::optional<Finding> Run(const ProfileContext& ctx) const override {
     auto share = StallShareOf(ctx, "barrier");
@@ -30,8 +30,8 @@ class BarrierStallTool : public BuiltinTool {
         "memory so loading the next tile overlaps computing this one with one barrier per stage, "
         "balance the work across the block's warps, use warp-level sync (__syncwarp, shuffles) "
         "where only one warp shares data, and prefer smaller blocks so fewer warps wait on each other.";
-    return MakeFinding(SeverityRamp(*share, kTrigger, kFull), std::move(evidence),
-                       std::move(guidance), {"cp-async-pipeline", "warp-shuffle-reduction"});
+    return MakeFinding(SeverityRamp(*share, kTrigger, kFull), std::move(evidence), std::move(guidance),
+                       {"cp-async-pipeline", "warp-shuffle-reduction"});
   }
 };
 

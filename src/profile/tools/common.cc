@@ -20,16 +20,13 @@ Finding BuiltinTool::MakeFinding(double severity, nlohmann::json evidence, std::
   return f;
 }
 
-std::vector<Bottleneck> MemoryClasses() {
-  return {Bottleneck::kMemory, Bottleneck::kLatency, Bottleneck::kMixed};
-}
+std::vector<Bottleneck> MemoryClasses() { return {Bottleneck::kMemory, Bottleneck::kLatency, Bottleneck::kMixed}; }
 std::vector<Bottleneck> ComputeClasses() { return {Bottleneck::kCompute, Bottleneck::kMixed}; }
 std::vector<Bottleneck> KernelClasses() {
   return {Bottleneck::kCompute, Bottleneck::kMemory, Bottleneck::kLatency, Bottleneck::kMixed};
 }
 std::vector<Bottleneck> AllClasses() {
-  return {Bottleneck::kCompute, Bottleneck::kMemory, Bottleneck::kLatency, Bottleneck::kLaunch,
-          Bottleneck::kMixed};
+  return {Bottleneck::kCompute, Bottleneck::kMemory, Bottleneck::kLatency, Bottleneck::kLaunch, Bottleneck::kMixed};
 }
 
 std::string Num(double v) {
@@ -49,11 +46,23 @@ double SeverityRamp(double value, double trigger, double full, double floor) {
 }
 
 const std::vector<std::string_view>& StallReasons() {
-  static const std::vector<std::string_view> kReasons = {
-      "long_scoreboard", "short_scoreboard", "barrier",     "mio_throttle", "lg_throttle",
-      "math_pipe_throttle", "wait",          "not_selected", "membar",      "branch_resolving",
-      "dispatch_stall",  "drain",            "imc_miss",    "no_instruction", "sleeping",
-      "tex_throttle",    "misc"};
+  static const std::vector<std::string_view> kReasons = {"long_scoreboard",
+                                                         "short_scoreboard",
+                                                         "barrier",
+                                                         "mio_throttle",
+                                                         "lg_throttle",
+                                                         "math_pipe_throttle",
+                                                         "wait",
+                                                         "not_selected",
+                                                         "membar",
+                                                         "branch_resolving",
+                                                         "dispatch_stall",
+                                                         "drain",
+                                                         "imc_miss",
+                                                         "no_instruction",
+                                                         "sleeping",
+                                                         "tex_throttle",
+                                                         "misc"};
   return kReasons;
 }
 

@@ -17,66 +17,82 @@ constexpr double kDramRoofPct = 80;
 
 struct StallAdvice {
   std::string_view reason;
-  std::string_view meaning;   // what the warps are waiting for
-  std::string_view fix;       // what to change
+  std::string_view meaning;  // what the warps are waiting for
+  std::string_view fix;      // what to change
   std::vector<std::string> skills;
 };
 
 const std::vector<StallAdvice>& AdviceTable() {
   static const std::vector<StallAdvice> kTable = {
-      {"long_scoreboard", "waits on global/local memory loads (L1TEX results)",
+      {"long_scoreboard",
+       "waits on global/local memory loads (L1TEX results)",
        "stage the operand tiles in shared memory with a barrier between the load and compute "
        "phases, start loads for the next tile before computing on this one (cp.async double "
        "buffering), and give each thread more independent loads in flight",
        {"shared-memory-tiling", "cp-async-pipeline", "coalescing"}},
-      {"short_scoreboard", "waits on shared-memory loads, special functions (MUFU) or shuffles",
+      {"short_scoreboard",
+       "waits on shared-memory loads, special functions (MUFU) or shuffles",
        "remove shared-memory bank conflicts, keep values reused from shared memory in registers "
        "(register tiling), and cut special-function calls",
        {"register-tiling", "smem-padding-swizzle", "fast-math-intrinsics"}},
-      {"barrier", "waits at __syncthreads() for the slowest warp of the block",
+      {"barrier",
+       "waits at __syncthreads() for the slowest warp of the block",
        "do more work between barriers (a larger k-step per stage), double-buffer shared memory so "
        "one barrier per stage suffices, balance work across warps, and use warp-level "
        "synchronization (__syncwarp, shuffles) where only a warp shares data",
        {"cp-async-pipeline", "warp-shuffle-reduction"}},
-      {"mio_throttle", "a full MIO queue (shared memory, shuffles, special math)",
+      {"mio_throttle",
+       "a full MIO queue (shared memory, shuffles, special math)",
        "issue fewer, wider shared-memory accesses (128-bit LDS, ldmatrix) and fewer shuffles; "
        "reuse values from registers",
        {"vector-loads-128bit", "register-tiling", "smem-padding-swizzle"}},
-      {"lg_throttle", "a full local/global memory queue: too many small memory instructions",
+      {"lg_throttle",
+       "a full local/global memory queue: too many small memory instructions",
        "vectorize global accesses to 128 bits, remove local-memory traffic (spills, run-time "
        "indexed arrays), and load through shared memory once instead of repeatedly",
        {"vector-loads-128bit", "coalescing", "register-tiling"}},
-      {"math_pipe_throttle", "a saturated math pipe",
+      {"math_pipe_throttle",
+       "a saturated math pipe",
        "the kernel is bound by one pipe: move matrix math to tensor cores, replace FP64 and "
        "special functions with FP32 arithmetic, or balance instruction types",
        {"mma-sync-tensor-cores", "fast-math-intrinsics", "remove-fp64"}},
-      {"wait", "fixed-latency dependencies: each instruction waits on the one before",
+      {"wait",
+       "fixed-latency dependencies: each instruction waits on the one before",
        "raise instruction-level parallelism: more independent accumulators per thread and "
        "unrolled inner loops so the scheduler has independent work",
        {"loop-unrolling", "register-tiling"}},
-      {"membar", "memory fences (__threadfence) to complete",
+      {"membar",
+       "memory fences (__threadfence) to complete",
        "remove fences or narrow them to the block (__threadfence_block), and reduce with warp "
        "shuffles before a single atomic instead of fencing per element",
        {"warp-shuffle-reduction"}},
-      {"branch_resolving", "branch targets to be computed and divergent paths to reconverge",
+      {"branch_resolving",
+       "branch targets to be computed and divergent paths to reconverge",
        "make control flow warp-uniform and unroll loops with known trip counts",
        {"loop-unrolling"}},
-      {"dispatch_stall", "the dispatcher, blocked by pipeline conflicts",
+      {"dispatch_stall",
+       "the dispatcher, blocked by pipeline conflicts",
        "mix instruction types so consecutive instructions use different pipes",
        {"loop-unrolling"}},
-      {"drain", "stores to drain before the warp exits",
+      {"drain",
+       "stores to drain before the warp exits",
        "coalesce and vectorize the final stores",
        {"coalescing", "vector-loads-128bit"}},
-      {"imc_miss", "immediate-constant cache misses",
+      {"imc_miss",
+       "immediate-constant cache misses",
        "keep __constant__ data small and read it with warp-uniform indices",
        {}},
-      {"no_instruction", "instruction fetch (instruction-cache misses)",
+      {"no_instruction",
+       "instruction fetch (instruction-cache misses)",
        "shrink the hot loop: less aggressive unrolling and fewer template instantiations per kernel",
        {"loop-unrolling"}},
-      {"sleeping", "__nanosleep or a spin loop",
+      {"sleeping",
+       "__nanosleep or a spin loop",
        "remove spin-waits; synchronize with barriers or separate kernels",
        {}},
-      {"tex_throttle", "a full texture-unit queue", "use fewer texture/__ldg loads per thread, or wider ones",
+      {"tex_throttle",
+       "a full texture-unit queue",
+       "use fewer texture/__ldg loads per thread, or wider ones",
        {"vector-loads-128bit"}},
       {"misc", "miscellaneous hardware reasons", "look at the source-level stall sampling in ncu", {}},
   };
@@ -86,8 +102,7 @@ const std::vector<StallAdvice>& AdviceTable() {
 class DominantWarpStallTool : public BuiltinTool {
  public:
   DominantWarpStallTool()
-      : BuiltinTool("dominant-warp-stall",
-                    "one stall reason > 40% of stall cycles (critical > 60%), explained",
+      : BuiltinTool("dominant-warp-stall", "one stall reason > 40% of stall cycles (critical > 60%), explained",
                     KernelClasses(), Needs()) {}
 
   static std::vector<std::string> Needs() {
@@ -116,8 +131,7 @@ class DominantWarpStallTool : public BuiltinTool {
     for (size_t i = 0; i < shares->size() && i < 4; ++i) {
       breakdown[(*shares)[i].reason] = (*shares)[i].share;
       if (i > 0 && (*shares)[i].share > 0.05) {
-        others += (others.empty() ? "" : ", ") + (*shares)[i].reason + " " +
-                  Pct((*shares)[i].share * 100);
+        others += (others.empty() ? "" : ", ") + (*shares)[i].reason + " " + Pct((*shares)[i].share * 100);
       }
     }
     bool critical = top.share > kCritical;
@@ -126,14 +140,14 @@ class DominantWarpStallTool : public BuiltinTool {
                                {"cycles_per_issue", top.cycles_per_issue},
                                {"critical", critical},
                                {"top_shares", breakdown}};
-    std::string guidance = std::string(critical ? "Critical: " : "") + Pct(top.share * 100) +
-                           " of stall cycles are " + top.reason + " (" + Num(top.cycles_per_issue) +
-                           " cycles per issued instruction) — " + std::string(it->meaning);
+    std::string guidance = std::string(critical ? "Critical: " : "") + Pct(top.share * 100) + " of stall cycles are " +
+                           top.reason + " (" + Num(top.cycles_per_issue) + " cycles per issued instruction) — " +
+                           std::string(it->meaning);
     if (!others.empty()) guidance += "; next: " + others;
     guidance += ". Fix: " + std::string(it->fix) + ".";
     // 0.4 at the trigger, 0.7 at critical, 1.0 when a single reason is every stall.
-    double severity = top.share <= kCritical ? 0.4 + 1.5 * (top.share - kTrigger)
-                                             : 0.7 + 0.75 * (top.share - kCritical);
+    double severity =
+        top.share <= kCritical ? 0.4 + 1.5 * (top.share - kTrigger) : 0.7 + 0.75 * (top.share - kCritical);
     return MakeFinding(severity, std::move(evidence), std::move(guidance), it->skills);
   }
 };

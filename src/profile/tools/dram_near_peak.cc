@@ -33,15 +33,14 @@ class DramNearPeakTool : public BuiltinTool {
       detail += Pct(ctx.roofline.achieved_fraction * 100) + " of the analytic roofline reached";
     }
     std::string bytes_text = detail.empty() ? "" : " (" + detail + ")";
-    std::string guidance =
-        "DRAM runs at " + Pct(*pct) + " of peak" + bytes_text +
-        ": the kernel is at the bandwidth roof, so the only way forward is moving fewer bytes. "
-        "Fuse it with the operations before and after it so "
-        "intermediates stay in registers or shared memory instead of a DRAM round trip, read and "
-        "write in a lower precision (bf16/fp8) where the tolerance allows, and reuse loaded data "
-        "from shared memory instead of reading it again.";
-    return MakeFinding(SeverityRamp(*pct, kTrigger, kFull), std::move(evidence),
-                       std::move(guidance), {"kernel-fusion", "shared-memory-tiling", "register-tiling"});
+    std::string guidance = "DRAM runs at " + Pct(*pct) + " of peak" + bytes_text +
+                           ": the kernel is at the bandwidth roof, so the only way forward is moving fewer bytes. "
+                           "Fuse it with the operations before and after it so "
+                           "intermediates stay in registers or shared memory instead of a DRAM round trip, read and "
+                           "write in a lower precision (bf16/fp8) where the tolerance allows, and reuse loaded data "
+                           "from shared memory instead of reading it again.";
+    return MakeFinding(SeverityRamp(*pct, kTrigger, kFull), std::move(evidence), std::move(guidance),
+                       {"kernel-fusion", "shared-memory-tiling", "register-tiling"});
   }
 };
 

@@ -7,17 +7,15 @@ namespace kpilot {
 namespace {
 
 bool Fp32OrLower(const std::string& p) {
-  return p == "f32" || p == "tf32" || p == "bf16" || p == "f16" || p == "fp16" ||
-         p.rfind("fp8", 0) == 0;
+  return p == "f32" || p == "tf32" || p == "bf16" || p == "f16" || p == "fp16" || p.rfind("fp8", 0) == 0;
 }
 
 class Fp64InFp32Tool : public BuiltinTool {
  public:
   Fp64InFp32Tool()
-      : BuiltinTool("fp64-in-fp32", "FP64 instructions in a kernel computing in f32 or lower",
-                    KernelClasses(),
-                    {metric::kDfmaThreadInst, metric::kDmulThreadInst, metric::kDaddThreadInst,
-                     metric::kFfmaThreadInst, metric::kFmulThreadInst, metric::kFaddThreadInst}) {}
+      : BuiltinTool("fp64-in-fp32", "FP64 instructions in a kernel computing in f32 or lower", KernelClasses(),
+                    {metric::kDfmaThreadInst, metric::kDmulThreadInst, metric::kDaddThreadInst, metric::kFfmaThreadInst,
+                     metric::kFmulThreadInst, metric::kFaddThreadInst}) {}
 
   std::optional<Finding> Run(const ProfileContext& ctx) const override {
     if (!Fp32OrLower(ctx.compute_precision)) return std::nullopt;
@@ -29,14 +27,12 @@ class Fp64InFp32Tool : public BuiltinTool {
     auto dadd = ctx.Metric(metric::kDaddThreadInst);
     if (dfma && dmul && dadd && *dfma + *dmul + *dadd > 0) {
       double fp64 = *dfma + *dmul + *dadd;
-      double fp32 = ctx.Metric(metric::kFfmaThreadInst).value_or(0) +
-                    ctx.Metric(metric::kFmulThreadInst).value_or(0) +
+      double fp32 = ctx.Metric(metric::kFfmaThreadInst).value_or(0) + ctx.Metric(metric::kFmulThreadInst).value_or(0) +
                     ctx.Metric(metric::kFaddThreadInst).value_or(0);
       share = fp64 / (fp64 + fp32);
       evidence["fp64_thread_instructions"] = fp64;
       evidence["fp32_thread_instructions"] = fp32;
-      text = Num(fp64) + " FP64 thread instructions executed (" + Pct(share * 100) +
-             " of FP32+FP64 arithmetic)";
+      text = Num(fp64) + " FP64 thread instructions executed (" + Pct(share * 100) + " of FP32+FP64 arithmetic)";
     }
     if (ctx.static_profile && ctx.static_profile->have_sass && ctx.static_profile->mix.fp64 > 0) {
       const InstructionMix& m = ctx.static_profile->mix;
@@ -47,12 +43,11 @@ class Fp64InFp32Tool : public BuiltinTool {
     }
     if (text.empty()) return std::nullopt;
     evidence["fp64_share"] = share;
-    std::string guidance =
-        text + " in a kernel whose task computes in " + ctx.compute_precision +
-        ": FP64 runs at a fraction of the FP32 rate (1/2 on H100/H200, 1/64 on consumer GPUs) and "
-        "each conversion costs extra instructions. Suffix float literals (1.0f), call the float "
-        "functions (expf, sqrtf, fabsf or __expf), and avoid mixing double variables into float "
-        "expressions; compile with -Xptxas -warn-double-usage to find them.";
+    std::string guidance = text + " in a kernel whose task computes in " + ctx.compute_precision +
+                           ": FP64 runs at a fraction of the FP32 rate (1/2 on H100/H200, 1/64 on consumer GPUs) and "
+                           "each conversion costs extra instructions. Suffix float literals (1.0f), call the float "
+                           "functions (expf, sqrtf, fabsf or __expf), and avoid mixing double variables into float "
+                           "expressions; compile with -Xptxas -warn-double-usage to find them.";
     return MakeFinding(SeverityRamp(share, 0, 0.3, 0.4), std::move(evidence), std::move(guidance),
                        {"remove-fp64", "fast-math-intrinsics"});
   }

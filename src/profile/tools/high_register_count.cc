@@ -6,8 +6,8 @@
 namespace kpilot {
 namespace {
 
-constexpr int kTrigger = 96;   // registers per thread
-constexpr int kFull = 255;     // the architectural maximum
+constexpr int kTrigger = 96;  // registers per thread
+constexpr int kFull = 255;    // the architectural maximum
 
 class HighRegisterCountTool : public BuiltinTool {
  public:
@@ -19,8 +19,7 @@ class HighRegisterCountTool : public BuiltinTool {
     auto regs = RegistersPerThread(ctx);
     if (!regs || *regs <= kTrigger) return std::nullopt;
     nlohmann::json evidence = {{"registers_per_thread", *regs}};
-    std::string guidance = std::to_string(*regs) + " registers per thread (above " +
-                           std::to_string(kTrigger) + ")";
+    std::string guidance = std::to_string(*regs) + " registers per thread (above " + std::to_string(kTrigger) + ")";
     if (ctx.sm && ctx.sm->max_warps_per_sm > 0) {
       // Registers are allocated per warp in units; the file bounds the resident warps.
       const SmLimits& sm = *ctx.sm;

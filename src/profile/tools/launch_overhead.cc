@@ -9,7 +9,7 @@ namespace {
 
 constexpr double kGapTrigger = 0.20;  // share of the timed call with no kernel running (LaunchGapShare)
 constexpr double kGapFull = 0.60;
-constexpr int kManyKernels = 8;       // kernels per call
+constexpr int kManyKernels = 8;  // kernels per call
 constexpr int kManyKernelsFull = 32;
 
 class LaunchOverheadTool : public BuiltinTool {
@@ -23,8 +23,7 @@ class LaunchOverheadTool : public BuiltinTool {
     bool gaps = ctx.launch_gap_share > kGapTrigger;
     bool many = ctx.kernels_per_call >= kManyKernels;
     if (!gaps && !many) return std::nullopt;
-    nlohmann::json evidence = {{"launch_gap_share", ctx.launch_gap_share},
-                               {"kernels_per_call", ctx.kernels_per_call}};
+    nlohmann::json evidence = {{"launch_gap_share", ctx.launch_gap_share}, {"kernels_per_call", ctx.kernels_per_call}};
     double severity = 0;
     std::string what;
     if (gaps) {
@@ -39,11 +38,11 @@ class LaunchOverheadTool : public BuiltinTool {
     if (many) {
       severity = std::max(severity, SeverityRamp(ctx.kernels_per_call, kManyKernels, kManyKernelsFull));
     }
-    std::string guidance =
-        what + ": launch latency (a few microseconds per kernel) and the gaps between kernels "
-        "take a large share of the call. Fuse consecutive kernels into one (elementwise "
-        "epilogues into the producer, small reductions into their consumer), and capture the "
-        "remaining sequence in a CUDA graph so it launches once.";
+    std::string guidance = what +
+                           ": launch latency (a few microseconds per kernel) and the gaps between kernels "
+                           "take a large share of the call. Fuse consecutive kernels into one (elementwise "
+                           "epilogues into the producer, small reductions into their consumer), and capture the "
+                           "remaining sequence in a CUDA graph so it launches once.";
     return MakeFinding(severity, std::move(evidence), std::move(guidance), {"kernel-fusion", "cuda-graphs"});
   }
 };

@@ -6,15 +6,14 @@
 namespace kpilot {
 namespace {
 
-constexpr double kL1HitTrigger = 30;      // percent
-constexpr double kStallTrigger = 0.40;    // share of stall cycles
-constexpr double kReuseTrigger = 2.0;     // global load bytes requested / the task's minimum bytes
+constexpr double kL1HitTrigger = 30;    // percent
+constexpr double kStallTrigger = 0.40;  // share of stall cycles
+constexpr double kReuseTrigger = 2.0;   // global load bytes requested / the task's minimum bytes
 
 class LowCacheHitRateTool : public BuiltinTool {
  public:
   LowCacheHitRateTool()
-      : BuiltinTool("low-cache-hit-rate",
-                    "L1 hit rate < 30% with > 40% of stalls waiting on global memory",
+      : BuiltinTool("low-cache-hit-rate", "L1 hit rate < 30% with > 40% of stalls waiting on global memory",
                     MemoryClasses(), Metrics()) {}
 
   std::optional<Finding> Run(const ProfileContext& ctx) const override {
@@ -32,24 +31,21 @@ class LowCacheHitRateTool : public BuiltinTool {
       if (reuse < kReuseTrigger) return std::nullopt;
     }
 
-    nlohmann::json evidence = {{metric::kL1HitPct, *l1},
-                               {"long_scoreboard_stall_share", *waiting}};
+    nlohmann::json evidence = {{metric::kL1HitPct, *l1}, {"long_scoreboard_stall_share", *waiting}};
     if (reuse > 0) evidence["requested_over_minimum_bytes"] = reuse;
     std::string l2_text;
     if (auto l2 = ctx.Metric(metric::kL2HitPct)) {
       evidence[metric::kL2HitPct] = *l2;
       l2_text = " (L2 hits " + Pct(*l2) + ")";
     }
-    double severity = 0.5 * (SeverityRamp(*l1, kL1HitTrigger, 0) +
-                             SeverityRamp(*waiting, kStallTrigger, 0.8));
-    std::string guidance =
-        "L1 hits only " + Pct(*l1) + " of sectors" + l2_text + " and " + Pct(*waiting * 100) +
-        " of stalls are long-scoreboard waits on global memory: data is fetched from DRAM/L2 "
-        "again and again instead of being reused on chip. Stage the tiles each block reuses in "
-        "shared memory (load once, __syncthreads(), compute from shared memory), keep values a "
-        "thread reuses in registers, and make the loads coalesced so every fetched sector is "
-        "used; overlap the next tile's loads with compute (cp.async double buffering) to hide "
-        "what latency remains.";
+    double severity = 0.5 * (SeverityRamp(*l1, kL1HitTrigger, 0) + SeverityRamp(*waiting, kStallTrigger, 0.8));
+    std::string guidance = "L1 hits only " + Pct(*l1) + " of sectors" + l2_text + " and " + Pct(*waiting * 100) +
+                           " of stalls are long-scoreboard waits on global memory: data is fetched from DRAM/L2 "
+                           "again and again instead of being reused on chip. Stage the tiles each block reuses in "
+                           "shared memory (load once, __syncthreads(), compute from shared memory), keep values a "
+                           "thread reuses in registers, and make the loads coalesced so every fetched sector is "
+                           "used; overlap the next tile's loads with compute (cp.async double buffering) to hide "
+                           "what latency remains.";
     return MakeFinding(severity, std::move(evidence), std::move(guidance),
                        {"shared-memory-tiling", "register-tiling", "coalescing", "cp-async-pipeline"});
   }

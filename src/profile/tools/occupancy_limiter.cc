@@ -29,8 +29,8 @@ std::string LimiterAdvice(const ProfileContext& ctx, const Occupancy& occ, std::
   if (limiter == "registers") {
     *skills = {"launch-bounds-occupancy", "register-tiling"};
     auto regs = RegistersPerThread(ctx);
-    std::string text = "the register file allows only " + std::to_string(occ.blocks_by_registers) +
-                       " blocks of " + std::to_string(threads) + " threads";
+    std::string text = "the register file allows only " + std::to_string(occ.blocks_by_registers) + " blocks of " +
+                       std::to_string(threads) + " threads";
     if (regs) text += " at " + std::to_string(*regs) + " registers per thread";
     if (ctx.sm && warps_per_block > 0) {
       const SmLimits& sm = *ctx.sm;
@@ -39,20 +39,19 @@ std::string LimiterAdvice(const ProfileContext& ctx, const Occupancy& occ, std::
       int per_warp = sm.registers_per_sm / (blocks * warps_per_block) / unit * unit;
       int cap = std::min(sm.max_registers_per_thread, per_warp / 32);
       (*evidence)["registers_for_50pct"] = cap;
-      text += "; at most " + std::to_string(cap) + " registers per thread would fit " +
-              std::to_string(blocks) + " blocks (50%): cap them with __launch_bounds__(" +
-              std::to_string(threads) + ", " + std::to_string(blocks) +
-              ") or keep fewer values live (smaller per-thread tiles, fewer accumulators)";
+      text += "; at most " + std::to_string(cap) + " registers per thread would fit " + std::to_string(blocks) +
+              " blocks (50%): cap them with __launch_bounds__(" + std::to_string(threads) + ", " +
+              std::to_string(blocks) + ") or keep fewer values live (smaller per-thread tiles, fewer accumulators)";
     } else {
-      text += ": cap registers with __launch_bounds__(threads, minBlocks) or keep fewer values "
-              "live (smaller per-thread tiles, fewer accumulators)";
+      text +=
+          ": cap registers with __launch_bounds__(threads, minBlocks) or keep fewer values "
+          "live (smaller per-thread tiles, fewer accumulators)";
     }
     return text;
   }
   if (limiter == "shared_memory") {
     *skills = {"shared-memory-tiling", "cp-async-pipeline"};
-    std::string text = "shared memory allows only " + std::to_string(occ.blocks_by_shared) +
-                       " blocks per SM";
+    std::string text = "shared memory allows only " + std::to_string(occ.blocks_by_shared) + " blocks per SM";
     if (ctx.static_profile && ctx.static_profile->resources.shared_bytes > 0) {
       text += " (" + std::to_string(ctx.static_profile->resources.shared_bytes) +
               " bytes of static shared memory per block, plus any dynamic)";
@@ -64,18 +63,18 @@ std::string LimiterAdvice(const ProfileContext& ctx, const Occupancy& occ, std::
       int64_t per_block = (sm.shared_per_sm / blocks - sm.shared_reserved_per_block) / unit * unit;
       per_block = std::min(per_block, sm.shared_per_block_optin);
       (*evidence)["shared_bytes_for_50pct"] = per_block;
-      text += "; " + std::to_string(blocks) + " blocks (50%) need at most " +
-              Num(per_block / 1024.0) + " KiB per block";
+      text +=
+          "; " + std::to_string(blocks) + " blocks (50%) need at most " + Num(per_block / 1024.0) + " KiB per block";
     }
-    return text + ": use smaller tiles or fewer pipeline stages, or reuse one buffer for phases "
-                  "that do not overlap";
+    return text +
+           ": use smaller tiles or fewer pipeline stages, or reuse one buffer for phases "
+           "that do not overlap";
   }
   if (limiter == "block_size" || limiter == "blocks") {
     *skills = {"launch-bounds-occupancy", "grid-stride-wave-quantization"};
     std::string text = "blocks of " + std::to_string(threads) + " threads hit the limit of " +
-                       std::to_string(occ.blocks_by_block_limit) +
-                       " resident blocks per SM, so only " + std::to_string(occ.active_warps) +
-                       " warps fit";
+                       std::to_string(occ.blocks_by_block_limit) + " resident blocks per SM, so only " +
+                       std::to_string(occ.active_warps) + " warps fit";
     if (ctx.sm) {
       int threads_needed = CeilDiv(CeilDiv(ctx.sm->max_warps_per_sm, 2), ctx.sm->max_blocks_per_sm) * 32;
       text += ": use blocks of at least " + std::to_string(std::max(threads_needed, 128)) +
@@ -89,8 +88,8 @@ std::string LimiterAdvice(const ProfileContext& ctx, const Occupancy& occ, std::
   if (limiter == "warps") {
     *skills = {"launch-bounds-occupancy"};
     return "blocks of " + std::to_string(threads) + " threads (" + std::to_string(warps_per_block) +
-           " warps) do not divide the SM's warp slots, so only " +
-           std::to_string(occ.blocks_by_warps) + " fit: choose a block size whose warp count "
+           " warps) do not divide the SM's warp slots, so only " + std::to_string(occ.blocks_by_warps) +
+           " fit: choose a block size whose warp count "
            "divides the SM's (e.g. 256 or 512 threads)";
   }
   *skills = {"launch-bounds-occupancy"};
@@ -100,11 +99,10 @@ std::string LimiterAdvice(const ProfileContext& ctx, const Occupancy& occ, std::
 class OccupancyLimiterTool : public BuiltinTool {
  public:
   OccupancyLimiterTool()
-      : BuiltinTool("occupancy-limiter",
-                    "theoretical or achieved occupancy < 50%: the limiting resource and the fix",
+      : BuiltinTool("occupancy-limiter", "theoretical or achieved occupancy < 50%: the limiting resource and the fix",
                     MemoryClasses(),
-                    {metric::kAchievedOccupancyPct, metric::kTheoreticalOccupancyPct,
-                     metric::kRegistersPerThread, metric::kBlockSize}) {}
+                    {metric::kAchievedOccupancyPct, metric::kTheoreticalOccupancyPct, metric::kRegistersPerThread,
+                     metric::kBlockSize}) {}
 
   std::optional<Finding> Run(const ProfileContext& ctx) const override {
     std::optional<double> theoretical;
@@ -146,10 +144,11 @@ class OccupancyLimiterTool : public BuiltinTool {
       skills = {"grid-stride-wave-quantization", "persistent-kernel"};
       guidance = "Achieved occupancy is " + Pct(*achieved);
       if (theoretical) guidance += " against a theoretical " + Pct(*theoretical);
-      guidance += ": the SMs are not kept full — the grid has too few blocks, blocks finish "
-                  "unevenly, or a partial last wave leaves SMs idle. Launch enough blocks for "
-                  "several full waves or use a persistent grid-stride loop with a grid sized to "
-                  "the SM count, and balance the work per block.";
+      guidance +=
+          ": the SMs are not kept full — the grid has too few blocks, blocks finish "
+          "unevenly, or a partial last wave leaves SMs idle. Launch enough blocks for "
+          "several full waves or use a persistent grid-stride loop with a grid sized to "
+          "the SM count, and balance the work per block.";
     }
     double worst = std::min(theoretical_low ? *theoretical : 100.0, achieved_low ? *achieved : 100.0);
     return MakeFinding(SeverityRamp(worst, kTrigger, kFull), std::move(evidence), std::move(guidance),

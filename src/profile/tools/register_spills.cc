@@ -36,18 +36,16 @@ class RegisterSpillsTool : public BuiltinTool {
     }
     std::string what;
     if (spill_bytes > 0) {
-      what = "ptxas spills " + std::to_string(r.spill_stores) + " bytes (stores) / " +
-             std::to_string(r.spill_loads) + " bytes (loads) per thread at " +
-             std::to_string(r.registers) + " registers";
+      what = "ptxas spills " + std::to_string(r.spill_stores) + " bytes (stores) / " + std::to_string(r.spill_loads) +
+             " bytes (loads) per thread at " + std::to_string(r.registers) + " registers";
       if (local_ops > 0) {
-        what += " (" + std::to_string(m.local_loads) + " LDL, " + std::to_string(m.local_stores) +
-                " STL in the SASS)";
+        what += " (" + std::to_string(m.local_loads) + " LDL, " + std::to_string(m.local_stores) + " STL in the SASS)";
       }
     } else {
-      what = "the SASS has " + std::to_string(m.local_loads) + " LDL and " +
-             std::to_string(m.local_stores) + " STL (local memory; ptxas reports no spill, so a "
-             "per-thread array indexed at run time lives in a " + std::to_string(r.stack_bytes) +
-             "-byte stack frame)";
+      what = "the SASS has " + std::to_string(m.local_loads) + " LDL and " + std::to_string(m.local_stores) +
+             " STL (local memory; ptxas reports no spill, so a "
+             "per-thread array indexed at run time lives in a " +
+             std::to_string(r.stack_bytes) + "-byte stack frame)";
     }
     double severity = 0.4 + 0.2 * std::min(1.0, spill_bytes / kSpillBytesFull);
     std::string stall_text;
@@ -62,19 +60,17 @@ class RegisterSpillsTool : public BuiltinTool {
         if (sm && dram && *sm < 50 && *dram < 50) {
           evidence[metric::kSmThroughputPct] = *sm;
           evidence[metric::kDramThroughputPct] = *dram;
-          stall_text += ", while neither compute (" + Pct(*sm) + ") nor DRAM (" + Pct(*dram) +
-                        ") is busy";
+          stall_text += ", while neither compute (" + Pct(*sm) + ") nor DRAM (" + Pct(*dram) + ") is busy";
         }
       }
     }
-    std::string guidance =
-        what + stall_text +
-        ": local memory goes through L1/L2 like global memory, so every spilled value costs a "
-        "memory round trip. Cut the live registers — smaller per-thread tiles or fewer "
-        "accumulators, less unrolling of the outer loops, recomputing cheap values instead of "
-        "keeping them — or give ptxas a larger budget with __launch_bounds__(threads, minBlocks) "
-        "using a lower minBlocks; index per-thread arrays only with compile-time constants "
-        "(fully unrolled loops) so they stay in registers.";
+    std::string guidance = what + stall_text +
+                           ": local memory goes through L1/L2 like global memory, so every spilled value costs a "
+                           "memory round trip. Cut the live registers — smaller per-thread tiles or fewer "
+                           "accumulators, less unrolling of the outer loops, recomputing cheap values instead of "
+                           "keeping them — or give ptxas a larger budget with __launch_bounds__(threads, minBlocks) "
+                           "using a lower minBlocks; index per-thread arrays only with compile-time constants "
+                           "(fully unrolled loops) so they stay in registers.";
     return MakeFinding(severity, std::move(evidence), std::move(guidance),
                        {"register-tiling", "launch-bounds-occupancy", "loop-unrolling"});
   }

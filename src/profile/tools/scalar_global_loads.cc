@@ -19,8 +19,8 @@ class ScalarGlobalLoadsTool : public BuiltinTool {
  public:
   ScalarGlobalLoadsTool()
       : BuiltinTool("scalar-global-loads",
-                    "memory-bound kernel loading global memory 32 bits at a time, no 128-bit loads",
-                    MemoryClasses(), {}) {}
+                    "memory-bound kernel loading global memory 32 bits at a time, no 128-bit loads", MemoryClasses(),
+                    {}) {}
 
   std::optional<Finding> Run(const ProfileContext& ctx) const override {
     if (!ctx.static_profile || !ctx.static_profile->have_sass) return std::nullopt;
@@ -40,16 +40,15 @@ class ScalarGlobalLoadsTool : public BuiltinTool {
     std::string guidance =
         std::to_string(m.global_loads_32) + " of the " + std::to_string(loads) +
         " global load instructions in the SASS are 32-bit (LDG.E) and none is 128-bit, in a " +
-        std::string(BottleneckName(ctx.roofline.result == Bottleneck::kUnknown
-                                       ? ctx.roofline.analytic
-                                       : ctx.roofline.result)) +
+        std::string(
+            BottleneckName(ctx.roofline.result == Bottleneck::kUnknown ? ctx.roofline.analytic : ctx.roofline.result)) +
         " kernel: each thread moves 4 bytes per instruction, so the load/store unit and the "
         "number of requests in flight limit bandwidth. Load float4/int4 (or __nv_bfloat162 "
         "pairs ×4) from 16-byte-aligned addresses so one instruction moves 16 bytes — a quarter "
         "of the load instructions — and handle the remainder elements separately.";
     // A hint rather than a wall: 0.35 at the trigger, 0.6 when every load is scalar.
-    return MakeFinding(0.35 + (share - kDominantShare), std::move(evidence),
-                       std::move(guidance), {"vector-loads-128bit", "coalescing"});
+    return MakeFinding(0.35 + (share - kDominantShare), std::move(evidence), std::move(guidance),
+                       {"vector-loads-128bit", "coalescing"});
   }
 };
 

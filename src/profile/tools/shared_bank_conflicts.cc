@@ -14,11 +14,10 @@ constexpr double kFull = 0.60;
 class SharedBankConflictsTool : public BuiltinTool {
  public:
   SharedBankConflictsTool()
-      : BuiltinTool("shared-bank-conflicts",
-                    "more than 10% of shared-memory wavefronts are bank-conflict replays",
+      : BuiltinTool("shared-bank-conflicts", "more than 10% of shared-memory wavefronts are bank-conflict replays",
                     KernelClasses(),
-                    {metric::kSharedLoadConflicts, metric::kSharedStoreConflicts,
-                     metric::kSharedLoadWavefronts, metric::kSharedStoreWavefronts}) {}
+                    {metric::kSharedLoadConflicts, metric::kSharedStoreConflicts, metric::kSharedLoadWavefronts,
+                     metric::kSharedStoreWavefronts}) {}
 
   std::optional<Finding> Run(const ProfileContext& ctx) const override {
     double conflicts = 0, wavefronts = 0;
@@ -47,22 +46,20 @@ class SharedBankConflictsTool : public BuiltinTool {
     double ways = wavefronts / accesses;
     evidence["conflict_share"] = share;
     evidence["wavefronts_per_access"] = ways;
-    std::string guidance =
-        Pct(share * 100) + " of shared-memory wavefronts are bank-conflict replays (" + parts +
-        "; " + Num(ways) + " wavefronts per access where 1 is conflict-free): lanes of a warp hit "
-        "the same 4-byte bank, so each access is serialized. Pad the shared tile's rows by one "
-        "element ([TILE][TILE + 1]) or XOR-swizzle the column index so the 32 lanes of a warp "
-        "fall in 32 different banks; for column-wise reads of a row-major tile, transpose on the "
-        "store instead.";
-    return MakeFinding(SeverityRamp(share, kTrigger, kFull), std::move(evidence),
-                       std::move(guidance), {"smem-padding-swizzle"});
+    std::string guidance = Pct(share * 100) + " of shared-memory wavefronts are bank-conflict replays (" + parts +
+                           "; " + Num(ways) +
+                           " wavefronts per access where 1 is conflict-free): lanes of a warp hit "
+                           "the same 4-byte bank, so each access is serialized. Pad the shared tile's rows by one "
+                           "element ([TILE][TILE + 1]) or XOR-swizzle the column index so the 32 lanes of a warp "
+                           "fall in 32 different banks; for column-wise reads of a row-major tile, transpose on the "
+                           "store instead.";
+    return MakeFinding(SeverityRamp(share, kTrigger, kFull), std::move(evidence), std::move(guidance),
+                       {"smem-padding-swizzle"});
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Tool> MakeSharedBankConflictsTool() {
-  return std::make_unique<SharedBankConflictsTool>();
-}
+std::unique_ptr<Tool> MakeSharedBankConflictsTool() { return std::make_unique<SharedBankConflictsTool>(); }
 
 }  // namespace kpilot

@@ -21,10 +21,8 @@ std::string ArchOf(const ProfileContext& ctx) {
 class TensorCoresUnusedTool : public BuiltinTool {
  public:
   TensorCoresUnusedTool()
-      : BuiltinTool("tensor-cores-unused",
-                    "matmul-shaped bf16/f16/fp8/tf32 work with no tensor-core instructions",
-                    ComputeClasses(),
-                    {metric::kTensorHmmaInst, metric::kTensorGmmaInst, metric::kSmThroughputPct}) {}
+      : BuiltinTool("tensor-cores-unused", "matmul-shaped bf16/f16/fp8/tf32 work with no tensor-core instructions",
+                    ComputeClasses(), {metric::kTensorHmmaInst, metric::kTensorGmmaInst, metric::kSmThroughputPct}) {}
 
   std::optional<Finding> Run(const ProfileContext& ctx) const override {
     if (!ctx.matmul_shaped || !TensorCorePrecision(ctx.compute_precision)) return std::nullopt;
@@ -61,21 +59,22 @@ class TensorCoresUnusedTool : public BuiltinTool {
     }
     std::string arch = ArchOf(ctx);
     bool hopper = arch.rfind("sm_90", 0) == 0;
-    std::string how =
-        hopper ? "On " + arch + " use wgmma (warpgroup MMA, operands in shared memory via TMA) "
-                 "through CuTe, or mma.sync m16n8k16 with ldmatrix as a first step"
-               : "Use mma.sync (m16n8k16 for " + ctx.compute_precision +
-                     ") with operands loaded by ldmatrix from shared memory, or WMMA fragments";
+    std::string how = hopper ? "On " + arch +
+                                   " use wgmma (warpgroup MMA, operands in shared memory via TMA) "
+                                   "through CuTe, or mma.sync m16n8k16 with ldmatrix as a first step"
+                             : "Use mma.sync (m16n8k16 for " + ctx.compute_precision +
+                                   ") with operands loaded by ldmatrix from shared memory, or WMMA fragments";
     std::string joined = seen[0];
     for (size_t i = 1; i < seen.size(); ++i) joined += " and " + seen[i];
-    std::string guidance =
-        "The task is GEMM-shaped in " + ctx.compute_precision + ", but " + joined + busy +
-        ": every multiply-add runs on the CUDA cores, an order of magnitude below the tensor-core "
-        "peak for this precision. " + how + "; accumulate in f32 registers and keep the "
-        "shared-memory staging of the operand tiles.";
-    std::vector<std::string> skills = hopper
-        ? std::vector<std::string>{"wgmma-cute", "mma-sync-tensor-cores", "tma-bulk-copy"}
-        : std::vector<std::string>{"mma-sync-tensor-cores", "shared-memory-tiling"};
+    std::string guidance = "The task is GEMM-shaped in " + ctx.compute_precision + ", but " + joined + busy +
+                           ": every multiply-add runs on the CUDA cores, an order of magnitude below the tensor-core "
+                           "peak for this precision. " +
+                           how +
+                           "; accumulate in f32 registers and keep the "
+                           "shared-memory staging of the operand tiles.";
+    std::vector<std::string> skills =
+        hopper ? std::vector<std::string>{"wgmma-cute", "mma-sync-tensor-cores", "tma-bulk-copy"}
+               : std::vector<std::string>{"mma-sync-tensor-cores", "shared-memory-tiling"};
     return MakeFinding(severity, std::move(evidence), std::move(guidance), std::move(skills));
   }
 };

@@ -80,7 +80,9 @@ class BuiltinTool : public Tool {
  public:
   BuiltinTool(std::string id, std::string description, std::vector<Bottleneck> classes,
               std::vector<std::string> metrics)
-      : id_(std::move(id)), description_(std::move(description)), classes_(std::move(classes)),
+      : id_(std::move(id)),
+        description_(std::move(description)),
+        classes_(std::move(classes)),
         metrics_(std::move(metrics)) {}
   std::string id() const override { return id_; }
   std::string description() const override { return description_; }
@@ -99,10 +101,10 @@ class BuiltinTool : public Tool {
 };
 
 // Class sets tools declare.
-std::vector<Bottleneck> MemoryClasses();    // memory-, latency-bound, mixed
-std::vector<Bottleneck> ComputeClasses();   // compute-bound, mixed
-std::vector<Bottleneck> KernelClasses();    // every class but launch-bound
-std::vector<Bottleneck> AllClasses();       // every class, launch-bound included
+std::vector<Bottleneck> MemoryClasses();   // memory-, latency-bound, mixed
+std::vector<Bottleneck> ComputeClasses();  // compute-bound, mixed
+std::vector<Bottleneck> KernelClasses();   // every class but launch-bound
+std::vector<Bottleneck> AllClasses();      // every class, launch-bound included
 
 // "47.2", "0.0123", "1234" (3 significant digits; no exponent from 100 up to 1e15, rounded to
 // an integer there). NaN and infinities print as "nan"/"inf".

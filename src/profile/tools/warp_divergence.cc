@@ -30,16 +30,18 @@ class WarpDivergenceTool : public BuiltinTool {
                      "empty: round it up to a multiple of 32.";
       }
     }
-    std::string guidance =
-        "On average only " + Num(*threads) + " of 32 threads are active per executed warp "
-        "instruction (" + Pct(*threads / 32 * 100) + " SIMD efficiency)" +
-        ": branches split warps, so both sides run with lanes masked off. Make branch conditions "
-        "uniform across a warp (decide on warp-aligned indices), move bounds checks out of inner "
-        "loops (pad the data or handle the tail separately), use arithmetic selects instead of "
-        "short divergent branches, and in reductions keep the active lanes contiguous "
-        "(warp shuffles instead of `if (tid < s)` trees)." + block_text;
-    return MakeFinding(SeverityRamp(*threads, kTrigger, kFull), std::move(evidence),
-                       std::move(guidance), {"warp-shuffle-reduction", "loop-unrolling"});
+    std::string guidance = "On average only " + Num(*threads) +
+                           " of 32 threads are active per executed warp "
+                           "instruction (" +
+                           Pct(*threads / 32 * 100) + " SIMD efficiency)" +
+                           ": branches split warps, so both sides run with lanes masked off. Make branch conditions "
+                           "uniform across a warp (decide on warp-aligned indices), move bounds checks out of inner "
+                           "loops (pad the data or handle the tail separately), use arithmetic selects instead of "
+                           "short divergent branches, and in reductions keep the active lanes contiguous "
+                           "(warp shuffles instead of `if (tid < s)` trees)." +
+                           block_text;
+    return MakeFinding(SeverityRamp(*threads, kTrigger, kFull), std::move(evidence), std::move(guidance),
+                       {"warp-shuffle-reduction", "loop-unrolling"});
   }
 };
 
