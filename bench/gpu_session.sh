@@ -13,6 +13,7 @@ mkdir -p "$OUT"
 getent passwd kpilot-sandbox >/dev/null || useradd --system --no-create-home --shell /usr/sbin/nologin kpilot-sandbox
 steps=${*:-doctor eval tests adversarial stability ncu cost}
 SM=examples/cuda/row_softmax
+KB=${KB:-$PWD/.stage/data/kernelbench/KernelBench}
 # short_runs NAME TAG FLAG "MODES": short optimize runs for the GPU's busy share (BUDGET, default 20, on
 # FP_TASKS) once per mode of FLAG, with NVML sampled, then their busy timeline; events under
 # $OUT/NAME.tgz.
@@ -147,6 +148,21 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
     workergpu) # The torch worker's own GPU tests (ctest python_worker_gpu), with the system python3;
            # WORKER_TESTS names some (e.g. CudaRunTest.test_waits_for_the_gpu_lock_outside_its_timeout).
            (cd tests/python && timeout 300 python3 test_worker_gpu.py -v ${WORKER_TESTS:-}) 2>&1 | tee "$OUT/python_worker_gpu.txt" | tail -8 ;;
+    kbsurvey) # Every problem of a real KernelBench checkout (KB, default the staged one) described by
+           # the torch worker on the meta device: inputs, outputs, bytes per call, failures.
+           CUDA_VISIBLE_DEVICES= timeout ${KB_TIMEOUT:-300} python3 bench/kernelbench_survey.py "$KB" --python python3 \
+             --jobs ${KB_JOBS:-12} --mem-gib 32 --json "$OUT/kb_survey.json" 2> "$OUT/kb_survey.log" | tee "$OUT/kb_survey.txt" ;;
+    kbreal) # A real KernelBench checkout, each problem's reference as its candidate (--eval-reference), one
+           # slice per call: KB_LEVELS and KB_PROBLEMS choose it; the store in .kbstore (carried there and
+           # back) gathers the slices into one bench, KB_BENCH naming it after the first.
+           mkdir -p .kbstore
+           if [[ -n "${KB_BENCH:-}" ]]; then what=(--resume "$KB_BENCH")
+           else what=("$KB" --eval-reference --timing ${KB_TIMING:-kernelbench} ${KB_FLAGS:-}); fi
+           timeout ${KB_TIMEOUT:-540} $K bench "${what[@]}" --levels ${KB_LEVELS:-1} --problems "${KB_PROBLEMS:-*}" \
+             --per-gpu ${KB_PER_GPU:-3} --python python3 --store .kbstore --out "$OUT/kbreal" --markdown "$OUT/kbreal.md" \
+             --json > "$OUT/kbreal.json" 2> "$OUT/kbreal.log"; echo "kpilot bench exit $?"
+           grep -v '^{' "$OUT/kbreal.log" | tail -5; grep -c '"event":"problem"' "$OUT/kbreal.log"
+           tar czf "$OUT/kbstore.tgz" .kbstore ;;
     kbsuite) # Every problem of the team's KernelBench-style suite through `kpilot eval`: its native
            # candidate (default procedure, exploit checks on) against eager, then the same with
            # --timing kernelbench next to bench/kernelbench_procedure.py on the same object.

@@ -14,9 +14,17 @@ done
 strip .stage/bin/*
 mkdir -p .stage/lib
 cp -L /usr/lib/x86_64-linux-gnu/libmuparser.so.2 .stage/lib/
-# The scripted LLM server of the #6 check links Debian's compiled cpp-httplib.
+# The scripted LLM server of the generator tests links Debian's compiled cpp-httplib.
 if [[ -x .stage/bin/fake_llm_server ]]; then
   lib=$(ldd .stage/bin/fake_llm_server | awk '/libcpp-httplib/ {print $3}')
   [[ -n "$lib" ]] && cp -L "$lib" .stage/lib/
+fi
+# A real KernelBench checkout, when one sits beside the project (../shared/datasets/kernelbench):
+# its problems and published timings travel with the binaries, for bench/gpu_session.sh's kb* steps.
+# Only staged, never committed.
+kb=../shared/datasets/kernelbench
+if [[ -d $kb/KernelBench ]]; then
+  mkdir -p .stage/data/kernelbench
+  cp -r $kb/KernelBench $kb/results .stage/data/kernelbench/
 fi
 du -sh .stage

@@ -12,6 +12,10 @@ import sys
 import torch
 
 
+# Elements compared at once: bounds the float64 temporaries of a comparison to a few GiB.
+CHECK_CHUNK = 1 << 26
+
+
 def as_outputs(result):
     """A call's result as a list of tensors (a tensor, or a tuple/list of them)."""
     if isinstance(result, torch.Tensor):
@@ -74,37 +78,60 @@ def check_record(workload, seed, name, cand, ref, tol, rule):
     if ref.numel() == 0:
         rec["ok"] = True
         return rec, ""
-    c = cand.detach().reshape(-1).to(device=ref.device, dtype=torch.float64)
-    r = ref.detach().reshape(-1).to(torch.float64)
     atol, rtol = float(tol["atol"]), float(tol["rtol"])
-    diff = (c - r).abs()
-    rel = diff / r.abs().clamp_min(1e-12)
-    finite = torch.isfinite(c) & torch.isfinite(r)
-    # Non-finite values match only themselves (NaN with NaN, +Inf with +Inf).
-    same_special = (~finite) & ((c == r) | (torch.isnan(c) & torch.isnan(r)))
-    if rule == "flashinfer":
-        bad_finite = (diff > atol) & (rel > rtol)
-    else:
-        bad_finite = diff > atol + rtol * r.abs()
-    bad = torch.where(finite, bad_finite, ~same_special)
-    mismatches = int(bad.sum().item())
-    rec["mismatches"] = mismatches
-    fd = torch.where(finite, diff, torch.zeros_like(diff))
-    fr = torch.where(finite, rel, torch.zeros_like(rel))
-    rec["max_abs_error"] = _num(fd.max().item() if mismatches == 0 or finite.all() else float("inf"))
-    rec["max_rel_error"] = _num(fr.max().item() if mismatches == 0 or finite.all() else float("inf"))
-    ratio = float(tol.get("matched_ratio", 1.0) or 1.0)
+    cflat, rflat = cand.detach().reshape(-1), ref.detach().reshape(-1)
+
+    def compare(c, r):
+        c = c.to(device=ref.device, dtype=torch.float64)
+        r = r.to(torch.float64)
+        diff = (c - r).abs()
+        rel = diff / r.abs().clamp_min(1e-12)
+        finite = torch.isfinite(c) & torch.isfinite(r)
+        # Non-finite values match only themselves (NaN with NaN, +Inf with +Inf).
+        same_special = (~finite) & ((c == r) | (torch.isnan(c) & torch.isnan(r)))
+        if rule == "flashinfer":
+            bad_finite = (diff > atol) & (rel > rtol)
+        else:
+            bad_finite = diff > atol + rtol * r.abs()
+        bad = torch.where(finite, bad_finite, ~same_special)
+        return c, r, diff, rel, finite, bad
+
+    # In chunks: at KernelBench's sizes (a 1.6-billion-element output) the float64 temporaries of
+    # one whole-tensor pass would need several times the output's memory. Each chunk's figures
+    # stay on the device until one read at the end.
+    stats = []
+    for c, r in zip(chunks(cflat), chunks(rflat)):
+        c, r, diff, rel, finite, bad = compare(c, r)
+        zero = torch.zeros((), dtype=torch.float64, device=diff.device)
+        stats.append(torch.stack([bad.sum().to(torch.float64), (~finite).sum().to(torch.float64),
+                                  torch.where(finite, diff, zero).max(), torch.where(finite, rel, zero).max()]))
+    per_chunk = torch.stack(stats).cpu().tolist()
+    bad_counts = [int(x[0]) for x in per_chunk]
+    mismatches = sum(bad_counts)
+    all_finite = all(x[1] == 0 for x in per_chunk)
+    max_abs = max(x[2] for x in per_chunk)
+    max_rel = max(x[3] for x in per_chunk)
+    first = None
     if mismatches:
+        k = next(i for i, n in enumerate(bad_counts) if n)
+        at = k * CHECK_CHUNK
+        c, r, _, _, _, bad = compare(cflat[at:at + CHECK_CHUNK], rflat[at:at + CHECK_CHUNK])
         i = int(torch.nonzero(bad)[0].item())
-        rec["first_bad_index"] = i
-        rec["first_bad_value"] = _num(c[i].item())
-        rec["first_bad_expected"] = _num(r[i].item())
+        first = (at + i, c[i].item(), r[i].item())
+    rec["mismatches"] = mismatches
+    rec["max_abs_error"] = _num(max_abs if mismatches == 0 or all_finite else float("inf"))
+    rec["max_rel_error"] = _num(max_rel if mismatches == 0 or all_finite else float("inf"))
+    ratio = float(tol.get("matched_ratio", 1.0) or 1.0)
+    if first is not None:
+        rec["first_bad_index"] = first[0]
+        rec["first_bad_value"] = _num(first[1])
+        rec["first_bad_expected"] = _num(first[2])
     rec["ok"] = mismatches == 0 or (ratio < 1.0 and 1.0 - mismatches / rec["numel"] >= ratio)
     if rec["ok"]:
         return rec, ""
     return rec, ("output %s: %d of %d elements differ (first at %d: %r, expected %r; max abs error %g)" %
                  (name, mismatches, rec["numel"], rec["first_bad_index"], rec["first_bad_value"],
-                  rec["first_bad_expected"], float(fd.max().item())))
+                  rec["first_bad_expected"], max_abs))
 
 
 def near_zero(cand, ref):
@@ -112,15 +139,57 @@ def near_zero(cand, ref):
     tolerance may not tell zeros from the answer when the reference's values are tiny."""
     if not isinstance(cand, torch.Tensor) or ref.numel() == 0 or cand.shape != ref.shape:
         return False
-    r = ref.detach().double()
-    c = cand.detach().to(device=ref.device, dtype=torch.float64)
-    r = r[torch.isfinite(r)]
-    ref_scale = r.abs().max().item() if r.numel() else 0.0
+    ref_scale = finite_abs_max(ref)
     if ref_scale == 0.0:
         return False
-    cf = c[torch.isfinite(c)]
-    cand_scale = cf.abs().max().item() if cf.numel() else 0.0
-    return cand_scale <= 1e-3 * ref_scale
+    return finite_abs_max(cand.to(device=ref.device)) <= 1e-3 * ref_scale
+
+
+def finite_abs_max(t):
+    """The largest |value| among the finite elements of `t` (0 when none), in chunks."""
+    flat = t.detach().reshape(-1)
+    if flat.numel() == 0:
+        return 0.0
+    maxima = []
+    for x in chunks(flat):
+        x = x.to(torch.float64).abs()
+        maxima.append(torch.where(torch.isfinite(x), x, torch.zeros_like(x)).max())
+    return float(torch.stack(maxima).max().item())
+
+
+def chunks(flat):
+    """Views of a flat tensor, CHECK_CHUNK elements each: a check converts one at a time, so its
+    temporaries stay a few hundred MiB whatever the tensor's size."""
+    return (flat[at:at + CHECK_CHUNK] for at in range(0, flat.numel(), CHECK_CHUNK))
+
+
+def constant_value(t):
+    """The value every element of tensor `t` holds (more than one element, NaN never), else None."""
+    if not isinstance(t, torch.Tensor) or t.numel() < 2 or t.is_complex():
+        return None
+    flat = t.detach().reshape(-1)
+    if t.dtype == torch.bool:
+        same = bool(flat.all().item()) or not bool(flat.any().item())
+    else:
+        same = bool((flat.amin() == flat.amax()).item())  # a NaN anywhere makes both NaN: never equal
+    if not same:
+        return None
+    return _num(flat[0].item()) if t.dtype.is_floating_point else flat[0].item()
+
+
+def fingerprint(t):
+    """A cheap summary of a tensor's values (shape, dtype, sum, and 4096 evenly spaced elements):
+    two tensors with the same fingerprint almost surely hold the same values. None for what is not
+    a tensor."""
+    if not isinstance(t, torch.Tensor):
+        return None
+    if t.is_complex():
+        return (tuple(t.shape), str(t.dtype))
+    flat = t.detach().reshape(-1)
+    step = max(1, flat.numel() // 4096)
+    total = sum(c.sum(dtype=torch.float64) for c in chunks(flat)) if flat.numel() else 0.0
+    return (tuple(t.shape), str(t.dtype), _num(float(total)),
+            tuple(_num(x) for x in flat[::step][:4096].double().tolist()))
 
 
 def bitwise_equal(a, b):
@@ -129,9 +198,12 @@ def bitwise_equal(a, b):
         return a == b
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if a.dtype.is_floating_point:
-        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all().item())
-    return bool(torch.equal(a, b))
+    if torch.equal(a, b):  # one fused pass; false only where a NaN sits (NaN != NaN) or values differ
+        return True
+    if not a.dtype.is_floating_point:
+        return False
+    fa, fb = a.reshape(-1), b.reshape(-1)
+    return all(bool(((x == y) | (torch.isnan(x) & torch.isnan(y))).all().item()) for x, y in zip(chunks(fa), chunks(fb)))
 
 
 def clone_args(args):

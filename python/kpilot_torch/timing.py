@@ -61,6 +61,26 @@ def l2_bytes(device):
     return size if size > 0 else 64 << 20
 
 
+def input_sets_that_fit(wanted, set_bytes, out_bytes, free_bytes, total_bytes):
+    """How many rotated input sets the timing can hold, and why: the first set is there already;
+    each further one costs two copies (the candidate's and the baseline's), and the outputs of a
+    candidate call and a baseline call plus a tenth of the device's memory must stay free.
+    Pure: the worker passes what torch.cuda.mem_get_info reports (a CPU run passes 0s)."""
+    wanted = max(1, int(wanted))
+    if wanted == 1 or total_bytes <= 0:
+        return wanted, ""
+    spare = free_bytes - 2 * out_bytes - total_bytes // 10
+    per_set = max(1, 2 * set_bytes)
+    extra = max(0, min(wanted - 1, spare // per_set))
+    n = 1 + int(extra)
+    if n == wanted:
+        return n, ""
+    gib = float(1 << 30)
+    return n, ("%d of %d input sets rotated: one set is %.2f GiB (held twice, candidate and baseline), the outputs "
+               "%.2f GiB, and %.2f GiB of the GPU's %.1f GiB were free" %
+               (n, wanted, set_bytes / gib, out_bytes / gib, free_bytes / gib, total_bytes / gib))
+
+
 def median(xs):
     s = sorted(xs)
     n = len(s)

@@ -220,13 +220,31 @@ class Deadline:
             self.timer.cancel()
 
 
+def seconds_since_process_start():
+    """Seconds since the kernel started this process (/proc), so a reply can say what the
+    interpreter's own start cost; None where /proc is not Linux's."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def run(request, channel):
     started = time.perf_counter()
     res = new_result()
+    python_start_s = seconds_since_process_start()
     torch, why = import_torch()
     if torch is None:
         res["message"] = why
         return res
+    # Where a run's time goes before any user code: the interpreter's start, torch's import.
+    if python_start_s is not None:
+        res["details"]["python_start_s"] = python_start_s
+    res["details"]["import_torch_s"] = time.perf_counter() - started
     timeout_s = float(request.get("timeout_s", 120) or 120)
 
     def on_alarm(signum, frame):
@@ -315,6 +333,7 @@ class Run:
         self.exploit = True
         self.timing = dict(request.get("timing") or {})
         self.mode = self.timing.get("mode", "default")
+        self.out_bytes = {}  # workload → bytes of the reference's outputs (sizes the timing's input sets)
         if self.mode not in ("default", "kernelbench", "flashinfer"):
             raise Verdict("error", "request: timing.mode %r is not default, kernelbench or flashinfer" % self.mode)
 
@@ -409,7 +428,9 @@ class Run:
             self.res["phase"] = getattr(e, "phase", "load") or "load"
             raise Verdict("runtime_error", str(e))
         self.details["candidate_setup_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
         self.reference = self.problem.reference(self.device)
+        self.details["reference_setup_s"] = time.perf_counter() - t0
         if self.device.type == "cuda":
             # After the candidate's build (load_inline compiles of parallel runs overlap), before
             # any check or timing; the wait does not count against timeout_s.
@@ -426,7 +447,7 @@ class Run:
         self.res["phase"] = "correctness"
         t_check = time.perf_counter()
         for wl in workloads:
-            self.correctness(wl)
+            self.correctness(wl, wl == workloads[0])
         if self.exploit:
             self.res["phase"] = "correctness"
             for wl in workloads[:1]:
@@ -445,68 +466,173 @@ class Run:
             self.check_timers()
             self.details["timing_s"] = time.perf_counter() - t_time
 
-    def correctness(self, wl):
-        from .checks import as_outputs, check_record, clone_args, impostor, mutated, near_zero, output_names
+    def out_of_memory(self, e):
+        oom = getattr(self.torch.cuda, "OutOfMemoryError", None)
+        return (oom is not None and isinstance(e, oom)) or "CUDA out of memory" in str(e)
+
+    def memory_note(self, args):
+        """One sentence on the memory a call needs and the device has (an out-of-memory verdict)."""
+        torch = self.torch
+        gib = float(1 << 30)
+        need = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor)) / gib
+        free = total = 0
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+            free, total = torch.cuda.mem_get_info(self.device)
+        return ("the inputs of one call are %.2f GiB and the checks hold about three copies of them beside the "
+                "outputs; %.1f of the GPU's %.1f GiB are free (%s)" % (need, free / gib, total / gib, _tail(1)))
+
+    def seed_rng(self, seed):
+        self.torch.manual_seed(int(seed))
+        if self.device.type == "cuda":
+            self.torch.cuda.manual_seed_all(int(seed))
+
+    def reference_checks(self, wl, seed, args, saved, ref_out, tol, rule):
+        """What the reference's own outputs say of the problem, recorded in details.reference_flaws
+        (never a verdict): an output that is constant; that changes between two calls on the same
+        inputs and random seed (nondeterministic); that changes with the random seed alone
+        (random); that is the same for the first two trials' different inputs (ignores its
+        inputs). Such a problem cannot tell a right candidate from a wrong one, or a right one from
+        itself. The call checks run on the first trial, the inputs check on the second."""
+        from .checks import as_outputs, check_record, clone_args, constant_value, fingerprint, output_names
+        if getattr(self, "_inputs_checked", False):
+            return
+        flaws = self.details.setdefault("reference_flaws", [])
+        names = output_names(len(ref_out))
+        prints = [fingerprint(o) for o in ref_out]
+        if not hasattr(self, "_first_trial"):
+            self._first_trial = (seed, prints, [fingerprint(a) for a in args])
+            for name, o in zip(names, ref_out):
+                v = constant_value(o)
+                if v is not None:
+                    flaws.append({"flaw": "constant_output",
+                                  "evidence": "output %s (%d elements) is %r everywhere" % (name, o.numel(), v)})
+            for flaw, call_seed in (("nondeterministic", seed), ("random", seed + 7919)):
+                self.seed_rng(call_seed)
+                again = as_outputs(self.call(self.reference, clone_args(saved)))
+                for name, a, r in zip(names, again, ref_out):
+                    rec, _ = check_record(wl, seed, name, a, r, tol, rule)
+                    if rec["ok"]:
+                        continue
+                    how = ("called twice on the same inputs with the same random seed" if flaw == "nondeterministic"
+                           else "called again on the same inputs with another random seed")
+                    flaws.append({"flaw": flaw, "evidence": "%s, output %s differs: %d of %d elements beyond the "
+                                  "tolerance, max abs error %g" % (how, name, rec["mismatches"], rec["numel"],
+                                                                   rec["max_abs_error"])})
+                    break
+                del again
+                if any(f["flaw"] == "nondeterministic" for f in flaws):
+                    break  # the seed's effect cannot be told from the noise
+            return
+        first_seed, first_prints, first_inputs = self._first_trial
+        if seed == first_seed:
+            return
+        self._inputs_checked = True
+        inputs_differ = [fingerprint(a) for a in args] != first_inputs
+        if inputs_differ and prints == first_prints and any(p is not None for p in prints):
+            flaws.append({"flaw": "ignores_inputs",
+                          "evidence": "the outputs for the inputs of seeds %d and %d are the same, though the inputs "
+                                      "differ" % (first_seed, seed)})
+
+    def correctness(self, wl, first_workload=False):
         tol = self.problem.tolerance(wl)
         rule = self.problem.element_rule()
         self.details["tolerance"] = tol
         self.details["element_rule"] = rule
         self.for_workload(wl)
         for seed in trial_seeds(self.request):
+            # One trial's tensors die with its call: at KernelBench's sizes two trials' inputs
+            # alive at once would not fit the GPU.
+            self.trial(wl, seed, tol, rule, first_workload)
+
+    def trial(self, wl, seed, tol, rule, first_workload):
+        from .checks import as_outputs, check_record, clone_args, impostor, mutated, near_zero, output_names
+        args = []
+        try:
             args = self.problem.make_inputs(wl, seed, self.device)
-            names = self.problem.input_names(wl, args)
             ref_args = clone_args(args) if self.exploit else args
             saved = clone_args(args) if self.exploit else None
-            self.res["phase"] = "reference"
-            try:
-                ref_out = as_outputs(self.call(self.reference, ref_args))
-            except Exception:
-                raise Verdict("error", "the reference failed on workload %s, seed %d:\n%s" % (wl, seed, _tail()))
-            self.res["phase"] = "correctness"
-            poisoned = self.exploit and hasattr(self.candidate, "poison")
+        except Exception as e:
+            if self.out_of_memory(e):
+                raise Verdict("error", "the GPU's memory cannot hold workload %s: %s" % (wl, self.memory_note(args)))
+            raise
+        names = self.problem.input_names(wl, args)
+        ref_writes = []
+        self.res["phase"] = "reference"
+        try:
+            # The same random state for the reference's call and the candidate's: a problem
+            # that draws random numbers (dropout in training mode) compares like any other.
+            self.seed_rng(seed)
+            ref_out = as_outputs(self.call(self.reference, ref_args))
+            # A reference that writes its inputs (in-place ops) makes that part of the problem:
+            # the candidate must leave them as the reference does.
+            ref_writes = mutated(ref_args, saved, names) if self.exploit else []
+            if ref_writes:
+                self.details.setdefault("reference_writes_inputs", {})[wl] = ref_writes
+            else:
+                ref_args = None  # at KernelBench's sizes one copy of the inputs is gigabytes
+            self.out_bytes[wl] = sum(o.numel() * o.element_size() for o in ref_out
+                                     if isinstance(o, self.torch.Tensor))
+            if first_workload and self.exploit:
+                self.reference_checks(wl, seed, args, saved, ref_out, tol, rule)
+        except Verdict:
+            raise
+        except Exception as e:
+            if self.out_of_memory(e):
+                raise Verdict("error", "the GPU's memory cannot hold workload %s: %s" % (wl, self.memory_note(args)))
+            raise Verdict("error", "the reference failed on workload %s, seed %d:\n%s" % (wl, seed, _tail()))
+        self.res["phase"] = "correctness"
+        self.seed_rng(seed)
+        poisoned = self.exploit and hasattr(self.candidate, "poison")
+        if poisoned:
+            self.candidate.poison = True
+        try:
+            cand_out = as_outputs(self.call(self.candidate, args))
+        except Exception:
+            raise Verdict("runtime_error", "the candidate failed on workload %s, seed %d:\n%s" % (wl, seed, _tail()))
+        finally:
             if poisoned:
-                self.candidate.poison = True
-            try:
-                cand_out = as_outputs(self.call(self.candidate, args))
-            except Exception:
-                raise Verdict("runtime_error", "the candidate failed on workload %s, seed %d:\n%s" % (wl, seed, _tail()))
-            finally:
-                if poisoned:
-                    self.candidate.poison = False
-            if len(cand_out) != len(ref_out):
-                raise Verdict("incorrect", "workload %s, seed %d: the candidate returned %d outputs, the reference %d" %
-                              (wl, seed, len(cand_out), len(ref_out)))
-            failed = None
-            for name, c, r in zip(output_names(len(ref_out)), cand_out, ref_out):
-                # Before anything touches it: a tensor subclass can answer every comparison as it
-                # likes (__torch_function__), or compute only when looked at.
-                disguised = impostor(c, r)
-                if disguised:
-                    raise Verdict("suspicious", "workload %s, seed %d: output %s %s" % (wl, seed, name, disguised))
-                rec, why = check_record(wl, seed, name, c, r, tol, rule)
-                if poisoned and not getattr(self.candidate, "guards_intact", True):
-                    rec["guards_intact"] = False
-                    rec["ok"] = False
-                    why = why or "output %s: the candidate wrote outside the output's memory" % name
-                self.res["checks"].append(rec)
-                if not rec["ok"] and failed is None:
-                    failed = why
-            if failed:
-                raise Verdict("incorrect", "workload %s, seed %d: %s" % (wl, seed, failed))
-            if not self.exploit:
-                continue
-            changed = mutated(args, saved, names)
-            changed += [n for n, t in self.protected
-                        if not _same(t, dict(self.candidate.guarded_tensors())[n])]
-            self.exploit_note("input_mutation", changed, workload=wl, seed=seed, tensors=changed)
-            if changed:
-                raise Verdict("suspicious", "workload %s, seed %d: the candidate modified its input(s) %s" %
-                              (wl, seed, ", ".join(changed)))
-            zeros = [n for n, c, r in zip(output_names(len(ref_out)), cand_out, ref_out) if near_zero(c, r)]
-            self.exploit_note("near_zero_output", zeros, workload=wl, seed=seed, outputs=zeros)
-            if zeros:
-                raise Verdict("suspicious", "workload %s, seed %d: output(s) %s are (nearly) all zero while the "
-                              "reference's are not; the tolerance cannot tell them apart" % (wl, seed, ", ".join(zeros)))
+                self.candidate.poison = False
+        if len(cand_out) != len(ref_out):
+            raise Verdict("incorrect", "workload %s, seed %d: the candidate returned %d outputs, the reference %d" %
+                          (wl, seed, len(cand_out), len(ref_out)))
+        failed = None
+        for name, c, r in zip(output_names(len(ref_out)), cand_out, ref_out):
+            # Before anything touches it: a tensor subclass can answer every comparison as it
+            # likes (__torch_function__), or compute only when looked at.
+            disguised = impostor(c, r)
+            if disguised:
+                raise Verdict("suspicious", "workload %s, seed %d: output %s %s" % (wl, seed, name, disguised))
+            rec, why = check_record(wl, seed, name, c, r, tol, rule)
+            if poisoned and not getattr(self.candidate, "guards_intact", True):
+                rec["guards_intact"] = False
+                rec["ok"] = False
+                why = why or "output %s: the candidate wrote outside the output's memory" % name
+            self.res["checks"].append(rec)
+            if not rec["ok"] and failed is None:
+                failed = why
+        if failed:
+            raise Verdict("incorrect", "workload %s, seed %d: %s" % (wl, seed, failed))
+        if not self.exploit:
+            return
+        changed = [n for n in mutated(args, saved, names) if n not in ref_writes]
+        for n, a, r in zip(names, args, ref_args or []):
+            if n in ref_writes:
+                rec, why = check_record(wl, seed, "input " + n, a, r, tol, rule)
+                if not rec["ok"]:
+                    raise Verdict("incorrect", "workload %s, seed %d: the reference writes its input %s and the "
+                                  "candidate leaves it otherwise: %s" % (wl, seed, n, why))
+        changed += [n for n, t in self.protected
+                    if not _same(t, dict(self.candidate.guarded_tensors())[n])]
+        self.exploit_note("input_mutation", changed, workload=wl, seed=seed, tensors=changed)
+        if changed:
+            raise Verdict("suspicious", "workload %s, seed %d: the candidate modified its input(s) %s" %
+                          (wl, seed, ", ".join(changed)))
+        zeros = [n for n, c, r in zip(output_names(len(ref_out)), cand_out, ref_out) if near_zero(c, r)]
+        self.exploit_note("near_zero_output", zeros, workload=wl, seed=seed, outputs=zeros)
+        if zeros:
+            raise Verdict("suspicious", "workload %s, seed %d: output(s) %s are (nearly) all zero while the "
+                          "reference's are not; the tolerance cannot tell them apart" % (wl, seed, ", ".join(zeros)))
 
     def fallback_check(self, wl):
         """Calls the candidate once with the reference's entry points replaced by raising ones and
@@ -623,6 +749,26 @@ class Run:
                         changed = True
         return event_ms, extra_ms, wall_ms, changed
 
+    def fitting_sets(self, wl, first, wanted):
+        """The input sets to rotate for workload `wl`, sized from one set's bytes, the outputs the
+        correctness trials saw and the GPU's free memory (details.input_sets says what was chosen;
+        fewer than wanted is also a warning)."""
+        from .timing import input_sets_that_fit
+        torch = self.torch
+        set_bytes = sum(a.numel() * a.element_size() for a in first if isinstance(a, torch.Tensor))
+        out_bytes = self.out_bytes.get(wl, set_bytes)
+        free = total = 0
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()  # what the correctness trials left cached goes back first
+            free, total = torch.cuda.mem_get_info(self.device)
+        n, why = input_sets_that_fit(wanted, set_bytes, out_bytes, free, total)
+        self.details.setdefault("input_sets", []).append(
+            {"workload": wl, "wanted": wanted, "chosen": n, "set_bytes": set_bytes, "out_bytes": out_bytes,
+             "free_bytes": free, "total_bytes": total})
+        if why:
+            self.res["warnings"].append("workload %s: %s" % (wl, why))
+        return n, why
+
     def timed(self, workloads):
         from . import timing
         from .checks import clone_args
@@ -641,9 +787,12 @@ class Run:
         if self.device.type == "cuda" and self.mode == "kernelbench":
             flush = max(256 << 20, 2 * timing.l2_bytes(self.device))
         clock = timing.Clock(self.device, flush)
-        n_sets = self.problem.timing_input_sets(self.mode)
+        wanted = self.problem.timing_input_sets(self.mode)
         for wl in workloads:
-            sets = [self.problem.make_inputs(wl, s, self.device) for s in seeds_for_sets(self.request, n_sets)]
+            seeds = seeds_for_sets(self.request, wanted)
+            sets = [self.problem.make_inputs(wl, seeds[0], self.device)]
+            n_sets, why = self.fitting_sets(wl, sets[0], wanted)
+            sets += [self.problem.make_inputs(wl, s, self.device) for s in seeds[1:n_sets]]
             self.for_workload(wl)
             cand_calls = [_bind(self.candidate, a) for a in sets]
             base_calls = [_bind(self.baseline, clone_args(a)) for a in sets]
@@ -683,6 +832,9 @@ def visible_device_entry(visible, index):
 
 
 def main(argv):
+    # Before torch starts: KernelBench's problems allocate and free tensors of several GiB in
+    # turn, which the caching allocator's fixed segments fragment until a later one fails.
+    os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     channel = ReplyChannel()
     mode = argv[1] if len(argv) > 1 else ""
     as_run = mode == "run"

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,13 +64,43 @@ Result<std::vector<BenchProblem>> SelectProblems(const Suite& suite, const std::
 // model_new.py, or one .cu/.py/.json/.cpp file. NotFound naming the places tried.
 Result<std::filesystem::path> FindEvalCandidate(const std::filesystem::path& dir, const BenchProblem& p);
 
+// --eval-only DIR: the candidate files and folders in DIR (and its level folders) whose stem names
+// no problem of `suite` — a misspelt or stale candidate the bench would silently skip.
+std::vector<std::filesystem::path> UnmatchedEvalCandidates(const std::filesystem::path& dir, const Suite& suite);
+
 // ---- Results and metrics ------------------------------------------------------------------------
 
 // One workload of a problem's final evaluation (the flashinfer contest score is over these).
 struct WorkloadScore {
   std::string name;
   bool passed = false;
-  double speedup = 0;  // against eager; 0 when it failed
+  double speedup = 0;                     // against eager; 0 when it failed
+  double ci_lo = 0, ci_hi = 0;            // the speedup's 95% CI (0 when it failed)
+  double candidate_ms = 0, eager_ms = 0;  // the timing procedure's statistic of each side (0 when not timed)
+};
+
+// Where a problem's seconds went (PyTorch suites; the torch worker reports each step): its final
+// evaluation and its torch.compile baseline's, summed.
+struct ProblemSeconds {
+  double load = 0;          // loading the problem (kpilot's describe of it, cached or not)
+  double python_start = 0;  // the worker's interpreter start
+  double import_torch = 0;
+  double setup = 0;   // building the candidate, the reference and the baseline models
+  double checks = 0;  // correctness trials and exploit checks
+  double timing = 0;
+  int evaluations = 0;  // worker runs summed here
+};
+
+// What the correctness trials saw of the reference itself (the torch worker checks it on every
+// run): a problem whose reference returns a constant, ignores its inputs, draws random numbers or
+// differs from itself on the same inputs cannot tell a right candidate from a wrong one (or a
+// right one from itself), and is reported with the evidence.
+enum class ReferenceFlaw { kConstantOutput, kIgnoresInputs, kRandom, kNondeterministic };
+const char* ReferenceFlawName(ReferenceFlaw f);  // "constant_output", … (the worker's names)
+std::optional<ReferenceFlaw> ParseReferenceFlaw(const std::string& name);
+struct ReferenceFinding {
+  ReferenceFlaw flaw = ReferenceFlaw::kConstantOutput;
+  std::string evidence;  // one sentence with the numbers
 };
 
 // What one problem ended with. A problem that could not be run at all (its file does not load,
@@ -89,6 +120,8 @@ struct ProblemResult {
   double gpu_s = 0;  // seconds the evaluation queue was busy (device time)
   double wall_s = 0;
   std::vector<WorkloadScore> workloads;
+  ProblemSeconds seconds;
+  std::vector<ReferenceFinding> reference_findings;
   std::vector<std::string> warnings;  // what went wrong without failing the problem (no torch.compile figure, …)
   nlohmann::json traces = nlohmann::json::array();  // flashinfer Trace records of the final evaluation
   bool correct() const { return error.empty() && verdict == "passed"; }
@@ -125,6 +158,8 @@ struct LevelReport {
   int evaluations = 0;
   int64_t requests = 0, input_tokens = 0, output_tokens = 0;
   double cost_usd = 0, gpu_s = 0, wall_s = 0;
+  ProblemSeconds seconds;  // summed over the level's problems
+  int flawed = 0;          // problems with a reference finding
 };
 
 // flashinfer: the contest's score of one definition (mean per-workload speedup, 0 if any failed).
@@ -194,9 +229,11 @@ Result<int64_t> CreateBench(Store& store, const Suite& suite, const nlohmann::js
 Result<BenchState> LoadBench(Store& store, int64_t id);
 
 // Runs `problems` of bench `id` (those already finished in the store are skipped; an interrupted
-// one continues its optimizer run) on `devices`, one problem per device at a time (an empty list:
+// one continues its optimizer run) on `devices`, one problem per entry at a time (a device listed
+// twice runs two problems at once; an empty list:
 // one at a time, device −1). Every result is recorded as it finishes; the bench is marked finished
-// at the end. Returns every finished result of the bench, old and new, in suite order. A Status
+// at the end. Returns every finished result of the bench, old and new: those of `problems` in
+// their order, then those of other problems (earlier slices) in the order they finished. A Status
 // error only when the store fails.
 Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std::vector<BenchProblem>& problems,
                                             ProblemRunner& runner, const std::vector<int>& devices,

@@ -1,4 +1,5 @@
 // The metrics of a bench run and their renderings (table, JSON, Markdown).
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -10,6 +11,38 @@ namespace kpilot {
 using nlohmann::json;
 
 namespace {
+
+json ToJson(const ProblemSeconds& s) {
+  return {{"load", s.load},
+          {"python_start", s.python_start},
+          {"import_torch", s.import_torch},
+          {"setup", s.setup},
+          {"checks", s.checks},
+          {"timing", s.timing},
+          {"evaluations", s.evaluations}};
+}
+
+ProblemSeconds ProblemSecondsFromJson(const json& j) {
+  ProblemSeconds s;
+  s.load = j.value("load", 0.0);
+  s.python_start = j.value("python_start", 0.0);
+  s.import_torch = j.value("import_torch", 0.0);
+  s.setup = j.value("setup", 0.0);
+  s.checks = j.value("checks", 0.0);
+  s.timing = j.value("timing", 0.0);
+  s.evaluations = j.value("evaluations", 0);
+  return s;
+}
+
+void Add(ProblemSeconds* to, const ProblemSeconds& s) {
+  to->load += s.load;
+  to->python_start += s.python_start;
+  to->import_torch += s.import_torch;
+  to->setup += s.setup;
+  to->checks += s.checks;
+  to->timing += s.timing;
+  to->evaluations += s.evaluations;
+}
 
 double SpeedupOver(const ProblemResult& r, Baseline b) {
   if (!r.correct()) return 0;
@@ -39,6 +72,8 @@ LevelReport Level(const std::string& name, const std::vector<ProblemResult>& res
     l.cost_usd += r.cost_usd;
     l.gpu_s += r.gpu_s;
     l.wall_s += r.wall_s;
+    Add(&l.seconds, r.seconds);
+    l.flawed += !r.reference_findings.empty();
   }
   l.correctness = l.problems ? static_cast<double>(l.correct) / l.problems : 0;
   l.eager = MetricsOver(results, Baseline::kEager);
@@ -67,7 +102,9 @@ json ToJson(const LevelReport& l) {
             {"output_tokens", l.output_tokens},
             {"cost_usd", l.cost_usd},
             {"gpu_s", l.gpu_s},
-            {"wall_s", l.wall_s}}}};
+            {"wall_s", l.wall_s}}},
+          {"seconds", ToJson(l.seconds)},
+          {"flawed_references", l.flawed}};
 }
 
 // "83%"; a geomean "2.41×"; "—" for a baseline no correct problem was measured against.
@@ -83,14 +120,54 @@ std::vector<const LevelReport*> Rows(const BenchReport& r) {
   return rows;
 }
 
+// A level's seconds per problem, split; `other` is the wall time no step accounts for.
+struct SecondsSplit {
+  double wall = 0, load = 0, python = 0, torch = 0, setup = 0, checks = 0, timing = 0, other = 0;
+};
+SecondsSplit MeanSplit(const LevelReport& l) {
+  SecondsSplit m;
+  if (l.problems == 0) return m;
+  const double n = l.problems;
+  const ProblemSeconds& s = l.seconds;
+  m = {l.wall_s / n, s.load / n, s.python_start / n, s.import_torch / n, s.setup / n, s.checks / n, s.timing / n, 0};
+  m.other = std::max(0.0, m.wall - m.load - m.python - m.torch - m.setup - m.checks - m.timing);
+  return m;
+}
+
 std::string ProblemCell(const ProblemResult& p) {
+  std::string flaws;
+  for (const auto& f : p.reference_findings)
+    flaws += (flaws.empty() ? " [reference: " : ", ") + std::string(ReferenceFlawName(f.flaw));
+  if (!flaws.empty()) flaws += "]";
   if (!p.error.empty()) return "error: " + p.error.substr(0, 80);
-  if (!p.correct()) return p.verdict;
+  if (!p.correct()) return p.verdict + flaws;
   return fmt::format("{:.3f}× eager{}", p.speedup_eager,
-                     p.compile_measured ? fmt::format(", {:.3f}× compile", p.speedup_compile) : "");
+                     p.compile_measured ? fmt::format(", {:.3f}× compile", p.speedup_compile) : "") +
+         flaws;
 }
 
 }  // namespace
+
+const char* ReferenceFlawName(ReferenceFlaw f) {
+  switch (f) {
+    case ReferenceFlaw::kConstantOutput:
+      return "constant_output";
+    case ReferenceFlaw::kIgnoresInputs:
+      return "ignores_inputs";
+    case ReferenceFlaw::kRandom:
+      return "random";
+    case ReferenceFlaw::kNondeterministic:
+      return "nondeterministic";
+  }
+  return "?";
+}
+
+std::optional<ReferenceFlaw> ParseReferenceFlaw(const std::string& name) {
+  for (ReferenceFlaw f : {ReferenceFlaw::kConstantOutput, ReferenceFlaw::kIgnoresInputs, ReferenceFlaw::kRandom,
+                          ReferenceFlaw::kNondeterministic})
+    if (name == ReferenceFlawName(f)) return f;
+  return std::nullopt;
+}
 
 double FastP(const std::vector<ProblemResult>& results, double p, Baseline b) {
   if (results.empty()) return 0;
@@ -112,7 +189,16 @@ double GeomeanSpeedup(const std::vector<ProblemResult>& results, Baseline b) {
 
 json ToJson(const ProblemResult& r) {
   json w = json::array();
-  for (const auto& x : r.workloads) w.push_back({{"name", x.name}, {"passed", x.passed}, {"speedup", x.speedup}});
+  for (const auto& x : r.workloads)
+    w.push_back({{"name", x.name},
+                 {"passed", x.passed},
+                 {"speedup", x.speedup},
+                 {"ci", {x.ci_lo, x.ci_hi}},
+                 {"candidate_ms", x.candidate_ms},
+                 {"eager_ms", x.eager_ms}});
+  json flaws = json::array();
+  for (const auto& f : r.reference_findings)
+    flaws.push_back({{"flaw", ReferenceFlawName(f.flaw)}, {"evidence", f.evidence}});
   return {{"id", r.id},
           {"level", r.level},
           {"error", r.error},
@@ -131,6 +217,8 @@ json ToJson(const ProblemResult& r) {
           {"gpu_s", r.gpu_s},
           {"wall_s", r.wall_s},
           {"workloads", w},
+          {"seconds", ToJson(r.seconds)},
+          {"reference_flaws", flaws},
           {"warnings", r.warnings},
           {"traces", r.traces}};
 }
@@ -154,8 +242,20 @@ Result<ProblemResult> ProblemResultFromJson(const json& j) {
     r.cost_usd = j.value("cost_usd", 0.0);
     r.gpu_s = j.value("gpu_s", 0.0);
     r.wall_s = j.value("wall_s", 0.0);
-    for (const auto& w : j.value("workloads", json::array()))
-      r.workloads.push_back({w.value("name", ""), w.value("passed", false), w.value("speedup", 0.0)});
+    for (const auto& w : j.value("workloads", json::array())) {
+      WorkloadScore x{w.value("name", ""), w.value("passed", false), w.value("speedup", 0.0)};
+      if (auto ci = w.find("ci"); ci != w.end() && ci->is_array() && ci->size() == 2) {
+        x.ci_lo = (*ci)[0].get<double>();
+        x.ci_hi = (*ci)[1].get<double>();
+      }
+      x.candidate_ms = w.value("candidate_ms", 0.0);
+      x.eager_ms = w.value("eager_ms", 0.0);
+      r.workloads.push_back(x);
+    }
+    if (auto sec = j.find("seconds"); sec != j.end() && sec->is_object()) r.seconds = ProblemSecondsFromJson(*sec);
+    for (const auto& f : j.value("reference_flaws", json::array()))
+      if (auto flaw = ParseReferenceFlaw(f.value("flaw", "")))
+        r.reference_findings.push_back({*flaw, f.value("evidence", "")});
     r.warnings = j.value("warnings", std::vector<std::string>{});
     r.traces = j.value("traces", json::array());
     return r;
@@ -237,6 +337,22 @@ std::string ReportTable(const BenchReport& r) {
   for (const LevelReport* l : Rows(r))
     s += fmt::format("{:<8} {:>11} {:>9} {:>13} {:>13} {:>10.4f} {:>9.1f}\n", l->level, l->evaluations, l->requests,
                      l->input_tokens, l->output_tokens, l->cost_usd, l->gpu_s);
+  if (r.total.seconds.evaluations > 0) {
+    s += "\nseconds per problem (mean): where the wall time went\n";
+    s += fmt::format("{:<8} {:>7} {:>7} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}\n", "level", "wall", "load", "python",
+                     "torch", "setup", "checks", "timing", "other");
+    for (const LevelReport* l : Rows(r)) {
+      const SecondsSplit m = MeanSplit(*l);
+      s += fmt::format("{:<8} {:>7.1f} {:>7.1f} {:>9.2f} {:>9.1f} {:>7.1f} {:>7.1f} {:>7.1f} {:>7.1f}\n", l->level,
+                       m.wall, m.load, m.python, m.torch, m.setup, m.checks, m.timing, m.other);
+    }
+  }
+  if (r.total.flawed > 0) {
+    s += fmt::format("\nproblems whose reference cannot tell right from wrong ({})\n", r.total.flawed);
+    for (const auto& p : r.results)
+      for (const auto& f : p.reference_findings)
+        s += fmt::format("  {:<40} {}: {}\n", p.id, ReferenceFlawName(f.flaw), f.evidence);
+  }
   if (!r.contest.empty()) {
     s += "\nflashinfer contest score (mean per-workload speedup; 0 if any workload failed)\n";
     for (const auto& d : r.contest)
@@ -274,6 +390,29 @@ std::string ReportMarkdown(const BenchReport& r) {
   for (const LevelReport* l : Rows(r))
     s += fmt::format("| {} | {} | {} | {} | {} | {:.4f} | {:.1f} |\n", l->level, l->evaluations, l->requests,
                      l->input_tokens, l->output_tokens, l->cost_usd, l->gpu_s);
+  if (r.total.seconds.evaluations > 0) {
+    s += "\n## Where the time went\n\nSeconds per problem (mean): loading the problem, the torch worker's "
+         "interpreter start and torch import, building the models, the correctness and exploit checks, the timing, "
+         "and the rest (kpilot's side: processes, the store).\n\n"
+         "| level | wall | load | python | import torch | setup | checks | timing | other |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const LevelReport* l : Rows(r)) {
+      const SecondsSplit m = MeanSplit(*l);
+      s += fmt::format("| {} | {:.1f} | {:.1f} | {:.2f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", l->level,
+                       m.wall, m.load, m.python, m.torch, m.setup, m.checks, m.timing, m.other);
+    }
+  }
+  if (r.total.flawed > 0) {
+    s += fmt::format(
+        "\n## References that cannot tell right from wrong\n\n{} problems. The torch worker checks every "
+        "reference on its first trials: a constant output, outputs that ignore the inputs, outputs that change with "
+        "the random seed (compared under one seed on both sides) or between two calls on the same inputs.\n\n"
+        "| problem | flaw | evidence |\n|---|---|---|\n",
+        r.total.flawed);
+    for (const auto& p : r.results)
+      for (const auto& f : p.reference_findings)
+        s += fmt::format("| {} | {} | {} |\n", p.id, ReferenceFlawName(f.flaw), f.evidence);
+  }
   if (!r.contest.empty()) {
     s += "\n## flashinfer contest score\n\nMean per-workload speedup over the definition's reference; 0 if any "
          "workload failed.\n\n| definition | score | workloads passed |\n|---|---:|---:|\n";

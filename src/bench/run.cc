@@ -110,14 +110,26 @@ Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std:
   for (auto& t : threads) t.join();
   if (!first_error.ok()) return first_error.WithContext("recording bench " + std::to_string(id));
 
+  // This selection's results in its order, then those earlier slices finished (a bench run one
+  // level at a time reports every level at the end).
   std::vector<ProblemResult> out;
+  size_t selected = 0;
   for (const auto& p : problems)
-    if (results.count(p.id)) out.push_back(results.at(p.id));
+    if (results.count(p.id)) {
+      out.push_back(results.at(p.id));
+      results.erase(p.id);
+      ++selected;
+    }
+  for (const auto& r : state->finished)
+    if (results.count(r.id)) {
+      out.push_back(results.at(r.id));
+      results.erase(r.id);
+    }
   auto run = store.GetRun(id);
   if (run.ok() && run->has_value()) {
     RunRecord rec = **run;
-    rec.status = out.size() == problems.size() ? "finished" : "running";
-    rec.stop_reason = std::to_string(out.size()) + " of " + std::to_string(problems.size()) + " problems";
+    rec.status = selected == problems.size() ? "finished" : "running";
+    rec.stop_reason = std::to_string(out.size()) + " problems finished";
     rec.best_speedup = GeomeanSpeedup(out, Baseline::kEager);
     KPILOT_RETURN_IF_ERROR(store.UpdateRun(rec));
   }

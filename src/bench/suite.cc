@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include "bench/bench.h"
 
@@ -205,6 +206,35 @@ Result<fs::path> FindEvalCandidate(const fs::path& dir, const BenchProblem& p) {
   }
   return Status::NotFound("--eval-only: no candidate for " + p.id + " in " + dir.string() + " (tried " + p.stem +
                           ".cu/.py/.json/.cpp and " + p.stem + "/ there and under " + level_folder + "/)");
+}
+
+std::vector<fs::path> UnmatchedEvalCandidates(const fs::path& dir, const Suite& suite) {
+  std::set<std::string> stems, levels;
+  for (const auto& p : suite.problems) {
+    stems.insert(p.stem);
+    levels.insert(p.id.substr(0, p.id.find('/')));
+  }
+  auto is_candidate_file = [](const fs::path& f) {
+    const auto e = f.extension();
+    return fs::is_regular_file(f) && (e == ".cu" || e == ".py" || e == ".json" || e == ".cpp");
+  };
+  std::vector<fs::path> unmatched;
+  auto scan = [&](const fs::path& base, bool top) {
+    for (const auto& e : SortedEntries(base)) {
+      const std::string name = e.filename().string();
+      if (name.empty() || name[0] == '.' || name == "__pycache__") continue;
+      if (fs::is_directory(e)) {
+        if (top && levels.count(name)) continue;  // a level folder: scanned below
+        if (!stems.count(name)) unmatched.push_back(e);
+      } else if (is_candidate_file(e) && !stems.count(e.stem().string())) {
+        unmatched.push_back(e);
+      }
+    }
+  };
+  scan(dir, true);
+  for (const auto& level : levels)
+    if (fs::is_directory(dir / level)) scan(dir / level, false);
+  return unmatched;
 }
 
 }  // namespace kpilot

@@ -1,5 +1,6 @@
 // kpilot bench SUITE: every problem of a suite optimized (or evaluated with --eval-only), timed
 // against eager and torch.compile, recorded as it finishes, reported per level (docs/bench.md).
+#include <chrono>
 #include <ctime>
 #include <iostream>
 #include <map>
@@ -28,6 +29,9 @@ struct BenchArgs {
   std::string levels;     // "1,2"
   std::string problems;   // glob
   std::string eval_only;  // CANDIDATES_DIR
+  bool eval_reference = false;
+  bool no_compile_baseline = false;
+  int per_gpu = 1;  // problems in flight on each GPU
   std::string generator = "params";
   int budget = 8;
   std::string policy = "mcts";
@@ -110,6 +114,17 @@ json FlashInferTraces(const Task& task, const Evaluation& e, const std::string& 
   return out;
 }
 
+// Adds one torch worker run's step seconds to the problem's.
+void AddSteps(const RunReport& report, ProblemResult* r) {
+  if (report.import_torch_s <= 0) return;  // not a torch worker run
+  r->seconds.python_start += report.python_start_s;
+  r->seconds.import_torch += report.import_torch_s;
+  r->seconds.setup += report.setup_s;
+  r->seconds.checks += report.check_s;
+  r->seconds.timing += report.timing_s;
+  r->seconds.evaluations += 1;
+}
+
 // Catches the optimizer's run id from its first event, so the bench can record it at once.
 class RunIdSink : public ProgressSink {
  public:
@@ -145,7 +160,9 @@ class LiveRunner : public ProblemRunner {
                 ProblemResult* r) {
     TaskSourceArgs source;
     source.python = config_.value("python", "");
+    const auto load_start = std::chrono::steady_clock::now();
     auto loaded = LoadTaskArg(p.path.string(), source);
+    r->seconds.load = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     if (!loaded.ok()) return loaded.status();
     Task task = *loaded;
     auto options = OptimizeOptionsFromJson(config_.at("optimize"));
@@ -153,8 +170,13 @@ class LiveRunner : public ProblemRunner {
     OptimizeOptions o = *options;
     o.task_dir = p.path.string();
     o.device = std::max(device, 0);
-    std::string eval_only = config_.value("eval_only", "");
-    if (!eval_only.empty()) {
+    // --eval-reference: the problem's own file is the candidate, which the harness evaluates as
+    // the reference itself (a check of kpilot on the suite: it passes, its speedup's CI holds 1).
+    const bool eval_reference = config_.value("eval_reference", false);
+    std::string eval_only = eval_reference ? p.path.string() : config_.value("eval_only", "");
+    if (eval_reference) {
+      o.from = p.path.string();
+    } else if (!eval_only.empty()) {
       auto c = FindEvalCandidate(eval_only, p);
       if (!c.ok()) return c.status();
       o.from = c->string();
@@ -206,12 +228,31 @@ class LiveRunner : public ProblemRunner {
     }
     r->verdict = std::string(VerdictName(final.verdict.kind));
     r->speedup_eager = final.verdict.passed() ? final.speedup_geomean : 0;
-    for (const auto& t : final.timings)
-      r->workloads.push_back({t.workload, final.verdict.passed(), final.verdict.passed() ? t.speedup.ratio : 0});
+    for (const auto& t : final.timings) {
+      const bool passed = final.verdict.passed();
+      WorkloadScore w{t.workload, passed, passed ? t.speedup.ratio : 0};
+      if (passed) {
+        w.ci_lo = t.speedup.ci.lo;
+        w.ci_hi = t.speedup.ci.hi;
+      }
+      w.candidate_ms = t.candidate_reported_ms > 0 ? t.candidate_reported_ms : t.candidate.median;
+      w.eager_ms = t.baseline_reported_ms > 0 ? t.baseline_reported_ms : t.baseline.median;
+      r->workloads.push_back(w);
+    }
+    const RunReport report = final.run.Report();
+    AddSteps(report, r);
+    for (const auto& f : report.reference_flaws) {
+      if (auto flaw = ParseReferenceFlaw(f.flaw))
+        r->reference_findings.push_back({*flaw, f.evidence});
+      else
+        r->warnings.push_back("the worker reported a reference flaw kpilot does not know: " + f.flaw);
+    }
+    for (const auto& w : final.run.warnings) r->warnings.push_back(w);
     if (task.format == TaskFormat::kFlashInfer) r->traces = FlashInferTraces(task, final, SolutionName(r->candidate));
     // A torch.compile figure that cannot be had (torch < 2.0, an op inductor cannot compile) leaves
     // the problem's eager result standing: it is counted as not fast against torch.compile.
-    if (final.verdict.passed() && task.reference.kind == ReferenceKind::kPython)
+    if (final.verdict.passed() && task.reference.kind == ReferenceKind::kPython &&
+        config_.value("compile_baseline", true))
       if (Status c = CompileBaseline(task, o, executor, final, best_params, r); !c.ok())
         r->warnings.push_back(c.message());
     r->gpu_s = executor.BusySeconds();
@@ -258,6 +299,7 @@ class LiveRunner : public ProblemRunner {
       job.options.python_baseline = "compile";
       EvalJobResult done = executor.Submit(std::move(job)).get();
       if (!done.status.ok()) return done.status.WithContext("timing torch.compile");
+      AddSteps(done.evaluation.run.Report(), r);
       if (!done.evaluation.verdict.passed())
         return Status::Unavailable("no torch.compile figure: " + done.evaluation.verdict.summary);
       b = TorchBaselines(&store_, task, done.evaluation, o.timing);
@@ -301,6 +343,8 @@ class PrintBenchProgress : public BenchProgress {
                                          r.compile_measured ? fmt::format(", {:.3f}× compile", r.speedup_compile) : "");
     std::cerr << fmt::format("[{}/{}] {}: {} ({} evaluations, {:.0f} s)\n", done, total, r.id, what, r.evaluations,
                              r.wall_s);
+    for (const auto& f : r.reference_findings)
+      std::cerr << "        reference " << ReferenceFlawName(f.flaw) << ": " << f.evidence.substr(0, 300) << "\n";
     for (const auto& w : r.warnings) std::cerr << "        " << w.substr(0, 300) << "\n";
   }
 
@@ -373,8 +417,8 @@ class ReportAsYouGo : public BenchProgress {
   void Finished(const ProblemResult& r, int done, int total) override {
     print_.Finished(r, done, total);
     results_[r.id] = r;
-    if (done >= total) return;  // the final report follows
-    std::vector<ProblemResult> so_far;
+    if (done >= total) return;          // the final report follows
+    std::vector<ProblemResult> so_far;  // in suite order, earlier slices' problems included
     for (const auto& p : problems_)
       if (results_.count(p.id)) so_far.push_back(results_.at(p.id));
     auto wrote = WriteReport(sink_, so_far, std::make_pair(done, total));
@@ -389,6 +433,16 @@ class ReportAsYouGo : public BenchProgress {
   std::map<std::string, ProblemResult> results_;
 };
 
+// Results in the suite's order (a bench run in slices finishes them out of it).
+void InSuiteOrder(const std::vector<BenchProblem>& suite, std::vector<ProblemResult>* results) {
+  std::map<std::string, size_t> at;
+  for (size_t i = 0; i < suite.size(); ++i) at[suite[i].id] = i;
+  std::stable_sort(results->begin(), results->end(), [&](const ProblemResult& a, const ProblemResult& b) {
+    auto ia = at.find(a.id), ib = at.find(b.id);
+    return (ia == at.end() ? suite.size() : ia->second) < (ib == at.end() ? suite.size() : ib->second);
+  });
+}
+
 int RunBenchCommand(const BenchArgs& a) {
   auto store = Store::Open(a.store_dir);
   if (!store.ok()) return Fail(store.status());
@@ -398,7 +452,15 @@ int RunBenchCommand(const BenchArgs& a) {
     auto state = LoadBench(**store, a.resume);
     if (!state.ok()) return Fail(state.status());
     config = state->config;
+    // A bench run in slices (one call per level on a machine lent for minutes): --levels and
+    // --problems on --resume choose the next slice; the report covers every finished problem.
+    if (!a.levels.empty()) config["levels"] = SplitList(a.levels);
+    if (!a.problems.empty()) config["problems"] = a.problems;
   } else {
+    if (a.eval_reference && !a.eval_only.empty())
+      return Fail(Status::InvalidInput(
+          "--eval-reference and --eval-only " + a.eval_only +
+          " both say what to evaluate: give --eval-reference (each problem's reference) or --eval-only DIR"));
     if (a.suite.empty()) return Fail(Status::InvalidInput("kpilot bench needs SUITE (or --resume BENCH_ID)"));
     OptimizeOptions o;
     o.generator = a.generator;
@@ -429,6 +491,8 @@ int RunBenchCommand(const BenchArgs& a) {
               {"levels", SplitList(a.levels)},
               {"problems", a.problems},
               {"eval_only", a.eval_only.empty() ? "" : std::filesystem::absolute(a.eval_only).string()},
+              {"eval_reference", a.eval_reference},
+              {"compile_baseline", !a.no_compile_baseline},
               {"python", a.source.python},
               {"optimize", ToJson(o)}};
   }
@@ -439,6 +503,10 @@ int RunBenchCommand(const BenchArgs& a) {
   if (!problems.ok()) return Fail(problems.status());
   if (problems->empty())
     return Fail(Status::InvalidInput("--problems " + a.problems + ": no problem of " + suite->name + " matches"));
+  if (std::string dir = config.value("eval_only", ""); !dir.empty())
+    for (const auto& stray : UnmatchedEvalCandidates(dir, *suite))
+      std::cerr << "kpilot: warning: --eval-only " << dir << ": " << stray.string() << " names no problem of "
+                << suite->name << " (candidates are matched to problems by stem, e.g. 19_ReLU.py or 19_ReLU/)\n";
 
   // Where problems run: one at a time on each visible GPU; a suite of host tasks (or PyTorch
   // problems on the cpu torch device, for tests) runs one at a time without one.
@@ -471,20 +539,30 @@ int RunBenchCommand(const BenchArgs& a) {
     std::cerr << fmt::format(
         "kpilot: bench {} — {} problems of {} ({}), {}, {} — resume with kpilot bench --resume {}\n", id,
         problems->size(), suite->name, SuiteFormatName(suite->format),
-        config.value("eval_only", "").empty()
+        config.value("eval_reference", false) ? std::string("evaluating each problem's reference")
+        : config.value("eval_only", "").empty()
             ? fmt::format("{} generator, budget {}", config["optimize"].value("generator", ""),
                           config["optimize"].value("budget", 0))
             : "evaluating " + config.value("eval_only", ""),
-        devices.empty() ? std::string("one at a time") : fmt::format("{} GPU(s)", devices.size()), id);
+        devices.empty()  ? std::string("one at a time")
+        : a.per_gpu == 1 ? fmt::format("{} GPU(s)", devices.size())
+                         : fmt::format("{} GPU(s), {} problems in flight on each", devices.size(), a.per_gpu),
+        id);
   LiveRunner runner(**store, config);
   std::filesystem::path out =
       !a.out.empty() ? std::filesystem::path(a.out) : (*store)->dir() / "bench" / std::to_string(id);
   auto prior = LoadBench(**store, id);
   if (!prior.ok()) return Fail(prior.status());
   const ReportSink sink{suite->name, suite->format, id, out, a.markdown};
-  ReportAsYouGo progress(sink, *problems, prior->finished, a.json);
-  auto results = RunBench(**store, id, *problems, runner, devices, progress);
+  ReportAsYouGo progress(sink, suite->problems, prior->finished, a.json);
+  // --per-gpu N: N problems in flight on each GPU. Their workers take the GPU's lock for checks
+  // and timing, so measurements stay one at a time; what comes before (interpreter and torch start,
+  // loading the problem, building models, compiling candidates) overlaps.
+  std::vector<int> slots;
+  for (int k = 0; k < a.per_gpu; ++k) slots.insert(slots.end(), devices.begin(), devices.end());
+  auto results = RunBench(**store, id, *problems, runner, slots, progress);
   if (!results.ok()) return Fail(results.status());
+  InSuiteOrder(suite->problems, &*results);
   auto report = WriteReport(sink, *results, std::nullopt);
   if (!report.ok()) return Fail(report.status());
   if (a.json)
@@ -509,6 +587,16 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option(
       "--eval-only", a->eval_only,
       "Evaluate the candidate given per problem in this folder (<stem>.cu|.py|.json or <stem>/) instead of optimizing");
+  cmd->add_flag("--eval-reference", a->eval_reference,
+                "Evaluate each problem's own reference as its candidate: a check of kpilot on the suite (every problem "
+                "should pass with a speedup near 1)");
+  cmd->add_flag("--no-compile-baseline", a->no_compile_baseline,
+                "Do not time torch.compile (PyTorch suites): speedups against eager only");
+  cmd->add_option("--per-gpu", a->per_gpu,
+                  "Problems in flight on each GPU: checks and timing still take the GPU one at a time (its lock); "
+                  "starting workers, loading problems and building models overlap")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
   cmd->add_option("--generator", a->generator, "As kpilot optimize: params | folder:DIR | llm:… | command:…")
       ->capture_default_str();
   cmd->add_option("--llm-config", a->llm_config, "TOML config of the llm:/command: generators");

@@ -28,7 +28,25 @@ struct PythonWorker {
   // `--sandbox`; empty: they run unconfined (tests of the worker's own procedures).
   std::filesystem::path sandbox_runner;
   bool sandbox = true;  // false: --no-sandbox
+  // Where the interpreter's bytecode (.pyc) for torch and the worker is kept between runs ("" =
+  // none): without it every worker compiles torch's sources again at import (several seconds;
+  // more with torch.compile's modules). Filled once by a trusted run that imports those modules
+  // and nothing else (PrepareBytecodeCache); workers only read it, inside the sandbox too.
+  std::filesystem::path bytecode_cache;
 };
+
+// The bytecode cache of `python` under `cache_root` (a folder per interpreter path), or "" when
+// there is no cache root. The cache root: $KPILOT_CACHE_DIR, else $XDG_CACHE_HOME/kpilot, else
+// $HOME/.cache/kpilot.
+std::filesystem::path BytecodeCacheFor(const std::filesystem::path& python);
+
+// Fills worker.bytecode_cache once (a `ready` file marks it; concurrent callers wait on a lock in
+// it): the interpreter, unconfined and with no task's code, imports torch, torch.compile's modules
+// when present, and the worker's own, writing their bytecode there. An error leaves workers
+// compiling at import as before (the caller warns); it is retried by the next process.
+Status PrepareBytecodeCache(ProcessRunner& processes, const PythonWorker& worker);
+// Whether worker.bytecode_cache is filled for the torch installed now.
+bool BytecodeCacheReady(const PythonWorker& worker);
 
 // `python_flag`: --python as given ("" = `python3` on PATH). `package_dir`: the folder holding
 // kpilot_torch/ (the CLI's PythonPackageDir(): $KPILOT_PYTHONPATH, ../share/kpilot/python beside

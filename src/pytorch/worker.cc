@@ -1,9 +1,13 @@
 // Running kpilot's Python worker (python/kpilot_torch/worker.py): finding an interpreter and the
 // package, one process per request, and the harness seam built on it.
 #include <algorithm>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "core/fs.h"
+#include "core/sha256.h"
+#include "core/text.h"
 #include "pytorch/pytorch.h"
 #include "runner/worker.h"
 #include "sandbox/sandbox.h"
@@ -88,6 +92,7 @@ Result<std::optional<SandboxSpec>> WorkerSandbox(const PythonWorker& worker, nlo
   KPILOT_RETURN_IF_ERROR(StageRequestFiles(request, dir, spec));
   spec.keep_writable = {dir.string()};
   AddSandboxPath(worker.pythonpath, &spec.keep_read_only);
+  if (BytecodeCacheReady(worker)) AddSandboxPath(worker.bytecode_cache, &spec.keep_read_only);
   // A virtual environment's folder and the interpreter's own prefix, wherever they are.
   std::error_code ec;
   const fs::path python = worker.python.is_absolute() ? worker.python : fs::path(FindOnPath(worker.python.string()));
@@ -111,7 +116,109 @@ void MergeSandboxReport(const SandboxReport& report, nlohmann::json& reply) {
   reply["sandbox"] = s;
 }
 
+// What the trusted warm-up imports: torch, the modules torch.compile loads (absent from old
+// torch: skipped), and the worker's own. No task's code runs.
+constexpr char kWarmImports[] = R"(
+import importlib
+for name in ("torch", "torch.nn", "torch.utils.cpp_extension", "torch._dynamo", "torch._inductor.compile_fx",
+             "torch._inductor.codegen.triton", "triton", "kpilot_torch.worker", "kpilot_torch.kernelbench",
+             "kpilot_torch.flashinfer", "kpilot_torch.checks", "kpilot_torch.timing", "kpilot_torch.native"):
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
+import os, sys
+try:
+    import torch
+except Exception:
+    sys.exit(3)  # no torch here: the worker itself says so when it runs
+print(os.path.join(os.path.dirname(torch.__file__), "version.py"))
+)";
+constexpr int kWarmUpNoTorch = 3;
+
+// Seconds the warm-up may take (torch.compile's modules compile thousands of files once).
+constexpr double kWarmUpTimeoutS = 900;
+
 }  // namespace
+
+fs::path BytecodeCacheFor(const fs::path& python) {
+  fs::path root;
+  if (const char* d = std::getenv("KPILOT_CACHE_DIR"); d && *d)
+    root = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    root = fs::path(x) / "kpilot";
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    root = fs::path(h) / ".cache" / "kpilot";
+  if (root.empty()) return {};
+  std::error_code ec;
+  fs::path resolved = python.is_absolute() ? python : fs::path(FindOnPath(python.string()));
+  // One folder per interpreter as it is named: a venv's python and the one it links to keep
+  // separate caches, as their site-packages differ.
+  return fs::absolute(root, ec) / "pycache" / Sha256Hex(resolved.lexically_normal().string()).substr(0, 16);
+}
+
+namespace {
+
+// The cache's `ready` file names torch's version.py and its modification time when it was filled:
+// a torch installed since (whose sources the cached bytecode no longer matches) fills it again.
+bool CacheIsCurrent(const fs::path& ready) {
+  auto text = ReadFile(ready);
+  if (!text.ok()) return false;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("stamp") || !j["stamp"].is_string()) return false;
+  std::error_code ec;
+  auto t = fs::last_write_time(j["stamp"].get<std::string>(), ec);
+  return !ec && j.value("stamp_mtime", int64_t{-1}) == static_cast<int64_t>(t.time_since_epoch().count());
+}
+
+}  // namespace
+
+bool BytecodeCacheReady(const PythonWorker& worker) {
+  return !worker.bytecode_cache.empty() && CacheIsCurrent(worker.bytecode_cache / "ready");
+}
+
+Status PrepareBytecodeCache(ProcessRunner& processes, const PythonWorker& worker) {
+  if (worker.bytecode_cache.empty()) return Status::Ok();
+  std::error_code ec;
+  const fs::path ready = worker.bytecode_cache / "ready";
+  if (CacheIsCurrent(ready)) return Status::Ok();
+  static std::mutex mu;             // one warm-up per process; other kpilot processes wait on the file lock
+  static std::set<fs::path> tried;  // a warm-up that failed is not tried again by this process
+  std::lock_guard<std::mutex> in_process(mu);
+  if (!tried.insert(worker.bytecode_cache).second) return Status::Ok();
+  auto lock = FileLock::TryLock(worker.bytecode_cache / ".lock", kWarmUpTimeoutS);
+  if (!lock.ok()) return lock.status().WithContext("the bytecode cache " + worker.bytecode_cache.string());
+  if (!lock->has_value())
+    return Status::Unavailable("the bytecode cache " + worker.bytecode_cache.string() +
+                               " is being filled by another kpilot for longer than expected");
+  if (CacheIsCurrent(ready)) return Status::Ok();
+  ProcessSpec spec;
+  spec.argv = {worker.python.string(), "-c", kWarmImports};
+  spec.env = std::vector<std::string>{};
+  for (auto& entry : ScrubbedEnvironment())
+    if (entry.rfind("PYTHONPATH=", 0) != 0 && entry.rfind("PYTHONPYCACHEPREFIX=", 0) != 0 &&
+        entry.rfind("PYTHONDONTWRITEBYTECODE=", 0) != 0)
+      spec.env->push_back(entry);
+  spec.env->push_back("PYTHONPATH=" + worker.pythonpath.string());
+  spec.env->push_back("PYTHONPYCACHEPREFIX=" + worker.bytecode_cache.string());
+  spec.env->push_back("CUDA_VISIBLE_DEVICES=");  // imports only: no GPU context
+  spec.timeout_s = kWarmUpTimeoutS;
+  auto proc = processes.Run(spec);
+  if (!proc.ok()) return proc.status().WithContext("filling the bytecode cache");
+  if (!proc->timed_out && proc->term_signal == 0 && proc->exit_code == kWarmUpNoTorch) return Status::Ok();
+  if (proc->timed_out || proc->exit_code != 0)
+    return Status::Unavailable("filling the bytecode cache " + worker.bytecode_cache.string() + " failed (" +
+                               proc->Describe(spec.timeout_s) + "): " + Tail(proc->err, 500));
+  std::string stamp = Trim(proc->out);
+  if (auto nl = stamp.rfind('\n'); nl != std::string::npos) stamp = stamp.substr(nl + 1);
+  auto t = fs::last_write_time(stamp, ec);
+  if (ec) return Status::Unavailable("filling the bytecode cache: torch's version.py (" + stamp + ") is unreadable");
+  nlohmann::json j = {{"python", worker.python.string()},
+                      {"stamp", stamp},
+                      {"stamp_mtime", static_cast<int64_t>(t.time_since_epoch().count())},
+                      {"filled", UtcNow()}};
+  return WriteFileAtomic(ready, j.dump() + "\n");
+}
 
 Result<PythonWorker> FindPythonWorker(const std::string& python_flag, const fs::path& package_dir) {
   PythonWorker w;
@@ -131,6 +238,7 @@ Result<PythonWorker> FindPythonWorker(const std::string& python_flag, const fs::
                             " (no kpilot_torch/worker.py) — reinstall kpilot, or set KPILOT_PYTHONPATH to the folder "
                             "holding kpilot_torch/");
   w.pythonpath = fs::absolute(package_dir, ec).lexically_normal();
+  w.bytecode_cache = BytecodeCacheFor(w.python);
   return w;
 }
 
@@ -141,6 +249,8 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
   fs::path request_path = workdir->path() / "request.json";
   nlohmann::json sent = request;
   std::optional<SandboxSpec> sandbox;
+  std::string cache_warning;
+  if (Status c = PrepareBytecodeCache(processes, worker); !c.ok()) cache_warning = c.message();
   if (mode == "run" && worker.sandbox && !worker.sandbox_runner.empty()) {
     auto s = WorkerSandbox(worker, sent, workdir->path());
     if (!s.ok()) return s.status();
@@ -168,6 +278,7 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
       spec.env->push_back(entry);
   spec.env->push_back("PYTHONPATH=" + worker.pythonpath.string());
   spec.env->push_back("PYTHONDONTWRITEBYTECODE=1");
+  if (BytecodeCacheReady(worker)) spec.env->push_back("PYTHONPYCACHEPREFIX=" + worker.bytecode_cache.string());
   if (confined) {
     spec.env->push_back("HOME=/tmp");  // the sandbox's private /tmp: caches land there, not in the user's home
     if (sandbox->inherit_fd >= 0) spec.env->push_back("KPILOT_GPU_LOCK_FD=" + std::to_string(sandbox->inherit_fd));
@@ -184,6 +295,8 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
     if (reply->value("status", "") == "error" && Mentions(reply->value("message", ""), "torch is not importable"))
       return Status::Unavailable(no_torch + " (" + reply->value("message", "") + ")");
     if (report) MergeSandboxReport(*report, *reply);
+    if (!cache_warning.empty() && reply->contains("warnings") && (*reply)["warnings"].is_array())
+      (*reply)["warnings"].push_back(cache_warning + " — workers compile torch's sources at every start");
     return *reply;
   }
 

@@ -315,6 +315,19 @@ RunReport ReadRunReport(const json& details) {
   if (auto tl = details.find("timeline_s"); tl != details.end() && tl->is_object())
     for (const auto& [step, at] : tl->items())
       if (at.is_number()) r.timeline_s[step] = at.get<double>();
+  auto seconds = [&](const char* key) {
+    auto v = details.find(key);
+    return v != details.end() && v->is_number() ? v->get<double>() : 0.0;
+  };
+  r.python_start_s = seconds("python_start_s");
+  r.import_torch_s = seconds("import_torch_s");
+  r.setup_s = seconds("candidate_setup_s") + seconds("reference_setup_s") + seconds("baseline_setup_s");
+  r.check_s = seconds("check_s");
+  r.timing_s = seconds("timing_s");
+  if (auto f = details.find("reference_flaws"); f != details.end() && f->is_array())
+    for (const auto& x : *f)
+      if (x.is_object() && x.contains("flaw") && x["flaw"].is_string())
+        r.reference_flaws.push_back({x["flaw"].get<std::string>(), x.value("evidence", std::string())});
   return r;
 }
 

@@ -172,6 +172,16 @@ struct RunReport {
   // Seconds since the worker started at each step's end (details.timeline_s): "objects",
   // "checks", "timing", ...
   std::map<std::string, double> timeline_s;
+  // The torch worker's steps, in seconds (details.python_start_s, import_torch_s, the
+  // candidate's, reference's and baseline's *_setup_s summed as setup_s, check_s, timing_s); 0
+  // where the worker did not report them.
+  double python_start_s = 0, import_torch_s = 0, setup_s = 0, check_s = 0, timing_s = 0;
+  // The torch worker's checks of the reference itself (details.reference_flaws): "constant_output",
+  // "ignores_inputs", "random", "nondeterministic", each with a sentence of evidence.
+  struct ReferenceFlaw {
+    std::string flaw, evidence;
+  };
+  std::vector<ReferenceFlaw> reference_flaws;
   // The seconds spent on checks and timing proper: from the objects' load to the end of timing
   // (of the checks, for a run that was not timed); 0 where the timeline does not say.
   double ChecksAndTimingSeconds() const;

@@ -149,6 +149,24 @@ TEST_F(SuiteTest, EvalOnlyCandidatesByStem) {
   EXPECT_NE(none.status().message().find("6_Sin"), std::string::npos);
 }
 
+TEST_F(SuiteTest, EvalOnlyCandidatesThatNameNoProblemAreListed) {
+  Touch("kb/level1/1_ReLU.py");
+  Touch("kb/level2/7_Conv.py");
+  Touch("cands/1_ReLU.cu");
+  Touch("cands/1_Relu.py");  // misspelt
+  Touch("cands/level2/7_Conv/model_new.py");
+  Touch("cands/level2/8_Pool.py");  // no such problem
+  Touch("cands/99_Gone/native.cu");
+  Touch("cands/notes.txt");  // not a candidate file
+  Touch("cands/.cache/x.py");
+  auto s = DiscoverSuite(root() / "kb");
+  ASSERT_TRUE(s.ok());
+  std::vector<std::string> names;
+  for (const auto& p : UnmatchedEvalCandidates(root() / "cands", *s))
+    names.push_back(fs::relative(p, root() / "cands").string());
+  EXPECT_EQ(names, (std::vector<std::string>{"1_Relu.py", "99_Gone", "level2/8_Pool.py"}));
+}
+
 // The bundled suites (examples/kernelbench, examples/flashinfer, examples/host).
 TEST(BundledSuites, KernelBenchExampleHasLevelsAndNativeCandidates) {
   fs::path kb = testing::SourceDir() / "examples" / "kernelbench";

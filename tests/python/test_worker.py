@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO / "python"))
 
 import torch  # noqa: E402
 
-from kpilot_torch import checks, native  # noqa: E402
+from kpilot_torch import checks, native, timing  # noqa: E402
 
 QUICK_TIMING = {"mode": "default", "warmup": 1, "min_reps": 5, "max_reps": 20, "max_seconds": 0.5,
                 "target_rel_ci": 0.01}
@@ -204,6 +204,56 @@ class RunTest(ProtocolTest):
         self.assertGreaterEqual(c["first_bad_index"], 0)
         self.assertLess(c["first_bad_expected"], c["first_bad_value"] + 1e-9)
         self.assertIn("seed 1", r["message"])
+
+    def flaws(self, r):
+        return {f["flaw"]: f["evidence"] for f in r["details"]["reference_flaws"]}
+
+    def test_a_sound_reference_has_no_flaws(self):
+        r = self.run_ok("relu_problem.py", {"kind": "reference"})
+        self.assertEqual(r["details"]["reference_flaws"], [])
+
+    def test_a_constant_reference_is_reported_with_its_value(self):
+        r = self.run_ok("flawed_constant_problem.py", {"kind": "reference"})
+        self.assertEqual(r["status"], "passed", r["message"])
+        flaws = self.flaws(r)
+        self.assertEqual(set(flaws), {"constant_output", "ignores_inputs"})
+        self.assertIn("output out (64 elements) is 2.0 everywhere", flaws["constant_output"])
+        self.assertIn("seeds 1 and 2", flaws["ignores_inputs"])
+
+    def test_a_reference_that_ignores_its_inputs_is_reported(self):
+        r = self.run_ok("flawed_ignores_inputs_problem.py", {"kind": "reference"})
+        self.assertEqual(set(self.flaws(r)), {"ignores_inputs"})
+
+    def test_a_random_reference_compares_under_one_seed_and_is_named(self):
+        r = self.run_ok("dropout_problem.py", {"kind": "reference"})
+        self.assertEqual(r["status"], "passed", r["message"])
+        flaws = self.flaws(r)
+        self.assertEqual(set(flaws), {"random"})
+        self.assertIn("another random seed", flaws["random"])
+
+    def test_a_nondeterministic_reference_is_named_with_the_difference(self):
+        r = self.run_ok("counter_problem.py", {"kind": "reference"})
+        self.assertEqual(r["status"], "incorrect")
+        flaws = self.flaws(r)
+        self.assertEqual(set(flaws), {"nondeterministic"})
+        self.assertIn("same inputs with the same random seed, output out differs: 128 of 128", flaws["nondeterministic"])
+
+    def test_a_reference_that_writes_its_input_binds_the_candidate_to_do_the_same(self):
+        r = self.run_ok("inplace_problem.py", {"kind": "reference"})
+        self.assertEqual(r["status"], "passed", r["message"])
+        self.assertEqual(r["details"]["reference_writes_inputs"], {"default": ["x"]})
+        r = self.run_ok("inplace_problem.py", model_new("inplace_new_pure.py"))
+        self.assertEqual(r["status"], "incorrect")
+        self.assertIn("the reference writes its input x and the candidate leaves it otherwise", r["message"])
+
+    def test_time_split_is_reported(self):
+        r = self.run_ok("relu_problem.py", {"kind": "reference"}, time=True)
+        d = r["details"]
+        for k in ("python_start_s", "import_torch_s", "candidate_setup_s", "reference_setup_s", "baseline_setup_s",
+                  "check_s", "timing_s"):
+            self.assertGreaterEqual(d[k], 0, k)
+        self.assertGreater(d["import_torch_s"], 0)
+        self.assertEqual([(s["wanted"], s["chosen"]) for s in d["input_sets"]], [(3, 3)])
 
     def test_output_caching_fails_on_fresh_inputs(self):
         r = self.run_ok("relu_problem.py", model_new("relu_new_caches.py"))
@@ -447,6 +497,25 @@ class TimingTest(ProtocolTest):
         self.assertEqual([c["seed"] for c in r["checks"]], [7, 8, 9, 10, 11])
 
 
+class InputSetsTest(unittest.TestCase):
+    GIB = 1 << 30
+
+    def test_all_wanted_sets_when_they_fit(self):
+        self.assertEqual(timing.input_sets_that_fit(3, self.GIB, self.GIB, 70 * self.GIB, 80 * self.GIB), (3, ""))
+
+    def test_fewer_sets_for_a_heavy_problem_and_why(self):
+        n, why = timing.input_sets_that_fit(3, 6 * self.GIB, 6 * self.GIB, 40 * self.GIB, 80 * self.GIB)
+        self.assertEqual(n, 2)  # 40 - 2·6 (outputs) - 8 (a tenth) = 20 GiB spare; a set costs 12
+        self.assertIn("2 of 3 input sets", why)
+        self.assertIn("6.00 GiB", why)
+        n, why = timing.input_sets_that_fit(3, 6 * self.GIB, 6 * self.GIB, 10 * self.GIB, 80 * self.GIB)
+        self.assertEqual(n, 1)
+
+    def test_one_wanted_or_no_device_memory_to_read(self):
+        self.assertEqual(timing.input_sets_that_fit(1, 50 * self.GIB, 0, 1, 80 * self.GIB), (1, ""))
+        self.assertEqual(timing.input_sets_that_fit(3, 50 * self.GIB, 0, 0, 0), (3, ""))
+
+
 class GpuLockTest(unittest.TestCase):
     """The per-GPU timing lock and the pausable deadline (worker.hold_gpu_lock, worker.Deadline);
     a worker waiting on a held lock on the GPU is test_worker_gpu's."""
@@ -603,6 +672,35 @@ class CheckRulesTest(unittest.TestCase):
         rec, why = checks.check_record("w", 1, "out", torch.zeros(2, dtype=torch.float64), torch.zeros(2),
                                        self.TOL, "kpilot")
         self.assertIn("dtype", why)
+
+    def test_chunks_give_the_whole_tensor_answer(self):
+        ref = torch.arange(20, dtype=torch.float32)
+        cand = ref.clone()
+        cand[[5, 13, 17]] += torch.tensor([0.5, 3.0, float("inf")])
+        whole, why_whole = checks.check_record("w", 1, "out", cand, ref, self.TOL, "kpilot")
+        saved = checks.CHECK_CHUNK
+        checks.CHECK_CHUNK = 3
+        try:
+            chunked, why_chunked = checks.check_record("w", 1, "out", cand, ref, self.TOL, "kpilot")
+            self.assertEqual(checks.finite_abs_max(cand), 19.0)
+        finally:
+            checks.CHECK_CHUNK = saved
+        self.assertEqual(chunked, whole)
+        self.assertEqual(why_chunked, why_whole)
+        self.assertEqual((whole["mismatches"], whole["first_bad_index"], whole["max_abs_error"]), (3, 5, "inf"))
+
+    def test_constant_value_and_fingerprint(self):
+        self.assertEqual(checks.constant_value(torch.full((5,), 3.0)), 3.0)
+        self.assertIsNone(checks.constant_value(torch.tensor([1.0, 2.0])))
+        self.assertIsNone(checks.constant_value(torch.full((5,), float("nan"))))
+        self.assertIsNone(checks.constant_value(torch.tensor([7.0])))
+        self.assertEqual(checks.constant_value(torch.zeros(4, dtype=torch.int64)), 0)
+        a = torch.rand(10000)
+        self.assertEqual(checks.fingerprint(a), checks.fingerprint(a.clone()))
+        b = a.clone()
+        b[1] += 1
+        self.assertNotEqual(checks.fingerprint(a), checks.fingerprint(b))
+        self.assertIsNone(checks.fingerprint(3))
 
     def test_near_zero(self):
         self.assertTrue(checks.near_zero(torch.zeros(4), torch.full((4,), 1e-6)))

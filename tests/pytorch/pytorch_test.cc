@@ -2,6 +2,8 @@
 // worker process (a fake kpilot_torch.worker run by the real ProcessRunner) and LoadAnyTask.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 
@@ -205,6 +207,83 @@ TEST(BuildWorkerRequest, RefusesANativeTask) {
   Task task = KernelBenchTask();
   task.reference.kind = ReferenceKind::kNative;
   EXPECT_FALSE(BuildWorkerRequest(task, {"reference", "", ""}, {"reference", "", ""}, EvalOptions{}).ok());
+}
+
+// Answers the bytecode cache's warm-up as an interpreter would: prints torch's version.py path
+// (a file of the test's), or exits 3 (no torch) or 1 (a failure).
+class WarmUpRunner : public ProcessRunner {
+ public:
+  explicit WarmUpRunner(fs::path stamp, int exit_code = 0) : stamp_(std::move(stamp)), exit_code_(exit_code) {}
+  Result<ProcessResult> Run(const ProcessSpec& spec) override {
+    specs.push_back(spec);
+    ProcessResult r;
+    r.exit_code = exit_code_;
+    if (exit_code_ == 0) r.out = "some warning\n" + stamp_.string() + "\n";
+    return r;
+  }
+  std::vector<ProcessSpec> specs;
+
+ private:
+  fs::path stamp_;
+  int exit_code_;
+};
+
+bool HasEnv(const ProcessSpec& spec, const std::string& entry) {
+  return spec.env && std::find(spec.env->begin(), spec.env->end(), entry) != spec.env->end();
+}
+
+TEST(BytecodeCache, FilledOnceByATrustedWarmUpAndFilledAgainWhenTorchChanges) {
+  auto d = TempDir::Create("kpilot-pycache-");
+  ASSERT_TRUE(d.ok());
+  const fs::path stamp = d->path() / "torch" / "version.py";
+  ASSERT_TRUE(WriteFileAtomic(stamp, "__version__ = '2.11.0'\n").ok());
+  ScopedEnv cache("KPILOT_CACHE_DIR", (d->path() / "cache").string());
+  PythonWorker w;
+  w.python = "/opt/venv/bin/python";
+  w.pythonpath = "/opt/kpilot/python";
+  w.bytecode_cache = BytecodeCacheFor(w.python);
+  EXPECT_EQ(w.bytecode_cache.parent_path(), d->path() / "cache" / "pycache");
+  EXPECT_NE(BytecodeCacheFor("/other/python"), w.bytecode_cache) << "one cache per interpreter";
+  EXPECT_FALSE(BytecodeCacheReady(w));
+
+  WarmUpRunner runner(stamp);
+  ASSERT_TRUE(PrepareBytecodeCache(runner, w).ok());
+  ASSERT_EQ(runner.specs.size(), 1u);
+  const ProcessSpec& warm = runner.specs[0];
+  EXPECT_EQ(warm.argv[0], "/opt/venv/bin/python");
+  EXPECT_EQ(warm.argv[1], "-c");
+  EXPECT_NE(warm.argv[2].find("torch._dynamo"), std::string::npos);
+  EXPECT_TRUE(HasEnv(warm, "PYTHONPYCACHEPREFIX=" + w.bytecode_cache.string()));
+  EXPECT_TRUE(HasEnv(warm, "PYTHONPATH=/opt/kpilot/python"));
+  EXPECT_TRUE(BytecodeCacheReady(w));
+  ASSERT_TRUE(PrepareBytecodeCache(runner, w).ok());
+  EXPECT_EQ(runner.specs.size(), 1u) << "filled once";
+
+  // Another torch installed since (its version.py rewritten): the cache no longer matches.
+  fs::last_write_time(stamp, fs::last_write_time(stamp) + std::chrono::seconds(5));
+  EXPECT_FALSE(BytecodeCacheReady(w));
+}
+
+TEST(BytecodeCache, AnInterpreterWithoutTorchOrAFailedWarmUpLeavesNoCache) {
+  auto d = TempDir::Create("kpilot-pycache-");
+  ASSERT_TRUE(d.ok());
+  ScopedEnv cache("KPILOT_CACHE_DIR", d->path().string());
+  PythonWorker w;
+  w.python = "/usr/bin/python-without-torch";
+  w.bytecode_cache = BytecodeCacheFor(w.python);
+  WarmUpRunner no_torch("", 3);
+  EXPECT_TRUE(PrepareBytecodeCache(no_torch, w).ok()) << "the worker itself reports a missing torch";
+  EXPECT_FALSE(BytecodeCacheReady(w));
+
+  w.python = "/usr/bin/python-that-crashes";
+  w.bytecode_cache = BytecodeCacheFor(w.python);
+  WarmUpRunner failing("", 1);
+  Status s = PrepareBytecodeCache(failing, w);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("filling the bytecode cache"), std::string::npos) << s.message();
+  EXPECT_FALSE(BytecodeCacheReady(w));
+  EXPECT_TRUE(PrepareBytecodeCache(failing, w).ok()) << "not tried again by this process";
+  EXPECT_EQ(failing.specs.size(), 1u);
 }
 
 TEST(FindPythonWorker, FindsTheInterpreterAndThePackage) {

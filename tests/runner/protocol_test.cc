@@ -100,12 +100,24 @@ TEST(RunReport, ReadsWhatTheRunnersWrite) {
   EXPECT_NEAR(r.ChecksAndTimingSeconds(), 0.74 - 0.15, 1e-12);
 
   const RunReport torch = ReadRunReport(nlohmann::json::parse(
-      R"({"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "served": {"request": 1, "pid": 7, "next": "ready", "why": ""}})"));
+      R"({"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "served": {"request": 1, "pid": 7, "next": "ready", "why": ""},
+          "python_start_s": 0.04, "import_torch_s": 1.9, "candidate_setup_s": 0.5, "reference_setup_s": 0.25,
+          "baseline_setup_s": 0.25, "check_s": 2.5, "timing_s": 3.0,
+          "reference_flaws": [{"flaw": "random", "evidence": "called again on the same inputs with another random seed, output out differs"}]})"));
   EXPECT_EQ(torch.gpu_name, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(torch.gpu_sm_count, 0);
   EXPECT_EQ(torch.torch_version, "2.11.0+cu130");
   EXPECT_TRUE(torch.served && torch.served->ready);
   EXPECT_EQ(torch.ChecksAndTimingSeconds(), 0);  // no timeline
+  EXPECT_DOUBLE_EQ(torch.python_start_s, 0.04);
+  EXPECT_DOUBLE_EQ(torch.import_torch_s, 1.9);
+  EXPECT_DOUBLE_EQ(torch.setup_s, 1.0);
+  EXPECT_DOUBLE_EQ(torch.check_s, 2.5);
+  EXPECT_DOUBLE_EQ(torch.timing_s, 3.0);
+  ASSERT_EQ(torch.reference_flaws.size(), 1u);
+  EXPECT_EQ(torch.reference_flaws[0].flaw, "random");
+  EXPECT_NE(torch.reference_flaws[0].evidence.find("another random seed"), std::string::npos);
+  EXPECT_TRUE(r.reference_flaws.empty());
 }
 
 TEST(RunReport, MissingOrMistypedKeysLeaveTheDefaults) {
