@@ -2,6 +2,8 @@
 #include <cmath>
 #include <set>
 
+#include "core/fs.h"
+#include "core/sha256.h"
 #include "pytorch/pytorch.h"
 
 namespace kpilot {
@@ -184,14 +186,43 @@ Result<Task> TaskFromDescribe(const json& reply, const fs::path& problem) {
   return task;
 }
 
+namespace {
+
+// Where a problem's describe reply is kept, named by everything it depends on: the problem file's
+// text, the interpreter, the torch installed (the bytecode cache's stamp of it) and the worker's
+// own sources. "" when there is nothing to name it by (no cache folder, no filled bytecode cache).
+fs::path DescribeCachePath(const PythonWorker& worker, const fs::path& problem) {
+  if (!BytecodeCacheReady(worker)) return {};
+  auto text = ReadFile(problem);
+  auto stamp = ReadFile(worker.bytecode_cache / "ready");
+  if (!text.ok() || !stamp.ok()) return {};
+  Sha256Builder key;
+  key.Add(*text).Add("\n").Add(worker.python.string()).Add("\n").Add(*stamp);
+  for (const char* source : {"kernelbench.py", "problem.py", "native.py", "worker.py"})
+    if (auto s = ReadFile(worker.pythonpath / "kpilot_torch" / source); s.ok()) key.Add(*s);
+  return KpilotCacheRoot() / "describe" / (key.HexDigest().substr(0, 32) + ".json");
+}
+
+}  // namespace
+
 Result<Task> LoadKernelBenchProblem(ProcessRunner& processes, const PythonWorker& worker, const fs::path& problem) {
   std::error_code ec;
   if (!fs::is_regular_file(problem, ec)) return Status::NotFound(problem.string() + ": no such problem file");
   fs::path abs = fs::absolute(problem, ec).lexically_normal();
+  // A described problem is not described again (a KernelBench bench loads 250 of them: each
+  // describe starts Python and torch). The reply is only kept once it has made a valid task.
+  fs::path cached = DescribeCachePath(worker, abs);
+  if (!cached.empty())
+    if (auto text = ReadFile(cached); text.ok())
+      if (json reply = json::parse(*text, nullptr, false); reply.is_object())
+        if (auto task = TaskFromDescribe(reply, abs); task.ok()) return task;
   json request = {{"version", 1}, {"mode", "describe"}, {"format", "kernelbench"}, {"problem", abs.string()}};
   auto reply = RunWorker(processes, worker, "describe", request, kDescribeTimeoutS);
   if (!reply.ok()) return reply.status().WithContext("describing " + problem.string());
-  return TaskFromDescribe(*reply, abs);
+  auto task = TaskFromDescribe(*reply, abs);
+  if (task.ok() && cached.empty()) cached = DescribeCachePath(worker, abs);  // the describe filled the cache
+  if (task.ok() && !cached.empty()) (void)WriteFileAtomic(cached, reply->dump() + "\n");
+  return task;
 }
 
 }  // namespace kpilot

@@ -35,6 +35,10 @@ struct PythonWorker {
   std::filesystem::path bytecode_cache;
 };
 
+// kpilot's cache folder: $KPILOT_CACHE_DIR, else $XDG_CACHE_HOME/kpilot, else $HOME/.cache/kpilot
+// ("" when none of them is set).
+std::filesystem::path KpilotCacheRoot();
+
 // The bytecode cache of `python` under `cache_root` (a folder per interpreter path), or "" when
 // there is no cache root. The cache root: $KPILOT_CACHE_DIR, else $XDG_CACHE_HOME/kpilot, else
 // $HOME/.cache/kpilot.

@@ -141,7 +141,7 @@ constexpr double kWarmUpTimeoutS = 900;
 
 }  // namespace
 
-fs::path BytecodeCacheFor(const fs::path& python) {
+fs::path KpilotCacheRoot() {
   fs::path root;
   if (const char* d = std::getenv("KPILOT_CACHE_DIR"); d && *d)
     root = d;
@@ -149,12 +149,17 @@ fs::path BytecodeCacheFor(const fs::path& python) {
     root = fs::path(x) / "kpilot";
   else if (const char* h = std::getenv("HOME"); h && *h)
     root = fs::path(h) / ".cache" / "kpilot";
-  if (root.empty()) return {};
   std::error_code ec;
+  return root.empty() ? root : fs::absolute(root, ec);
+}
+
+fs::path BytecodeCacheFor(const fs::path& python) {
+  const fs::path root = KpilotCacheRoot();
+  if (root.empty()) return {};
   fs::path resolved = python.is_absolute() ? python : fs::path(FindOnPath(python.string()));
   // One folder per interpreter as it is named: a venv's python and the one it links to keep
   // separate caches, as their site-packages differ.
-  return fs::absolute(root, ec) / "pycache" / Sha256Hex(resolved.lexically_normal().string()).substr(0, 16);
+  return root / "pycache" / Sha256Hex(resolved.lexically_normal().string()).substr(0, 16);
 }
 
 namespace {

@@ -381,6 +381,33 @@ TEST_F(FakeWorker, LoadKernelBenchProblemDescribesThroughTheWorker) {
   EXPECT_EQ(seen[0]["request"]["format"], "kernelbench");
 }
 
+TEST_F(FakeWorker, ADescribedProblemIsNotDescribedAgainUntilItChanges) {
+  ScopedEnv log("KPILOT_FAKE_WORKER_LOG", log_.string());
+  ScopedEnv cache("KPILOT_CACHE_DIR", (dir_->path() / "cache").string());
+  const fs::path stamp = dir_->path() / "torch-version.py";
+  ASSERT_TRUE(WriteFileAtomic(stamp, "__version__ = '2.0.0+fake'\n").ok());
+  PythonWorker w = worker_;
+  w.bytecode_cache = BytecodeCacheFor(w.python);
+  WarmUpRunner warm(stamp);
+  ASSERT_TRUE(PrepareBytecodeCache(warm, w).ok());
+  ASSERT_TRUE(BytecodeCacheReady(w));
+  fs::path problem = dir_->path() / "19_ReLU.py";
+  ASSERT_TRUE(WriteFileAtomic(problem, "# a problem\n").ok());
+  for (int i = 0; i < 2; ++i) {
+    auto task = LoadKernelBenchProblem(SystemProcessRunner(), w, problem);
+    ASSERT_TRUE(task.ok()) << task.status().message();
+    EXPECT_EQ(task->name, "19_ReLU");
+  }
+  EXPECT_EQ(Logged().size(), 1u) << "the second load reads the kept reply";
+  ASSERT_TRUE(WriteFileAtomic(problem, "# a problem, edited\n").ok());
+  ASSERT_TRUE(LoadKernelBenchProblem(SystemProcessRunner(), w, problem).ok());
+  EXPECT_EQ(Logged().size(), 2u) << "an edited problem is described again";
+  PythonWorker no_cache = worker_;  // no bytecode cache: nothing names the torch, nothing is kept
+  no_cache.bytecode_cache.clear();
+  ASSERT_TRUE(LoadKernelBenchProblem(SystemProcessRunner(), no_cache, problem).ok());
+  EXPECT_EQ(Logged().size(), 3u);
+}
+
 TEST_F(FakeWorker, ADescribeErrorNamesTheProblem) {
   ScopedEnv behaviour("KPILOT_FAKE_WORKER", "error");
   fs::path problem = dir_->path() / "bad.py";
