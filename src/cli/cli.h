@@ -114,9 +114,6 @@ Result<Task> LoadTaskArg(const std::string& path, const TaskSourceArgs& args);
 // The worker that evaluates a task with a Python reference; null for a native task. NotFound
 // (with the fix) when the interpreter or kpilot's Python package is missing.
 Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task, const std::string& python);
-// Whether evaluating `task` needs a GPU here: cuda tasks do, unless the task is PyTorch-defined
-// and the torch device is the cpu ($KPILOT_TORCH_DEVICE=cpu, for tests).
-bool NeedsGpu(const Task& task);
 
 // Where this executable's shipped parts are (the paths above, and ~/.config/kpilot/tools), for
 // the libraries that assemble a run (session/session.h).

@@ -36,9 +36,4 @@ Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task,
   return std::unique_ptr<PythonTaskRunner>(std::make_unique<WorkerTaskRunner>(SystemProcessRunner(), *worker));
 }
 
-bool NeedsGpu(const Task& task) {
-  if (task.backend != Backend::kCuda) return false;
-  return task.reference.kind != ReferenceKind::kPython || TorchDevice(EvalOptions{}) != "cpu";
-}
-
 }  // namespace kpilot::cli

@@ -71,6 +71,11 @@ std::string TorchDevice(const EvalOptions& opt) {
   return "cuda:" + std::to_string(opt.device);
 }
 
+bool NeedsGpu(const Task& task) {
+  if (task.backend != Backend::kCuda) return false;
+  return task.reference.kind != ReferenceKind::kPython || TorchDevice(EvalOptions{}) != "cpu";
+}
+
 std::string GpuLockDir() {
   const char* dir = std::getenv("KPILOT_LOCK_DIR");
   return dir && *dir ? dir : "/tmp";

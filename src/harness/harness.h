@@ -113,6 +113,10 @@ struct EvalOptions {
   // (torch.compile of it) — and the torch device (see TorchDevice).
   std::string python_baseline = "eager";
   std::string torch_device;
+  // PyTorch-defined tasks: correctness trials before the timing (0: the procedure's own, 5 for
+  // kernelbench, one per seed otherwise). A baseline measurement of a candidate that has just
+  // passed its own evaluation (kpilot bench's torch.compile figure) asks for 1.
+  int check_trials = 0;
 };
 
 inline constexpr int kSeedsPerEvaluation = 3;
@@ -124,6 +128,10 @@ std::vector<uint64_t> EvaluationSeeds(const EvalOptions& options);
 // The torch device of an evaluation: options.torch_device, else $KPILOT_TORCH_DEVICE (tests
 // without a GPU set "cpu"), else "cuda:<options.device>".
 std::string TorchDevice(const EvalOptions& options);
+
+// Whether evaluating `task` needs a GPU: a cuda task, unless its reference is Python and the torch
+// device is the CPU ($KPILOT_TORCH_DEVICE=cpu, tests).
+bool NeedsGpu(const Task& task);
 
 // Where the per-GPU timing locks live (kpilot-gpu-N.lock, taken by kpilot-runner and by the torch
 // worker): $KPILOT_LOCK_DIR, else /tmp.

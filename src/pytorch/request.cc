@@ -34,7 +34,9 @@ Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject&
                         {"baseline", ToJson(baseline)},
                         {"seeds", seeds},
                         // KernelBench's procedure checks 5 trials; kpilot's checks one call per seed.
-                        {"check_trials", t.mode == TimingMode::kKernelBench ? 5 : static_cast<int>(drawn.size())},
+                        {"check_trials", opt.check_trials > 0                 ? opt.check_trials
+                                         : t.mode == TimingMode::kKernelBench ? 5
+                                                                              : static_cast<int>(drawn.size())},
                         {"time", opt.time},
                         {"timing",
                          {{"mode", std::string(TimingModeName(t.mode))},

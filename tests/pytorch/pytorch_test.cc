@@ -162,6 +162,11 @@ TEST(BuildWorkerRequest, KernelBenchTimingKeepsEveryCheck) {
   EXPECT_EQ((*req)["time"], false);
   EXPECT_EQ((*req)["candidate"], json::parse(R"({"kind": "model_new", "path": "/c/new.py"})"));
   EXPECT_EQ((*req)["baseline"]["kind"], "compile");
+  // A baseline measurement of a candidate that has just passed asks for one trial.
+  opt.check_trials = 1;
+  req = BuildWorkerRequest(KernelBenchTask(), {"model_new", "/c/new.py", ""}, {"compile", "", ""}, opt);
+  ASSERT_TRUE(req.ok());
+  EXPECT_EQ((*req)["check_trials"], 1);
 }
 
 TEST(BuildWorkerRequest, TheHiddenDeviceVariableAppliesWhenTheOptionsNameNone) {

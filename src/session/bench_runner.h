@@ -1,0 +1,26 @@
+// The ProblemRunner of `kpilot bench` (bench/bench.h) that does the work: a problem loaded (a
+// KernelBench .py, a flashinfer definition or a task folder), optimized with the bench's options
+// from its starting candidate — or, with the config's "eval_only" folder or "eval_reference", its
+// given candidate or its own reference evaluated once — on the device RunBench gives it, and its
+// best timed against torch.compile (the store's baseline cache, else timed now) unless the config
+// says "compile_baseline": false. Thread-safe: RunBench calls it from one thread per device slot.
+#pragma once
+
+#include <memory>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/bench.h"
+#include "session/session.h"
+#include "store/store.h"
+
+namespace kpilot {
+
+// `config`: the bench's stored config (suite, eval_only, eval_reference, compile_baseline, python,
+// optimize). `store` is borrowed and outlives the runner; `notices` (may be null) gets the skill
+// cards' override notices of each problem's session.
+std::unique_ptr<ProblemRunner> MakeBenchProblemRunner(Store& store, const nlohmann::json& config,
+                                                      const InstallLayout& layout, std::ostream* notices);
+
+}  // namespace kpilot
