@@ -76,11 +76,26 @@ Status StageRequestFiles(nlohmann::json& request, const fs::path& dir, SandboxSp
   return Status::Ok();
 }
 
+// The environment every interpreter kpilot starts gets: the user's, scrubbed, without the
+// variables that would point Python elsewhere (or, `without_home`, the user's home), and the
+// worker's package on PYTHONPATH.
+std::vector<std::string> PythonEnvironment(const PythonWorker& worker, bool without_home) {
+  std::vector<std::string> env;
+  for (auto& entry : ScrubbedEnvironment()) {
+    bool drop = without_home && entry.rfind("HOME=", 0) == 0;
+    for (const char* name : {"PYTHONPATH=", "PYTHONHOME=", "PYTHONPYCACHEPREFIX=", "PYTHONDONTWRITEBYTECODE="})
+      drop |= entry.rfind(name, 0) == 0;
+    if (!drop) env.push_back(entry);
+  }
+  env.push_back("PYTHONPATH=" + worker.pythonpath.string());
+  return env;
+}
+
 // The sandbox of a `run` request: its folder writable, the worker's package and interpreter
 // readable, the user's home and the staged files' origins hidden; a GPU's timing lock inherited.
 // KPILOT_SANDBOX narrows it; nullopt when it turns the sandbox off.
-Result<std::optional<SandboxSpec>> WorkerSandbox(const PythonWorker& worker, nlohmann::json& request,
-                                                 const fs::path& dir) {
+Result<std::optional<SandboxSpec>> WorkerSandbox(const PythonWorker& worker, bool bytecode_cached,
+                                                 nlohmann::json& request, const fs::path& dir) {
   const std::string device = request.value("device", "cpu");
   const bool cuda = device.rfind("cuda", 0) == 0;
   bool enabled = true;
@@ -92,7 +107,7 @@ Result<std::optional<SandboxSpec>> WorkerSandbox(const PythonWorker& worker, nlo
   KPILOT_RETURN_IF_ERROR(StageRequestFiles(request, dir, spec));
   spec.keep_writable = {dir.string()};
   AddSandboxPath(worker.pythonpath, &spec.keep_read_only);
-  if (BytecodeCacheReady(worker)) AddSandboxPath(worker.bytecode_cache, &spec.keep_read_only);
+  if (bytecode_cached) AddSandboxPath(worker.bytecode_cache, &spec.keep_read_only);
   // A virtual environment's folder and the interpreter's own prefix, wherever they are.
   std::error_code ec;
   const fs::path python = worker.python.is_absolute() ? worker.python : fs::path(FindOnPath(worker.python.string()));
@@ -199,12 +214,7 @@ Status PrepareBytecodeCache(ProcessRunner& processes, const PythonWorker& worker
   if (CacheIsCurrent(ready)) return Status::Ok();
   ProcessSpec spec;
   spec.argv = {worker.python.string(), "-c", kWarmImports};
-  spec.env = std::vector<std::string>{};
-  for (auto& entry : ScrubbedEnvironment())
-    if (entry.rfind("PYTHONPATH=", 0) != 0 && entry.rfind("PYTHONPYCACHEPREFIX=", 0) != 0 &&
-        entry.rfind("PYTHONDONTWRITEBYTECODE=", 0) != 0)
-      spec.env->push_back(entry);
-  spec.env->push_back("PYTHONPATH=" + worker.pythonpath.string());
+  spec.env = PythonEnvironment(worker, false);
   spec.env->push_back("PYTHONPYCACHEPREFIX=" + worker.bytecode_cache.string());
   spec.env->push_back("CUDA_VISIBLE_DEVICES=");  // imports only: no GPU context
   spec.timeout_s = kWarmUpTimeoutS;
@@ -256,8 +266,9 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
   std::optional<SandboxSpec> sandbox;
   std::string cache_warning;
   if (Status c = PrepareBytecodeCache(processes, worker); !c.ok()) cache_warning = c.message();
+  const bool bytecode_cached = BytecodeCacheReady(worker);
   if (mode == "run" && worker.sandbox && !worker.sandbox_runner.empty()) {
-    auto s = WorkerSandbox(worker, sent, workdir->path());
+    auto s = WorkerSandbox(worker, bytecode_cached, sent, workdir->path());
     if (!s.ok()) return s.status();
     sandbox = *s;
   }
@@ -276,14 +287,9 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
        {worker.python.string(), std::string("-m"), std::string("kpilot_torch.worker"), mode, request_path.string()})
     spec.argv.push_back(a);
   spec.cwd = workdir->path();
-  spec.env = std::vector<std::string>{};
-  for (auto& entry : ScrubbedEnvironment())
-    if (entry.rfind("PYTHONPATH=", 0) != 0 && entry.rfind("PYTHONHOME=", 0) != 0 &&
-        !(confined && entry.rfind("HOME=", 0) == 0))
-      spec.env->push_back(entry);
-  spec.env->push_back("PYTHONPATH=" + worker.pythonpath.string());
+  spec.env = PythonEnvironment(worker, confined);
   spec.env->push_back("PYTHONDONTWRITEBYTECODE=1");
-  if (BytecodeCacheReady(worker)) spec.env->push_back("PYTHONPYCACHEPREFIX=" + worker.bytecode_cache.string());
+  if (bytecode_cached) spec.env->push_back("PYTHONPYCACHEPREFIX=" + worker.bytecode_cache.string());
   if (confined) {
     spec.env->push_back("HOME=/tmp");  // the sandbox's private /tmp: caches land there, not in the user's home
     if (sandbox->inherit_fd >= 0) spec.env->push_back("KPILOT_GPU_LOCK_FD=" + std::to_string(sandbox->inherit_fd));
