@@ -158,10 +158,13 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
            mkdir -p .kbstore
            if [[ -n "${KB_BENCH:-}" ]]; then what=(--resume "$KB_BENCH")
            else what=("$KB" --eval-reference --timing ${KB_TIMING:-kernelbench} ${KB_FLAGS:-}); fi
+           t_kb=$SECONDS
            timeout ${KB_TIMEOUT:-540} $K bench "${what[@]}" --levels ${KB_LEVELS:-1} --problems "${KB_PROBLEMS:-*}" \
              --per-gpu ${KB_PER_GPU:-3} --python python3 --store .kbstore --out "$OUT/kbreal" --markdown "$OUT/kbreal.md" \
-             --json > "$OUT/kbreal.json" 2> "$OUT/kbreal.log"; echo "kpilot bench exit $?"
+             --json > "$OUT/kbreal.json" 2> "$OUT/kbreal.log"; echo "kpilot bench exit $? after $((SECONDS - t_kb)) s"
            grep -v '^{' "$OUT/kbreal.log" | tail -5; grep -c '"event":"problem"' "$OUT/kbreal.log"
+           python3 bench/kernelbench_reference.py "$OUT/kbreal.json" \
+             --published "$KB/../results/timing/H100_Modal/baseline_time_torch.json" | tee "$OUT/kbreal_figures.md"
            tar czf "$OUT/kbstore.tgz" .kbstore ;;
     kbsuite) # Every problem of the team's KernelBench-style suite through `kpilot eval`: its native
            # candidate (default procedure, exploit checks on) against eager, then the same with

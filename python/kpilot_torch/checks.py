@@ -80,6 +80,12 @@ def check_record(workload, seed, name, cand, ref, tol, rule):
         return rec, ""
     atol, rtol = float(tol["atol"]), float(tol["rtol"])
     cflat, rflat = cand.detach().reshape(-1), ref.detach().reshape(-1)
+    # The same bits everywhere pass under every rule with no error to measure: one read of each
+    # side instead of a dozen float64 passes (a reference against itself, a deterministic kernel).
+    # torch.equal is false wherever a NaN sits, so such outputs take the full comparison.
+    if torch.equal(cflat, rflat):
+        rec["ok"] = True
+        return rec, ""
 
     def compare(c, r):
         c = c.to(device=ref.device, dtype=torch.float64)
@@ -152,8 +158,9 @@ def finite_abs_max(t):
         return 0.0
     maxima = []
     for x in chunks(flat):
-        x = x.to(torch.float64).abs()
-        maxima.append(torch.where(torch.isfinite(x), x, torch.zeros_like(x)).max())
+        # A maximum is exact in the tensor's own floating type: no float64 copy of the chunk.
+        x = x.abs() if x.is_floating_point() else x.to(torch.float64).abs()
+        maxima.append(torch.where(torch.isfinite(x), x, torch.zeros_like(x)).max().to(torch.float64))
     return float(torch.stack(maxima).max().item())
 
 
