@@ -2,7 +2,7 @@
 # Packs what the GPU machine needs into .stage/ (ignored; small enough to carry): stripped
 # kpilot, kpilot-runner and the gpu-labelled test binaries, the ABI header, the torch worker
 # (share/kpilot/python, by cmake --install), and the shared libraries that machine lacks
-# (muparser). Run after a build:  scripts/stage.sh [build-dir]
+# (muparser), the CUTLASS headers. Run after a build:  scripts/stage.sh [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -18,6 +18,14 @@ cp -L /usr/lib/x86_64-linux-gnu/libmuparser.so.2 .stage/lib/
 if [[ -x .stage/bin/fake_llm_server ]]; then
   lib=$(ldd .stage/bin/fake_llm_server | awk '/libcpp-httplib/ {print $3}')
   [[ -n "$lib" ]] && cp -L "$lib" .stage/lib/
+fi
+# The CUTLASS/CuTe headers CUDA candidates compile against (the nvidia-cutlass wheel of .venv),
+# where an installed kpilot looks for them: share/kpilot/cutlass (FindCutlass).
+cutlass=$(ls -d .venv/lib/python3*/site-packages/cutlass_library/source 2>/dev/null | head -1)
+if [[ -n "$cutlass" ]]; then
+  mkdir -p .stage/share/kpilot/cutlass/tools/util
+  cp -r "$cutlass/include" .stage/share/kpilot/cutlass/
+  cp -r "$cutlass/tools/util/include" .stage/share/kpilot/cutlass/tools/util/
 fi
 # A real KernelBench checkout, when one sits beside the project (../shared/datasets/kernelbench):
 # its problems and published timings travel with the binaries, for bench/gpu_session.sh's kb* steps.

@@ -107,6 +107,7 @@ struct TaskSourceArgs {
   std::string python;          // "" = python3 on PATH
   std::string workloads_file;  // flashinfer workloads JSONL; "" = found beside the definition
   bool no_libraries = false;   // --no-libraries: the task's `libraries` set to false
+  bool no_cutlass = false;     // --no-cutlass: the task's `cutlass` set to false
 };
 void AddTaskSourceOptions(CLI::App* cmd, TaskSourceArgs* args);
 // A task folder, a KernelBench problem .py or a flashinfer definition .json (LoadAnyTask).

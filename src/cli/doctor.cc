@@ -98,6 +98,11 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
     checks.push_back({"cuobjdump", !cuobjdump.empty(), cuobjdump.empty() ? "not found" : cuobjdump,
                       "SASS of compiled kernels (static profile)",
                       "run scripts/setup-venv.sh (PyPI nvidia-cuda-cuobjdump) or install the CUDA toolkit"});
+    auto cutlass = FindCutlass(DefaultToolSearch());
+    checks.push_back({"CUTLASS/CuTe", cutlass.has_value(),
+                      cutlass ? cutlass->version + " at " + cutlass->include.string() : "not found",
+                      "CuTe and CUTLASS headers on CUDA candidates' include path",
+                      "run scripts/setup-venv.sh (PyPI nvidia-cutlass), or set KPILOT_CUTLASS to a CUTLASS checkout"});
     std::string nvdisasm = FindOnPath("nvdisasm");
     if (nvdisasm.empty() && !cuobjdump.empty()) {
       auto sibling = std::filesystem::path(cuobjdump).parent_path() / "nvdisasm";

@@ -16,6 +16,9 @@ void AddTaskSourceOptions(CLI::App* cmd, TaskSourceArgs* a) {
   cmd->add_flag("--no-libraries", a->no_libraries,
                 "Candidates may not run vendor-library or PyTorch kernels: such use makes the verdict incorrect "
                 "(the task's `libraries = false`)");
+  cmd->add_flag("--no-cutlass", a->no_cutlass,
+                "CUDA candidates compile without the CUTLASS/CuTe headers on their include path (the task's "
+                "`cutlass = false`)");
 }
 
 Result<Task> LoadTaskArg(const std::string& path, const TaskSourceArgs& a) {
@@ -25,6 +28,7 @@ Result<Task> LoadTaskArg(const std::string& path, const TaskSourceArgs& a) {
   if (!a.workloads_file.empty()) opt.workloads = std::filesystem::absolute(a.workloads_file);
   auto task = LoadAnyTask(SystemProcessRunner(), path, opt);
   if (task.ok() && a.no_libraries) task->libraries = false;
+  if (task.ok() && a.no_cutlass) task->cutlass = false;
   return task;
 }
 

@@ -283,6 +283,7 @@ Result<std::string> PrepareAgentWorkspace(const fs::path& dir, const Task& task,
   po.draft = draft;
   po.abi_header = *abi;
   po.candidate_file = CandidateFile(task);
+  SetCandidateCutlass(task, &po);
   PromptVars vars = BuildPromptVars(task, ctx, po);
   std::string texts[2];
   const char* names[2] = {"agent.md", "guidance.md"};

@@ -83,6 +83,7 @@ class LlmGenerator : public Generator {
     po.raw_metrics = options_.raw_metrics;
     po.draft = index;
     po.abi_header = abi_header_;
+    SetCandidateCutlass(task_, &po);
     po.max_skills = static_cast<size_t>(std::max(0, options_.config.prompt_skills));
     CodeToolsOptions to;
     for (const auto& r : options_.config.code_roots) to.roots.emplace_back(r);

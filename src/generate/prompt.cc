@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/fs.h"
+#include "toolchain/toolchain.h"
 
 namespace kpilot {
 namespace {
@@ -259,6 +260,13 @@ std::vector<std::string> SkillCardLines(const OfferedSkill& skill) {
 
 std::string CandidateExtension(const Task& task) { return task.backend == Backend::kCuda ? ".cu" : ".cpp"; }
 
+void SetCandidateCutlass(const Task& task, PromptOptions* options) {
+  static const std::optional<CutlassHeaders> found = FindCutlass(DefaultToolSearch());
+  if (task.backend != Backend::kCuda || !task.cutlass || !found) return;
+  options->cutlass_version = found->version;
+  options->cutlass_include = found->include.string();
+}
+
 PromptVars BuildPromptVars(const Task& task, const ProposalContext& ctx, const PromptOptions& options) {
   PromptVars v;
   v["task_name"] = task.name;
@@ -268,6 +276,11 @@ PromptVars BuildPromptVars(const Task& task, const ProposalContext& ctx, const P
   v["compile_command"] = task.backend == Backend::kCuda
                              ? "nvcc -O3 -lineinfo -std=c++17 -Xcompiler -fPIC -shared for the GPU's architecture"
                              : "g++ -O3 -march=native -fopenmp -std=c++17 -fPIC -shared";
+  if (task.backend == Backend::kCuda && !options.cutlass_version.empty())
+    v["compile_command"] += " and CUTLASS " + options.cutlass_version + "'s headers on the include path (-I " +
+                            options.cutlass_include +
+                            "): CuTe through #include <cute/tensor.hpp>, CUTLASS through #include <cutlass/...>; on "
+                            "sm_90a, CuTe's SM90 GMMA (wgmma) and TMA copy atoms";
   v["task_toml"] = Fence("toml", TaskTomlText(task));
   v["reference_name"] = task.reference.path.filename().string();
   auto ref = ReadFile(task.reference.path);

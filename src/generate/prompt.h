@@ -31,12 +31,21 @@ struct PromptOptions {
   int draft = 0;               // this draft's index among ctx.k asked at once
   std::string abi_header;      // the text of include/kpilot/kernel.h
   std::string candidate_file;  // the file an agent writes (command:), e.g. "candidate.cu"
+  // The CUTLASS/CuTe headers a CUDA candidate compiles against (CandidateCutlass), named with
+  // their folder in the compile command; "" when they are off or absent.
+  std::string cutlass_version;
+  std::string cutlass_include;
   // The skills section (llm:): at most max_skills of ctx.skills (cards that add a technique first,
   // then tune-only ones, each group in retrieval's order), at most max_skill_chars in all; card
   // bodies are cut at line ends, never inside a line.
   size_t max_skills = 3;
   size_t max_skill_chars = 6000;
 };
+
+// The CUTLASS headers the toolchain puts on a candidate's include path for `task` (FindCutlass
+// over DefaultToolSearch, looked up once per process): a CUDA task whose `cutlass` is not false.
+// Sets PromptOptions::cutlass_version/cutlass_include; leaves them "" otherwise.
+void SetCandidateCutlass(const Task& task, PromptOptions* options);
 
 // The ids of ctx.skills, or none when ctx.skills_enabled is false: what a draft may name as applied.
 std::vector<std::string> OfferedSkillIds(const ProposalContext& ctx);

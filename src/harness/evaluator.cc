@@ -273,7 +273,9 @@ Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::
   auto fixed = CompileFixed(task, opt);
   if (!fixed.ok()) return fixed.status();
   if (!fixed->baseline_name.empty()) e.baseline = fixed->baseline_name;
-  auto compiled = toolchain_.Compile(candidate, opt.params, opt.compile);
+  CompileOptions cand_opts = opt.compile;
+  cand_opts.cutlass = cand_opts.cutlass && task.cutlass;
+  auto compiled = toolchain_.Compile(candidate, opt.params, cand_opts);
   if (!compiled.ok()) return compiled.status();
   e.compile = *compiled;
   e.compile_s = SecondsSince(t_start);

@@ -131,7 +131,8 @@ json RecordJson(const Evaluation& e) {
             {"resources", resources},
             {"sass", c.sass},
             {"sass_status", c.sass_status},
-            {"compiler_version", c.compiler_version}}},
+            {"compiler_version", c.compiler_version},
+            {"cutlass_version", c.cutlass_version}}},
           {"timings", timings},
           {"speedup_geomean", JsonNumber(e.speedup_geomean)},
           {"speedup_geomean_ci", IntervalJson(e.speedup_geomean_ci)},
@@ -169,6 +170,7 @@ Result<Evaluation> EvaluationFromRecord(const json& j) {
     e.compile.sass = c.at("sass").get<std::string>();
     e.compile.sass_status = c.at("sass_status").get<std::string>();
     e.compile.compiler_version = c.value("compiler_version", "");  // records before it existed have none
+    e.compile.cutlass_version = c.value("cutlass_version", "");
     for (const auto& t : j.at("timings")) {
       WorkloadTiming w;
       w.workload = t.at("workload").get<std::string>();

@@ -52,6 +52,7 @@ Result<std::vector<Admission>> AdmitCards(const std::vector<SkillCard>& cards, c
   ctx.task = &held_out;
   PromptOptions po;
   po.abi_header = o.abi_header;
+  SetCandidateCutlass(held_out, &po);
   PromptVars v = BuildPromptVars(held_out, ctx, po);
   v["start_name"] = o.start_name;
   v["start_source"] = Fenced(lang, start);

@@ -160,6 +160,7 @@ class Walk {
     ctx.task = &task_;
     PromptOptions po;
     po.abi_header = o_.abi_header;
+    SetCandidateCutlass(task_, &po);
     PromptVars v = BuildPromptVars(task_, ctx, po);
     std::string vocab;
     for (const auto& f : vocabulary_) vocab += "`" + f + "` ";

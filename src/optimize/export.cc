@@ -22,6 +22,7 @@ nlohmann::json VerifiedOn(const nlohmann::json& evaluation, const nlohmann::json
                       {"workloads", evaluation.value("timings", nlohmann::json::array())},
                       {"gpu", gpu},
                       {"toolkit", compile.is_object() ? compile.value("compiler_version", "") : ""},
+                      {"cutlass", compile.is_object() ? compile.value("cutlass_version", "") : ""},
                       {"compile", compile}};
   if (gpu.is_object()) {
     v["driver"] = gpu.value("driver_version", "");

@@ -179,6 +179,7 @@ Result<SweepSummary> SweepRun::Run(const SweepEnv& env) {
   CompileOptions copts;
   copts.cuda_arch = !options_.arch.empty() ? options_.arch : gpu_ ? gpu_->Arch() : "";
   copts.want_sass = task_.backend == Backend::kCuda;  // the instruction mix each config's entry stores
+  copts.cutlass = task_.cutlass;
   if (gpu_) calibration_ = env.calibration;
 
   if (!options_.compile_only && task_.reference.kind == ReferenceKind::kPython) {

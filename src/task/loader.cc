@@ -313,6 +313,9 @@ void ReadTask(const toml::table& root, Task* task, Diagnostics& d) {
   if (const toml::node* n = root.get("libraries")) {
     if (auto v = ReadBool(*n, "libraries", d)) task->libraries = *v;
   }
+  if (const toml::node* n = root.get("cutlass")) {
+    if (auto v = ReadBool(*n, "cutlass", d)) task->cutlass = *v;
+  }
   if (const toml::node* n = root.get("compute_precision"))
     task->compute_precision = ReadDType(*n, "compute_precision", d);
 

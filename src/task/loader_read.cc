@@ -26,8 +26,9 @@ std::string Diagnostics::Joined() const {
 
 const std::vector<std::string_view>& TopLevelKeys() {
   static const std::vector<std::string_view> kKeys = {
-      "name",      "description", "backend",  "reference", "baselines",   "inputs",    "outputs",           "scalars",
-      "tolerance", "workloads",   "roofline", "params",    "constraints", "libraries", "compute_precision", "draw"};
+      "name",        "description", "backend",   "reference",         "baselines", "inputs",
+      "outputs",     "scalars",     "tolerance", "workloads",         "roofline",  "params",
+      "constraints", "libraries",   "cutlass",   "compute_precision", "draw"};
   return kKeys;
 }
 

@@ -113,6 +113,9 @@ struct Task {
   // Whether candidates may call vendor libraries (cuBLAS, cuDNN, CUTLASS kernels). Library use is
   // always reported; with `libraries = false` it makes the verdict `incorrect`.
   bool libraries = true;
+  // Whether CUDA candidates compile with the CUTLASS/CuTe headers on their include path (when
+  // kpilot has them: FindCutlass). `cutlass = false` keeps a task to plain CUDA.
+  bool cutlass = true;
   // [draw]: axis ranges (inclusive) from which every evaluation draws one extra workload with
   // shapes no candidate has seen, checked for correctness and not timed. Axes not drawn keep the
   // first workload's sizes. Empty: no drawn workload.

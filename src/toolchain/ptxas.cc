@@ -139,6 +139,43 @@ std::vector<KernelResources> ParsePtxasReport(const std::string& log) {
   return kernels;
 }
 
+namespace {
+
+// A header's path from its include root on: ".../include/cute/layout.hpp" → "cute/layout.hpp"
+// (the CUTLASS tree's absolute path says nothing a reader needs). Other paths as they are.
+std::string ShortHeaderPath(const std::string& path) {
+  size_t at = path.rfind("/include/");
+  return at == std::string::npos ? path : path.substr(at + 9);
+}
+
+// nvcc follows an error inside a template with "detected during:" and one "instantiation of
+// "SIGNATURE [with ...]" at line N[ of FILE]" per frame, innermost first; a CuTe error has a dozen,
+// each kilobytes long. Kept: the innermost frame's function and the innermost frame in the
+// compiled source itself (the compiler runs in the source's folder, so its frames name it without
+// a folder): the source's line that led into the library. "" when there is no such block.
+std::string InstantiationContext(const std::vector<std::string>& lines, size_t from) {
+  static const std::regex kFrame(R"re(^instantiation of "(.*?)(?: \[with .*\])?" at line (\d+)(?: of (.+))?$)re");
+  size_t i = from;
+  while (i < lines.size() && Trim(lines[i]) != "detected during:") {
+    // The error's own text runs on (the source line, a caret, argument types) up to the block.
+    if (Trim(lines[i]).empty() || lines[i].find(": error") != std::string::npos) return "";
+    ++i;
+  }
+  std::string innermost, own;
+  for (++i; i < lines.size(); ++i) {
+    std::smatch m;
+    const std::string frame = Trim(lines[i]);
+    if (!std::regex_match(frame, m, kFrame)) break;
+    std::string function = m[1].str(), file = m[3].str();
+    if (innermost.empty()) innermost = function;
+    if (own.empty() && !file.empty() && file.find('/') == std::string::npos) own = file + ":" + m[2].str();
+  }
+  if (innermost.empty()) return "";
+  return " [in " + innermost + (own.empty() ? "" : ", instantiated from " + own) + "]";
+}
+
+}  // namespace
+
 std::string FirstCompileError(const std::string& log) {
   // nvcc front end: "bad.cu(3): error: ..." (also "error #20-D:", "catastrophic error:").
   static const std::regex kNvcc(R"(^(.+?)\((\d+)\): (?:catastrophic )?error(?: #[\w-]+)?: (.*)$)");
@@ -151,9 +188,13 @@ std::string FirstCompileError(const std::string& log) {
   static const std::regex kPtxasLine(R"(^ptxas (.+), line (\d+); (?:error|fatal)\s*: (.*)$)");
   // Tools without a location: "ptxas error   : ...", "ptxas fatal   : ...", "nvcc fatal   : ...".
   static const std::regex kTool(R"(^(ptxas|nvcc|nvlink|fatbinary)\s+(?:error|fatal)\s*: (.*)$)");
-  for (const std::string& line : Lines(log)) {
+  const std::vector<std::string> lines = Lines(log);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
     std::smatch m;
-    if (std::regex_match(line, m, kNvcc) || std::regex_match(line, m, kGcc) || std::regex_match(line, m, kLinkLine) ||
+    if (std::regex_match(line, m, kNvcc))
+      return ShortHeaderPath(m[1].str()) + ":" + m[2].str() + ": " + Trim(m[3]) + InstantiationContext(lines, i + 1);
+    if (std::regex_match(line, m, kGcc) || std::regex_match(line, m, kLinkLine) ||
         std::regex_match(line, m, kPtxasLine))
       return m[1].str() + ":" + m[2].str() + ": " + Trim(m[3]);
     if (std::regex_match(line, m, kLinkSection)) return m[1].str() + ": " + Trim(m[2]);

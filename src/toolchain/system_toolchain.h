@@ -55,6 +55,8 @@ class SystemToolchain : public Toolchain {
 
   Result<Compiler> FindCompiler(bool cuda);
   std::string DefaultCudaArch();
+  // The CUTLASS headers of search_ (FindCutlass), looked up once; null when there are none.
+  const CutlassHeaders* Cutlass();
   Result<std::vector<std::string>> Flags(bool cuda, const CompileOptions& options);
   std::optional<CompileOutput> LoadEntry(const fs::path& entry, const CompileOptions& options, bool cuda);
   // Runs cuobjdump on `object`; fills out.sass / out.sass_status.
@@ -89,6 +91,7 @@ class SystemToolchain : public Toolchain {
   std::mutex mu_;  // guards the lazily probed facts below
   std::optional<Compiler> nvcc_, gxx_;
   std::optional<std::string> default_arch_;
+  std::optional<std::optional<CutlassHeaders>> cutlass_;  // outer: looked up yet
 
   std::mutex flight_mu_;
   std::condition_variable flight_cv_;

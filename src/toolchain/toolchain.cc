@@ -84,6 +84,12 @@ Result<SystemToolchain::Compiler> SystemToolchain::FindCompiler(bool cuda) {
   return c;
 }
 
+const CutlassHeaders* SystemToolchain::Cutlass() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!cutlass_) cutlass_ = FindCutlass(search_);
+  return *cutlass_ ? &**cutlass_ : nullptr;
+}
+
 std::string SystemToolchain::DefaultCudaArch() {
   std::lock_guard<std::mutex> lock(mu_);
   if (default_arch_) return *default_arch_;
@@ -141,6 +147,11 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
   keyed.push_back("-I");
   std::error_code ec;
   keyed.push_back(fs::absolute(include_dir_, ec).lexically_normal().string());
+  const CutlassHeaders* cutlass = cuda && options.cutlass ? Cutlass() : nullptr;
+  if (cutlass) {
+    keyed.insert(keyed.end(), {"-I", cutlass->include.string()});
+    if (!cutlass->util_include.empty()) keyed.insert(keyed.end(), {"-I", cutlass->util_include.string()});
+  }
   for (const auto& [name, value] : params) keyed.push_back("-D" + name + "=" + value);
   const std::string file_name = source.filename().string();
 
@@ -152,6 +163,8 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
   key_builder.Add(compiler->version_key);
   auto abi_header = ReadFile(include_dir_ / "kpilot" / "kernel.h");
   key_builder.Add(abi_header.ok() ? *abi_header : std::string());
+  // The headers' version, not only their path: a wheel upgraded in place compiles anew.
+  if (cutlass) key_builder.Add("cutlass " + cutlass->version);
   for (const auto& f : *flags)
     if (f.find("native") != std::string::npos) key_builder.Add(HostCpuIdentity());
   const std::string key = key_builder.HexDigest();
@@ -169,6 +182,7 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
       hit->key = key;
       hit->command = CommandWithOutput(keyed, entry / kObjectName, file_name);
       hit->compiler_version = compiler->version;
+      if (cutlass) hit->cutlass_version = cutlass->version;
       return *std::move(hit);
     }
     std::shared_ptr<Flight> theirs;
@@ -184,10 +198,14 @@ Result<CompileOutput> SystemToolchain::Compile(const fs::path& source, const Par
         late->key = key;
         late->command = CommandWithOutput(keyed, entry / kObjectName, file_name);
         late->compiler_version = compiler->version;
+        if (cutlass) late->cutlass_version = cutlass->version;
         return *std::move(late);
       }
       auto fresh = CompileMiss(source, cuda, *compiler, keyed, key, options);
-      if (fresh.ok()) fresh->compiler_version = compiler->version;
+      if (fresh.ok()) {
+        fresh->compiler_version = compiler->version;
+        if (cutlass) fresh->cutlass_version = cutlass->version;
+      }
       return fresh;
     }
     // Another call compiles this key: wait for it, then read what it published (next round), or

@@ -68,6 +68,9 @@ struct CompileOptions {
   // GPU's timing yield the cores to its runner, and guesses yield them to the drafts. Not part
   // of the cache key.
   int nice = 0;
+  // CUDA sources only: the CUTLASS/CuTe headers the toolchain found (FindCutlass) on the include
+  // path, their version part of the cache key. Off for a task or run that must not use them.
+  bool cutlass = true;
 };
 
 struct CompileOutput {
@@ -84,6 +87,7 @@ struct CompileOutput {
   std::string sass;                        // raw cuobjdump output, "" when unavailable
   std::string sass_status;                 // "ok", or why it is unavailable
   std::string compiler_version;            // "nvcc 13.0.88", "g++ 12.2.0" ("" when unknown)
+  std::string cutlass_version;             // "4.2.0" when CUTLASS was on the include path, else ""
 };
 
 // CompileOutput::sass_status of a compile whose SASS was left for later (sass_inline false).
@@ -110,6 +114,10 @@ struct ToolSearch {
   std::vector<std::filesystem::path> dirs;   // fixed fallbacks
   std::vector<std::filesystem::path> venvs;  // venv roots (the folder holding lib/)
   std::string cuobjdump_override;            // used as is for cuobjdump when set
+  // Folders that may hold a CUTLASS tree (include/cute beside include/cutlass), tried before the
+  // venvs' nvidia-cutlass wheel: $KPILOT_CUTLASS, then <prefix>/share/kpilot/cutlass of an
+  // installed kpilot (what scripts/stage.sh carries to a GPU machine).
+  std::vector<std::filesystem::path> cutlass_roots;
 };
 // $PATH, $CUDA_HOME, {/usr/local/cuda/bin}, the venvs {<kpilot source dir>/.venv (a build tree's
 // executable only: BuildTreeSourceDir), ./.venv},
@@ -176,6 +184,18 @@ std::string ParseGxxVersion(const std::string& version_output);
 // (<venv>/lib/python3.X/site-packages/cutlass_library/source/{include,examples}; scripts/setup-venv.sh
 // installs it), headers first: the LLM generator's default code_roots. Empty when not installed.
 std::vector<std::string> FindCutlassTrees(const ToolSearch& search);
+// The CUTLASS headers candidates compile against: `include` (cute/, cutlass/) and, when present,
+// `util_include` (tools/util/include: cutlass/util/...), with the version from
+// cutlass/version.h. The first of ToolSearch::cutlass_roots, then of the venvs' wheels, that
+// holds include/cute; nullopt when none does.
+struct CutlassHeaders {
+  std::filesystem::path include;
+  std::filesystem::path util_include;  // "" when the tree has no tools/util/include
+  std::string version;                 // "4.2.0"
+};
+std::optional<CutlassHeaders> FindCutlass(const ToolSearch& search);
+// "4.2.0" from cutlass/version.h's CUTLASS_MAJOR/MINOR/PATCH defines; "" when they are missing.
+std::string ParseCutlassVersion(const std::string& version_h);
 std::string FindCuobjdump();
 std::string FindCuobjdump(const ToolSearch& search);
 // The whole `--version` output (stdout + stderr) of `program`, "" when it cannot be run.

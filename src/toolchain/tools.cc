@@ -72,6 +72,8 @@ ToolSearch DefaultToolSearch() {
   fs::path here = fs::current_path(ec);
   if (!ec) s.venvs.push_back(here / ".venv");
   s.cuobjdump_override = EnvOr("KPILOT_CUOBJDUMP");
+  if (std::string cutlass = EnvOr("KPILOT_CUTLASS"); !cutlass.empty()) s.cutlass_roots.push_back(cutlass);
+  s.cutlass_roots.push_back(ExecutableDir().parent_path() / "share" / "kpilot" / "cutlass");
   return s;
 }
 
@@ -109,6 +111,38 @@ std::vector<std::string> FindCutlassTrees(const ToolSearch& search) {
     }
   }
   return {};
+}
+
+std::string ParseCutlassVersion(const std::string& version_h) {
+  std::string parts[3];
+  const char* names[3] = {"CUTLASS_MAJOR", "CUTLASS_MINOR", "CUTLASS_PATCH"};
+  for (int i = 0; i < 3; ++i) {
+    std::smatch m;
+    if (!std::regex_search(version_h, m, std::regex(std::string(R"(#define\s+)") + names[i] + R"(\s+([0-9]+))")))
+      return "";
+    parts[i] = m[1];
+  }
+  return parts[0] + "." + parts[1] + "." + parts[2];
+}
+
+std::optional<CutlassHeaders> FindCutlass(const ToolSearch& search) {
+  std::vector<fs::path> roots = search.cutlass_roots;
+  for (const auto& venv : search.venvs)
+    for (const fs::path& site : SitePackages(venv)) roots.push_back(site / "cutlass_library" / "source");
+  std::error_code ec;
+  for (const auto& root : roots) {
+    if (!fs::is_directory(root / "include" / "cute", ec) || !fs::is_directory(root / "include" / "cutlass", ec))
+      continue;
+    CutlassHeaders h;
+    h.include = fs::absolute(root / "include", ec).lexically_normal();
+    if (fs::is_directory(root / "tools" / "util" / "include", ec))
+      h.util_include = fs::absolute(root / "tools" / "util" / "include", ec).lexically_normal();
+    auto version = ReadFile(root / "include" / "cutlass" / "version.h");
+    h.version = version.ok() ? ParseCutlassVersion(*version) : "";
+    if (h.version.empty()) h.version = "unknown";
+    return h;
+  }
+  return std::nullopt;
 }
 
 std::string FindCuobjdump(const ToolSearch& search) {

@@ -117,8 +117,9 @@ TEST_F(LoaderErrors, TopLevelKeyUnderATableGetsAHint) {
 }
 
 TEST_F(LoaderErrors, LibrariesAndComputePrecisionTypes) {
-  Status s = Load(kTop + "libraries = \"yes\"\ncompute_precision = \"fp32\"\n" + kIn + kOut + kWork);
+  Status s = Load(kTop + "libraries = \"yes\"\ncutlass = 1\ncompute_precision = \"fp32\"\n" + kIn + kOut + kWork);
   EXPECT_TRUE(HasProblem(s, Line("libraries"), "libraries", "expected a boolean"));
+  EXPECT_TRUE(HasProblem(s, Line("cutlass"), "cutlass", "expected a boolean"));
   EXPECT_TRUE(HasProblem(s, Line("compute_precision"), "compute_precision", "unknown dtype \"fp32\""));
 }
 

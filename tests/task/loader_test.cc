@@ -192,6 +192,7 @@ TEST(LoadTask, CudaGemmWithSeveralAxesScalarsAndParamKinds) {
 backend = "cuda"
 reference = "kernels/ref.cu"
 libraries = true
+cutlass = false
 compute_precision = "bf16"
 constraints = ["BM * BN <= 16384", "SPLIT_K >= 1"]
 
@@ -251,6 +252,7 @@ LAYOUT = ["row", "col"]
   const Task& t = *r;
   EXPECT_EQ(t.backend, Backend::kCuda);
   EXPECT_EQ(t.reference.path, t.dir / "kernels" / "ref.cu");
+  EXPECT_FALSE(t.cutlass);
   EXPECT_EQ(t.inputs[0].shape, (std::vector<std::string>{"m", "k"}));
   EXPECT_EQ(t.outputs[0].tolerance->matched_ratio, 0.999);
   EXPECT_EQ(t.scalars[0].value, 1.0);

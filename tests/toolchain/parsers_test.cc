@@ -114,6 +114,16 @@ TEST(FirstCompileError, NvccFrontEnd) {
   EXPECT_EQ(FirstCompileError(Fixture("nvcc_error.txt")), "bad.cu:3: identifier \"undefined_thing\" is undefined");
 }
 
+// A CuTe static assertion deep in the library: the header's path from its include root, the
+// innermost instantiation's function and the candidate's own line that led there; none of the
+// other frames' kilobytes of template arguments.
+TEST(FirstCompileError, CuteTemplateErrorKeepsItsInstantiationContext) {
+  EXPECT_EQ(FirstCompileError(Fixture("nvcc_cute_error.txt")),
+            "cute/layout.hpp:1572: static assertion failed with \"logical_divide: Too many modes in tiler.\" "
+            "[in auto cute::logical_divide(const cute::Layout<LShape, LStride> &, const Tiler &), instantiated "
+            "from bad.cu:7]");
+}
+
 TEST(FirstCompileError, Gxx) {
   EXPECT_EQ(FirstCompileError(Fixture("gxx_error.txt")),
             "bad.cpp:3: \xE2\x80\x98undefined_thing\xE2\x80\x99 was not declared in this scope");
