@@ -166,6 +166,11 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
            python3 bench/kernelbench_reference.py "$OUT/kbreal.json" \
              --published "$KB/../results/timing/H100_Modal/baseline_time_torch.json" | tee "$OUT/kbreal_figures.md"
            tar czf "$OUT/kbstore.tgz" .kbstore ;;
+    gemm) # kpilot's CUTLASS/CuTe GEMM (examples/cuda/gemm_tc) against torch.matmul in one process:
+          # bench/gemm_vs_torch.py, GEMM_D the candidate's params (e.g. "-D TILE_N=256 -D CLUSTER_M=2").
+          timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_tc \
+            --candidate examples/cuda/gemm_tc/candidates/cutlass_sm90.cu --workload 4096 ${GEMM_D:-} \
+            --shapes ${GEMM_SHAPES:-4096x4096x4096,8192x8192x8192,kernelbench} --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" ;;
     kbsuite) # Every problem of the team's KernelBench-style suite through `kpilot eval`: its native
            # candidate (default procedure, exploit checks on) against eager, then the same with
            # --timing kernelbench next to bench/kernelbench_procedure.py on the same object.

@@ -105,6 +105,17 @@ std::string RenderReport(const KernelReport& r, bool raw) {
       out << "; occupancy " << static_cast<int>(100 * r.context.occupancy->fraction + 0.5) << "% at "
           << r.context.occupancy->block_threads << " threads (limited by " << r.context.occupancy->limiter << ")";
     out << "\n";
+    // What issues on the tensor cores, from the SASS: the first question of a GEMM-shaped kernel.
+    if (s.have_sass) {
+      const InstructionMix& m = s.mix;
+      out << "sass       " << m.total << " instructions";
+      if (m.hgmma + m.hmma + m.imma == 0) out << ", no tensor-core MMA";
+      if (m.hgmma) out << ", " << m.hgmma << " HGMMA (warpgroup MMA)";
+      if (m.hmma) out << ", " << m.hmma << " HMMA";
+      if (m.imma) out << ", " << m.imma << " IMMA";
+      if (m.async_copies) out << ", " << m.async_copies << " async copies";
+      out << "\n";
+    }
   }
   out << "tools      " << r.tools_run.size() << " run";
   if (r.findings.empty()) out << ", nothing found";

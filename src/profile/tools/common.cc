@@ -111,4 +111,8 @@ std::optional<int> RegistersPerThread(const ProfileContext& ctx) {
   return std::nullopt;
 }
 
+bool IssuesWarpgroupMma(const ProfileContext& ctx) {
+  return ctx.static_profile && ctx.static_profile->have_sass && ctx.static_profile->mix.hgmma > 0;
+}
+
 }  // namespace kpilot

@@ -17,7 +17,7 @@ class HighRegisterCountTool : public BuiltinTool {
 
   std::optional<Finding> Run(const ProfileContext& ctx) const override {
     auto regs = RegistersPerThread(ctx);
-    if (!regs || *regs <= kTrigger) return std::nullopt;
+    if (!regs || *regs <= kTrigger || IssuesWarpgroupMma(ctx)) return std::nullopt;
     nlohmann::json evidence = {{"registers_per_thread", *regs}};
     std::string guidance = std::to_string(*regs) + " registers per thread (above " + std::to_string(kTrigger) + ")";
     if (ctx.sm && ctx.sm->max_warps_per_sm > 0) {

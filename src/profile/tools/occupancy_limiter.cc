@@ -105,6 +105,7 @@ class OccupancyLimiterTool : public BuiltinTool {
                      metric::kBlockSize}) {}
 
   std::optional<Finding> Run(const ProfileContext& ctx) const override {
+    if (IssuesWarpgroupMma(ctx)) return std::nullopt;
     std::optional<double> theoretical;
     if (ctx.occupancy && ctx.occupancy->max_warps > 0) {
       theoretical = ctx.occupancy->fraction * 100;

@@ -140,4 +140,10 @@ std::optional<double> StallShareOf(const ProfileContext& ctx, std::string_view r
 // static profile; nullopt when neither is there.
 std::optional<int> RegistersPerThread(const ProfileContext& ctx);
 
+// The kernel's SASS issues warpgroup MMAs (HGMMA: wgmma on sm_90a, or tcgen05's successors). Such
+// kernels are built to run one or two blocks per SM, a producer warp feeding consumer warpgroups
+// whose accumulators fill the register file: low occupancy and high register counts are their
+// design, not a limiter, and the advice to cap registers would spill the accumulators.
+bool IssuesWarpgroupMma(const ProfileContext& ctx);
+
 }  // namespace kpilot
