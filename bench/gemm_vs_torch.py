@@ -9,6 +9,7 @@ The object is a candidate compiled by kpilot (`kpilot eval TASK CANDIDATE --json
 compile.object), or compiled here through kpilot eval when --task and --candidate are given:
 
   python3 bench/gemm_vs_torch.py --object OBJ.so --shapes 4096x4096x4096,8192x8192x8192
+  python3 bench/gemm_vs_torch.py --object GELU.so --epilogue bias_gelu --shapes 16384x4096x4096
   python3 bench/gemm_vs_torch.py --kpilot .stage/bin/kpilot --task examples/cuda/gemm_tc \\
       --candidate examples/cuda/gemm_tc/candidates/cutlass_sm90.cu -D TILE_N=256 --shapes kernelbench
 
@@ -93,6 +94,9 @@ def main():
     ap.add_argument("-D", dest="define", action="append", help="a param NAME=VALUE for the candidate")
     ap.add_argument("--shapes", default="4096x4096x4096")
     ap.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
+    ap.add_argument("--epilogue", default="none", choices=["none", "bias_gelu"],
+                    help="bias_gelu: the object takes (a, b, bias) and computes gelu(a @ b + bias); torch's side is "
+                         "torch.matmul followed by the eager add and gelu")
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json", help="write the figures here too")
@@ -110,8 +114,11 @@ def main():
     dev = torch.device("cuda")
     props = torch.cuda.get_device_properties(dev)
     flush = torch.empty(2 * max(getattr(props, "L2_cache_size", 50 << 20), 50 << 20) // 4, dtype=torch.int32, device=dev)
-    print("%s, torch %s, %s operands, %d rounds" % (props.name, torch.__version__, a.dtype, a.rounds))
-    print("| shape MxNxK | kpilot ms | torch.matmul ms | kpilot TFLOP/s | torch TFLOP/s | kpilot / torch throughput [95% CI] |")
+    print("%s, torch %s, %s operands, epilogue %s, %d rounds" % (props.name, torch.__version__, a.dtype, a.epilogue,
+                                                                  a.rounds))
+    print("| shape MxNxK | kpilot ms | torch ms (%s) |" % ("matmul, + bias, gelu" if a.epilogue == "bias_gelu" else "matmul"),
+          end="")
+    print(" kpilot TFLOP/s | torch TFLOP/s | kpilot / torch throughput [95% CI] |")
     print("|---|---:|---:|---:|---:|---|")
     rows = []
     for m, n, k in parse_shapes(a.shapes):
@@ -119,11 +126,15 @@ def main():
         A = torch.randn(m, k, device=dev, dtype=dtype)
         B = torch.randn(k, n, device=dev, dtype=dtype)
         C = torch.empty(m, n, device=dev, dtype=dtype)
+        bias = torch.randn(n, device=dev, dtype=dtype)
+        ins = [("a", A), ("b", B)] + ([("bias", bias)] if a.epilogue == "bias_gelu" else [])
 
         def ours():
-            kernel.launch([("a", A), ("b", B)], [("c", C)])
+            kernel.launch(ins, [("c", C)])
 
         def theirs():
+            if a.epilogue == "bias_gelu":
+                return torch.nn.functional.gelu(torch.matmul(A, B) + bias)
             return torch.matmul(A, B)
 
         try:
@@ -167,7 +178,7 @@ def main():
         torch.cuda.empty_cache()
     if a.json:
         Path(a.json).write_text(json.dumps({"gpu": props.name, "torch": torch.__version__, "dtype": a.dtype,
-                                            "object": a.object, "rows": rows}, indent=1))
+                                            "epilogue": a.epilogue, "object": a.object, "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

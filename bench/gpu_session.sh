@@ -171,6 +171,12 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
           timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_tc \
             --candidate examples/cuda/gemm_tc/candidates/cutlass_sm90.cu --workload 4096 ${GEMM_D:-} \
             --shapes ${GEMM_SHAPES:-4096x4096x4096,8192x8192x8192,kernelbench} --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" ;;
+    gemmgelu) # The same for the GEMM with bias and GELU fused (examples/cuda/gemm_bias_gelu) against
+          # torch.matmul followed by the eager add and gelu.
+          timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_bias_gelu \
+            --candidate examples/cuda/gemm_bias_gelu/candidates/cutlass_sm90.cu --workload 4096 ${GEMM_D:-} \
+            --epilogue bias_gelu --shapes ${GEMM_SHAPES:-4096x4096x4096,16384x4096x4096} --json "$OUT/gemmgelu.json" \
+            2>&1 | tee "$OUT/gemmgelu.txt" ;;
     kbsuite) # Every problem of the team's KernelBench-style suite through `kpilot eval`: its native
            # candidate (default procedure, exploit checks on) against eager, then the same with
            # --timing kernelbench next to bench/kernelbench_procedure.py on the same object.

@@ -8,6 +8,7 @@
 #include "core/fs.h"
 #include "generate/prompt.h"
 #include "task/loader.h"
+#include "toolchain/toolchain.h"
 #include "generator_test_util.h"
 #include "test_paths.h"
 
@@ -233,6 +234,43 @@ TEST_F(PromptTest, AgentInstructionsListTheCardFoldersAndAskForAppliedSkills) {
                            "Offered because: REASON-split-k", ".claude/skills/", "`APPLIED_SKILLS`"})
     EXPECT_NE(p.find(want), std::string::npos) << want;
   EXPECT_EQ(p.find("### `coalescing`"), std::string::npos) << "the agent reads the cards themselves";
+}
+
+}  // namespace
+}  // namespace kpilot
+
+namespace kpilot {
+namespace {
+
+// A CUDA task's prompts name the CUTLASS headers its candidates compile against, with their folder
+// (an agent compiling by hand needs it); a host task's, or one with cutlass = false, do not.
+TEST(CutlassInPrompts, TheCompileCommandNamesTheHeadersOfACudaTask) {
+  auto cuda = LoadTask(testing::SourceDir() / "examples" / "cuda" / "gemm_tc");
+  ASSERT_TRUE(cuda.ok()) << cuda.status().ToString();
+  ProposalContext c;
+  c.task = &*cuda;
+  PromptOptions o;
+  o.cutlass_version = "4.2.0";
+  o.cutlass_include = "/opt/cutlass/include";
+  const std::string with = BuildPromptVars(*cuda, c, o)["compile_command"];
+  EXPECT_NE(with.find("CUTLASS 4.2.0's headers on the include path (-I /opt/cutlass/include)"), std::string::npos)
+      << with;
+  EXPECT_NE(with.find("#include <cute/tensor.hpp>"), std::string::npos) << with;
+  EXPECT_EQ(BuildPromptVars(*cuda, c, PromptOptions{})["compile_command"].find("CUTLASS"), std::string::npos);
+
+  // What the generators set: the toolchain's own lookup, for a CUDA task that allows it.
+  PromptOptions found;
+  SetCandidateCutlass(*cuda, &found);
+  EXPECT_EQ(found.cutlass_version, FindCutlass(DefaultToolSearch()) ? FindCutlass(DefaultToolSearch())->version : "");
+  Task off = *cuda;
+  off.cutlass = false;
+  PromptOptions none;
+  SetCandidateCutlass(off, &none);
+  EXPECT_EQ(none.cutlass_version, "");
+  auto host = LoadTask(testing::SourceDir() / "examples" / "host" / "saxpy");
+  ASSERT_TRUE(host.ok());
+  SetCandidateCutlass(*host, &none);
+  EXPECT_EQ(none.cutlass_include, "");
 }
 
 }  // namespace
