@@ -163,7 +163,11 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
              --per-gpu ${KB_PER_GPU:-3} --python python3 --store .kbstore --out "$OUT/kbreal" --markdown "$OUT/kbreal.md" \
              --json > "$OUT/kbreal.json" 2> "$OUT/kbreal.log"; echo "kpilot bench exit $? after $((SECONDS - t_kb)) s"
            grep -v '^{' "$OUT/kbreal.log" | tail -5; grep -c '"event":"problem"' "$OUT/kbreal.log"
-           python3 bench/kernelbench_reference.py "$OUT/kbreal.json" \
+           # The report under --out is written even when the call's time ran out (a partial bench):
+           # its "bench" is the id to resume with (KB_BENCH).
+           python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("bench", r.get("bench"), "partial", r.get("partial"))' \
+             "$OUT/kbreal/report.json"
+           python3 bench/kernelbench_reference.py "$OUT/kbreal/report.json" \
              --published "$KB/../results/timing/H100_Modal/baseline_time_torch.json" | tee "$OUT/kbreal_figures.md"
            tar czf "$OUT/kbstore.tgz" .kbstore ;;
     gemm) # kpilot's CUTLASS/CuTe GEMM (examples/cuda/gemm_tc) against torch.matmul in one process:
