@@ -94,9 +94,10 @@ def main():
     ap.add_argument("-D", dest="define", action="append", help="a param NAME=VALUE for the candidate")
     ap.add_argument("--shapes", default="4096x4096x4096")
     ap.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
-    ap.add_argument("--epilogue", default="none", choices=["none", "bias_gelu"],
-                    help="bias_gelu: the object takes (a, b, bias) and computes gelu(a @ b + bias); torch's side is "
-                         "torch.matmul followed by the eager add and gelu")
+    ap.add_argument("--epilogue", default="none", choices=["none", "bias_gelu", "scale_residual"],
+                    help="bias_gelu: the object takes (a, b, bias) and computes gelu(a @ b + bias); scale_residual: "
+                         "(a, b, r) and a scalar alpha, alpha * (a @ b) + r; torch's side is torch.matmul followed "
+                         "by the same epilogue in eager ops")
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json", help="write the figures here too")
@@ -116,8 +117,8 @@ def main():
     flush = torch.empty(2 * max(getattr(props, "L2_cache_size", 50 << 20), 50 << 20) // 4, dtype=torch.int32, device=dev)
     print("%s, torch %s, %s operands, epilogue %s, %d rounds" % (props.name, torch.__version__, a.dtype, a.epilogue,
                                                                   a.rounds))
-    print("| shape MxNxK | kpilot ms | torch ms (%s) |" % ("matmul, + bias, gelu" if a.epilogue == "bias_gelu" else "matmul"),
-          end="")
+    torch_side = {"none": "matmul", "bias_gelu": "matmul, + bias, gelu", "scale_residual": "matmul, * alpha, + r"}
+    print("| shape MxNxK | kpilot ms | torch ms (%s) |" % torch_side[a.epilogue], end="")
     print(" kpilot TFLOP/s | torch TFLOP/s | kpilot / torch throughput [95% CI] |")
     print("|---|---:|---:|---:|---:|---|")
     rows = []
@@ -126,15 +127,23 @@ def main():
         A = torch.randn(m, k, device=dev, dtype=dtype)
         B = torch.randn(k, n, device=dev, dtype=dtype)
         C = torch.empty(m, n, device=dev, dtype=dtype)
-        bias = torch.randn(n, device=dev, dtype=dtype)
-        ins = [("a", A), ("b", B)] + ([("bias", bias)] if a.epilogue == "bias_gelu" else [])
+        ins, scalars, alpha = [("a", A), ("b", B)], [], 0.125
+        if a.epilogue == "bias_gelu":
+            bias = torch.randn(n, device=dev, dtype=dtype)
+            ins.append(("bias", bias))
+        elif a.epilogue == "scale_residual":
+            R = torch.randn(m, n, device=dev, dtype=dtype)
+            ins.append(("r", R))
+            scalars = [("alpha", alpha, "f32")]
 
         def ours():
-            kernel.launch(ins, [("c", C)])
+            kernel.launch(ins, [("c", C)], scalars)
 
         def theirs():
             if a.epilogue == "bias_gelu":
                 return torch.nn.functional.gelu(torch.matmul(A, B) + bias)
+            if a.epilogue == "scale_residual":
+                return torch.matmul(A, B) * alpha + R
             return torch.matmul(A, B)
 
         try:
@@ -174,7 +183,7 @@ def main():
         print("| %dx%dx%d | %.4f | %.4f | %.0f | %.0f | %.3f [%.3f, %.3f]%s |" % (
             m, n, k, mo, mt, flops / mo / 1e9, flops / mt / 1e9, share, lo, hi,
             "" if err < 2e-2 else " (output differs from torch's: max rel err %.3g)" % err))
-        del A, B, C, ref
+        del A, B, C, ref, ins
         torch.cuda.empty_cache()
     if a.json:
         Path(a.json).write_text(json.dumps({"gpu": props.name, "torch": torch.__version__, "dtype": a.dtype,

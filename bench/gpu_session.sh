@@ -181,6 +181,11 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
             --candidate examples/cuda/gemm_bias_gelu/candidates/cutlass_sm90.cu --workload 4096 ${GEMM_D:-} \
             --epilogue bias_gelu --shapes ${GEMM_SHAPES:-4096x4096x4096,16384x4096x4096} --json "$OUT/gemmgelu.json" \
             2>&1 | tee "$OUT/gemmgelu.txt" ;;
+    gemmresidual) # The same for the GEMM with the scale and the residual add fused (examples/cuda/gemm_scale_residual).
+          timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_scale_residual \
+            --candidate examples/cuda/gemm_scale_residual/candidates/cutlass_sm90.cu --workload 4096 ${GEMM_D:-} \
+            --epilogue scale_residual --shapes ${GEMM_SHAPES:-4096x4096x4096,16384x4096x4096} \
+            --json "$OUT/gemmresidual.json" 2>&1 | tee "$OUT/gemmresidual.txt" ;;
     kbsuite) # Every problem of the team's KernelBench-style suite through `kpilot eval`: its native
            # candidate (default procedure, exploit checks on) against eager, then the same with
            # --timing kernelbench next to bench/kernelbench_procedure.py on the same object.
