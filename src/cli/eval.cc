@@ -60,7 +60,8 @@ void PrintTable(const Evaluation& e, const std::string& stored) {
   std::cout << fmt::format("candidate  {}{}\n", e.candidate, params.empty() ? "" : "  params:" + params);
   std::cout << fmt::format("verdict    {} — {}\n", VerdictName(e.verdict.kind), e.verdict.summary);
   if (!e.verdict.passed() && e.verdict.evidence.contains("log_excerpt"))
-    std::cout << "compiler log (tail):\n" << e.verdict.evidence["log_excerpt"].get<std::string>() << "\n";
+    std::cout << "compiler log (from the first error):\n"
+              << e.verdict.evidence["log_excerpt"].get<std::string>() << "\n";
   if (!e.timings.empty()) {
     const std::string stat = e.timings.front().statistic;
     std::cout << fmt::format("\n{:<14} {:>24} {:>24} {:>24}\n", "workload", "candidate (" + stat + " ± CI)",
@@ -217,7 +218,8 @@ int RunEval(const EvalArgs& a) {
     e.verdict.kind = c->ok ? VerdictKind::kPassed : VerdictKind::kCompileError;
     e.verdict.summary =
         c->ok ? "compiled (not run: --compile-only)" : "the candidate does not compile: " + c->first_error;
-    if (!c->ok) e.verdict.evidence = {{"first_error", c->first_error}, {"log_excerpt", Tail(c->log, 2000)}};
+    if (!c->ok)
+      e.verdict.evidence = {{"first_error", c->first_error}, {"log_excerpt", CompileLogExcerpt(c->log, 2000)}};
     if (a.json)
       std::cout << ToJson(e).dump(2) << "\n";
     else

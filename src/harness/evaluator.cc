@@ -138,7 +138,8 @@ Verdict CompileErrorVerdict(const CompileOutput& c) {
   Verdict v;
   v.kind = VerdictKind::kCompileError;
   v.summary = c.timed_out ? "the compiler timed out" : "the candidate does not compile: " + c.first_error;
-  v.evidence = {{"first_error", c.first_error}, {"log_excerpt", Tail(c.log, 2000)}, {"timed_out", c.timed_out}};
+  v.evidence = {
+      {"first_error", c.first_error}, {"log_excerpt", CompileLogExcerpt(c.log, 2000)}, {"timed_out", c.timed_out}};
   return v;
 }
 

@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/fs.h"
 #include "core/text.h"
 #include "toolchain/toolchain.h"
 
@@ -201,6 +202,20 @@ std::string FirstCompileError(const std::string& log) {
     if (std::regex_match(line, m, kTool)) return m[1].str() + ": " + Trim(m[2]);
   }
   return "";
+}
+
+std::string CompileLogExcerpt(const std::string& log, size_t max_bytes) {
+  static const std::regex kErrorLine(
+      R"((^|\n)[^\n]*(\(\d+\): (catastrophic )?error|:\d+(:\d+)?: (fatal )?error|(ptxas|nvcc|nvlink)\s+(error|fatal)))");
+  std::smatch m;
+  if (!std::regex_search(log, m, kErrorLine)) return Tail(log, max_bytes);
+  size_t start = static_cast<size_t>(m.position(0)) + m[1].length();
+  std::string excerpt = log.substr(start, max_bytes);
+  if (start + excerpt.size() < log.size()) {
+    size_t end = excerpt.rfind('\n');
+    if (end != std::string::npos && end > 0) excerpt.resize(end + 1);
+  }
+  return excerpt;
 }
 
 std::string ParseNvccVersion(const std::string& version_output) {

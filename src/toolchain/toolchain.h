@@ -169,7 +169,12 @@ std::vector<SassFunction> ParseSass(const std::string& cuobjdump_output);
 // f32 GEMM may split them three ways and keep f32 accuracy) and DMMA are not narrow.
 std::vector<std::string> NarrowTensorCoreOps(const std::vector<SassFunction>& functions);
 // First error of a compiler log as "file:line: message" (nvcc and g++ formats); "" if none found.
+// An nvcc error inside a template adds its context: "[in FUNCTION, instantiated from file.cu:N]".
 std::string FirstCompileError(const std::string& log);
+// The log from the line of its first error on, at most `max_bytes` and cut at a line end: the
+// error with its own context (a CuTe log's tail is the last of a dozen template backtraces). The
+// log's tail when no line is an error.
+std::string CompileLogExcerpt(const std::string& log, size_t max_bytes);
 
 // Version strings ("nvcc 13.0.88", "g++ 12.2.0"), "" when the tool is absent.
 std::string NvccVersion(ProcessRunner& runner = SystemProcessRunner());

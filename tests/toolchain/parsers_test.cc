@@ -124,6 +124,28 @@ TEST(FirstCompileError, CuteTemplateErrorKeepsItsInstantiationContext) {
             "from bad.cu:7]");
 }
 
+// The evidence a compile error carries: the log from its first error on, not its tail (for CuTe,
+// the last of many template backtraces).
+TEST(CompileLogExcerpt, StartsAtTheFirstErrorAndEndsAtALineEnd) {
+  const std::string cute = Fixture("nvcc_cute_error.txt");
+  std::string excerpt = CompileLogExcerpt(cute, 2000);
+  EXPECT_EQ(excerpt.rfind("/home/user/kpilot/.venv/lib/python3.11/site-packages/cutlass_library/source/include/cute/"
+                          "layout.hpp(1572): error: static assertion failed",
+                          0),
+            0u)
+      << excerpt.substr(0, 200);
+  EXPECT_LE(excerpt.size(), 2000u);
+  EXPECT_EQ(excerpt.back(), '\n');
+  EXPECT_NE(excerpt.find("detected during:"), std::string::npos);
+  EXPECT_EQ(excerpt.find("no instance of overloaded function"), std::string::npos) << "the second error is past 2000";
+
+  const std::string with_warning =
+      "k.cu(4): warning #177-D: variable \"x\" was declared but never referenced\n" + Fixture("nvcc_error.txt");
+  EXPECT_EQ(CompileLogExcerpt(with_warning, 2000).rfind("bad.cu(3): error: identifier", 0), 0u);
+  EXPECT_EQ(CompileLogExcerpt(Fixture("gxx_error.txt"), 2000).rfind("bad.cpp:3:10: error: ", 0), 0u);
+  EXPECT_EQ(CompileLogExcerpt("no problem here\nat all\n", 8), Tail("no problem here\nat all\n", 8));
+}
+
 TEST(FirstCompileError, Gxx) {
   EXPECT_EQ(FirstCompileError(Fixture("gxx_error.txt")),
             "bad.cpp:3: \xE2\x80\x98undefined_thing\xE2\x80\x99 was not declared in this scope");
