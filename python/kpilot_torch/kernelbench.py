@@ -183,12 +183,24 @@ class KernelBenchProblem(Problem):
             if hasattr(self, "_shapes"):
                 tensors = self._shapes["inputs"] + self._shapes["outputs"]
             else:
-                tensors = [a for a in self.make_inputs("default", 0, "cpu") if isinstance(a, torch.Tensor)]
+                tensors = [a for a in self._input_dtype_draw() if isinstance(a, torch.Tensor)]
                 for model in self._reference.values():
                     if isinstance(model, torch.nn.Module):
                         tensors += list(model.state_dict().values())
             self._tol = precision_tolerance([t.dtype for t in tensors if t.dtype.is_floating_point])
         return self._tol
+
+    def _input_dtype_draw(self):
+        """One set of inputs, for their dtypes only: on the meta device where torch allows it (no
+        memory and no time; drawn on the CPU, a KernelBench input of several GiB took seconds of
+        the checks), else on the CPU."""
+        if hasattr(torch.device("cpu"), "__enter__"):  # torch ≥ 2.0: factory functions follow the device context
+            try:
+                with torch.device("meta"):
+                    return self.make_inputs("default", 0, "meta")
+            except Exception:
+                pass  # get_inputs reads values (item(), a Python loop over a tensor): draw them for real
+        return self.make_inputs("default", 0, "cpu")
 
     # ---- describe ---------------------------------------------------------------------------
 

@@ -497,6 +497,17 @@ class TimingTest(ProtocolTest):
         self.assertEqual([c["seed"] for c in r["checks"]], [7, 8, 9, 10, 11])
 
 
+class ToleranceTest(unittest.TestCase):
+    @unittest.skipUnless(hasattr(torch.device("cpu"), "__enter__"),
+                         "torch %s has no device context: inputs are drawn on the CPU to read their dtypes"
+                         % torch.__version__)
+    def test_the_inputs_dtypes_come_from_a_meta_draw(self):
+        from kpilot_torch.kernelbench import KernelBenchProblem
+        problem = KernelBenchProblem({"problem": str(FIX / "draw_recorder_problem.py")})
+        self.assertEqual(problem.tolerance("default")["atol"], 1e-4)  # f32 inputs
+        self.assertEqual(problem.module.DRAWN_ON, ["meta"])
+
+
 class InputSetsTest(unittest.TestCase):
     GIB = 1 << 30
 
