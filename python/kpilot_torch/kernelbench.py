@@ -64,6 +64,19 @@ def made_on(device):
     return device
 
 
+def on_meta(fn):
+    """fn("meta") with torch's factory functions allocating on the meta device (no memory, no
+    time); None where torch has no device context (before 2.0) or fn fails there (a problem that
+    reads values: item(), a Python loop over a tensor)."""
+    if not hasattr(torch.device("cpu"), "__enter__"):
+        return None
+    try:
+        with torch.device("meta"):
+            return fn("meta")
+    except Exception:
+        return None
+
+
 def precision_tolerance(dtypes):
     """KernelBench's tolerance by precision: 1e-2 if any floating tensor is fp16/bf16, else 1e-4."""
     low = any(d in (torch.float16, torch.bfloat16) for d in dtypes)
@@ -194,13 +207,8 @@ class KernelBenchProblem(Problem):
         """One set of inputs, for their dtypes only: on the meta device where torch allows it (no
         memory and no time; drawn on the CPU, a KernelBench input of several GiB took seconds of
         the checks), else on the CPU."""
-        if hasattr(torch.device("cpu"), "__enter__"):  # torch ≥ 2.0: factory functions follow the device context
-            try:
-                with torch.device("meta"):
-                    return self.make_inputs("default", 0, "meta")
-            except Exception:
-                pass  # get_inputs reads values (item(), a Python loop over a tensor): draw them for real
-        return self.make_inputs("default", 0, "cpu")
+        args = on_meta(lambda device: self.make_inputs("default", 0, device))
+        return args if args is not None else self.make_inputs("default", 0, "cpu")
 
     # ---- describe ---------------------------------------------------------------------------
 
@@ -209,15 +217,10 @@ class KernelBenchProblem(Problem):
         run where torch allows it, else a CPU run."""
         if hasattr(self, "_shapes"):
             return self._shapes
-        shapes = None
-        if hasattr(torch.device("cpu"), "__enter__"):  # torch ≥ 2.0: factory functions follow the device context
-            try:
-                with torch.device("meta"):
-                    shapes = self._shapes_on("meta")
-                shapes["where"] = "meta"
-            except Exception:
-                shapes = None
-        if shapes is None:
+        shapes = on_meta(self._shapes_on)
+        if shapes is not None:
+            shapes["where"] = "meta"
+        else:
             try:
                 shapes = self._shapes_on("cpu")
             except ProblemError:

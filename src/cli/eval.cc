@@ -215,11 +215,12 @@ int RunEval(const EvalArgs& a) {
     e.compile = *c;
     e.compile_s = c->seconds;
     e.total_s = c->seconds;
-    e.verdict.kind = c->ok ? VerdictKind::kPassed : VerdictKind::kCompileError;
-    e.verdict.summary =
-        c->ok ? "compiled (not run: --compile-only)" : "the candidate does not compile: " + c->first_error;
-    if (!c->ok)
-      e.verdict.evidence = {{"first_error", c->first_error}, {"log_excerpt", CompileLogExcerpt(c->log, 2000)}};
+    if (c->ok) {
+      e.verdict.kind = VerdictKind::kPassed;
+      e.verdict.summary = "compiled (not run: --compile-only)";
+    } else {
+      e.verdict = CompileErrorVerdict(*c);
+    }
     if (a.json)
       std::cout << ToJson(e).dump(2) << "\n";
     else

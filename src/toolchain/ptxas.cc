@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <memory>
 #include <regex>
 #include <sstream>
@@ -177,7 +178,15 @@ std::string InstantiationContext(const std::vector<std::string>& lines, size_t f
 
 }  // namespace
 
-std::string FirstCompileError(const std::string& log) {
+namespace {
+
+struct FirstError {
+  size_t line = 0;      // index of the error's line in the log
+  std::string summary;  // "file:line: message"
+};
+
+// The first error line of a compiler log and its summary; nullopt when no line is an error.
+std::optional<FirstError> FindFirstError(const std::vector<std::string>& lines) {
   // nvcc front end: "bad.cu(3): error: ..." (also "error #20-D:", "catastrophic error:").
   static const std::regex kNvcc(R"(^(.+?)\((\d+)\): (?:catastrophic )?error(?: #[\w-]+)?: (.*)$)");
   // gcc: "bad.cpp:3:10: error: ..." / "fatal error:"; the column is optional.
@@ -189,33 +198,36 @@ std::string FirstCompileError(const std::string& log) {
   static const std::regex kPtxasLine(R"(^ptxas (.+), line (\d+); (?:error|fatal)\s*: (.*)$)");
   // Tools without a location: "ptxas error   : ...", "ptxas fatal   : ...", "nvcc fatal   : ...".
   static const std::regex kTool(R"(^(ptxas|nvcc|nvlink|fatbinary)\s+(?:error|fatal)\s*: (.*)$)");
-  const std::vector<std::string> lines = Lines(log);
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
     std::smatch m;
     if (std::regex_match(line, m, kNvcc))
-      return ShortHeaderPath(m[1].str()) + ":" + m[2].str() + ": " + Trim(m[3]) + InstantiationContext(lines, i + 1);
+      return FirstError{
+          i, ShortHeaderPath(m[1].str()) + ":" + m[2].str() + ": " + Trim(m[3]) + InstantiationContext(lines, i + 1)};
     if (std::regex_match(line, m, kGcc) || std::regex_match(line, m, kLinkLine) ||
         std::regex_match(line, m, kPtxasLine))
-      return m[1].str() + ":" + m[2].str() + ": " + Trim(m[3]);
-    if (std::regex_match(line, m, kLinkSection)) return m[1].str() + ": " + Trim(m[2]);
-    if (std::regex_match(line, m, kTool)) return m[1].str() + ": " + Trim(m[2]);
+      return FirstError{i, m[1].str() + ":" + m[2].str() + ": " + Trim(m[3])};
+    if (std::regex_match(line, m, kLinkSection)) return FirstError{i, m[1].str() + ": " + Trim(m[2])};
+    if (std::regex_match(line, m, kTool)) return FirstError{i, m[1].str() + ": " + Trim(m[2])};
   }
-  return "";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string FirstCompileError(const std::string& log) {
+  auto first = FindFirstError(Lines(log));
+  return first ? first->summary : "";
 }
 
 std::string CompileLogExcerpt(const std::string& log, size_t max_bytes) {
-  static const std::regex kErrorLine(
-      R"((^|\n)[^\n]*(\(\d+\): (catastrophic )?error|:\d+(:\d+)?: (fatal )?error|(ptxas|nvcc|nvlink)\s+(error|fatal)))");
-  std::smatch m;
-  if (!std::regex_search(log, m, kErrorLine)) return Tail(log, max_bytes);
-  size_t start = static_cast<size_t>(m.position(0)) + m[1].length();
-  std::string excerpt = log.substr(start, max_bytes);
-  if (start + excerpt.size() < log.size()) {
-    size_t end = excerpt.rfind('\n');
-    if (end != std::string::npos && end > 0) excerpt.resize(end + 1);
-  }
-  return excerpt;
+  const std::vector<std::string> lines = Lines(log);
+  auto first = FindFirstError(lines);
+  if (!first) return Tail(log, max_bytes);
+  std::string excerpt;
+  for (size_t i = first->line; i < lines.size() && excerpt.size() + lines[i].size() + 1 <= max_bytes; ++i)
+    excerpt += lines[i] + "\n";
+  return excerpt.empty() ? lines[first->line].substr(0, max_bytes) : excerpt;
 }
 
 std::string ParseNvccVersion(const std::string& version_output) {

@@ -185,9 +185,9 @@ std::string ParseNvccVersion(const std::string& version_output);
 std::string ParseGxxVersion(const std::string& version_output);
 // Path of cuobjdump ($KPILOT_CUOBJDUMP, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, the project
 // venv), "" when absent.
-// The CUTLASS/CuTe trees of the `nvidia-cutlass` wheel in the venvs of `search`
-// (<venv>/lib/python3.X/site-packages/cutlass_library/source/{include,examples}; scripts/setup-venv.sh
-// installs it), headers first: the LLM generator's default code_roots. Empty when not installed.
+// The CUTLASS/CuTe trees of FindCutlass's headers: their include folder, then the examples folder
+// beside it when there is one (the nvidia-cutlass wheel's cutlass_library/source/{include,examples};
+// scripts/setup-venv.sh installs it): the LLM generator's default code_roots. Empty when none.
 std::vector<std::string> FindCutlassTrees(const ToolSearch& search);
 // The CUTLASS headers candidates compile against: `include` (cute/, cutlass/) and, when present,
 // `util_include` (tools/util/include: cutlass/util/...), with the version from

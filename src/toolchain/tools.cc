@@ -100,17 +100,13 @@ std::string FindTool(const std::string& name, const ToolSearch& search) {
 }
 
 std::vector<std::string> FindCutlassTrees(const ToolSearch& search) {
+  auto headers = FindCutlass(search);  // what candidates compile against is what a model reads
+  if (!headers) return {};
+  std::vector<std::string> trees = {headers->include.string()};
   std::error_code ec;
-  for (const auto& venv : search.venvs) {
-    for (const fs::path& site : SitePackages(venv)) {
-      fs::path source = site / "cutlass_library" / "source";
-      if (!fs::exists(source / "include" / "cute", ec)) continue;
-      std::vector<std::string> trees = {(source / "include").string()};
-      if (fs::is_directory(source / "examples", ec)) trees.push_back((source / "examples").string());
-      return trees;  // one copy of CUTLASS is enough
-    }
-  }
-  return {};
+  if (fs::path examples = headers->include.parent_path() / "examples"; fs::is_directory(examples, ec))
+    trees.push_back(examples.string());
+  return trees;
 }
 
 std::string ParseCutlassVersion(const std::string& version_h) {
