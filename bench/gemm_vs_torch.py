@@ -5,8 +5,8 @@ each call, CUDA events on one stream. Prints per shape the medians, the throughp
 kpilot's share of torch's throughput with a bootstrap 95% CI over the paired rounds, after
 checking the object's output against torch's.
 
-The object is a candidate compiled by kpilot (`kpilot eval TASK CANDIDATE --json` names it in
-compile.object), or compiled here through kpilot eval when --task and --candidate are given:
+The object is a candidate compiled by kpilot (`kpilot eval TASK CANDIDATE --json --store S` leaves it
+in S/cache/<compile.key>/object.so), or compiled here through kpilot eval when --task and --candidate are given:
 
   python3 bench/gemm_vs_torch.py --object OBJ.so --shapes 4096x4096x4096,8192x8192x8192
   python3 bench/gemm_vs_torch.py --object GELU.so --epilogue bias_gelu --shapes 16384x4096x4096
@@ -50,10 +50,12 @@ def compile_object(a):
     except json.JSONDecodeError:
         sys.exit("kpilot eval printed no JSON (exit %d):\n%s" % (r.returncode, r.stderr[-3000:]))
     verdict = e.get("verdict", {})
-    status = verdict.get("status") if isinstance(verdict, dict) else verdict
+    status = verdict.get("kind") if isinstance(verdict, dict) else verdict
     print("kpilot eval: %s, speedup over the task's baseline %s; compile %.1f s" % (
         status, e.get("speedup_geomean"), (e.get("compile") or {}).get("seconds", 0)))
-    obj = (e.get("compile") or {}).get("object")
+    # The compile cache keeps the object under its key (docs/store-format.md).
+    key = (e.get("compile") or {}).get("key", "")
+    obj = str(Path(store) / "cache" / key / "object.so") if key else ""
     if not obj or not Path(obj).is_file():
         sys.exit("kpilot eval named no compiled object:\n%s" % r.stdout[-2000:])
     return obj

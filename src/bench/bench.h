@@ -232,9 +232,11 @@ Result<BenchState> LoadBench(Store& store, int64_t id);
 // one continues its optimizer run) on `devices`, one problem per entry at a time (a device listed
 // twice runs two problems at once; an empty list:
 // one at a time, device −1). Every result is recorded as it finishes; the bench is marked finished
-// at the end. Returns every finished result of the bench, old and new: those of `problems` in
-// their order, then those of other problems (earlier slices) in the order they finished. A Status
-// error only when the store fails.
+// at the end. A problem that fails (ProblemResult::error) while others share its device runs once
+// more alone at the end — a failure of the sharing (memory the others held) is not the problem's —
+// and only that result is recorded, with a warning naming the first failure. Returns every finished result of the
+// bench, old and new: those of `problems` in their order, then those of other problems (earlier slices) in the order
+// they finished. A Status error only when the store fails.
 Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std::vector<BenchProblem>& problems,
                                             ProblemRunner& runner, const std::vector<int>& devices,
                                             BenchProgress& progress);

@@ -5,6 +5,8 @@
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "bench/bench.h"
 
 namespace kpilot {
@@ -79,6 +81,35 @@ Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std:
     std::lock_guard<std::mutex> lock(mu);
     if (!seq.ok() && first_error.ok()) first_error = seq.status();
   };
+  std::vector<int> slots = devices.empty() ? std::vector<int>{-1} : devices;
+  std::map<int, int> sharing;  // device → problems in flight on it at once
+  for (int d : slots) ++sharing[d];
+  // A problem that fails while others share its GPU may have failed of the sharing (the memory the
+  // others held): it runs again alone once the rest are done, and only that result is recorded.
+  struct Again {
+    const BenchProblem* problem;
+    int device;
+    std::string error;
+  };
+  std::vector<Again> again;
+  auto solve = [&](const BenchProblem& p, int device) {
+    record("problem_start", {{"problem", p.id}, {"device", device}});
+    int64_t resume = resume_runs.count(p.id) ? resume_runs.at(p.id) : 0;
+    auto t0 = std::chrono::steady_clock::now();
+    ProblemResult r = runner.Run(p, device, resume, [&](int64_t run) {
+      if (run != resume) record("problem_run", {{"problem", p.id}, {"run", run}});
+    });
+    r.id = p.id;
+    r.level = p.level;
+    if (r.wall_s <= 0) r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  };
+  auto finish = [&](const BenchProblem& p, const ProblemResult& r) {
+    record("problem", {{"problem", p.id}, {"result", ToJson(r)}});
+    std::lock_guard<std::mutex> lock(mu);
+    results[p.id] = r;
+    progress.Finished(r, ++done, total);
+  };
   auto work = [&](int device) {
     for (;;) {
       const BenchProblem* p = nullptr;
@@ -88,26 +119,27 @@ Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std:
         p = todo[next++];
         progress.Started(*p, device);
       }
-      record("problem_start", {{"problem", p->id}, {"device", device}});
-      int64_t resume = resume_runs.count(p->id) ? resume_runs.at(p->id) : 0;
-      auto t0 = std::chrono::steady_clock::now();
-      ProblemResult r = runner.Run(*p, device, resume, [&](int64_t run) {
-        if (run != resume) record("problem_run", {{"problem", p->id}, {"run", run}});
-      });
-      r.id = p->id;
-      r.level = p->level;
-      if (r.wall_s <= 0) r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      record("problem", {{"problem", p->id}, {"result", ToJson(r)}});
-      std::lock_guard<std::mutex> lock(mu);
-      results[p->id] = r;
-      progress.Finished(r, ++done, total);
+      ProblemResult r = solve(*p, device);
+      if (!r.error.empty() && sharing[device] > 1) {
+        std::lock_guard<std::mutex> lock(mu);
+        again.push_back({p, device, r.error});
+        continue;
+      }
+      finish(*p, r);
     }
   };
-  std::vector<int> slots = devices.empty() ? std::vector<int>{-1} : devices;
   std::vector<std::thread> threads;
   for (size_t i = 1; i < slots.size(); ++i) threads.emplace_back(work, slots[i]);
   work(slots.front());
   for (auto& t : threads) t.join();
+  for (const Again& a : again) {
+    if (!first_error.ok()) break;
+    progress.Started(*a.problem, a.device);
+    ProblemResult r = solve(*a.problem, a.device);
+    r.warnings.push_back(fmt::format("ran again alone on its GPU: it failed while {} problems shared the GPU ({})",
+                                     sharing[a.device], a.error.substr(0, 300)));
+    finish(*a.problem, r);
+  }
   if (!first_error.ok()) return first_error.WithContext("recording bench " + std::to_string(id));
 
   // This selection's results in its order, then those earlier slices finished (a bench run one

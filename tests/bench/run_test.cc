@@ -3,6 +3,7 @@
 // run, problems spread over devices one at a time each.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -35,6 +36,10 @@ class FakeRunner : public ProblemRunner {
     --running_[device + 1];
     ProblemResult r;
     if (p.id == crash_on) throw std::runtime_error("killed");  // the process dies mid-problem
+    if (p.id == always_fails || (p.id == fails_when_shared && now > 1)) {
+      r.error = "the GPU's memory cannot hold workload default";
+      return r;
+    }
     r.verdict = "passed";
     r.speedup_eager = 2.0;
     r.run_id = run;
@@ -47,14 +52,18 @@ class FakeRunner : public ProblemRunner {
   std::set<int> devices;
   int max_per_device = 0;
   std::string crash_on;
+  std::string fails_when_shared;  // this problem fails when another runs on its device at the same time
+  std::string always_fails;
   // > 1: runs meet in groups of this many, each held until its group has all arrived, so that
   // the group's runs are in progress at once (as they would be on devices working side by side).
   int meet = 1;
+  int meet_runs = 1 << 30;  // only the first runs meet; later ones go straight through
 
  private:
   // Holds this run until the group it arrived in is complete (testing::kEventTimeout at most).
   void Meet() {
     std::unique_lock<std::mutex> lock(meet_mu_);
+    if (arrived_ >= meet_runs) return;
     const int group = arrived_++ / meet;
     met_.notify_all();
     if (!met_.wait_for(lock, testing::kEventTimeout, [&] { return arrived_ >= (group + 1) * meet; })) {
@@ -129,6 +138,43 @@ TEST_F(BenchRunTest, EveryProblemIsRecordedAndTheBenchFinishes) {
   ASSERT_TRUE(run.ok() && run->has_value());
   EXPECT_EQ((*run)->task_name, "bench:kb");
   EXPECT_DOUBLE_EQ((*run)->best_speedup, 2.0);
+}
+
+TEST_F(BenchRunTest, AProblemThatFailsWhileSharingItsGpuRunsAgainAlone) {
+  auto id = CreateBench(*store_, suite_, json_config());
+  ASSERT_TRUE(id.ok());
+  FakeRunner runner;
+  runner.fails_when_shared = "level1/2_B";
+  runner.meet = 2;  // 1_A and 2_B in flight together, then 1_C and 2_D
+  runner.meet_runs = 4;
+  Quiet progress;
+  auto results = RunBench(*store_, *id, suite_.problems, runner, {0, 0}, progress);
+  ASSERT_TRUE(results.ok()) << results.status().ToString();
+  ASSERT_EQ(results->size(), 4u);
+  for (const auto& r : *results) EXPECT_TRUE(r.correct()) << r.id << ": " << r.error;
+  EXPECT_EQ(std::count(runner.calls.begin(), runner.calls.end(), "level1/2_B"), 2) << "once shared, once alone";
+  EXPECT_EQ(runner.calls.back(), "level1/2_B") << "the second try waits for the others to finish";
+  const ProblemResult& b = (*results)[1];
+  ASSERT_EQ(b.warnings.size(), 1u);
+  EXPECT_NE(b.warnings[0].find("ran again alone"), std::string::npos) << b.warnings[0];
+  EXPECT_NE(b.warnings[0].find("cannot hold"), std::string::npos) << "the first failure is named";
+  auto state = LoadBench(*store_, *id);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->finished.size(), 4u) << "the failure while shared is not recorded as a result";
+  EXPECT_EQ(progress.last_done, 4);
+}
+
+TEST_F(BenchRunTest, AFailureAloneOnItsDeviceIsRecordedWithoutASecondTry) {
+  auto id = CreateBench(*store_, suite_, json_config());
+  ASSERT_TRUE(id.ok());
+  FakeRunner runner;
+  runner.always_fails = "level1/2_B";
+  Quiet progress;
+  auto results = RunBench(*store_, *id, suite_.problems, runner, {0}, progress);
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ(runner.calls.size(), 4u) << "nothing shared the device: the failure is the problem's";
+  EXPECT_FALSE((*results)[1].error.empty());
+  EXPECT_TRUE((*results)[1].warnings.empty());
 }
 
 TEST_F(BenchRunTest, ResumeSkipsFinishedProblemsAndContinuesTheInterruptedRun) {
