@@ -50,6 +50,8 @@ void AddSweepCommand(CLI::App& app, int* exit_code);
 void AddSkillsCommand(CLI::App& app, int* exit_code);
 void AddLineageCommand(CLI::App& app, int* exit_code);
 void AddBenchCommand(CLI::App& app, int* exit_code);
+// report RUN_ID: a run, bench or lineage walk as one HTML page
+void AddReportCommand(CLI::App& app, int* exit_code);
 
 // Where a command keeps things: the store (unless --no-store) and the compile cache inside it, or
 // a scratch cache folder removed at exit.

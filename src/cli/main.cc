@@ -11,7 +11,8 @@ const kpilot::cli::Command kCommands[] = {
     {"calibrate", kpilot::cli::AddCalibrateCommand}, {"profile", kpilot::cli::AddProfileCommand},
     {"optimize", kpilot::cli::AddOptimizeCommand},   {"sweep", kpilot::cli::AddSweepCommand},
     {"bench", kpilot::cli::AddBenchCommand},         {"lineage", kpilot::cli::AddLineageCommand},
-    {"runs", kpilot::cli::AddRunsCommands},          {"skills", kpilot::cli::AddSkillsCommand},
+    {"runs", kpilot::cli::AddRunsCommands},          {"report", kpilot::cli::AddReportCommand},
+    {"skills", kpilot::cli::AddSkillsCommand},
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "core/fs.h"
 #include "device/device.h"
 #include "optimize/optimizer.h"
+#include "report/report.h"
 #include "generate/generator.h"
 #include "session/session.h"
 #include "task/loader.h"
@@ -41,6 +42,7 @@ struct OptimizeArgs {
   std::string space_file;
   std::string calibration;
   bool json = false;
+  bool report = false;  // --report: the run as one HTML page at the end
   std::string llm_config;
   double max_cost = -1;             // < 0: the LLM config's max_cost_usd (llm:), none otherwise
   int64_t max_tokens = -1;          // < 0: none given (a resumed run keeps its own)
@@ -334,6 +336,13 @@ int RunOptimize(const OptimizeArgs& a) {
       !a.out_dir.empty() ? a.out_dir : ((*store)->dir() / "runs" / std::to_string(res->run_id) / "best").string();
   Status ex = ExportRun(**store, res->run_id, out_dir);
   if (!ex.ok()) return Fail(ex);
+  // --report: the run as one HTML page (kpilot report RUN_ID writes the same).
+  std::string report_page;
+  if (a.report) {
+    auto w = report::WriteReport(**store, res->run_id, (*store)->dir() / "reports");
+    if (!w.ok()) return Fail(w.status());
+    report_page = w->page.string();
+  }
   const Evaluation& f = res->final;
   if (a.json) {
     nlohmann::json j = {{"run", res->run_id},
@@ -344,6 +353,7 @@ int RunOptimize(const OptimizeArgs& a) {
                         {"best_node", res->best_node},
                         {"best_params", res->best_params},
                         {"exported_to", out_dir},
+                        {"report", report_page},
                         {"busy_share", res->busy_share},
                         {"checks_timing_share", res->checks_timing_share},
                         {"pipeline_depth", res->pipeline_depth},
@@ -405,6 +415,7 @@ int RunOptimize(const OptimizeArgs& a) {
                                res->spend.cost_usd,
                                res->spend.priced ? "" : " (some model had no configured price: counted as 0)");
     std::cout << "written    " << out_dir << " (source, params.json, report.json)\n";
+    if (!report_page.empty()) std::cout << "report     " << report_page << "\n";
   }
   return f.verdict.passed() ? kExitOk : kExitNotPassed;
 }
@@ -520,6 +531,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "With --space: the GPU's ceilings (kpilot calibrate --json output) for the roofline class, "
                   "when the space file records none");
   cmd->add_flag("--json", a->json, "JSON result on stdout, progress as JSON lines on stderr");
+  cmd->add_flag("--report", a->report, "At the end, write the run as one HTML page (STORE/reports/run-ID.html)");
   cmd->callback([a, cmd, exit_code]() {
     // Everything but --resume, --store, --out, --json, --max-cost, --max-tokens, --devices, --runner and the
     // task-source options (--python, --workloads FILE) defines the run.

@@ -111,9 +111,13 @@ Status RunEvents::Add(const std::string& kind, json payload) {
 
 json RunEvents::Times(const EvalJobResult& r) const {
   if (space_run_ || r.submitted_s <= 0) return json::object();
-  json t = {{"now_s", executor_.ElapsedSeconds()},  {"submitted_s", r.submitted_s},
-            {"compile_start_s", r.compile_start_s}, {"compile_end_s", r.compile_end_s},
-            {"eval_start_s", r.eval_start_s},       {"eval_end_s", r.eval_end_s}};
+  json t = {{"now_s", executor_.ElapsedSeconds()},
+            {"submitted_s", r.submitted_s},
+            {"compile_start_s", r.compile_start_s},
+            {"compile_end_s", r.compile_end_s},
+            {"eval_start_s", r.eval_start_s},
+            {"eval_end_s", r.eval_end_s},
+            {"device", r.device}};
   // A counter job that took an evaluation made before ran no runner of its own for it.
   if (r.evaluation_reused) {
     t["evaluation_reused"] = true;
