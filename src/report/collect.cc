@@ -94,7 +94,8 @@ json EvaluationGist(const json& e) {
               {"seconds", compile.value("seconds", 0.0)},
               {"first_error", compile.value("first_error", "")},
               {"compiler", compile.value("compiler_version", "")}}},
-            {"gpu", cal.value("gpu", "")}};
+            {"gpu", cal.value("gpu", "")},
+            {"backend", e.value("backend", "")}};
   return g;
 }
 

@@ -9,6 +9,7 @@
   }
   window.addEventListener('error', (ev) => reportError('error', ev.error || ev.message));
 
+  const t0 = performance.now();
   const M = JSON.parse(document.getElementById('report-model').textContent);
   const SVGNS = 'http://www.w3.org/2000/svg';
   const VERDICTS = ['passed', 'incorrect', 'compile_error', 'runtime_error', 'timeout', 'suspicious'];
@@ -247,7 +248,7 @@
       ['aimed at', n.finding || ''],
       ['promoted', n.promoted ? 'yes' : ''],
       ['bottleneck', ev.bottleneck || ''],
-      ['device', n.device != null && n.device >= 0 ? 'GPU ' + n.device : (n.device === -1 ? 'host' : '')],
+      ['device', n.device != null && n.device >= 0 ? 'GPU ' + n.device : (ev.backend === 'host' ? 'host' : '')],
       ['file', n.source_name || ''],
     ]));
     if (n.note) out.push(el('p', {class: 'note', text: n.note}));
@@ -423,18 +424,21 @@
 
   // ---- bench -----------------------------------------------------------------------------------
   function renderBench(sec) {
-    const B = M.bench || {}, probs = B.problems || [];
+    const B = M.bench || {};
+    const natural = (a, b) => String(a).localeCompare(String(b), undefined, {numeric: true});
+    // Suite order: by level, then by the number in the problem's name (level1/2_… before level1/10_…).
+    const probs = (B.problems || []).slice().sort((a, b) => natural(a.id, b.id));
     if ((B.unfinished || []).length)
       sec.append(el('p', {class: 'note', text: `${B.unfinished.length} problem(s) started and not finished: ` + B.unfinished.map((u) => u.problem).join(', ')}));
     if (!probs.length) { sec.append(el('p', {class: 'muted', text: 'No problem has finished yet.'})); return; }
-    const levels = [...new Set(probs.map((p) => p.level))];
+    const levels = [...new Set(probs.map((p) => p.level))].sort(natural);
     const lt = el('table', {id: 'bench-levels'}, el('tr', {}, ...['level', 'problems', 'correct', 'fast_1 eager', 'geomean × eager', 'fast_1 compile', 'geomean × compile', 'wall s (sum)'].map((h) => el('th', {text: h}))));
-    for (const l of (B.levels || []).concat(B.total ? [B.total] : [])) {
+    for (const l of (B.levels || []).slice().sort((a, b) => natural(a.level, b.level)).concat(B.total ? [B.total] : [])) {
       const e = l.eager || {}, c = l.compile || {};
       const f1 = (m) => (m.fast_p && m.fast_p['1'] != null ? Math.round(100 * m.fast_p['1']) + '%' : '—');
       lt.append(el('tr', {}, el('td', {text: l.level}), el('td', {class: 'num', text: String(l.problems)}), el('td', {class: 'num', text: String(l.correct)}),
                    el('td', {class: 'num', text: f1(e)}), el('td', {class: 'num', text: times(e.geomean_speedup)}), el('td', {class: 'num', text: c.measured ? f1(c) : '—'}),
-                   el('td', {class: 'num', text: c.measured ? times(c.geomean_speedup) : '—'}), el('td', {class: 'num', text: fmt((l.cost || {}).wall_s)})));
+                   el('td', {class: 'num', text: c.measured ? times(c.geomean_speedup) : '—'}), el('td', {class: 'num', text: String(Math.round((l.cost || {}).wall_s || 0))})));
     }
     sec.append(lt);
     const sp = probs.flatMap((p) => [p.speedup_eager, p.speedup_compile]).filter((v) => v > 0);
@@ -476,7 +480,7 @@
     const draw = () => {
       const rows = probs.slice().sort((a, b) => {
         const x = cols[sortCol][1](a), y = cols[sortCol][1](b);
-        const r = (x == null) - (y == null) || (x < y ? -1 : x > y ? 1 : 0);
+        const r = (x == null) - (y == null) || (typeof x === 'string' ? natural(x, y) : x < y ? -1 : x > y ? 1 : 0);
         return asc ? r : -r;
       });
       body.replaceChildren(...rows.map((p) => el('tr', {}, ...cols.map(([name, get, num], i) => {
@@ -525,7 +529,13 @@
     const adm = new Map((L.admissions || []).map((a) => [a.card, a]));
     sec.append(el('h3', {text: 'Cards and their measured effect'}));
     const ct = el('table', {id: 'lineage-cards'}, el('tr', {}, ...['card', 'admitted', 'effect on the held-out task', 'reason'].map((h) => el('th', {text: h}))));
-    const cardIds = cards.map((c) => (typeof c === 'string' ? c : c.id || c.name || JSON.stringify(c)));
+    // Cards are recorded by the path of their SKILL.md (the folder is the card's id) or by id.
+    const cardId = (c) => {
+      const t = typeof c === 'string' ? c : c.id || c.name || JSON.stringify(c);
+      const m = /([^/]+)\/SKILL\.md$/.exec(t);
+      return m ? m[1] : t;
+    };
+    const cardIds = cards.map(cardId);
     for (const id of new Set(cardIds.concat([...adm.keys()]))) {
       const a = adm.get(id) || {};
       const cmp = a.comparison || {};
@@ -542,6 +552,7 @@
     for (const v of VIEWS) main.append(el('section', {class: 'view', id: 'view-' + v}));
     window.addEventListener('hashchange', fromHash);
     fromHash();
+    document.body.setAttribute('data-render-ms', (performance.now() - t0).toFixed(1));
     document.body.setAttribute('data-ready', '1');
   } catch (e) { reportError('report', e); }
 })();
