@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake g++ pkg-config python3 python3-venv nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
           libtomlplusplus-dev libmuparser-dev libssl-dev libgtest-dev libcurl4-openssl-dev libcpp-httplib-dev libyaml-cpp-dev libseccomp-dev zlib1g-dev
-          chromium)  # chromium: the report tests open kpilot report's pages headless
+          chromium slurmctld slurmd slurm-client munge)
+# chromium: the report tests open kpilot report's pages headless; slurm*, munge: the Slurm executor's
+# tests start a cluster on this machine (tests/slurm/local_cluster.sh).
 if [[ "${KPILOT_SKIP_APT:-0}" != 1 ]]; then
   missing=()
   for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

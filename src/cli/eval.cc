@@ -11,6 +11,7 @@
 #include "device/device.h"
 #include "harness/harness.h"
 #include "pytorch/pytorch.h"
+#include "slurm/slurm.h"
 #include "store/store.h"
 #include "task/formula.h"
 #include "task/loader.h"
@@ -35,6 +36,8 @@ struct EvalArgs {
   bool energy = false;
   int device = 0;
   bool no_sandbox = false;
+  std::string executor = "local";  // local | slurm
+  std::string slurm_config;        // --slurm-config FILE ([slurm] table, docs/slurm.md)
   std::vector<uint64_t> seeds;
   TaskSourceArgs source;           // --python, --workloads FILE.jsonl
   std::string baseline = "eager";  // PyTorch tasks: eager | compile
@@ -234,7 +237,26 @@ int RunEval(const EvalArgs& a) {
               << " seeds per workload, time) …\n";
   if (gpu) opt.calibration = LoadCalibration(store_ptr, *gpu);
   Evaluator evaluator(*toolchain, SystemProcessRunner(), RunnerPath(), python->get());
-  auto e = evaluator.Evaluate(*task, a.candidate, opt);
+  // --executor slurm: the evaluation runs as a job step of an allocation of its own.
+  std::unique_ptr<slurm::ClusterRunner> cluster;
+  if (a.executor == "slurm") {
+    if (task->reference.kind == ReferenceKind::kPython)
+      return Fail(Status::InvalidInput("--executor slurm evaluates native tasks (task.toml, cuda or host); " +
+                                       task->name + " has a Python reference: evaluate it with --executor local"));
+    if (a.slurm_config.empty())
+      return Fail(
+          Status::InvalidInput("--executor slurm needs --slurm-config FILE (a [slurm] table: partition, gres, "
+                               "shared_dir, …; docs/slurm.md)"));
+    auto config = slurm::LoadSlurmConfig(a.slurm_config);
+    if (!config.ok()) return Fail(config.status());
+    if (!a.json) std::cerr << "kpilot: asking Slurm for an allocation …\n";
+    auto started = slurm::ClusterRunner::Start(SystemProcessRunner(), SystemClock(), *config, RunnerPath(),
+                                               "kpilot-eval-" + task->name);
+    if (!started.ok()) return Fail(started.status());
+    cluster = std::move(started).value();
+    if (!a.json) std::cerr << fmt::format("kpilot: allocation {} runs on {}\n", cluster->job_id(), cluster->nodes());
+  }
+  auto e = evaluator.Evaluate(*task, a.candidate, opt, cluster.get());
   if (!e.ok()) return Fail(e.status());
   // PyTorch tasks: the eager and torch.compile baselines, this run's cached and the other read back.
   nlohmann::json torch_baselines;
@@ -258,6 +280,7 @@ int RunEval(const EvalArgs& a) {
   if (a.json) {
     nlohmann::json j = ToJson(*e);
     if (!stored.empty()) j["stored"] = stored;
+    if (cluster) j["slurm"] = {{"job", cluster->job_id()}, {"nodes", cluster->nodes()}};
     if (!torch_baselines.is_null()) {
       j["baselines"] = torch_baselines;
       for (const char* b : {"eager", "compile"})
@@ -267,6 +290,7 @@ int RunEval(const EvalArgs& a) {
     std::cout << j.dump(2) << "\n";
   } else {
     PrintTable(*e, stored);
+    if (cluster) std::cout << fmt::format("slurm      job {} on {}\n", cluster->job_id(), cluster->nodes());
     for (const char* b : {"eager", "compile"})
       if (!torch_baselines.is_null() && !torch_baselines[b].is_null())
         std::cout << fmt::format("vs {:<8} {:.3f}×{}\n", b, torch_baselines[b]["speedup"].get<double>(),
@@ -353,6 +377,10 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--energy", a->energy, "Measure joules per call with NVML (cuda; adds ≥ 2 s per workload)");
   cmd->add_option("--device", a->device, "CUDA device index")->capture_default_str();
+  cmd->add_option("--executor", a->executor, "local | slurm: where the evaluation runs (docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  cmd->add_option("--slurm-config", a->slurm_config, "The [slurm] config file for --executor slurm");
   cmd->add_flag("--no-sandbox", a->no_sandbox,
                 "Run the candidate unconfined (docs/threat-model.md; for profilers such as ncu that must reach "
                 "the process); leftover processes are still killed");

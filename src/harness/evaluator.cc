@@ -355,7 +355,10 @@ Result<RunnerOutcome> RunRunnerProcess(ProcessRunner& processes, const std::file
 }
 
 ServedRunner::ServedRunner(std::filesystem::path runner_exe, double backstop_s)
-    : runner_exe_(std::move(runner_exe)), backstop_s_(backstop_s) {}
+    : ServedRunner(std::move(runner_exe), ServedRunnerOptions{{}, {}, backstop_s}) {}
+
+ServedRunner::ServedRunner(std::filesystem::path runner_exe, ServedRunnerOptions options)
+    : runner_exe_(std::move(runner_exe)), options_(std::move(options)), backstop_s_(options_.backstop_s) {}
 
 ServedRunner::~ServedRunner() = default;  // the LiveProcess kills the server's group
 
@@ -365,7 +368,8 @@ Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
   // A server started before then keeps the view of the file system it started with, where a new
   // folder under a private /tmp does not exist: a fresh server takes the new folder's requests.
   if (!requests_ || !std::filesystem::is_directory(requests_->path(), exists_ec)) {
-    auto root = TempDir::Create("kpilot-serve-");
+    auto root = options_.requests_root.empty() ? TempDir::Create("kpilot-serve-")
+                                               : TempDir::CreateIn(options_.requests_root, "kpilot-serve-");
     if (!root.ok()) return root.status();
     requests_.emplace(std::move(root).value());
     server_.reset();
@@ -382,7 +386,9 @@ Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
     if (!server_ || !server_->running()) {
       server_.reset();
       ProcessSpec spec;
-      spec.argv = {runner_exe_.string(), "--serve"};
+      spec.argv = options_.wrapper;
+      spec.argv.push_back(runner_exe_.string());
+      spec.argv.push_back("--serve");
       spec.cwd = "/";  // each request runs in its own folder; the server holds none between them
       spec.env = RunnerEnvironment({});
       auto started = LiveProcess::Start(spec);

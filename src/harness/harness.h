@@ -241,15 +241,26 @@ class RunnerChannel {
 // (request.timeout_s + `backstop_s`) is killed with all it started, and the request gets the
 // "runtime_error" or "timeout" result a one-shot runner gets when it prints none. One request
 // at a time: one per evaluation thread.
+// Where and how a served runner starts: `wrapper` is put before its command line (srun's, to run
+// it as a job step on a cluster node, slurm/slurm.h), and its request folders go under
+// `requests_root` (a folder the node sees too; "" = the system's temporary folder).
+struct ServedRunnerOptions {
+  std::vector<std::string> wrapper;
+  std::filesystem::path requests_root;
+  double backstop_s = 900;
+};
+
 class ServedRunner : public RunnerChannel {
  public:
   explicit ServedRunner(std::filesystem::path runner_exe, double backstop_s = 900);
+  ServedRunner(std::filesystem::path runner_exe, ServedRunnerOptions options);
   ~ServedRunner() override;
   Result<RunnerOutcome> Run(const RunRequest& request) override;
   int servers_started() const { return servers_started_; }
 
  private:
   const std::filesystem::path runner_exe_;
+  const ServedRunnerOptions options_;
   const double backstop_s_;
   std::optional<TempDir> requests_;  // the server's request folders live here (its sandbox keeps it)
   std::unique_ptr<LiveProcess> server_;

@@ -1,0 +1,68 @@
+// ClusterRunner (slurm.h): a served runner as a job step of its own allocation.
+#include <fmt/format.h>
+
+#include "core/fs.h"
+#include "slurm/slurm.h"
+
+namespace kpilot::slurm {
+
+Result<std::unique_ptr<ClusterRunner>> ClusterRunner::Start(ProcessRunner& processes, Clock& clock,
+                                                            const SlurmConfig& config,
+                                                            const std::filesystem::path& runner_exe,
+                                                            const std::string& job_name) {
+  const std::filesystem::path root =
+      config.shared_dir.empty() ? std::filesystem::temp_directory_path() : config.shared_dir;
+  auto work = TempDir::CreateIn(root, "kpilot-slurm-");
+  if (!work.ok())
+    return work.status().WithContext("the Slurm config's shared_dir " + root.string() +
+                                     " (a folder every node sees at the same path)");
+  std::unique_ptr<ClusterRunner> c(new ClusterRunner());
+  c->work_.emplace(std::move(work).value());
+  auto a = Allocation::Start(processes, clock, config, job_name, c->work_->path());
+  if (!a.ok()) return a.status();
+  c->allocation_ = std::move(a).value();
+  ServedRunnerOptions o;
+  o.wrapper = c->allocation_->step_wrapper();
+  o.requests_root = c->work_->path();
+  c->runner_ = std::make_unique<ServedRunner>(runner_exe, o);
+  c->beat_ = std::thread([raw = c.get(), every = config.heartbeat_s] { raw->BeatLoop(every); });
+  return c;
+}
+
+ClusterRunner::~ClusterRunner() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (beat_.joinable()) beat_.join();
+  runner_.reset();      // ends the job step (srun is killed with its process group)
+  allocation_.reset();  // scancel
+}
+
+void ClusterRunner::BeatLoop(double every_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    (void)allocation_->Beat();
+    stop_cv_.wait_for(lock, std::chrono::duration<double>(every_s), [&] { return stopping_; });
+  }
+}
+
+Result<RunnerOutcome> ClusterRunner::Run(const RunRequest& request) {
+  auto out = runner_->Run(request);
+  if (!out.ok()) return out;
+  // A runner that printed no result may have lost its allocation: then the cluster, not the
+  // candidate, ended the evaluation, and there is no verdict to give.
+  const bool no_result = out->process.exit_code != 0 || out->process.timed_out;
+  if (no_result) {
+    // Not running any more: ended, or requeued by the scheduler after its node failed.
+    auto info = allocation_->Query();
+    if (info.ok() && info->state != JobState::kRunning)
+      return Status::Unavailable(
+          fmt::format("allocation {} on {} ended during the evaluation ({}): nothing was measured; evaluate again",
+                      job_id(), nodes().empty() ? "its node" : nodes(), JobStateName(info->state)));
+  }
+  return out;
+}
+
+}  // namespace kpilot::slurm

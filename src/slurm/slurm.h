@@ -1,0 +1,173 @@
+// Evaluations on a Slurm cluster (docs/slurm.md): kpilot asks the cluster's own scheduler for an
+// allocation (sbatch), starts one long-lived `kpilot-runner --serve` per allocation as a job step
+// (srun --jobid … --overlap) and sends it requests the way the local served runner gets them; the
+// requests and the objects they name travel through a folder both sides see (the config's
+// shared_dir). Compiling, the search and the store stay on the submitting host.
+//
+// Three parts: the config (a TOML file, every error naming the file, line, key and fix); the pure
+// pieces (sbatch's and srun's command lines, the keeper script, parsers of sbatch's and squeue's
+// output, tested on real output); and the allocation, an RAII handle over the commands run through
+// a ProcessRunner and waits on a Clock, so it is tested with doubles as well as on a real cluster.
+//
+// An allocation whose kpilot dies without cancelling it (kill -9) ends itself: its batch script
+// (the keeper) exits once kpilot's heartbeat file has not been touched for kMissedBeats beats.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "core/subprocess.h"
+#include "harness/harness.h"
+
+namespace kpilot::slurm {
+
+struct SlurmConfig {
+  std::string partition;  // "" = the cluster's default partition
+  std::string account;
+  std::string gres;                       // e.g. "gpu:1": each allocation's generic resources
+  std::string time_limit = "01:00:00";    // sbatch --time
+  std::vector<std::string> sbatch_extra;  // further sbatch options, e.g. ["--constraint=h100"]
+  // A folder every node sees at the same path: request folders and the objects they name go here.
+  // "" = the system's temporary folder, which only a single-host cluster shares.
+  std::filesystem::path shared_dir;
+  int workers = 1;                // allocations, each with one served runner (one evaluation queue each)
+  double start_timeout_s = 600;   // an allocation still not running after this is an error
+  double heartbeat_s = 10;        // how often kpilot touches the heartbeat file
+  std::string sbatch = "sbatch";  // the commands, found on PATH unless absolute
+  std::string srun = "srun";
+  std::string squeue = "squeue";
+  std::string scancel = "scancel";
+  std::filesystem::path file;  // where it was read from ("" when built in code)
+};
+
+// Reads FILE's [slurm] table. A missing file, a TOML error, an unknown key or a value of the wrong
+// type or range is InvalidInput: "FILE:LINE: KEY: what; fix", every problem of the file at once.
+Result<SlurmConfig> LoadSlurmConfig(const std::filesystem::path& file);
+Result<SlurmConfig> ParseSlurmConfig(const std::string& text, const std::string& file_name);
+
+// ---- Pure pieces ------------------------------------------------------------------------------
+
+inline constexpr int kMissedBeats = 6;
+
+// The batch script of an allocation: it sleeps while `heartbeat` was touched within
+// kMissedBeats × heartbeat_s, and exits (ending the allocation) once it was not.
+std::string KeeperScript(const std::filesystem::path& heartbeat, double heartbeat_s);
+// sbatch's command line for one allocation running `script` (a file on the shared folder).
+std::vector<std::string> SbatchArgv(const SlurmConfig& c, const std::string& job_name,
+                                    const std::filesystem::path& script, const std::filesystem::path& log);
+// The job step that runs one command inside allocation `job_id`, sharing its resources.
+std::vector<std::string> StepWrapper(const SlurmConfig& c, int64_t job_id);
+
+// `sbatch --parsable` prints "JOBID" or "JOBID;CLUSTER".
+Result<int64_t> ParseSbatchJobId(const std::string& out);
+
+enum class JobState {
+  kPending,
+  kConfiguring,
+  kRunning,
+  kCompleting,
+  kCompleted,
+  kCancelled,
+  kFailed,
+  kTimeout,
+  kNodeFail,
+  kPreempted,
+  kOutOfMemory,
+  kBootFail,
+  kDeadline,
+  kUnknown
+};
+const char* JobStateName(JobState s);  // squeue's names: "PENDING", "RUNNING", …
+JobState ParseJobState(const std::string& name);
+bool IsFinished(JobState s);  // the allocation is gone (or going) for good
+
+struct JobInfo {
+  JobState state = JobState::kUnknown;
+  std::string reason;  // squeue's %r: why it pends ("Resources", "PartitionNodeLimit", …), "None" when running
+  std::string nodes;   // %N: the node list once it runs
+};
+// The squeue format kpilot asks for, and its parser; nullopt for a line that is not one.
+inline constexpr char kSqueueFormat[] = "%T|%r|%N";
+std::optional<JobInfo> ParseSqueueLine(const std::string& line);
+
+// A pending reason that will never clear by waiting (a partition's node limit, a node that does not
+// exist, an invalid account): the allocation is refused rather than waited for.
+bool PendsForever(const std::string& reason);
+
+// ---- The allocation -------------------------------------------------------------------------
+
+class Allocation {
+ public:
+  // Submits one allocation and waits (on `clock`, polling squeue) until it runs. Errors, each
+  // before any evaluation: sbatch or squeue not found (Unavailable, with the fix), a job the
+  // scheduler rejects (InvalidInput with sbatch's message, e.g. an invalid partition), a job that
+  // pends for a reason that never clears or ends before running (InvalidInput naming the reason),
+  // and one still pending after start_timeout_s (Unavailable). A job that was submitted is
+  // cancelled on every error. `work_dir` (on the shared folder) holds its script, log and heartbeat.
+  static Result<std::unique_ptr<Allocation>> Start(ProcessRunner& processes, Clock& clock, const SlurmConfig& config,
+                                                   const std::string& job_name, const std::filesystem::path& work_dir);
+  ~Allocation();  // Cancel()
+  Allocation(const Allocation&) = delete;
+  Allocation& operator=(const Allocation&) = delete;
+
+  int64_t job_id() const { return job_id_; }
+  const std::string& nodes() const { return nodes_; }
+  // srun's argv prefix for a step in this allocation (StepWrapper).
+  std::vector<std::string> step_wrapper() const { return StepWrapper(config_, job_id_); }
+  // Touches the heartbeat file; the caller does so every heartbeat_s while it uses the allocation.
+  Status Beat();
+  // The allocation's state now (squeue; a job squeue no longer lists has ended).
+  Result<JobInfo> Query();
+  // scancel; idempotent.
+  Status Cancel();
+
+ private:
+  Allocation(ProcessRunner& processes, SlurmConfig config, std::filesystem::path work_dir)
+      : processes_(processes), config_(std::move(config)), work_dir_(std::move(work_dir)) {}
+  ProcessRunner& processes_;
+  const SlurmConfig config_;
+  const std::filesystem::path work_dir_;
+  int64_t job_id_ = 0;
+  std::string nodes_;
+  bool cancelled_ = false;
+};
+
+// ---- A served runner on the cluster ------------------------------------------------------------
+
+// One served runner in an allocation of its own: the allocation (started and waited for), its
+// heartbeat (a thread touching the file every heartbeat_s) and `kpilot-runner --serve` as a job
+// step, its request folders on the shared folder. An evaluation during which the allocation ended
+// (its node died, the scheduler killed or requeued it) is Unavailable, naming the job and its state: nothing
+// was measured, so no verdict is made up. Destruction stops the runner, the heartbeat, and cancels.
+class ClusterRunner : public RunnerChannel {
+ public:
+  static Result<std::unique_ptr<ClusterRunner>> Start(ProcessRunner& processes, Clock& clock, const SlurmConfig& config,
+                                                      const std::filesystem::path& runner_exe,
+                                                      const std::string& job_name);
+  ~ClusterRunner() override;
+  Result<RunnerOutcome> Run(const RunRequest& request) override;
+  int64_t job_id() const { return allocation_->job_id(); }
+  const std::string& nodes() const { return allocation_->nodes(); }
+
+ private:
+  ClusterRunner() = default;
+  void BeatLoop(double every_s);
+  std::optional<TempDir> work_;
+  std::unique_ptr<Allocation> allocation_;
+  std::unique_ptr<ServedRunner> runner_;
+  std::mutex mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread beat_;
+};
+
+}  // namespace kpilot::slurm

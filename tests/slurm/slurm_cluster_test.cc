@@ -1,0 +1,176 @@
+// `kpilot eval --executor slurm` on a real Slurm cluster started on this machine
+// (tests/slurm/local_cluster.sh: munge, slurmctld and two slurmd nodes on localhost): the same
+// verdicts as the local executor, the node recorded, a rejected allocation an error before any
+// evaluation, an allocation that ends itself after its kpilot is killed with -9, and a node that
+// goes down mid-evaluation giving no verdict. Skipped, with the reason, where the daemons cannot
+// start (not root, packages missing).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <signal.h>
+
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "../cli/run_kpilot.h"
+#include "core/fs.h"
+#include "scoped_env.h"
+
+namespace kpilot {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class SlurmCluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = TempDir::Create("kpilot-slurm-cluster-");
+    ASSERT_TRUE(d.ok());
+    dir_.emplace(std::move(d).value());
+    ProcessSpec spec;
+    spec.argv = {"bash", (testing::SourceDir() / "tests" / "slurm" / "local_cluster.sh").string(), "start",
+                 (root() / "cluster").string(), "2"};
+    spec.timeout_s = 60;
+    auto r = SystemProcessRunner().Run(spec);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    if (r->exit_code == 77) GTEST_SKIP() << r->err;
+    ASSERT_EQ(r->exit_code, 0) << r->out << r->err;
+    started_ = true;
+    conf_.emplace("SLURM_CONF", (root() / "cluster" / "slurm.conf").string());
+    Config("[slurm]\nheartbeat_s = 1\nstart_timeout_s = 60\n");
+  }
+  void TearDown() override {
+    if (!started_) return;
+    ProcessSpec spec;
+    spec.argv = {"bash", (testing::SourceDir() / "tests" / "slurm" / "local_cluster.sh").string(), "stop",
+                 (root() / "cluster").string()};
+    spec.timeout_s = 30;
+    (void)SystemProcessRunner().Run(spec);
+  }
+  fs::path root() const { return dir_->path(); }
+  fs::path config() const { return root() / "slurm.toml"; }
+  void Config(const std::string& text) { ASSERT_TRUE(WriteFileAtomic(config(), text).ok()); }
+  // squeue's lines for this cluster (empty once every job has ended).
+  std::string Queue() {
+    ProcessSpec spec;
+    spec.argv = {"squeue", "--noheader", "--format=%i %T %N"};
+    spec.timeout_s = 20;
+    auto r = SystemProcessRunner().Run(spec);
+    return r.ok() ? r->out : "squeue failed: " + r.status().message();
+  }
+  // Waits (up to `limit_s`) until squeue's output satisfies `done`; the output last seen.
+  std::string WaitForQueue(const std::function<bool(const std::string&)>& done, double limit_s) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+    std::string q = Queue();
+    while (!done(q) && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a poll, not an ordering
+      q = Queue();
+    }
+    return q;
+  }
+  std::vector<std::string> Eval(const std::string& candidate, bool slurm) {
+    const fs::path task = testing::SourceDir() / "examples" / "host" / "saxpy";
+    std::vector<std::string> args = {"eval", task.string(), candidate, "--workload", "12M-odd", "--no-store", "--json"};
+    if (slurm) args.insert(args.end(), {"--executor", "slurm", "--slurm-config", config().string()});
+    return args;
+  }
+  std::string Candidate() const {
+    return (testing::SourceDir() / "examples" / "host" / "saxpy" / "candidates" / "omp_simd.cpp").string();
+  }
+
+  std::optional<TempDir> dir_;
+  std::optional<testing::ScopedEnv> conf_;
+  bool started_ = false;
+};
+
+TEST_F(SlurmCluster, VerdictsMatchTheLocalExecutorsAndNameTheNode) {
+  // A right candidate and a wrong one (y = a*x + y_in, with the sign of a flipped).
+  auto text = ReadFile(Candidate());
+  ASSERT_TRUE(text.ok());
+  std::string wrong = *text;
+  const size_t at = wrong.find("y[i] = a * x[i]");
+  ASSERT_NE(at, std::string::npos);
+  wrong.replace(at, 15, "y[i] = -a * x[i]");
+  const fs::path wrong_path = root() / "wrong.cpp";
+  ASSERT_TRUE(WriteFileAtomic(wrong_path, wrong).ok());
+  for (const std::string& c : {Candidate(), wrong_path.string()}) {
+    auto local = testing::RunKpilot(root(), Eval(c, false), 300);
+    auto cluster = testing::RunKpilot(root(), Eval(c, true), 300);
+    json l = json::parse(local.out, nullptr, false), s = json::parse(cluster.out, nullptr, false);
+    ASSERT_FALSE(s.is_discarded()) << cluster.out << cluster.err;
+    ASSERT_FALSE(l.is_discarded()) << local.out << local.err;
+    EXPECT_EQ(s["verdict"]["kind"], l["verdict"]["kind"]) << c << "\n" << cluster.err;
+    EXPECT_EQ(cluster.exit_code, local.exit_code);
+    EXPECT_GT(s["slurm"]["job"].get<int64_t>(), 0);
+    EXPECT_EQ(s["slurm"]["nodes"].get<std::string>().rfind("n", 0), 0u) << s["slurm"];
+  }
+  EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 30), "")
+      << "each allocation is cancelled when its evaluation ends";
+}
+
+TEST_F(SlurmCluster, ARejectedAllocationIsAnErrorBeforeAnyEvaluation) {
+  Config("[slurm]\npartition = \"nonexistent\"\n");
+  auto r = testing::RunKpilot(root(), Eval(Candidate(), true), 120);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("Invalid partition name"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "no evaluation";
+  Config("[slurm]\ngres = \"gpu:1\"\n");  // the test cluster has no GPUs
+  auto g = testing::RunKpilot(root(), Eval(Candidate(), true), 120);
+  EXPECT_EQ(g.exit_code, 2) << g.err;
+  EXPECT_NE(g.err.find("gres"), std::string::npos) << g.err;
+}
+
+TEST_F(SlurmCluster, AnAllocationEndsItselfAfterItsKpilotIsKilled) {
+  ProcessSpec spec;
+  spec.argv = {(testing::BinaryDir() / "bin" / "kpilot").string()};
+  for (const auto& a : Eval(Candidate(), true)) spec.argv.push_back(a);
+  spec.argv.erase(std::find(spec.argv.begin(), spec.argv.end(), "--workload"),
+                  std::find(spec.argv.begin(), spec.argv.end(), "--no-store"));  // both workloads: longer
+  spec.cwd = root();
+  auto p = LiveProcess::Start(spec);
+  ASSERT_TRUE(p.ok());
+  const std::string running =
+      WaitForQueue([](const std::string& q) { return q.find("RUNNING") != std::string::npos; }, 60);
+  ASSERT_NE(running.find("RUNNING"), std::string::npos) << running;
+  ASSERT_EQ(kill((*p)->pid(), SIGKILL), 0);
+  (void)(*p)->Stop();
+  // Six missed beats of 1 s, then the keeper exits and the job step goes with the allocation.
+  EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 40), "")
+      << "the allocation outlived its kpilot";
+}
+
+TEST_F(SlurmCluster, ANodeThatGoesDownMidEvaluationGivesNoVerdict) {
+  ProcessSpec spec;
+  spec.argv = {(testing::BinaryDir() / "bin" / "kpilot").string()};
+  for (const auto& a : Eval(Candidate(), true)) spec.argv.push_back(a);
+  spec.argv.erase(std::find(spec.argv.begin(), spec.argv.end(), "--workload"),
+                  std::find(spec.argv.begin(), spec.argv.end(), "--no-store"));
+  spec.cwd = root();
+  spec.timeout_s = 300;
+  std::optional<Result<ProcessResult>> result;
+  std::thread eval([&] { result = SystemProcessRunner().Run(spec); });
+  const std::string running =
+      WaitForQueue([](const std::string& q) { return q.find("RUNNING") != std::string::npos; }, 60);
+  ASSERT_NE(running.find("RUNNING"), std::string::npos) << running;
+  std::istringstream line(running);
+  std::string id, state, node;
+  line >> id >> state >> node;
+  ProcessSpec down;
+  down.argv = {"scontrol", "update", "nodename=" + node, "state=down", "reason=kpilot-test"};
+  down.timeout_s = 20;
+  auto d = SystemProcessRunner().Run(down);
+  ASSERT_TRUE(d.ok() && d->exit_code == 0) << (d.ok() ? d->err : d.status().message());
+  eval.join();
+  ASSERT_TRUE(result && result->ok());
+  const ProcessResult& r = **result;
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(json::parse(r.out, nullptr, false).is_discarded() || r.out.empty(), true)
+      << "no verdict is printed: " << r.out;
+  EXPECT_NE(r.err.find("ended during the evaluation"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace kpilot
