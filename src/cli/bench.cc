@@ -10,6 +10,7 @@
 #include "bench/bench.h"
 #include "session/bench_runner.h"
 #include "cli/cli.h"
+#include "slurm/slurm.h"
 #include "core/text.h"
 #include "optimize/optimizer.h"
 #include "generate/generator.h"
@@ -28,7 +29,9 @@ struct BenchArgs {
   std::string eval_only;  // CANDIDATES_DIR
   bool eval_reference = false;
   bool no_compile_baseline = false;
-  int per_gpu = 1;  // problems in flight on each GPU
+  int per_gpu = 1;                 // problems in flight on each GPU
+  std::string executor = "local";  // local | slurm
+  std::string slurm_config;
   std::string generator = "params";
   int budget = 8;
   std::string policy = "mcts";
@@ -262,7 +265,29 @@ int RunBenchCommand(const BenchArgs& a) {
       needs_gpu |= !t.ok() || t->backend == Backend::kCuda;
     }
   }
-  if (!needs_gpu) devices.clear();
+  // --executor slurm: problems in flight on the cluster, one allocation each (docs/slurm.md).
+  RunnerChannelFactory channels;
+  std::optional<slurm::SlurmConfig> cluster;
+  if (a.executor == "slurm") {
+    if (a.slurm_config.empty())
+      return Fail(Status::InvalidInput("--executor slurm needs --slurm-config FILE (docs/slurm.md)"));
+    if (suite->format != SuiteFormat::kTaskFolders)
+      return Fail(Status::InvalidInput("--executor slurm runs suites of task folders (native tasks); " + suite->name +
+                                       " is a " + SuiteFormatName(suite->format) +
+                                       " suite of Python references: run it with --executor local"));
+    auto c = slurm::LoadSlurmConfig(a.slurm_config);
+    if (!c.ok()) return Fail(c.status());
+    cluster = *c;
+    channels = [config = *c, runner = Layout().runner](size_t queue) -> Result<std::unique_ptr<RunnerChannel>> {
+      auto r = slurm::ClusterRunner::Start(SystemProcessRunner(), SystemClock(), config, runner,
+                                           "kpilot-bench-" + std::to_string(queue));
+      if (!r.ok()) return r.status();
+      return std::unique_ptr<RunnerChannel>(std::move(r).value());
+    };
+    needs_gpu = false;  // the nodes have the GPUs
+    devices.assign(cluster->workers, -1);
+  }
+  if (!needs_gpu && !cluster) devices.clear();
   if (needs_gpu && devices.empty())
     return Fail(Status::Unavailable("suite " + suite->name + " needs a GPU (" + why +
                                     "); run kpilot bench on a machine with an NVIDIA GPU"));
@@ -281,11 +306,12 @@ int RunBenchCommand(const BenchArgs& a) {
             ? fmt::format("{} generator, budget {}", config["optimize"].value("generator", ""),
                           config["optimize"].value("budget", 0))
             : "evaluating " + config.value("eval_only", ""),
-        devices.empty()  ? std::string("one at a time")
-        : a.per_gpu == 1 ? fmt::format("{} GPU(s)", devices.size())
-                         : fmt::format("{} GPU(s), {} problems in flight on each", devices.size(), a.per_gpu),
+        cluster           ? fmt::format("{} problems in flight on Slurm, an allocation each", cluster->workers)
+        : devices.empty() ? std::string("one at a time")
+        : a.per_gpu == 1  ? fmt::format("{} GPU(s)", devices.size())
+                          : fmt::format("{} GPU(s), {} problems in flight on each", devices.size(), a.per_gpu),
         id);
-  auto runner = MakeBenchProblemRunner(**store, config, Layout(), &std::cerr);
+  auto runner = MakeBenchProblemRunner(**store, config, Layout(), &std::cerr, channels);
   std::filesystem::path out =
       !a.out.empty() ? std::filesystem::path(a.out) : (*store)->dir() / "bench" / std::to_string(id);
   auto prior = LoadBench(**store, id);
@@ -296,7 +322,7 @@ int RunBenchCommand(const BenchArgs& a) {
   // and timing, so measurements stay one at a time; what comes before (interpreter and torch start,
   // loading the problem, building models, compiling candidates) overlaps.
   std::vector<int> slots;
-  for (int k = 0; k < a.per_gpu; ++k) slots.insert(slots.end(), devices.begin(), devices.end());
+  for (int k = 0; k < (cluster ? 1 : a.per_gpu); ++k) slots.insert(slots.end(), devices.begin(), devices.end());
   auto results = RunBench(**store, id, *problems, *runner, slots, progress);
   if (!results.ok()) return Fail(results.status());
   InSuiteOrder(suite->problems, &*results);
@@ -329,6 +355,11 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                 "should pass with a speedup near 1)");
   cmd->add_flag("--no-compile-baseline", a->no_compile_baseline,
                 "Do not time torch.compile (PyTorch suites): speedups against eager only");
+  cmd->add_option("--executor", a->executor, "local | slurm: where evaluations run (docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  cmd->add_option("--slurm-config", a->slurm_config,
+                  "The [slurm] config file for --executor slurm (its workers: problems in flight)");
   cmd->add_option("--per-gpu", a->per_gpu,
                   "Problems in flight on each GPU: checks and timing still take the GPU one at a time (its lock); "
                   "starting workers, loading problems and building models overlap")

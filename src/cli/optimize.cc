@@ -13,6 +13,7 @@
 #include "device/device.h"
 #include "optimize/optimizer.h"
 #include "report/report.h"
+#include "slurm/slurm.h"
 #include "generate/generator.h"
 #include "session/session.h"
 #include "task/loader.h"
@@ -42,7 +43,9 @@ struct OptimizeArgs {
   std::string space_file;
   std::string calibration;
   bool json = false;
-  bool report = false;  // --report: the run as one HTML page at the end
+  bool report = false;             // --report: the run as one HTML page at the end
+  std::string executor = "local";  // local | slurm
+  std::string slurm_config;
   std::string llm_config;
   double max_cost = -1;             // < 0: the LLM config's max_cost_usd (llm:), none otherwise
   int64_t max_tokens = -1;          // < 0: none given (a resumed run keeps its own)
@@ -278,7 +281,29 @@ int RunOptimize(const OptimizeArgs& a) {
   // A space run's clock is simulated, and --time counts real seconds.
   if (!o.space_file.empty() && o.time_limit_s > 0)
     return Fail(Status::InvalidInput("--time cannot limit a space run (its clock is simulated); use --budget"));
-  if (NeedsGpu(task) && o.space_file.empty()) {
+  // --executor slurm: every evaluation on the cluster (docs/slurm.md); compiles stay here.
+  std::optional<slurm::SlurmConfig> cluster;
+  if (a.executor == "slurm") {
+    if (a.slurm_config.empty())
+      return Fail(Status::InvalidInput("--executor slurm needs --slurm-config FILE (docs/slurm.md)"));
+    if (!o.space_file.empty()) return Fail(Status::InvalidInput("--executor slurm and --space exclude each other"));
+    if (task.reference.kind == ReferenceKind::kPython)
+      return Fail(Status::InvalidInput("--executor slurm evaluates native tasks (task.toml); " + task.name +
+                                       " has a Python reference: optimize it with --executor local"));
+    if (task.backend == Backend::kCuda && o.arch.empty())
+      return Fail(
+          Status::InvalidInput("--executor slurm compiles here for the nodes' GPUs: name them with --arch, "
+                               "e.g. --arch sm_90a"));
+    auto config = slurm::LoadSlurmConfig(a.slurm_config);
+    if (!config.ok()) return Fail(config.status());
+    cluster = *config;
+    if (o.counters) {
+      std::cerr << "kpilot: --executor slurm: counter profiles of new bests are off (they run beside the "
+                   "evaluation queue, not yet on the cluster)\n";
+      o.counters = false;
+    }
+  }
+  if (NeedsGpu(task) && o.space_file.empty() && !cluster) {
     std::string why;
     auto gpus = SystemGpuProbe().List(&why);
     if (gpus.empty())
@@ -311,6 +336,18 @@ int RunOptimize(const OptimizeArgs& a) {
   settings.python = a.source.python;
   settings.reuse = a.runner == "served" ? RunnerReuse::kCuda : RunnerReuse::kNone;
   settings.notices = &std::cerr;
+  if (cluster) {
+    settings.channel_queues = cluster->workers;
+    settings.channels = [config = *cluster, runner = Layout().runner,
+                         name = "kpilot-" + task.name](size_t queue) -> Result<std::unique_ptr<RunnerChannel>> {
+      auto c = slurm::ClusterRunner::Start(SystemProcessRunner(), SystemClock(), config, runner,
+                                           name + "-" + std::to_string(queue));
+      if (!c.ok()) return c.status();
+      std::cerr << fmt::format("kpilot: evaluation queue {} runs in allocation {} on {}\n", queue, (*c)->job_id(),
+                               (*c)->nodes());
+      return std::unique_ptr<RunnerChannel>(std::move(c).value());
+    };
+  }
   auto session = OptimizeSession::Open(task, o, **store, settings);
   if (!session.ok()) return Fail(session.status());
   PrintProgress progress(a.json);
@@ -531,6 +568,10 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
                   "With --space: the GPU's ceilings (kpilot calibrate --json output) for the roofline class, "
                   "when the space file records none");
   cmd->add_flag("--json", a->json, "JSON result on stdout, progress as JSON lines on stderr");
+  cmd->add_option("--executor", a->executor, "local | slurm: where evaluations run (docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  cmd->add_option("--slurm-config", a->slurm_config, "The [slurm] config file for --executor slurm");
   cmd->add_flag("--report", a->report, "At the end, write the run as one HTML page (STORE/reports/run-ID.html)");
   cmd->callback([a, cmd, exit_code]() {
     // Everything but --resume, --store, --out, --json, --max-cost, --max-tokens, --devices, --runner and the

@@ -11,17 +11,19 @@
 namespace kpilot {
 
 LocalExecutor::LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe,
-                             int compile_threads, PythonTaskRunner* python, std::vector<int> devices, RunnerReuse reuse)
+                             int compile_threads, PythonTaskRunner* python, std::vector<int> devices, RunnerReuse reuse,
+                             RunnerChannelFactory channels)
     : toolchain_(toolchain),
       processes_(processes),
       runner_exe_(runner_exe),
       evaluator_(toolchain, processes, std::move(runner_exe), python),
       reuse_(reuse),
+      channels_(std::move(channels)),
       max_footprint_compiles_(std::max(1, compile_threads / 2)),
       queues_(std::max<size_t>(1, devices.size())) {
   for (int i = 0; i < std::max(1, compile_threads); ++i) compilers_.emplace_back([this] { CompileLoop(); });
   if (devices.empty()) devices = {-1};
-  for (int d : devices) evaluators_.emplace_back([this, d] { EvalLoop(d); });
+  for (size_t q = 0; q < devices.size(); ++q) evaluators_.emplace_back([this, d = devices[q], q] { EvalLoop(d, q); });
 }
 
 LocalExecutor::~LocalExecutor() {
@@ -213,9 +215,26 @@ void LocalExecutor::FinishPart(const std::shared_ptr<Pending>& p) {
   p->promise.set_value(std::move(p->result));
 }
 
-void LocalExecutor::EvalLoop(int device) {
+void LocalExecutor::EvalLoop(int device, size_t queue) {
   // This queue's served runners, one per GPU its jobs name (one, unless device is -1).
   std::map<int, std::unique_ptr<ServedRunner>> served;
+  std::unique_ptr<RunnerChannel> channel;  // with channels_: this queue's
+  Status channel_error = Status::Ok();
+  // A channel that cannot be made for the moment (Unavailable: an allocation whose node failed)
+  // is asked for again, up to three times; any other error is final for the job.
+  auto make_channel = [&]() -> Status {
+    Status last = Status::Ok();
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto made = channels_(queue);
+      if (made.ok()) {
+        channel = std::move(made).value();
+        return Status::Ok();
+      }
+      last = made.status();
+      if (last.code() != StatusCode::kUnavailable) break;
+    }
+    return last;
+  };
   for (;;) {
     std::shared_ptr<Pending> p;
     {
@@ -231,8 +250,11 @@ void LocalExecutor::EvalLoop(int device) {
     if (device >= 0) p->job.options.device = device;
     p->result.device = device;
     const Backend backend = p->job.task->backend;
-    ServedRunner* runner = nullptr;
-    if (reuse_ == RunnerReuse::kAll || (reuse_ == RunnerReuse::kCuda && backend == Backend::kCuda)) {
+    RunnerChannel* runner = nullptr;
+    if (channels_) {
+      if (!channel) channel_error = make_channel();
+      runner = channel.get();
+    } else if (reuse_ == RunnerReuse::kAll || (reuse_ == RunnerReuse::kCuda && backend == Backend::kCuda)) {
       auto& slot = served[p->job.options.device];
       if (!slot) slot = std::make_unique<ServedRunner>(runner_exe_);
       runner = slot.get();
@@ -247,15 +269,31 @@ void LocalExecutor::EvalLoop(int device) {
     const bool same_gpu = p->job.counters_of_device < 0 || device < 0 || p->job.counters_of_device == device;
     p->result.evaluation_reused = p->job.counter_tools && have && same_gpu && w && CounterProfileCanTake(*have, *w) &&
                                   std::filesystem::exists(have->compile.object, ec);
-    auto e = p->result.evaluation_reused ? Result<Evaluation>(*have)
-                                         : evaluator_.Evaluate(
-                                               task, p->job.source,
-                                               [&] {
-                                                 EvalOptions o = p->job.options;
-                                                 o.params = p->job.params;
-                                                 return o;
-                                               }(),
-                                               runner);
+    auto evaluate = [&] {
+      return evaluator_.Evaluate(
+          task, p->job.source,
+          [&] {
+            EvalOptions o = p->job.options;
+            o.params = p->job.params;
+            return o;
+          }(),
+          runner);
+    };
+    Result<Evaluation> e = p->result.evaluation_reused ? Result<Evaluation>(*have)
+                           : channels_ && !channel     ? Result<Evaluation>(channel_error)
+                                                       : evaluate();
+    // A channel whose runner was lost (its allocation ended) gave no verdict: a new channel takes
+    // the evaluation once more.
+    if (channels_ && channel && !e.ok() && e.status().code() == StatusCode::kUnavailable) {
+      channel.reset();
+      const Status made = make_channel();
+      if (made.ok()) {
+        runner = channel.get();
+        e = evaluate();
+      } else {
+        e = made.WithContext(e.status().message() + "; then");
+      }
+    }
     if (e.ok() && p->job.counter_tools) {
       if (!e->verdict.passed()) {
         // Not Unavailable: the profiler is not at fault, and the next best is profiled as usual.

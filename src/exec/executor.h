@@ -159,6 +159,12 @@ inline constexpr int kCompileNice = 10;
 // Counter profiles always run in a runner of their own.
 enum class RunnerReuse { kNone, kCuda, kAll };
 
+// Makes the runner channel of evaluation queue `queue` (0, 1, …), which then takes every evaluation
+// of that queue, host and cuda alike: a served runner on another machine (slurm::ClusterRunner).
+// Called on the queue's thread when its first job arrives, and again after a channel reported its
+// runner lost (Unavailable): that evaluation runs once more on the new channel.
+using RunnerChannelFactory = std::function<Result<std::unique_ptr<RunnerChannel>>(size_t queue)>;
+
 class LocalExecutor : public Executor {
  public:
   // `compile_threads` ≥ 1. Toolchain and process runner are borrowed and must be thread-safe
@@ -167,9 +173,10 @@ class LocalExecutor : public Executor {
   // that is free and runs with options.device set to its GPU (EvalJobResult::device). Empty: one
   // queue, each job on its own options.device (`kpilot bench` pins a problem to a GPU this way).
   // `reuse`: which evaluations a served runner takes (one per queue and GPU).
+  // `channels` (may be empty): each queue's runner channel, in place of the local runners.
   LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe, int compile_threads,
                 PythonTaskRunner* python = nullptr, std::vector<int> devices = {},
-                RunnerReuse reuse = RunnerReuse::kCuda);
+                RunnerReuse reuse = RunnerReuse::kCuda, RunnerChannelFactory channels = nullptr);
   ~LocalExecutor() override;  // finishes queued work, then joins
   std::future<EvalJobResult> Submit(EvalJob job) override;
   double BusySeconds() const override;
@@ -193,7 +200,7 @@ class LocalExecutor : public Executor {
     double sass_end_s = 0;
   };
   void CompileLoop();
-  void EvalLoop(int device);  // -1: the job's own options.device
+  void EvalLoop(int device, size_t queue);  // device -1: the job's own options.device
   // Ends one of a job's parts (its evaluation, its deferred SASS); the last one ends the job.
   static void FinishPart(const std::shared_ptr<Pending>& p);
 
@@ -202,6 +209,7 @@ class LocalExecutor : public Executor {
   const std::filesystem::path runner_exe_;
   Evaluator evaluator_;
   const RunnerReuse reuse_;
+  const RunnerChannelFactory channels_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   std::condition_variable compile_cv_, eval_cv_;

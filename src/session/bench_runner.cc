@@ -106,8 +106,9 @@ class RunIdSink : public ProgressSink {
 // eager and torch.compile speedups.
 class LiveRunner : public ProblemRunner {
  public:
-  LiveRunner(Store& store, const json& config, InstallLayout layout, std::ostream* notices)
-      : store_(store), config_(config), layout_(std::move(layout)), notices_(notices) {}
+  LiveRunner(Store& store, const json& config, InstallLayout layout, std::ostream* notices,
+             RunnerChannelFactory channels)
+      : store_(store), config_(config), layout_(std::move(layout)), notices_(notices), channels_(std::move(channels)) {}
 
   ProblemResult Run(const BenchProblem& p, int device, int64_t resume_run,
                     const std::function<void(int64_t)>& started) override {
@@ -163,6 +164,8 @@ class LiveRunner : public ProblemRunner {
     settings.evaluate_only = !eval_only.empty() || untunable;
     settings.python = source.python;
     settings.notices = notices_;
+    settings.channels = channels_;
+    if (channels_) o.counters = false;  // counter profiles run beside the queue, not on the cluster
     Result<std::unique_ptr<OptimizeSession>> session = Status::Internal("not opened");
     {
       std::lock_guard<std::mutex> lock(session_mu_);
@@ -280,14 +283,16 @@ class LiveRunner : public ProblemRunner {
   json config_;
   InstallLayout layout_;
   std::ostream* notices_;
+  const RunnerChannelFactory channels_;
   std::mutex session_mu_;  // problems run side by side; card notices go to one stream
 };
 
 }  // namespace
 
 std::unique_ptr<ProblemRunner> MakeBenchProblemRunner(Store& store, const nlohmann::json& config,
-                                                      const InstallLayout& layout, std::ostream* notices) {
-  return std::make_unique<LiveRunner>(store, config, layout, notices);
+                                                      const InstallLayout& layout, std::ostream* notices,
+                                                      RunnerChannelFactory channels) {
+  return std::make_unique<LiveRunner>(store, config, layout, notices, std::move(channels));
 }
 
 }  // namespace kpilot

@@ -19,8 +19,11 @@ namespace kpilot {
 
 // `config`: the bench's stored config (suite, eval_only, eval_reference, compile_baseline, python,
 // optimize). `store` is borrowed and outlives the runner; `notices` (may be null) gets the skill
-// cards' override notices of each problem's session.
+// cards' override notices of each problem's session. `channels` (may be empty): each problem's
+// evaluations go through a channel of its own (SessionSettings::channels: an allocation of a Slurm
+// cluster), on one queue.
 std::unique_ptr<ProblemRunner> MakeBenchProblemRunner(Store& store, const nlohmann::json& config,
-                                                      const InstallLayout& layout, std::ostream* notices);
+                                                      const InstallLayout& layout, std::ostream* notices,
+                                                      RunnerChannelFactory channels = nullptr);
 
 }  // namespace kpilot

@@ -119,8 +119,10 @@ Result<std::unique_ptr<OptimizeSession>> OptimizeSession::Open(const Task& task,
     }
     const int threads =
         s.compile_threads > 0 ? s.compile_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    // With channels, each queue's evaluations go to its channel, on device 0 of wherever it runs.
+    const std::vector<int> devices = s.channels ? std::vector<int>(std::max(1, s.channel_queues), 0) : o.devices;
     session->executor_ = std::make_unique<LocalExecutor>(*session->toolchain_, SystemProcessRunner(), s.layout.runner,
-                                                         threads, session->python_.get(), o.devices, s.reuse);
+                                                         threads, session->python_.get(), devices, s.reuse, s.channels);
   }
   if (o.skills && !s.evaluate_only) {
     auto lib = LoadSkillLibrary(s.layout, o.skill_dirs, o.tool_dirs, s.notices);

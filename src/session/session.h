@@ -46,6 +46,10 @@ struct SessionSettings {
   // Evaluations only (kpilot bench --eval-only, a start with nothing to tune): no generator and no
   // skill cards are opened, and MakeOptimizer must not be called.
   bool evaluate_only = false;
+  // Evaluations elsewhere (kpilot optimize --executor slurm): `channel_queues` evaluation queues,
+  // each taking every evaluation through the channel `channels` makes for it (RunnerChannelFactory).
+  RunnerChannelFactory channels;
+  int channel_queues = 1;
 };
 
 // The finding ids skill cards may name: the built-in tools', and the rule ids of the example rule

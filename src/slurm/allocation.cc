@@ -74,10 +74,11 @@ Result<std::unique_ptr<Allocation>> Allocation::Start(ProcessRunner& processes, 
     }
     if (IsFinished(info->state)) {
       auto tail = ReadFile(log);
-      return Status::InvalidInput(fmt::format("allocation {} ended before it ran ({}{}){}", a->job_id_,
-                                              JobStateName(info->state),
-                                              info->reason.empty() || info->reason == "None" ? "" : ", " + info->reason,
-                                              tail.ok() && !tail->empty() ? ": " + FirstLines(*tail) : ""));
+      // Unavailable: a node that failed under it is the cluster's moment, and another try may run.
+      return Status::Unavailable(fmt::format("allocation {} ended before it ran ({}{}){}", a->job_id_,
+                                             JobStateName(info->state),
+                                             info->reason.empty() || info->reason == "None" ? "" : ", " + info->reason,
+                                             tail.ok() && !tail->empty() ? ": " + FirstLines(*tail) : ""));
     }
     if (PendsForever(info->reason))
       return Status::InvalidInput(

@@ -50,10 +50,9 @@ void ClusterRunner::BeatLoop(double every_s) {
 
 Result<RunnerOutcome> ClusterRunner::Run(const RunRequest& request) {
   auto out = runner_->Run(request);
-  if (!out.ok()) return out;
-  // A runner that printed no result may have lost its allocation: then the cluster, not the
-  // candidate, ended the evaluation, and there is no verdict to give.
-  const bool no_result = out->process.exit_code != 0 || out->process.timed_out;
+  // A runner that could not start or printed no result may have lost its allocation: then the
+  // cluster, not the candidate, ended the evaluation, and there is no verdict to give.
+  const bool no_result = !out.ok() || out->process.exit_code != 0 || out->process.timed_out;
   if (no_result) {
     // Not running any more: ended, or requeued by the scheduler after its node failed.
     auto info = allocation_->Query();

@@ -110,8 +110,9 @@ class Allocation {
   // Submits one allocation and waits (on `clock`, polling squeue) until it runs. Errors, each
   // before any evaluation: sbatch or squeue not found (Unavailable, with the fix), a job the
   // scheduler rejects (InvalidInput with sbatch's message, e.g. an invalid partition), a job that
-  // pends for a reason that never clears or ends before running (InvalidInput naming the reason),
-  // and one still pending after start_timeout_s (Unavailable). A job that was submitted is
+  // pends for a reason that never clears (InvalidInput naming the reason), one that ends before
+  // running (Unavailable: its node failed, say) and one still pending after start_timeout_s
+  // (Unavailable). A job that was submitted is
   // cancelled on every error. `work_dir` (on the shared folder) holds its script, log and heartbeat.
   static Result<std::unique_ptr<Allocation>> Start(ProcessRunner& processes, Clock& clock, const SlurmConfig& config,
                                                    const std::string& job_name, const std::filesystem::path& work_dir);

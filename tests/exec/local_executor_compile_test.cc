@@ -468,5 +468,76 @@ TEST(LocalExecutor, CancelStopsTheRunningCompileOnlyJobAndDropsTheQueuedOnes) {
   EXPECT_EQ(toolchain.Calls(), 1);
 }
 
+// With a channel factory, each queue's evaluations go through the channel made for it; a channel
+// whose runner is lost (Unavailable) is replaced and the evaluation runs again on the new one; a
+// factory that keeps failing for the moment is asked three times, and a final error is the job's.
+class ScriptedChannel : public RunnerChannel {
+ public:
+  ScriptedChannel(int id, std::vector<int>* calls, bool lose_first) : id_(id), calls_(calls), lose_(lose_first) {}
+  Result<RunnerOutcome> Run(const RunRequest& request) override {
+    calls_->push_back(id_);
+    if (lose_) {
+      lose_ = false;
+      return Status::Unavailable("allocation 7 ended during the evaluation");
+    }
+    return RunRunnerProcess(SystemProcessRunner(), testing::RunnerPath(), request);
+  }
+
+ private:
+  int id_;
+  std::vector<int>* calls_;
+  bool lose_;
+};
+
+TEST(LocalExecutor, ChannelsTakeEveryEvaluationAndALostOneIsReplaced) {
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  std::vector<int> calls;
+  std::vector<size_t> queues;
+  int made = 0;
+  RunnerChannelFactory factory = [&](size_t queue) -> Result<std::unique_ptr<RunnerChannel>> {
+    queues.push_back(queue);
+    ++made;
+    return std::unique_ptr<RunnerChannel>(std::make_unique<ScriptedChannel>(made, &calls, /*lose_first=*/made == 1));
+  };
+  {
+    LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1, nullptr, {0},
+                           RunnerReuse::kNone, factory);
+    EvalJobResult r = executor.Submit(SaxpyJob(saxpy.task, 0.05)).get();
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_TRUE(r.evaluation.verdict.passed()) << r.evaluation.verdict.summary;
+  }
+  EXPECT_EQ(calls, (std::vector<int>{1, 2})) << "the host task went to the channels, the lost one replaced";
+  EXPECT_EQ(queues, (std::vector<size_t>{0, 0}));
+
+  // A factory that cannot make a channel for the moment is asked three times, then the job fails.
+  int asked = 0;
+  RunnerChannelFactory failing = [&](size_t) -> Result<std::unique_ptr<RunnerChannel>> {
+    ++asked;
+    return Status::Unavailable("allocation 9 ended before it ran (NODE_FAIL)");
+  };
+  {
+    LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1, nullptr, {0},
+                           RunnerReuse::kNone, failing);
+    EvalJobResult r = executor.Submit(SaxpyJob(saxpy.task, 0.05)).get();
+    EXPECT_FALSE(r.status.ok());
+    EXPECT_NE(r.status.message().find("NODE_FAIL"), std::string::npos) << r.status.ToString();
+  }
+  EXPECT_EQ(asked, 3);
+  // A rejection is not asked again.
+  asked = 0;
+  RunnerChannelFactory rejecting = [&](size_t) -> Result<std::unique_ptr<RunnerChannel>> {
+    ++asked;
+    return Status::InvalidInput("the scheduler rejected the allocation: Invalid partition name specified");
+  };
+  {
+    LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1, nullptr, {0},
+                           RunnerReuse::kNone, rejecting);
+    EvalJobResult r = executor.Submit(SaxpyJob(saxpy.task, 0.05)).get();
+    EXPECT_EQ(r.status.code(), StatusCode::kInvalidInput);
+  }
+  EXPECT_EQ(asked, 1);
+}
+
 }  // namespace
 }  // namespace kpilot

@@ -6,6 +6,7 @@
 // start (not root, packages missing).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <signal.h>
 
@@ -170,6 +171,58 @@ TEST_F(SlurmCluster, ANodeThatGoesDownMidEvaluationGivesNoVerdict) {
   EXPECT_EQ(json::parse(r.out, nullptr, false).is_discarded() || r.out.empty(), true)
       << "no verdict is printed: " << r.out;
   EXPECT_NE(r.err.find("ended during the evaluation"), std::string::npos) << r.err;
+}
+
+TEST_F(SlurmCluster, AnOptimizeRunSpreadsOverAllocationsAndOutlivesALostNode) {
+  Config("[slurm]\nworkers = 2\nheartbeat_s = 1\nstart_timeout_s = 60\n");
+  ProcessSpec spec;
+  spec.argv = {(testing::BinaryDir() / "bin" / "kpilot").string(),
+               "optimize",
+               (testing::SourceDir() / "examples" / "host" / "sgemm").string(),
+               "--budget",
+               "10",
+               "--workload",
+               "256x384x320",
+               "--store",
+               (root() / "store").string(),
+               "--executor",
+               "slurm",
+               "--slurm-config",
+               config().string(),
+               "--json"};
+  spec.cwd = root();
+  spec.timeout_s = 600;
+  std::optional<Result<ProcessResult>> result;
+  std::thread run([&] { result = SystemProcessRunner().Run(spec); });
+  // Once both queues hold an allocation, the first one's node goes down: its evaluation (if one
+  // was running) and its queue move to a new allocation.
+  const std::string running = WaitForQueue(
+      [](const std::string& q) {
+        return std::count(q.begin(), q.end(), '\n') >= 2 && q.find("PENDING") == std::string::npos;
+      },
+      60);
+  std::istringstream line(running);
+  std::string id, state, node;
+  line >> id >> state >> node;
+  ProcessSpec down;
+  down.argv = {"scontrol", "update", "nodename=" + node, "state=down", "reason=kpilot-test"};
+  down.timeout_s = 20;
+  auto d = SystemProcessRunner().Run(down);
+  ASSERT_TRUE(d.ok() && d->exit_code == 0) << (d.ok() ? d->err : d.status().message());
+  run.join();
+  ASSERT_TRUE(result && result->ok());
+  const ProcessResult& r = **result;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["evaluations"], 10) << "every evaluation has a verdict: " << r.err;
+  EXPECT_EQ(j["final"]["verdict"]["kind"], "passed");
+  size_t allocations = 0;
+  for (size_t at = r.err.find("runs in allocation"); at != std::string::npos;
+       at = r.err.find("runs in allocation", at + 1))
+    ++allocations;
+  EXPECT_GE(allocations, 2u) << r.err;
+  EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 30), "") << "every allocation cancelled";
 }
 
 }  // namespace
