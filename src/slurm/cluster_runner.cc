@@ -21,6 +21,7 @@ Result<std::unique_ptr<ClusterRunner>> ClusterRunner::Start(ProcessRunner& proce
   auto a = Allocation::Start(processes, clock, config, job_name, c->work_->path());
   if (!a.ok()) return a.status();
   c->allocation_ = std::move(a).value();
+  CancelOnSignal::Register(c->allocation_->job_id(), config.scancel);
   ServedRunnerOptions o;
   o.wrapper = c->allocation_->step_wrapper();
   o.requests_root = c->work_->path();
@@ -36,7 +37,8 @@ ClusterRunner::~ClusterRunner() {
   }
   stop_cv_.notify_all();
   if (beat_.joinable()) beat_.join();
-  runner_.reset();      // ends the job step (srun is killed with its process group)
+  runner_.reset();  // ends the job step (srun is killed with its process group)
+  if (allocation_) CancelOnSignal::Unregister(allocation_->job_id());
   allocation_.reset();  // scancel
 }
 

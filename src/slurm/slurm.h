@@ -142,6 +142,16 @@ class Allocation {
   bool cancelled_ = false;
 };
 
+// Allocations to cancel if kpilot is interrupted (SIGINT, SIGTERM, SIGHUP): the first Register
+// installs handlers whose watcher thread runs scancel for every registered job, then ends the
+// process by the same signal. A ClusterRunner registers its allocation for its life. kill -9
+// cannot be caught: the keeper's heartbeat ends those allocations.
+class CancelOnSignal {
+ public:
+  static void Register(int64_t job_id, const std::string& scancel);
+  static void Unregister(int64_t job_id);
+};
+
 // ---- A served runner on the cluster ------------------------------------------------------------
 
 // One served runner in an allocation of its own: the allocation (started and waited for), its

@@ -143,6 +143,26 @@ TEST_F(SlurmCluster, AnAllocationEndsItselfAfterItsKpilotIsKilled) {
       << "the allocation outlived its kpilot";
 }
 
+TEST_F(SlurmCluster, CtrlCCancelsTheAllocationAtOnce) {
+  Config("[slurm]\nheartbeat_s = 30\nstart_timeout_s = 60\n");  // the keeper alone would wait 180 s
+  ProcessSpec spec;
+  spec.argv = {(testing::BinaryDir() / "bin" / "kpilot").string()};
+  for (const auto& a : Eval(Candidate(), true)) spec.argv.push_back(a);
+  spec.argv.erase(std::find(spec.argv.begin(), spec.argv.end(), "--workload"),
+                  std::find(spec.argv.begin(), spec.argv.end(), "--no-store"));
+  spec.cwd = root();
+  auto p = LiveProcess::Start(spec);
+  ASSERT_TRUE(p.ok());
+  const std::string running =
+      WaitForQueue([](const std::string& q) { return q.find("RUNNING") != std::string::npos; }, 60);
+  ASSERT_NE(running.find("RUNNING"), std::string::npos) << running;
+  ASSERT_EQ(kill((*p)->pid(), SIGINT), 0);
+  EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 20), "")
+      << "scancel on SIGINT, not the heartbeat's 180 s";
+  const ProcessResult r = (*p)->Stop();
+  EXPECT_EQ(r.term_signal, SIGINT) << "the signal still ends kpilot: " << r.Describe(0);
+}
+
 TEST_F(SlurmCluster, ANodeThatGoesDownMidEvaluationGivesNoVerdict) {
   ProcessSpec spec;
   spec.argv = {(testing::BinaryDir() / "bin" / "kpilot").string()};
