@@ -312,6 +312,7 @@ void LocalExecutor::EvalLoop(int device, size_t queue) {
       }
     }
     p->result.eval_end_s = ElapsedSeconds();
+    if (runner) p->result.where = runner->Where();
     {
       std::lock_guard<std::mutex> lock(mu_);
       busy_s_ += p->result.eval_end_s - p->result.eval_start_s;

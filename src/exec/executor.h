@@ -98,7 +98,8 @@ struct EvalJobResult {
   // When the SASS extracted beside the evaluation was ready (0: none was): a result whose SASS
   // ends after its evaluation reaches the caller then, not at eval_end_s.
   double sass_end_s = 0;
-  int device = -1;  // the GPU its evaluation queue runs on (-1: the job's options.device)
+  int device = -1;    // the GPU its evaluation queue runs on (-1: the job's options.device)
+  std::string where;  // the machine it was evaluated on, when not this one (RunnerChannel::Where)
   // With counter_tools: the profile of a passing evaluation, or why there is none.
   std::optional<CounterProfile> counters;
   Status counters_status = Status::Ok();

@@ -230,6 +230,8 @@ class RunnerChannel {
   // As RunRunnerProcess: a non-ok Status only when no runner can be started or the request
   // cannot be written; every end of the run itself is the outcome's result.
   virtual Result<RunnerOutcome> Run(const RunRequest& request) = 0;
+  // Where its runner runs, for the records ("slurm job 12 on gpu-07"); "" for this machine.
+  virtual std::string Where() const { return ""; }
 };
 
 // kpilot-runner --serve (runner/supervisor.h), kept running from one request to the next, so

@@ -118,6 +118,7 @@ json RunEvents::Times(const EvalJobResult& r) const {
             {"eval_start_s", r.eval_start_s},
             {"eval_end_s", r.eval_end_s},
             {"device", r.device}};
+  if (!r.where.empty()) t["where"] = r.where;
   // A counter job that took an evaluation made before ran no runner of its own for it.
   if (r.evaluation_reused) {
     t["evaluation_reused"] = true;

@@ -137,7 +137,13 @@ void AddJobs(const json& times, const std::string& kind, int64_t node, int64_t d
   if (ce > cs && cs > 0)
     jobs->push_back({{"lane", "compile"}, {"kind", "compile"}, {"node", node}, {"start", cs}, {"end", ce}});
   if (ee > es && es > 0 && !times.value("evaluation_reused", false))
-    jobs->push_back({{"lane", "queue"}, {"device", dev}, {"kind", kind}, {"node", node}, {"start", es}, {"end", ee}});
+    jobs->push_back({{"lane", "queue"},
+                     {"device", dev},
+                     {"where", times.value("where", "")},
+                     {"kind", kind},
+                     {"node", node},
+                     {"start", es},
+                     {"end", ee}});
 }
 
 }  // namespace

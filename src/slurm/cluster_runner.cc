@@ -50,6 +50,8 @@ void ClusterRunner::BeatLoop(double every_s) {
   }
 }
 
+std::string ClusterRunner::Where() const { return fmt::format("slurm job {} on {}", job_id(), nodes()); }
+
 Result<RunnerOutcome> ClusterRunner::Run(const RunRequest& request) {
   auto out = runner_->Run(request);
   // A runner that could not start or printed no result may have lost its allocation: then the

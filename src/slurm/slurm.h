@@ -166,6 +166,7 @@ class ClusterRunner : public RunnerChannel {
                                                       const std::string& job_name);
   ~ClusterRunner() override;
   Result<RunnerOutcome> Run(const RunRequest& request) override;
+  std::string Where() const override;  // "slurm job ID on NODE"
   int64_t job_id() const { return allocation_->job_id(); }
   const std::string& nodes() const { return allocation_->nodes(); }
 

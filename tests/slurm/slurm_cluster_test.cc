@@ -18,6 +18,7 @@
 #include "../cli/run_kpilot.h"
 #include "core/fs.h"
 #include "scoped_env.h"
+#include "store/store.h"
 
 namespace kpilot {
 namespace {
@@ -245,6 +246,16 @@ TEST_F(SlurmCluster, AnOptimizeRunSpreadsOverAllocationsAndOutlivesALostNode) {
        at = r.err.find("runs in allocation", at + 1))
     ++allocations;
   EXPECT_GE(allocations, 2u) << r.err;
+  // Each evaluation records where it ran.
+  auto store = Store::Open(root() / "store");
+  ASSERT_TRUE(store.ok());
+  auto events = (*store)->ListRunEvents(j["run"].get<int64_t>());
+  ASSERT_TRUE(events.ok());
+  int placed = 0;
+  for (const auto& e : *events)
+    if (e.kind == "evaluated")
+      placed += json::parse(e.payload_json)["times"].value("where", "").rfind("slurm job ", 0) == 0;
+  EXPECT_EQ(placed, 10);
   EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 30), "") << "every allocation cancelled";
 }
 

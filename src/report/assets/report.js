@@ -396,10 +396,12 @@
       j.row = r;
     }
     for (let r = 0; r < compileRows.length; ++r) lanes.push({name: 'compile ' + (r + 1), jobs: jobs.filter((j) => j.lane === 'compile' && j.row === r)});
-    const devices = [...new Set(jobs.filter((j) => j.lane === 'queue').map((j) => j.device))].sort((a, b) => a - b);
-    for (const d of devices) lanes.push({name: d >= 0 ? 'GPU ' + d : 'host queue', queue: true, jobs: jobs.filter((j) => j.lane === 'queue' && j.device === d)});
+    // One lane per queue: by the machine it ran on (a Slurm allocation), else by its GPU.
+    const laneOf = (j) => j.where || (j.device >= 0 ? 'GPU ' + j.device : 'host queue');
+    const queues = [...new Set(jobs.filter((j) => j.lane === 'queue').map(laneOf))].sort();
+    for (const q of queues) lanes.push({name: q, queue: true, jobs: jobs.filter((j) => j.lane === 'queue' && laneOf(j) === q)});
     const end = Math.max(T.end_s || 0, ...jobs.map((j) => j.end));
-    const Wd = 900, LH = 22, top = 30, left = 100, H = top + lanes.length * LH + 40;
+    const Wd = 960, LH = 22, top = 30, left = 170, H = top + lanes.length * LH + 40;
     const root = svg('svg', {class: 'chart', id: 'timeline-chart', width: Wd, height: H}, sec);
     svg('text', {class: 'title', x: left, y: 18, text: 'Compile, evaluate, promotion checks and profiles per queue; gaps on a queue are idle'}, root);
     const x = (t) => left + t / (end || 1) * (Wd - left - 20);
