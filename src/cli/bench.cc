@@ -278,12 +278,7 @@ int RunBenchCommand(const BenchArgs& a) {
     auto c = slurm::LoadSlurmConfig(a.slurm_config);
     if (!c.ok()) return Fail(c.status());
     cluster = *c;
-    channels = [config = *c, runner = Layout().runner](size_t queue) -> Result<std::unique_ptr<RunnerChannel>> {
-      auto r = slurm::ClusterRunner::Start(SystemProcessRunner(), SystemClock(), config, runner,
-                                           "kpilot-bench-" + std::to_string(queue));
-      if (!r.ok()) return r.status();
-      return std::unique_ptr<RunnerChannel>(std::move(r).value());
-    };
+    channels = slurm::ClusterChannels(*c, Layout().runner, "kpilot-bench", nullptr);
     needs_gpu = false;  // the nodes have the GPUs
     devices.assign(cluster->workers, -1);
   }

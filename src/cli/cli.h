@@ -61,6 +61,10 @@ struct Workspace {
   std::filesystem::path cache_dir;
 };
 Result<Workspace> OpenWorkspace(const std::string& store_dir, bool no_store);
+// The store that runs, show, export and report read: one that does not exist yet is not made (a
+// wrong --store, or a command run from another folder, would otherwise leave an empty store
+// behind); NotFound naming the folder and --store.
+Result<std::unique_ptr<Store>> OpenExistingStore(const std::string& store_dir);
 
 // The store key of a GPU's calibration (name, driver, SM count, clock), and reading and writing
 // it (calibrate.cc). LoadCalibration returns an invalid Calibration when none is stored; `full`

@@ -338,15 +338,7 @@ int RunOptimize(const OptimizeArgs& a) {
   settings.notices = &std::cerr;
   if (cluster) {
     settings.channel_queues = cluster->workers;
-    settings.channels = [config = *cluster, runner = Layout().runner,
-                         name = "kpilot-" + task.name](size_t queue) -> Result<std::unique_ptr<RunnerChannel>> {
-      auto c = slurm::ClusterRunner::Start(SystemProcessRunner(), SystemClock(), config, runner,
-                                           name + "-" + std::to_string(queue));
-      if (!c.ok()) return c.status();
-      std::cerr << fmt::format("kpilot: evaluation queue {} runs in allocation {} on {}\n", queue, (*c)->job_id(),
-                               (*c)->nodes());
-      return std::unique_ptr<RunnerChannel>(std::move(c).value());
-    };
+    settings.channels = slurm::ClusterChannels(*cluster, Layout().runner, "kpilot-" + task.name, &std::cerr);
   }
   auto session = OptimizeSession::Open(task, o, **store, settings);
   if (!session.ok()) return Fail(session.status());

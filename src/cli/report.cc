@@ -37,11 +37,7 @@ void OpenPage(const std::filesystem::path& page) {
 }
 
 int Run(const ReportArgs& a) {
-  if (!std::filesystem::exists(std::filesystem::path(a.store_dir) / "kpilot.db"))
-    return Fail(Status::NotFound("no kpilot store at " + a.store_dir +
-                                 " (pass --store DIR: the folder the run wrote to, .kpilot in the folder it ran in by "
-                                 "default)"));
-  auto store = Store::Open(a.store_dir);
+  auto store = OpenExistingStore(a.store_dir);
   if (!store.ok()) return Fail(store.status());
   const std::filesystem::path out = a.out_dir.empty() ? (*store)->dir() / "reports" : std::filesystem::path(a.out_dir);
   report::CollectOptions options;

@@ -8,6 +8,14 @@
 
 namespace kpilot::cli {
 
+Result<std::unique_ptr<Store>> OpenExistingStore(const std::string& store_dir) {
+  if (!std::filesystem::exists(std::filesystem::path(store_dir) / "kpilot.db"))
+    return Status::NotFound("no kpilot store at " + store_dir +
+                            " (pass --store DIR: the folder kpilot optimize wrote to, "
+                            ".kpilot in the folder it ran in by default)");
+  return Store::Open(store_dir);
+}
+
 std::string CountersGist(const nlohmann::json& event) {
   const int64_t node = event.value("node", int64_t{-1});
   if (event.contains("error"))
@@ -20,18 +28,8 @@ std::string CountersGist(const nlohmann::json& event) {
 }
 namespace {
 
-// The store that runs, show and export read: one that does not exist yet is not made (a wrong
-// --store, or a command run from another folder, would otherwise leave an empty store behind).
-Result<std::unique_ptr<Store>> OpenExisting(const std::string& store_dir) {
-  if (!std::filesystem::exists(std::filesystem::path(store_dir) / "kpilot.db"))
-    return Status::NotFound("no kpilot store at " + store_dir +
-                            " (pass --store DIR: the folder kpilot optimize wrote to, "
-                            ".kpilot in the folder it ran in by default)");
-  return Store::Open(store_dir);
-}
-
 int ListRuns(const std::string& store_dir, bool json) {
-  auto store = OpenExisting(store_dir);
+  auto store = OpenExistingStore(store_dir);
   if (!store.ok()) return Fail(store.status());
   auto runs = (*store)->ListRuns();
   if (!runs.ok()) return Fail(runs.status());
@@ -59,7 +57,7 @@ int ListRuns(const std::string& store_dir, bool json) {
 }
 
 int ShowRun(const std::string& store_dir, int64_t id, bool json) {
-  auto store = OpenExisting(store_dir);
+  auto store = OpenExistingStore(store_dir);
   if (!store.ok()) return Fail(store.status());
   auto run = (*store)->GetRun(id);
   if (!run.ok()) return Fail(run.status());
@@ -171,7 +169,7 @@ void AddRunsCommands(CLI::App& app, int* exit_code) {
   exp->add_option("dir", *dir, "Output folder")->required();
   exp->add_option("--store", *store_dir, "Store folder")->capture_default_str();
   exp->callback([=]() {
-    auto store = OpenExisting(*store_dir);
+    auto store = OpenExistingStore(*store_dir);
     if (!store.ok()) {
       *exit_code = Fail(store.status());
       return;

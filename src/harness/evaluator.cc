@@ -358,7 +358,7 @@ ServedRunner::ServedRunner(std::filesystem::path runner_exe, double backstop_s)
     : ServedRunner(std::move(runner_exe), ServedRunnerOptions{{}, {}, backstop_s}) {}
 
 ServedRunner::ServedRunner(std::filesystem::path runner_exe, ServedRunnerOptions options)
-    : runner_exe_(std::move(runner_exe)), options_(std::move(options)), backstop_s_(options_.backstop_s) {}
+    : runner_exe_(std::move(runner_exe)), options_(std::move(options)) {}
 
 ServedRunner::~ServedRunner() = default;  // the LiveProcess kills the server's group
 
@@ -404,7 +404,7 @@ Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
                               gone.Describe(0) + "): " + Tail(gone.err, 500));
   }
   RunnerOutcome out;
-  auto line = server_->ReadLine(request.timeout_s + backstop_s_);
+  auto line = server_->ReadLine(request.timeout_s + options_.backstop_s);
   out.wall_s = SecondsSince(t0);
   if (line.ok()) {
     out.process.out = *line;
@@ -425,7 +425,7 @@ Result<RunnerOutcome> ServedRunner::Run(const RunRequest& request) {
   out.result.status = timed_out ? "timeout" : "runtime_error";
   out.result.message =
       runner_exe_.string() + " --serve ended without a result (" +
-      (line.ok() ? "it printed: " + Tail(*line, 200) : out.process.Describe(request.timeout_s + backstop_s_)) +
+      (line.ok() ? "it printed: " + Tail(*line, 200) : out.process.Describe(request.timeout_s + options_.backstop_s)) +
       "): " + Tail(out.process.err, 500);
   return out;
 }

@@ -263,7 +263,6 @@ class ServedRunner : public RunnerChannel {
  private:
   const std::filesystem::path runner_exe_;
   const ServedRunnerOptions options_;
-  const double backstop_s_;
   std::optional<TempDir> requests_;  // the server's request folders live here (its sandbox keeps it)
   std::unique_ptr<LiveProcess> server_;
   int servers_started_ = 0;

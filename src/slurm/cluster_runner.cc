@@ -1,4 +1,6 @@
 // ClusterRunner (slurm.h): a served runner as a job step of its own allocation.
+#include <ostream>
+
 #include <fmt/format.h>
 
 #include "core/fs.h"
@@ -66,6 +68,19 @@ Result<RunnerOutcome> ClusterRunner::Run(const RunRequest& request) {
                       job_id(), nodes().empty() ? "its node" : nodes(), JobStateName(info->state)));
   }
   return out;
+}
+
+RunnerChannelFactory ClusterChannels(const SlurmConfig& config, const std::filesystem::path& runner_exe,
+                                     const std::string& job_prefix, std::ostream* notices) {
+  return [=](size_t queue) -> Result<std::unique_ptr<RunnerChannel>> {
+    auto c = ClusterRunner::Start(SystemProcessRunner(), SystemClock(), config, runner_exe,
+                                  job_prefix + "-" + std::to_string(queue));
+    if (!c.ok()) return c.status();
+    if (notices)
+      *notices << fmt::format("kpilot: evaluation queue {} runs in allocation {} on {}\n", queue, (*c)->job_id(),
+                              (*c)->nodes());
+    return std::unique_ptr<RunnerChannel>(std::move(c).value());
+  };
 }
 
 }  // namespace kpilot::slurm

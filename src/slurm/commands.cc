@@ -6,16 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "slurm/slurm.h"
 
 namespace kpilot::slurm {
 namespace {
-
-std::string Trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
 
 // 'text' for sh, single quotes inside closed and escaped.
 std::string ShellQuote(const std::string& text) {

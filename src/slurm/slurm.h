@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "core/subprocess.h"
+#include "exec/executor.h"
 #include "harness/harness.h"
 
 namespace kpilot::slurm {
@@ -181,5 +182,10 @@ class ClusterRunner : public RunnerChannel {
   bool stopping_ = false;
   std::thread beat_;
 };
+
+// The channel of each evaluation queue (LocalExecutor's RunnerChannelFactory): a ClusterRunner of
+// its own, its job named JOB_PREFIX-QUEUE; `notices` (may be null) is told where each one runs.
+RunnerChannelFactory ClusterChannels(const SlurmConfig& config, const std::filesystem::path& runner_exe,
+                                     const std::string& job_prefix, std::ostream* notices);
 
 }  // namespace kpilot::slurm

@@ -79,6 +79,16 @@ class SlurmCluster : public ::testing::Test {
     if (slurm) args.insert(args.end(), {"--executor", "slurm", "--slurm-config", config().string()});
     return args;
   }
+  // kpilot eval of the candidate through Slurm on both workloads (seconds long), to interrupt.
+  ProcessSpec LongSlurmEval() {
+    ProcessSpec spec;
+    spec.argv = {(testing::BinaryDir() / "bin" / "kpilot").string()};
+    for (const auto& a : Eval(Candidate(), true)) spec.argv.push_back(a);
+    spec.argv.erase(std::find(spec.argv.begin(), spec.argv.end(), "--workload"),
+                    std::find(spec.argv.begin(), spec.argv.end(), "--no-store"));
+    spec.cwd = root();
+    return spec;
+  }
   std::string Candidate() const {
     return (testing::SourceDir() / "examples" / "host" / "saxpy" / "candidates" / "omp_simd.cpp").string();
   }
@@ -126,12 +136,7 @@ TEST_F(SlurmCluster, ARejectedAllocationIsAnErrorBeforeAnyEvaluation) {
 }
 
 TEST_F(SlurmCluster, AnAllocationEndsItselfAfterItsKpilotIsKilled) {
-  ProcessSpec spec;
-  spec.argv = {(testing::BinaryDir() / "bin" / "kpilot").string()};
-  for (const auto& a : Eval(Candidate(), true)) spec.argv.push_back(a);
-  spec.argv.erase(std::find(spec.argv.begin(), spec.argv.end(), "--workload"),
-                  std::find(spec.argv.begin(), spec.argv.end(), "--no-store"));  // both workloads: longer
-  spec.cwd = root();
+  ProcessSpec spec = LongSlurmEval();
   auto p = LiveProcess::Start(spec);
   ASSERT_TRUE(p.ok());
   const std::string running =
@@ -146,12 +151,7 @@ TEST_F(SlurmCluster, AnAllocationEndsItselfAfterItsKpilotIsKilled) {
 
 TEST_F(SlurmCluster, CtrlCCancelsTheAllocationAtOnce) {
   Config("[slurm]\nheartbeat_s = 30\nstart_timeout_s = 60\n");  // the keeper alone would wait 180 s
-  ProcessSpec spec;
-  spec.argv = {(testing::BinaryDir() / "bin" / "kpilot").string()};
-  for (const auto& a : Eval(Candidate(), true)) spec.argv.push_back(a);
-  spec.argv.erase(std::find(spec.argv.begin(), spec.argv.end(), "--workload"),
-                  std::find(spec.argv.begin(), spec.argv.end(), "--no-store"));
-  spec.cwd = root();
+  ProcessSpec spec = LongSlurmEval();
   auto p = LiveProcess::Start(spec);
   ASSERT_TRUE(p.ok());
   const std::string running =
@@ -165,12 +165,7 @@ TEST_F(SlurmCluster, CtrlCCancelsTheAllocationAtOnce) {
 }
 
 TEST_F(SlurmCluster, ANodeThatGoesDownMidEvaluationGivesNoVerdict) {
-  ProcessSpec spec;
-  spec.argv = {(testing::BinaryDir() / "bin" / "kpilot").string()};
-  for (const auto& a : Eval(Candidate(), true)) spec.argv.push_back(a);
-  spec.argv.erase(std::find(spec.argv.begin(), spec.argv.end(), "--workload"),
-                  std::find(spec.argv.begin(), spec.argv.end(), "--no-store"));
-  spec.cwd = root();
+  ProcessSpec spec = LongSlurmEval();
   spec.timeout_s = 300;
   std::optional<Result<ProcessResult>> result;
   std::thread eval([&] { result = SystemProcessRunner().Run(spec); });
