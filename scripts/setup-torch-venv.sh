@@ -26,5 +26,7 @@ fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   "pydantic>=2" "safetensors>=0.5" "docstring-parser>=0.16" filelock
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps flashinfer-bench==0.1.2
-"$venv/bin/python" -c 'import torch, flashinfer_bench.data' 
+# The official MCP Python SDK: its client drives `kpilot mcp` in tests/mcp/test_mcp.py.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==2.3.0"
+"$venv/bin/python" -c 'import torch, flashinfer_bench.data, mcp.client.client' 
 echo "setup-torch-venv: $venv (torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)'))"

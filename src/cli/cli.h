@@ -52,6 +52,8 @@ void AddLineageCommand(CLI::App& app, int* exit_code);
 void AddBenchCommand(CLI::App& app, int* exit_code);
 // report RUN_ID: a run, bench or lineage walk as one HTML page
 void AddReportCommand(CLI::App& app, int* exit_code);
+// mcp TASK: the Model Context Protocol server agents call kpilot's tools through
+void AddMcpCommand(CLI::App& app, int* exit_code);
 
 // Where a command keeps things: the store (unless --no-store) and the compile cache inside it, or
 // a scratch cache folder removed at exit.
@@ -76,6 +78,9 @@ Status SaveCalibration(Store& store, const GpuInfo& gpu, const Calibration& c, c
 // `-D NAME=VALUE` flags (eval, profile) checked against the task's declared params: each name
 // declared, each value one of its values, and every constraint whose params are all set held.
 Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string>& defines);
+
+// "30m", "90s", "2h", "45" (seconds) → seconds; "" → 0. InvalidInput naming `flag` otherwise.
+Result<double> ParseDuration(const std::string& s, const std::string& flag);
 
 // Prints "kpilot: <message>" to stderr and returns the exit code for the status.
 int Fail(const Status& s);
@@ -118,6 +123,11 @@ struct TaskSourceArgs {
 void AddTaskSourceOptions(CLI::App* cmd, TaskSourceArgs* args);
 // A task folder, a KernelBench problem .py or a flashinfer definition .json (LoadAnyTask).
 Result<Task> LoadTaskArg(const std::string& path, const TaskSourceArgs& args);
+// The candidate a search (or an agent's session) starts from: `from`, else the first (sorted)
+// native candidate in the task's candidates/ — for a problem or definition file,
+// <its folder>/candidates/<its stem>/, else <its folder>/../candidates/<its stem>/ (a suite's
+// layout, e.g. examples/kernelbench). InvalidInput naming the folder and --from when there is none.
+Result<std::string> StartingCandidate(const Task& task, const std::string& from);
 // The worker that evaluates a task with a Python reference; null for a native task. NotFound
 // (with the fix) when the interpreter or kpilot's Python package is missing.
 Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task, const std::string& python);

@@ -12,7 +12,7 @@ const kpilot::cli::Command kCommands[] = {
     {"optimize", kpilot::cli::AddOptimizeCommand},   {"sweep", kpilot::cli::AddSweepCommand},
     {"bench", kpilot::cli::AddBenchCommand},         {"lineage", kpilot::cli::AddLineageCommand},
     {"runs", kpilot::cli::AddRunsCommands},          {"report", kpilot::cli::AddReportCommand},
-    {"skills", kpilot::cli::AddSkillsCommand},
+    {"skills", kpilot::cli::AddSkillsCommand},       {"mcp", kpilot::cli::AddMcpCommand},
 };
 
 }  // namespace

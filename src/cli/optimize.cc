@@ -65,53 +65,6 @@ struct OptimizeArgs {
   std::vector<std::string> given;  // the options given that define a run (refused with --resume)
 };
 
-// "30m", "90s", "2h", "45" (seconds) → seconds.
-Result<double> ParseDuration(const std::string& s) {
-  if (s.empty()) return 0.0;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  std::string unit(end);
-  if (end == s.c_str() || !std::isfinite(v) || v < 0)
-    return Status::InvalidInput("--time " + s + ": expected a duration such as 30m, 90s or 2h");
-  if (unit.empty() || unit == "s") return v;
-  if (unit == "m") return v * 60;
-  if (unit == "h") return v * 3600;
-  return Status::InvalidInput("--time " + s + ": unknown unit \"" + unit + "\" (use s, m or h)");
-}
-
-// The candidate a search starts from: --from, else the first (sorted) native candidate in the
-// task's candidates/ — for a problem or definition file, <its folder>/candidates/<its stem>/, else
-// <its folder>/../candidates/<its stem>/ (a suite's layout, e.g. examples/kernelbench).
-Result<std::string> StartingCandidate(const Task& task, const std::string& from) {
-  if (!from.empty()) {
-    if (!std::filesystem::exists(from)) return Status::NotFound(from + ": no such candidate file");
-    return from;
-  }
-  std::vector<std::string> found;
-  bool python = task.reference.kind == ReferenceKind::kPython;
-  std::string ext = task.backend == Backend::kCuda && !(python && !NeedsGpu(task)) ? ".cu" : ".cpp";
-  std::filesystem::path dir = task.dir / "candidates";
-  // A suite keeps candidates beside its level folders: <suite>/candidates/<stem>/ for <suite>/level1/<stem>.py.
-  std::vector<std::filesystem::path> dirs = {dir};
-  if (python)
-    dirs = {dir / task.reference.path.stem(), task.dir.parent_path() / "candidates" / task.reference.path.stem()};
-  std::error_code ec;
-  for (const auto& d : dirs) {
-    for (auto& e : std::filesystem::directory_iterator(d, ec))
-      if (e.path().extension() == ext) found.push_back(e.path().string());
-    if (!found.empty()) {
-      dir = d;
-      break;
-    }
-  }
-  if (python && found.empty()) dir = dirs.front();
-  std::sort(found.begin(), found.end());
-  if (found.empty())
-    return Status::InvalidInput("task " + task.name + " has no " + dir.string() + "/*" + ext +
-                                " to start from — pass --from FILE");
-  return found.front();
-}
-
 class PrintProgress : public ProgressSink {
  public:
   explicit PrintProgress(bool json) : json_(json) {}
@@ -236,7 +189,7 @@ int RunOptimize(const OptimizeArgs& a) {
       if (!error.empty()) return Fail(Status::InvalidInput("--search " + kv + ": " + error));
     }
     o.budget = a.budget;
-    auto t = ParseDuration(a.time);
+    auto t = ParseDuration(a.time, "--time");
     if (!t.ok()) return Fail(t.status());
     o.time_limit_s = *t;
     o.plateau = a.plateau;

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 
@@ -63,6 +64,8 @@ std::filesystem::path PythonPackageDir() {
 
 InstallLayout Layout() {
   InstallLayout l;
+  std::error_code ec;
+  l.kpilot = std::filesystem::read_symlink("/proc/self/exe", ec);
   l.runner = RunnerPath();
   l.include_dir = IncludeDir();
   l.prompts_dir = PromptsDir();
@@ -87,6 +90,19 @@ Result<Workspace> OpenWorkspace(const std::string& store_dir, bool no_store) {
   w.scratch.emplace(std::move(t).value());
   w.cache_dir = w.scratch->path();
   return w;
+}
+
+Result<double> ParseDuration(const std::string& s, const std::string& flag) {
+  if (s.empty()) return 0.0;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  std::string unit(end);
+  if (end == s.c_str() || !std::isfinite(v) || v < 0)
+    return Status::InvalidInput(flag + " " + s + ": expected a duration such as 30m, 90s or 2h");
+  if (unit.empty() || unit == "s") return v;
+  if (unit == "m") return v * 60;
+  if (unit == "h") return v * 3600;
+  return Status::InvalidInput(flag + " " + s + ": unknown unit \"" + unit + "\" (use s, m or h)");
 }
 
 }  // namespace kpilot::cli

@@ -63,8 +63,8 @@ int List(const SkillsArgs& a) {
   }
   std::cout << fmt::format("{:<30} {:<9} {:<14} {}\n", "id", "origin", "platforms", "intent");
   for (const auto& c : lib->cards)
-    std::cout << fmt::format("{:<30} {:<9} {:<14} {}\n", c.id, SkillOriginName(c.origin), Join(c.scope_platforms, ","),
-                             c.intent);
+    std::cout << fmt::format("{:<30} {:<9} {:<14} {}\n", c.id, SkillOriginName(c.origin),
+                             c.text_only ? "(text only)" : Join(c.scope_platforms, ","), c.intent);
   std::cout << fmt::format("{} cards\n", lib->cards.size());
   return kExitOk;
 }

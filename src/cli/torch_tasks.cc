@@ -40,4 +40,37 @@ Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task,
   return std::unique_ptr<PythonTaskRunner>(std::make_unique<WorkerTaskRunner>(SystemProcessRunner(), *worker));
 }
 
+// The candidate a search starts from: --from, else the first (sorted) native candidate in the
+// task's candidates/ — for a problem or definition file, <its folder>/candidates/<its stem>/, else
+// <its folder>/../candidates/<its stem>/ (a suite's layout, e.g. examples/kernelbench).
+Result<std::string> StartingCandidate(const Task& task, const std::string& from) {
+  if (!from.empty()) {
+    if (!std::filesystem::exists(from)) return Status::NotFound(from + ": no such candidate file");
+    return from;
+  }
+  std::vector<std::string> found;
+  bool python = task.reference.kind == ReferenceKind::kPython;
+  std::string ext = task.backend == Backend::kCuda && !(python && !NeedsGpu(task)) ? ".cu" : ".cpp";
+  std::filesystem::path dir = task.dir / "candidates";
+  // A suite keeps candidates beside its level folders: <suite>/candidates/<stem>/ for <suite>/level1/<stem>.py.
+  std::vector<std::filesystem::path> dirs = {dir};
+  if (python)
+    dirs = {dir / task.reference.path.stem(), task.dir.parent_path() / "candidates" / task.reference.path.stem()};
+  std::error_code ec;
+  for (const auto& d : dirs) {
+    for (auto& e : std::filesystem::directory_iterator(d, ec))
+      if (e.path().extension() == ext) found.push_back(e.path().string());
+    if (!found.empty()) {
+      dir = d;
+      break;
+    }
+  }
+  if (python && found.empty()) dir = dirs.front();
+  std::sort(found.begin(), found.end());
+  if (found.empty())
+    return Status::InvalidInput("task " + task.name + " has no " + dir.string() + "/*" + ext +
+                                " to start from — pass --from FILE");
+  return found.front();
+}
+
 }  // namespace kpilot::cli

@@ -16,6 +16,7 @@
 #include "generate/command_line.h"
 #include "generate/prompt.h"
 #include "generate/reply.h"
+#include "task/loader.h"
 
 extern char** environ;
 
@@ -32,6 +33,73 @@ std::string CandidateFile(const Task& task) { return "candidate" + CandidateExte
 const char* const kSkillRoots[] = {"skills", ".claude/skills"};
 constexpr size_t kMaxAppliedSkillsBytes = 64 << 10;
 constexpr size_t kMaxSkillFileBytes = 1 << 20;
+
+// Where an agent's MCP server keeps its store in the workspace (CommandGeneratorOptions::mcp_server).
+constexpr char kAgentStore[] = ".kpilot";
+
+// The command line of kpilot's MCP server for an agent drafting from ctx's parent in `dir`.
+std::vector<std::string> McpServerArgs(const fs::path& dir, const ProposalContext& ctx,
+                                       const CommandGeneratorOptions& options, const std::string& parent_file) {
+  std::vector<std::string> args = {"mcp", (dir / "task").string(), "--from", (dir / "parent" / parent_file).string()};
+  for (const auto& [k, v] : ctx.parent_params) {
+    args.push_back("-D");
+    args.push_back(k + "=" + v);
+  }
+  for (const std::string& a :
+       {std::string("--store"), (dir / kAgentStore).string(), std::string("--workspace"), dir.string(),
+        std::string("--max-evals"), std::to_string(options.mcp_evaluations), std::string("--parent-run"),
+        std::to_string(ctx.run_id), std::string("--parent-node"), std::to_string(ctx.parent_node)})
+    args.push_back(a);
+  return args;
+}
+
+// Writes the MCP configs Claude Code (.mcp.json) and Codex (.codex/config.toml) read in `dir`, and
+// returns the instructions' section about them; "" (and nothing written) when the agent gets no
+// server: none configured, or a task whose workspace copy kpilot cannot load (PyTorch-defined).
+Result<std::string> WriteMcpConfigs(const fs::path& dir, const Task& task, const ProposalContext& ctx,
+                                    const CommandGeneratorOptions& options, const std::string& parent_file) {
+  if (options.mcp_server.empty() || options.mcp_evaluations <= 0) return std::string();
+  if (task.format != TaskFormat::kNative || !LoadTask(dir / "task").ok()) return std::string();
+  const std::vector<std::string> args = McpServerArgs(dir, ctx, options, parent_file);
+  nlohmann::json server = {{"command", options.mcp_server.string()}, {"args", args}};
+  // An agent in kpilot's agent sandbox cannot make the candidate sandbox inside it (its syscall
+  // filter denies the namespaces): its server runs its checks in the agent's own confinement,
+  // where they can do nothing the agent could not. Those verdicts only advise the agent; the
+  // search evaluates the file it writes in the candidate sandbox, as every draft.
+  const char* over = std::getenv("KPILOT_SANDBOX");
+  const bool agent_confined = !options.sandbox_runner.empty() && !(over && std::string(over) == "none");
+  if (agent_confined) server["env"] = {{"KPILOT_SANDBOX", "none"}};
+  nlohmann::json claude = {{"mcpServers", {{"kpilot", server}}}};
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / ".mcp.json", claude.dump(2) + "\n"));
+  // TOML basic strings take JSON's escapes.
+  std::string codex = "[mcp_servers.kpilot]\ncommand = " + nlohmann::json(options.mcp_server.string()).dump() +
+                      "\nargs = " + nlohmann::json(args).dump() + "\n" +
+                      (agent_confined ? "env = { KPILOT_SANDBOX = \"none\" }\n" : "");
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / ".codex" / "config.toml", codex));
+  return fmt::format(
+      "## kpilot's tools (MCP)\n\nThis workspace configures kpilot's MCP server `kpilot` (.mcp.json for Claude Code, "
+      ".codex/config.toml for Codex). Use its tools instead of guessing: `evaluate` compiles, checks and times a "
+      "draft in kpilot's harness (give `file: \"{}\"` once you wrote it, or `source`), `profile` says why a node is "
+      "slow, `search_skills`/`get_skill` and `search_code`/`read_file` find techniques and CUTLASS/CuTe code. You "
+      "have {} evaluations; the parent is node 0. Your answer is still the file `{}`.\n\n",
+      CandidateFile(task), options.mcp_evaluations, CandidateFile(task));
+}
+
+// Keeps the store of an agent's MCP sessions (its evaluations and tool calls) after the workspace
+// is removed: STORE/agent-sessions/run<R>-node<N>-draft<D>, without its compile cache.
+void KeepAgentStore(const fs::path& dir, const ProposalContext& ctx, const CommandGeneratorOptions& options,
+                    int index) {
+  std::error_code ec;
+  const fs::path from = dir / kAgentStore;
+  if (options.agent_stores.empty() || !fs::is_directory(from, ec)) return;
+  const fs::path to = options.agent_stores / fmt::format("run{}-node{}-draft{}", ctx.run_id, ctx.parent_node, index);
+  fs::create_directories(to, ec);
+  for (const auto& e : fs::directory_iterator(from, ec)) {
+    if (e.path().filename() == "cache") continue;
+    fs::copy(e.path(), to / e.path().filename(),
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing | fs::copy_options::skip_symlinks, ec);
+  }
+}
 
 // Card ids are kebab-case (the library validates them); anything else must not name a path.
 bool SafeSkillId(const std::string& id) {
@@ -114,6 +182,7 @@ class CommandGenerator : public Generator {
     if (!instructions.ok()) return instructions.status();
     std::string file = CandidateFile(task_);
     auto run = RunAgentCommand(processes_, options_, dir->path(), *instructions, file);
+    KeepAgentStore(dir->path(), ctx, options_, index);
     if (!run.ok()) return run.status();
     Draft d;
     d.params = ctx.parent_params;
@@ -269,6 +338,7 @@ Result<CommandGeneratorOptions> CommandOptionsFromSpec(const std::string& spec, 
   }
   o.allowed_env = config.allowed_env;
   o.timeout_s = config.command_timeout_s;
+  o.mcp_evaluations = config.command_mcp_evaluations;
   o.max_concurrency = config.max_concurrency;
   o.prompts_override = config.prompts_dir;
   return o;
@@ -285,6 +355,18 @@ Result<std::string> PrepareAgentWorkspace(const fs::path& dir, const Task& task,
   po.candidate_file = CandidateFile(task);
   SetCandidateCutlass(task, &po);
   PromptVars vars = BuildPromptVars(task, ctx, po);
+  std::string parent_name = ctx.parent_source_name.empty() ? "parent" + CandidateExtension(task)
+                                                           : fs::path(ctx.parent_source_name).filename().string();
+  const std::string toml = TaskTomlText(task);
+  auto ref = ReadFile(task.reference.path);
+  if (!ref.ok()) return ref.status();
+  // The task first: the MCP server's config is written only when the workspace's copy loads.
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / "task" / "task.toml", toml));
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / "task" / task.reference.path.filename(), *ref));
+  KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / "parent" / parent_name, ctx.parent_source));
+  auto mcp = WriteMcpConfigs(dir, task, ctx, options, parent_name);
+  if (!mcp.ok()) return mcp.status();
+  vars["mcp"] = *mcp;
   std::string texts[2];
   const char* names[2] = {"agent.md", "guidance.md"};
   for (int i = 0; i < 2; ++i) {
@@ -294,18 +376,9 @@ Result<std::string> PrepareAgentWorkspace(const fs::path& dir, const Task& task,
     if (!r.ok()) return r.status();
     texts[i] = *r;
   }
-  const std::string toml = TaskTomlText(task);
-  auto ref = ReadFile(task.reference.path);
-  if (!ref.ok()) return ref.status();
-  std::string parent_name = ctx.parent_source_name.empty() ? "parent" + CandidateExtension(task)
-                                                           : fs::path(ctx.parent_source_name).filename().string();
-  const std::vector<std::pair<fs::path, const std::string*>> files = {
-      {dir / "INSTRUCTIONS.md", &texts[0]},
-      {dir / "GUIDANCE.md", &texts[1]},
-      {dir / "task" / "task.toml", &toml},
-      {dir / "task" / task.reference.path.filename(), &*ref},
-      {dir / "parent" / parent_name, &ctx.parent_source},
-      {dir / "include" / "kpilot" / "kernel.h", &*abi}};
+  const std::vector<std::pair<fs::path, const std::string*>> files = {{dir / "INSTRUCTIONS.md", &texts[0]},
+                                                                      {dir / "GUIDANCE.md", &texts[1]},
+                                                                      {dir / "include" / "kpilot" / "kernel.h", &*abi}};
   for (const auto& [path, text] : files) {
     Status s = WriteFileAtomic(path, *text);
     if (!s.ok()) return s;

@@ -44,6 +44,14 @@ struct CommandGeneratorOptions {
   // kpilot-runner: the agent runs under `--sandbox` (AgentSandboxSpec); empty: as the user.
   std::filesystem::path sandbox_runner;
   std::vector<std::string> sandbox_hide;  // what the agent must not see (the store, the task folder)
+  // kpilot's MCP server for the agent (docs/mcp.md): the kpilot executable ("" = none) and the
+  // evaluations each agent may ask it for (0 = none). The workspace then holds .mcp.json (Claude
+  // Code) and .codex/config.toml (Codex) starting `kpilot mcp` on the workspace's copy of the task,
+  // from the parent at its params, with a store in the workspace (.kpilot), which is kept under
+  // `agent_stores` (STORE/agent-sessions/run<R>-node<N>-draft<D>) after the agent exits.
+  std::filesystem::path mcp_server;
+  int mcp_evaluations = 0;
+  std::filesystem::path agent_stores;
 };
 
 // An agent's sandbox: the network kept (it reaches its model provider) and the user's uid (its

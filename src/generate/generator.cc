@@ -76,6 +76,8 @@ Result<std::unique_ptr<Generator>> MakeGenerator(const std::string& spec, const 
     o.prompts_dir = setup.prompts_dir;
     o.transcripts = std::make_shared<RunTranscripts>(setup.transcripts);
     o.sandbox_runner = setup.sandbox_runner;
+    o.mcp_server = setup.kpilot;
+    if (!setup.store_dir.empty()) o.agent_stores = setup.store_dir / "agent-sessions";
     if (!setup.store_dir.empty()) o.sandbox_hide.push_back(setup.store_dir.string());
     o.sandbox_hide.push_back(task.dir.string());
     std::string disclosure = o.argv.empty() ? "" : CommandDisclosure(o);

@@ -167,6 +167,9 @@ struct GeneratorSetup {
   // kpilot-runner, which confines command: agents (`--sandbox`, CommandGeneratorOptions); empty:
   // they run as the user, unconfined.
   std::filesystem::path sandbox_runner;
+  // The kpilot executable, which command: agents start as their MCP server (`kpilot mcp`); empty:
+  // agents get no server.
+  std::filesystem::path kpilot;
   std::ostream* notices = nullptr;  // where "which endpoint receives what" is stated (null: stderr)
 };
 

@@ -251,6 +251,10 @@ std::vector<std::string> SkillCardLines(const OfferedSkill& skill) {
     out.insert(out.end(), risks.begin(), risks.end());
   }
   std::vector<std::string> recipe = BodySection(body, "Recipe");
+  // A plain Agent Skill has no Recipe section: its whole body is what it says.
+  if (recipe.empty())
+    for (const auto& line : SplitLines(body))
+      if (line.find_first_not_of(" \t") != std::string::npos) recipe.push_back(line);
   if (!recipe.empty()) {
     out.push_back(kRecipeHeading);
     out.insert(out.end(), recipe.begin(), recipe.end());
@@ -325,6 +329,7 @@ PromptVars BuildPromptVars(const Task& task, const ProposalContext& ctx, const P
             "findings (and raw counters when this run allows them), `list_skills`/`get_skill`. Calls are "
             "limited per draft; when you are done, answer with the file or call `submit_candidate`.\n\n"
           : "";
+  v["mcp"] = "";  // the command: generator's section on kpilot's MCP server, when it configures one
   v["draft_note"] = ctx.k > 1 ? fmt::format(
                                     "This is draft {} of {} asked at once from the same parent: make it a "
                                     "different idea from the most obvious one (for example, answer finding {} "

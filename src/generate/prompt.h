@@ -62,7 +62,7 @@ std::string CandidateExtension(const Task& task);
 // Every placeholder, from the task and the context:
 //   task_name task_description backend extension compile_command task_toml reference_name
 //   reference_source abi_header params parent_name parent_source parent_verdict verdict_evidence
-//   profile raw_metrics memory siblings tools draft_note candidate_file skills skill_folders
+//   profile raw_metrics memory siblings tools draft_note candidate_file skills skill_folders mcp
 // `skills` (for propose.md) holds the offered cards' excerpts and asks the model to end its reply
 // with "Applied skills: id, …"; `skill_folders` (for agent.md) lists the cards copied into an
 // agent's workspace and asks for the file APPLIED_SKILLS. Both are "" with skills off or no cards.

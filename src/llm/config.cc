@@ -101,6 +101,7 @@ const std::map<std::string, Field>& Fields() {
       {"command_argv", TextList{&LlmConfig::command_argv, false}},
       {"allowed_env", TextList{&LlmConfig::allowed_env, false}},
       {"command_timeout_s", Real{&LlmConfig::command_timeout_s, 0, kInf, true}},
+      {"command_mcp_evaluations", Integer{&LlmConfig::command_mcp_evaluations, 0}},
   };
   return fields;
 }

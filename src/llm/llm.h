@@ -72,6 +72,9 @@ struct LlmConfig {
   std::vector<std::string> command_argv;  // argv array form of the command, when configured
   std::vector<std::string> allowed_env;   // variables passed through to the agent (others scrubbed)
   double command_timeout_s = 1800;
+  // Evaluations each command: agent may ask kpilot's MCP server for while it drafts (its
+  // workspace configures `kpilot mcp` for Claude Code and Codex); 0: no server is configured.
+  int command_mcp_evaluations = 5;
 };
 
 // Reads `file` over the defaults. A bad file is InvalidInput naming the file, the line, the key

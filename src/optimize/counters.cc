@@ -113,6 +113,7 @@ Status CounterProfiles::Collect(std::optional<int64_t> wait_for, bool wait_all) 
         off_ = why.message();
         payload["counters_off"] = true;
       }
+      recorded_[node] = payload;
       KPILOT_RETURN_IF_ERROR(events_.Add("counters", payload));
       continue;
     }
@@ -134,6 +135,7 @@ Status CounterProfiles::Collect(std::optional<int64_t> wait_for, bool wait_all) 
     Apply(node, payload);
     ++profiles_;
     seconds_ += r.counters_s;
+    recorded_[node] = payload;
     KPILOT_RETURN_IF_ERROR(events_.Add("counters", payload));
   }
   return Status::Ok();

@@ -54,6 +54,14 @@ class CounterProfiles {
   // Resume: a recorded `counters` event puts its findings and class on the node again.
   void Restore(const nlohmann::json& payload);
 
+  // The `counters` event recorded for `node` by this process (nullopt: none yet).
+  std::optional<nlohmann::json> Recorded(int64_t node) const {
+    auto it = recorded_.find(node);
+    return it == recorded_.end() ? std::nullopt : std::optional<nlohmann::json>(it->second);
+  }
+  // Why profiles are not made ("" when they are, or when it is not known yet).
+  const std::string& off() const { return off_; }
+
   int profiles() const { return profiles_; }
   double seconds() const { return seconds_; }
 
@@ -68,6 +76,7 @@ class CounterProfiles {
   RunEvents& events_;
   std::map<int64_t, std::future<EvalJobResult>> pending_;  // by node
   std::set<int64_t> done_;                                 // recorded (or failed)
+  std::map<int64_t, nlohmann::json> recorded_;             // the events recorded, by node
   // Bests not profiled yet, with the evaluation a profile may take. A best superseded before the
   // tree selects it is profiled only if the tree selects it later; at the end, only the final
   // best is.

@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "core/fs.h"
-#include "core/sha256.h"
 
 namespace kpilot {
 
@@ -69,11 +68,7 @@ OptimizeLoop::~OptimizeLoop() {
 }
 
 Result<std::filesystem::path> OptimizeLoop::Materialize(const std::string& source, const std::string& name) {
-  std::string ext = std::filesystem::path(name).extension().string();
-  std::filesystem::path p = deps_.store.dir() / "runs" / std::to_string(run_id_) / "sources" /
-                            (Sha256Hex(source).substr(0, 16) + "-" + std::filesystem::path(name).stem().string() + ext);
-  if (!std::filesystem::exists(p)) KPILOT_RETURN_IF_ERROR(WriteFileAtomic(p, source));
-  return p;
+  return MaterializeRunSource(deps_.store, run_id_, source, name);
 }
 
 Status OptimizeLoop::RecordBest() {
@@ -123,35 +118,7 @@ void OptimizeLoop::AnticipateAfter(const std::filesystem::path& source, const Pa
 
 Status OptimizeLoop::RecordNode(int64_t node, int64_t parent, int64_t proposal, const NodeData& n, const Outcome& out,
                                 const Evaluation* e, const std::string& object_sha) {
-  RunNodeRecord r;
-  r.run_id = run_id_;
-  r.node = node;
-  r.parent = parent;
-  r.proposal = proposal;
-  r.source_name = n.source_name;
-  auto blob = deps_.store.PutBlob(n.source);
-  if (!blob.ok()) return blob.status();
-  r.source_blob = *blob;
-  r.params_json = json(n.params).dump();
-  r.summary = out.summary;
-  r.finding = out.finding;
-  r.verdict = std::string(VerdictName(n.verdict));
-  r.speedup = n.speedup;
-  if (e) {
-    json ej = ToJson(*e);
-    ej["object_sha"] = object_sha;
-    ej["bottleneck"] = n.bottleneck;
-    ej["joules"] = n.joules;
-    ej["achieved_fraction"] = n.achieved_fraction;
-    ej["tree_speedup"] = out.speedup;  // what the tree was given (differs from speedup under --objective mix)
-    json findings = json::array();
-    for (const auto& f : n.findings) findings.push_back(ToJson(f));
-    ej["findings"] = findings;
-    auto rb = deps_.store.PutBlob(JsonText(ej));
-    if (!rb.ok()) return rb.status();
-    r.result_blob = *rb;
-  }
-  return deps_.store.AddRunNode(r);
+  return RecordRunNode(deps_.store, run_id_, node, parent, proposal, n, out, e, object_sha);
 }
 
 ProposalContext OptimizeLoop::ContextFor(int64_t node) {
@@ -266,45 +233,20 @@ Status OptimizeLoop::MaybePromote(int64_t node, const EvalJobResult* own) {
   const NodeData& inc = data_.at(incumbent_);
   if (c.score <= inc.score) return Status::Ok();
   // The paired gate: time the challenger against the incumbent in one process (PairedGate).
-  EvalJob job;
-  job.task = &deps_.task;
-  job.source = c.path;
-  job.params = c.params;
-  job.options = BaseEvalOptions(opts_);
-  job.options.baseline_source = inc.path;
-  job.options.baseline_params = inc.params;
+  EvalJob job = PairedGateJob(deps_.task, opts_, c, inc);
   job.ahead = true;  // the loop waits for it: it goes before the drafts queued for the GPU
   EvalJobResult r = journal_.Submit(std::move(job), {{"gate", node}, {"incumbent", incumbent_}}).get();
   KPILOT_RETURN_IF_ERROR(journal_.status());
   ++promotion_checks_;
-  const Evaluation& e = r.evaluation;
-  // A gate that could not run (the incumbent failed as a baseline, the challenger failed this
-  // time) keeps the incumbent: promotion needs evidence.
-  if (!r.status.ok() || !e.verdict.passed())
-    return events_.Add("reject", {{"node", node},
-                                  {"incumbent", incumbent_},
-                                  {"paired_speedup", 0.0},
-                                  {"ci", {0.0, 0.0}},
-                                  {"reason", !r.status.ok() ? r.status.message() : e.verdict.summary},
-                                  {"times", events_.Times(r)}});
-  const GateDecision gate = PairedGate(opts_, e);
-  json payload = {{"node", node},
-                  {"incumbent", incumbent_},
-                  {"paired_speedup", e.speedup_geomean},
-                  {"ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}},
-                  {"times", events_.Times(r)}};
-  if (opts_.objective == Objective::kMix) {
-    payload["joules_ratio"] = gate.joules_ratio;
-    payload["score_lo"] = gate.score_lo;
-  }
-  if (!gate.accept) return events_.Add("reject", payload);
+  const GateOutcome gate = DecideGate(opts_, node, incumbent_, r, events_.Times(r));
+  if (!gate.accepted()) return events_.Add(gate.event, gate.payload);
   incumbent_ = node;
   since_promotion_ = 0;
-  KPILOT_RETURN_IF_ERROR(events_.Add("promote", payload));
+  KPILOT_RETURN_IF_ERROR(events_.Add(gate.event, gate.payload));
   KPILOT_RETURN_IF_ERROR(RecordBest());
   // The gate has just evaluated the challenger (its checks, timing and trace): a profile takes
   // that evaluation.
-  counters_.Want(node, {std::make_shared<const Evaluation>(e), r.device});
+  counters_.Want(node, {std::make_shared<const Evaluation>(r.evaluation), r.device});
   return Status::Ok();
 }
 

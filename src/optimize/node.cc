@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "core/fs.h"
+#include "core/sha256.h"
+#include "profile/rule_tool.h"
 #include "profile/collect.h"
 #include "profile/profiler.h"
 #include "profile/static_profile.h"
@@ -132,6 +134,111 @@ json RunEvents::Times(const EvalJobResult& r) const {
   t["runner_s"] = r.evaluation.run_s;  // the evaluation's runner process, start to exit
   if (r.sass_end_s > 0) t["sass_end_s"] = r.sass_end_s;
   return t;
+}
+
+Status RecordRunNode(Store& store, int64_t run_id, int64_t node, int64_t parent, int64_t proposal, const NodeData& n,
+                     const Outcome& out, const Evaluation* e, const std::string& object_sha) {
+  RunNodeRecord r;
+  r.run_id = run_id;
+  r.node = node;
+  r.parent = parent;
+  r.proposal = proposal;
+  r.source_name = n.source_name;
+  auto blob = store.PutBlob(n.source);
+  if (!blob.ok()) return blob.status();
+  r.source_blob = *blob;
+  r.params_json = json(n.params).dump();
+  r.summary = out.summary;
+  r.finding = out.finding;
+  r.verdict = std::string(VerdictName(n.verdict));
+  r.speedup = n.speedup;
+  if (e) {
+    json ej = ToJson(*e);
+    ej["object_sha"] = object_sha;
+    ej["bottleneck"] = n.bottleneck;
+    ej["joules"] = n.joules;
+    ej["achieved_fraction"] = n.achieved_fraction;
+    ej["tree_speedup"] = out.speedup;  // what the tree was given (differs from speedup under --objective mix)
+    json findings = json::array();
+    for (const auto& f : n.findings) findings.push_back(ToJson(f));
+    ej["findings"] = findings;
+    auto rb = store.PutBlob(JsonText(ej));
+    if (!rb.ok()) return rb.status();
+    r.result_blob = *rb;
+  }
+  return store.AddRunNode(r);
+}
+
+EvalJob PairedGateJob(const Task& task, const OptimizeOptions& opts, const NodeData& challenger,
+                      const NodeData& incumbent) {
+  EvalJob job;
+  job.task = &task;
+  job.source = challenger.path;
+  job.params = challenger.params;
+  job.options = BaseEvalOptions(opts);
+  job.options.baseline_source = incumbent.path;
+  job.options.baseline_params = incumbent.params;
+  return job;
+}
+
+GateOutcome DecideGate(const OptimizeOptions& opts, int64_t node, int64_t incumbent, const EvalJobResult& r,
+                       const json& times) {
+  const Evaluation& e = r.evaluation;
+  // A gate that could not run (the incumbent failed as a baseline, the challenger failed this
+  // time) keeps the incumbent: promotion needs evidence.
+  if (!r.status.ok() || !e.verdict.passed())
+    return {"reject",
+            {{"node", node},
+             {"incumbent", incumbent},
+             {"paired_speedup", 0.0},
+             {"ci", {0.0, 0.0}},
+             {"reason", !r.status.ok() ? r.status.message() : e.verdict.summary},
+             {"times", times}}};
+  const GateDecision gate = PairedGate(opts, e);
+  json payload = {{"node", node},
+                  {"incumbent", incumbent},
+                  {"paired_speedup", e.speedup_geomean},
+                  {"ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}},
+                  {"times", times}};
+  if (opts.objective == Objective::kMix) {
+    payload["joules_ratio"] = gate.joules_ratio;
+    payload["score_lo"] = gate.score_lo;
+  }
+  return {gate.accept ? "promote" : "reject", payload};
+}
+
+Result<std::filesystem::path> MaterializeRunSource(Store& store, int64_t run_id, const std::string& source,
+                                                   const std::string& name) {
+  std::string ext = std::filesystem::path(name).extension().string();
+  std::filesystem::path p = store.dir() / "runs" / std::to_string(run_id) / "sources" /
+                            (Sha256Hex(source).substr(0, 16) + "-" + std::filesystem::path(name).stem().string() + ext);
+  if (!std::filesystem::exists(p)) KPILOT_RETURN_IF_ERROR(WriteFileAtomic(p, source));
+  return p;
+}
+
+json StartEventPayload(const Task& task, const OptimizeOptions& opts) {
+  json start = {{"options", ToJson(opts)}};
+  json dtypes = {{"inputs", json::object()}, {"outputs", json::object()}};
+  for (const auto& t : task.inputs) dtypes["inputs"][t.name] = std::string(DTypeName(t.dtype));
+  for (const auto& t : task.outputs) dtypes["outputs"][t.name] = std::string(DTypeName(t.dtype));
+  if (task.compute_precision) dtypes["compute_precision"] = std::string(DTypeName(*task.compute_precision));
+  start["dtypes"] = dtypes;
+  json roofline = json::array();
+  for (const auto& w : task.workloads)
+    if (w.flops > 0 || w.min_bytes > 0)
+      roofline.push_back({{"workload", w.name}, {"flops", w.flops}, {"min_bytes", w.min_bytes}});
+  start["roofline"] = roofline;
+  return start;
+}
+
+Result<std::vector<std::unique_ptr<Tool>>> RunTools(const OptimizeOptions& o) {
+  auto tools = LoadTools(RuleToolDirs(o.task_dir, UserToolDir(), o.tool_dirs));
+  if (!tools.ok()) return tools.status().WithContext("--tools");
+  return tools;
+}
+
+std::filesystem::path RunLockPath(const Store& store, int64_t run_id) {
+  return store.dir() / "runs" / std::to_string(run_id) / "lock";
 }
 
 }  // namespace kpilot

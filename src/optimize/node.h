@@ -13,6 +13,7 @@
 
 #include "optimize/optimizer.h"
 #include "profile/tool.h"
+#include "search/tree.h"
 
 namespace kpilot {
 
@@ -48,6 +49,37 @@ ParamValues ParamsFromJson(const std::string& text);
 // no counters (its static profile): cheap enough for every node.
 void AnalyzeNode(const Task& task, const OptimizeOptions& o, const std::vector<std::unique_ptr<Tool>>& tools,
                  const Evaluation& e, NodeData* n);
+
+// Records node `node` of run `run_id` (its source, params and evaluation) in the store: the
+// node's row, with its evaluation JSON (plus the object hash, class, joules, findings and what the
+// tree was given) as a blob. Shared by the search loop and an agent's session (AgentRun).
+Status RecordRunNode(Store& store, int64_t run_id, int64_t node, int64_t parent, int64_t proposal, const NodeData& n,
+                     const Outcome& out, const Evaluation* e, const std::string& object_sha);
+// A draft's source as a file of the run (STORE/runs/ID/sources/<sha>-<stem><ext>), written once.
+Result<std::filesystem::path> MaterializeRunSource(Store& store, int64_t run_id, const std::string& source,
+                                                   const std::string& name);
+// The `start` event's payload: the options, the task's dtypes (what `kpilot export` says the
+// run was verified on) and its flops and bytes per workload (the report's roofline).
+nlohmann::json StartEventPayload(const Task& task, const OptimizeOptions& opts);
+// The built-in tools and the rule files beside the task, in ~/.config/kpilot/tools and in the
+// run's --tools folders: what every node's findings come from (skill cards may name their ids).
+Result<std::vector<std::unique_ptr<Tool>>> RunTools(const OptimizeOptions& o);
+// STORE/runs/ID/lock, held by the process running the run.
+std::filesystem::path RunLockPath(const Store& store, int64_t run_id);
+
+// The paired gate (PairedGate) of a search and of an agent's run alike: the job that times
+// `challenger` against `incumbent` in one process, and what its result decides — `event` is
+// "promote" or "reject", `payload` the event's (node, incumbent, paired speedup and CI, the mix
+// objective's numbers; for a gate that could not run, the reason: promotion needs evidence).
+EvalJob PairedGateJob(const Task& task, const OptimizeOptions& opts, const NodeData& challenger,
+                      const NodeData& incumbent);
+struct GateOutcome {
+  std::string event;
+  nlohmann::json payload;
+  bool accepted() const { return event == "promote"; }
+};
+GateOutcome DecideGate(const OptimizeOptions& opts, int64_t node, int64_t incumbent, const EvalJobResult& r,
+                       const nlohmann::json& times);
 
 // The run's event log: each event stored (runs/ID events) and then shown to the progress sink.
 class RunEvents {

@@ -4,25 +4,12 @@
 
 #include "core/fs.h"
 #include "optimize/loop.h"
-#include "profile/rule_tool.h"
 
 namespace kpilot {
 
 using nlohmann::json;
 
 namespace {
-
-// The built-in tools and the rule files beside the task, in ~/.config/kpilot/tools and in the
-// run's --tools folders: what every node's findings come from (skill cards may name their ids).
-Result<std::vector<std::unique_ptr<Tool>>> RunTools(const OptimizeOptions& o) {
-  auto tools = LoadTools(RuleToolDirs(o.task_dir, UserToolDir(), o.tool_dirs));
-  if (!tools.ok()) return tools.status().WithContext("--tools");
-  return tools;
-}
-
-std::filesystem::path RunLockPath(const Store& store, int64_t run_id) {
-  return store.dir() / "runs" / std::to_string(run_id) / "lock";
-}
 
 // A run that ends in an error is recorded as failed, with the reason, so `kpilot runs` never
 // shows it as running forever; --resume can still continue it.
@@ -90,6 +77,12 @@ Result<OptimizeResult> Optimizer::Resume(int64_t run_id, const ResumeOverrides& 
                                 "and resume again");
   auto opts = OptimizeOptionsFromJson(json::parse((*run)->config_json, nullptr, false));
   if (!opts.ok()) return opts.status();
+  if (opts->generator.rfind("agent:", 0) == 0)
+    return Status::InvalidInput("run " + std::to_string(run_id) + " is an agent's session (kpilot mcp, " +
+                                opts->generator +
+                                "): only its agent can go on; start a new session from its best "
+                                "(kpilot export " +
+                                std::to_string(run_id) + " DIR, then kpilot mcp TASK --from DIR/…)");
   if (overrides.max_cost_usd) opts->max_cost_usd = *overrides.max_cost_usd;
   if (overrides.max_tokens) opts->max_tokens = *overrides.max_tokens;
   if (overrides.devices && !overrides.devices->empty()) {

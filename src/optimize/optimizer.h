@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/stats.h"
+
 #include "exec/executor.h"
 #include "optimize/footprints.h"
 #include "optimize/options.h"
@@ -98,6 +100,95 @@ class Optimizer {
 
  private:
   OptimizeDeps deps_;
+};
+
+// An agent's session as a run (kpilot mcp, docs/mcp.md): the agent writes candidates and asks for
+// their verdicts; each evaluation is a node of a run in the store, under the parent the agent
+// names (by default its previous evaluation, the first one under the starting candidate), so that
+// `kpilot runs`, `show`, `export` and `report` show an agent's work like a search's. A passing node
+// faster than the best is timed against it in one process and promoted only through the same
+// paired gate as a search's (PairedGate); Finish evaluates the best once more and records the run
+// finished. The run is recorded with generator "agent:CLIENT" and cannot be resumed.
+// What an agent's run works with, all borrowed: they must outlive it.
+struct AgentDeps {
+  const Task& task;
+  Executor& executor;
+  Store& store;
+  ProgressSink& progress;
+};
+
+struct AgentDraft {
+  std::string source;
+  std::string source_name;  // a file name with the task's extension
+  ParamValues params;
+  std::string summary;            // what the agent says it changed ("" = none given)
+  std::optional<int64_t> parent;  // nullopt: the previous evaluation (the starting candidate first)
+};
+
+struct AgentStep {
+  int64_t node = -1;
+  int64_t parent = -1;
+  Evaluation evaluation;
+  std::string object_sha;
+  bool duplicate = false;  // its binary was evaluated already in this run: `duplicate_of` holds the node
+  int64_t duplicate_of = -1;
+  // The node's analysis: stage-1 roofline class, share of the roofline floor (0 = unknown) and the
+  // static findings with their guidance.
+  std::string bottleneck;
+  double achieved_fraction = 0;
+  std::vector<Finding> findings;
+  // The promotion: "first passing candidate", "promoted" or "rejected" after a paired check
+  // (paired_* hold its speedup over the incumbent and CI), or "" when none was due.
+  std::string promotion;
+  double paired_speedup = 0;
+  Interval paired_ci;
+  int64_t incumbent = -1;  // the best after this step (-1: nothing has passed)
+};
+
+class AgentRun {
+ public:
+  // How a session starts: `client` names the agent ("claude-code", …) in the run's generator;
+  // `params` are the starting candidate's; `context` (may be null) is recorded in the start event
+  // (e.g. the search run and node an agent of a command: generator drafts for).
+  struct Origin {
+    std::string client;
+    ParamValues params;
+    nlohmann::json context;
+  };
+  // Creates the run (status running, its lock held, the `start` event recorded) and evaluates
+  // options.from (the starting candidate, "" for none) as its root when there is one. The options
+  // are the run's evaluation settings.
+  static Result<std::unique_ptr<AgentRun>> Start(const AgentDeps& deps, OptimizeOptions options, const Origin& origin);
+  // A run neither finished nor failed is recorded interrupted, with its best so far.
+  ~AgentRun();
+
+  int64_t run_id() const;
+  // Evaluates one draft. InvalidInput for a parent that is not a node of the run; a failure of
+  // kpilot's own (not the candidate's) is the Status.
+  Result<AgentStep> Evaluate(const AgentDraft& draft);
+  // The node's class and findings with their guidance: on a live cuda task, first profiled with
+  // the counters its class's tools need (CUPTI, else ncu), once per node; otherwise the static
+  // findings of its evaluation. `counters` says which (and why not counters).
+  Result<nlohmann::json> Profile(int64_t node);
+  // The nodes so far, oldest first: node, parent, summary, verdict, speedup, CI, params.
+  nlohmann::json History() const;
+  // The promoted best (null when nothing has passed) and the fastest passing node not promoted.
+  nlohmann::json Best() const;
+  // The node's source and params (NotFound for an unknown node).
+  Result<AgentDraft> NodeSource(int64_t node) const;
+  int evaluations() const;  // drafts evaluated, the root not counted
+  bool finished() const;
+  // Evaluates the best once more against the task's baseline and records the run finished
+  // (`reason` its stop reason). With nothing passed, the run is finished with no best.
+  Result<OptimizeResult> Finish(const std::string& reason);
+  // Records the run stopped without the final evaluation (a client that went away): status
+  // interrupted, `reason` as its stop reason.
+  Status Abandon(const std::string& reason);
+
+ private:
+  struct State;
+  explicit AgentRun(std::unique_ptr<State> state);
+  std::unique_ptr<State> s_;
 };
 
 // A run's status as `kpilot runs` shows it: a stored "running" whose process holds no lock on it

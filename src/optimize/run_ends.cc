@@ -11,19 +11,7 @@ namespace kpilot {
 using nlohmann::json;
 
 Result<OptimizeResult> OptimizeLoop::Start() {
-  json start = {{"options", ToJson(opts_)}};
-  // What the run is verified on besides what each evaluation records (kpilot export).
-  json dtypes = {{"inputs", json::object()}, {"outputs", json::object()}};
-  for (const auto& t : deps_.task.inputs) dtypes["inputs"][t.name] = std::string(DTypeName(t.dtype));
-  for (const auto& t : deps_.task.outputs) dtypes["outputs"][t.name] = std::string(DTypeName(t.dtype));
-  if (deps_.task.compute_precision) dtypes["compute_precision"] = std::string(DTypeName(*deps_.task.compute_precision));
-  start["dtypes"] = dtypes;
-  // The task's flops and bytes per workload, which place every node on the report's roofline.
-  json roofline = json::array();
-  for (const auto& w : deps_.task.workloads)
-    if (w.flops > 0 || w.min_bytes > 0)
-      roofline.push_back({{"workload", w.name}, {"flops", w.flops}, {"min_bytes", w.min_bytes}});
-  start["roofline"] = roofline;
+  json start = StartEventPayload(deps_.task, opts_);
   if (opts_.space_file.empty()) start["times"] = {{"now_s", deps_.executor.ElapsedSeconds()}};
   KPILOT_RETURN_IF_ERROR(events_.Add("start", start));
   // A resumed run evaluates the source its root proposal recorded, which the journaled result

@@ -58,6 +58,8 @@ std::vector<OfferedSkill> SkillOffers::For(int64_t node, const NodeData& n) {
   if (task_.compute_precision) rc.dtypes.insert(std::string(DTypeName(*task_.compute_precision)));
   RetrieveOptions ro;
   ro.limit = kSkillsOffered;
+  // Text-only cards (plain Agent Skills) are for generators that read: llm: and command:.
+  ro.text_only = opts_.generator.rfind("llm:", 0) == 0 || opts_.generator.rfind("command:", 0) == 0;
   ro.usage = &card_usage_;
   Retrieval r = Retrieve(*library_, rc, ro);
   auto& offered = offered_[node];

@@ -70,6 +70,7 @@ GeneratorSetup BaseGeneratorSetup(Store& store, const InstallLayout& layout) {
   gen.transcripts = StoreTranscriptArchive(store);
   gen.store_dir = store.dir();
   gen.sandbox_runner = layout.runner;
+  gen.kpilot = layout.kpilot;
   return gen;
 }
 

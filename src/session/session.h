@@ -28,6 +28,7 @@ namespace kpilot {
 // Where kpilot's shipped parts are (the CLI finds them beside its executable; tests point at the
 // build and source trees).
 struct InstallLayout {
+  std::filesystem::path kpilot;          // the kpilot executable ("" = unknown: agents get no MCP server)
   std::filesystem::path runner;          // kpilot-runner
   std::filesystem::path include_dir;     // the folder holding kpilot/kernel.h
   std::filesystem::path prompts_dir;     // llm:/command: prompt templates

@@ -17,6 +17,21 @@ const std::vector<std::string> kRequiredFields = {"name",          "description"
                                                   "preconditions", "effect",      "risks",    "scope",  "requires",
                                                   "provides",      "conflicts",   "triggers", "params"};
 
+// A plain Agent Skill's front matter may hold these besides `name` and `description` (the Agent
+// Skills format's optional fields); any field of kpilot's makes it a kpilot card, validated whole.
+const std::vector<std::string> kPlainSkillOptionalFields = {"license", "allowed-tools", "metadata", "compatibility"};
+
+bool IsPlainSkill(const YAML::Node& root) {
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
+    if (k != "name" && k != "description" &&
+        std::find(kPlainSkillOptionalFields.begin(), kPlainSkillOptionalFields.end(), k) ==
+            kPlainSkillOptionalFields.end())
+      return false;
+  }
+  return true;
+}
+
 // The body's sections, in order; the last is matched as a prefix and must say it is an example.
 const std::vector<std::string> kSections = {"## Recipe", "## Preconditions", "## Before / After",
                                             "## Example configuration"};
@@ -93,6 +108,8 @@ class CardReader {
                   const std::vector<std::string>& known, const std::string& what, const std::string& where_listed);
 
   void ReadIdentity(const std::map<std::string, YAML::Node>& f, const std::string& folder, SkillCard* card);
+  // A plain Agent Skill: `name` (== the folder) and `description`, and nothing of kpilot's.
+  void ReadPlainSkill(const YAML::Node& root, const std::string& folder, SkillCard* card);
   void ReadPreconditions(const YAML::Node& n, SkillCard* card);
   void ReadEffect(const YAML::Node& n, SkillCard* card);
   void ReadScope(const YAML::Node& n, SkillCard* card);
@@ -224,6 +241,30 @@ void CardReader::ReadIdentity(const std::map<std::string, YAML::Node>& f, const 
     Problem(Line(f.at("intent"), root_line_), "intent", "must be one line",
             "say the change in one imperative sentence");
   text("anchor", &card->anchor);
+}
+
+void CardReader::ReadPlainSkill(const YAML::Node& root, const std::string& folder, SkillCard* card) {
+  auto f = Keys(root, "", {"name", "description"}, kPlainSkillOptionalFields, 1);
+  card->text_only = true;
+  if (f.count("name")) {
+    if (auto s = Text(f["name"], "name", root_line_)) card->name = Trim(*s);
+    int line = Line(f["name"], root_line_);
+    if (!IsKebab(card->name) || card->name.size() > 64)
+      Problem(line, "name", "`" + card->name + "` is not kebab-case of at most 64 characters",
+              "use lower-case letters, digits and single hyphens (Agent Skills names), e.g. `pdf-forms`");
+    else if (card->name != folder)
+      Problem(line, "name", "`" + card->name + "` differs from the folder name `" + folder + "`",
+              "rename the folder or change `name` so that they agree (Agent Skills loads a skill by its folder)");
+  }
+  if (f.count("description")) {
+    if (auto s = Text(f["description"], "description", root_line_)) card->description = Trim(*s);
+    if (Utf8Length(card->description) > 1024)
+      Problem(Line(f["description"], root_line_), "description",
+              "is " + std::to_string(Utf8Length(card->description)) + " characters long (Agent Skills allows 1024)",
+              "shorten it; details belong in the body");
+  }
+  card->id = card->name;
+  card->intent = card->description.substr(0, card->description.find('\n'));
 }
 
 void CardReader::ReadPreconditions(const YAML::Node& n, SkillCard* card) {
@@ -545,6 +586,11 @@ bool CardReader::Read(const std::string& text, const std::string& folder, SkillC
   if (!root.IsMap()) {
     Problem(2, "front matter", "is not a mapping", "write one `field: value` per line (skills/README.md)");
     return false;
+  }
+  if (IsPlainSkill(root)) {
+    ReadPlainSkill(root, folder, card);
+    card->body = body;
+    return count_ == 0;
   }
   auto f = Keys(root, "", kRequiredFields, {}, 1);
   try {

@@ -62,7 +62,8 @@ nlohmann::json ToJson(const SkillCard& c) {
           {"params", params},
           {"body", c.body},
           {"source", c.source.string()},
-          {"origin", SkillOriginName(c.origin)}};
+          {"origin", SkillOriginName(c.origin)},
+          {"text_only", c.text_only}};
 }
 
 Result<std::set<std::string>> KnownFindingIds(const std::vector<fs::path>& rule_dirs) {

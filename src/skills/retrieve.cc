@@ -60,6 +60,8 @@ bool MoveMatches(const ParamMove& mv, const RetrievalContext& ctx, std::string* 
 
 // Why `card` cannot be offered in `ctx`, or "" when it can.
 std::string Excluded(const SkillCard& card, const RetrievalContext& ctx) {
+  // A plain Agent Skill declares no scope: its description's relevance decides (Retrieve).
+  if (card.text_only) return "";
   if (!ctx.platform.empty() && !Contains(card.scope_platforms, ctx.platform))
     return "platform " + ctx.platform + " not in scope [" + Join(card.scope_platforms) + "]";
   if (!ctx.language.empty() && !Contains(card.scope_languages, ctx.language))
@@ -143,6 +145,11 @@ Retrieval Retrieve(const SkillLibrary& library, const RetrievalContext& ctx, con
     for (size_t k = 0; k < card.params.size(); ++k) {
       std::string reason;
       if (MoveMatches(card.params[k], ctx, &reason)) r.moves.push_back({k, reason});
+    }
+    if (card.text_only && (!options.text_only || bm25[i] <= 0)) {
+      out.excluded.push_back({card.id, !options.text_only ? "a text-only card (this generator applies moves only)"
+                                                          : "a text-only card whose description does not match"});
+      continue;
     }
     if (r.tune_only && (!options.include_tune_only || r.moves.empty())) {
       out.excluded.push_back({card.id, "provides " + Join(card.provides) + " (present)" +

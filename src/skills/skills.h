@@ -88,6 +88,11 @@ struct SkillCard {
   std::vector<std::string> trigger_classes;
   std::vector<ParamMove> params;
   std::string body;  // the Markdown after the front matter
+  // A plain Agent Skill (front matter with only `name` and `description`, as Claude Code and
+  // Codex read them): no kpilot fields, so no triggers, scope or moves. Its intent is the first
+  // line of its description. Retrieval offers it by the relevance of its description, to the
+  // llm: and command: generators only (RetrieveOptions::text_only).
+  bool text_only = false;
   // Where it came from.
   std::filesystem::path source;  // the SKILL.md file
   SkillOrigin origin = SkillOrigin::kBuiltin;
@@ -277,6 +282,9 @@ struct RetrievalContext {
 struct RetrieveOptions {
   size_t limit = 0;               // at most this many cards; 0 = all
   bool include_tune_only = true;  // keep cards whose provides are all present (for their moves)
+  // Text-only cards (SkillCard::text_only): offered when their description shares terms with the
+  // query (bm25 > 0); false leaves them out (the params generator, which only applies moves).
+  bool text_only = true;
   // Usage per card id (kind "card"); nullptr or absent: hit rate 0.5 (SmoothedHitRate).
   const std::map<std::string, UsageStats>* usage = nullptr;
 };

@@ -275,5 +275,39 @@ TEST(SkillCard, FeatureListsAndBodyRules) {
   EXPECT_EQ(p[0].message, "missing section `## Before / After`");
 }
 
+// A plain Agent Skill (name and description only) is a text-only card; its rules are Agent Skills'.
+TEST(SkillCard, PlainAgentSkillIsTextOnly) {
+  const std::string text =
+      "---\nname: tiny-tiles\ndescription: Tile small matrices in shared memory.\n  Second line.\nlicense: MIT\n---\n"
+      "Any Markdown at all.\n";
+  std::vector<SkillProblem> problems;
+  auto card = ParseSkillCard(text, "tiny-tiles/SKILL.md", "tiny-tiles", TreeValidation(), &problems);
+  ASSERT_TRUE(card) << FormatProblems(problems);
+  EXPECT_TRUE(card->text_only);
+  EXPECT_EQ(card->id, "tiny-tiles");
+  EXPECT_EQ(card->intent, "Tile small matrices in shared memory. Second line.");
+  EXPECT_EQ(card->body, "Any Markdown at all.\n");
+  EXPECT_TRUE(card->trigger_findings.empty());
+}
+
+TEST(SkillCard, PlainAgentSkillProblems) {
+  // Its name must be its folder's.
+  auto p = Problems("---\nname: other-name\ndescription: x\n---\nbody\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].field, "name");
+  EXPECT_NE(p[0].message.find("differs from the folder name"), std::string::npos);
+  // Both fields are required.
+  p = Problems("---\nname: tiny-tiles\n---\nbody\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].field, "description");
+  // Agent Skills' 1024 characters.
+  p = Problems("---\nname: tiny-tiles\ndescription: " + std::string(1100, 'x') + "\n---\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].message.find("1024"), std::string::npos);
+  // One kpilot field makes it a kpilot card, validated whole: every other field is then missing.
+  p = Problems("---\nname: tiny-tiles\ndescription: x\nintent: Do it.\n---\nbody\n");
+  EXPECT_GT(p.size(), 5u);
+}
+
 }  // namespace
 }  // namespace kpilot

@@ -277,5 +277,30 @@ TEST(Retrieve, BuiltinLibraryOnAStridedMemoryBoundKernel) {
   EXPECT_TRUE(j.contains("bm25"));
 }
 
+// A text-only card (a plain Agent Skill) is offered by the relevance of its description alone,
+// whatever the platform or language, and never when the generator applies moves only.
+TEST(Retrieve, TextOnlyCardsByDescription) {
+  SkillCard plain;
+  plain.id = plain.name = "warp-notes";
+  plain.description = "Warp shuffles for row reductions in softmax kernels.";
+  plain.intent = plain.description;
+  plain.text_only = true;
+  SkillLibrary lib = Library({Card("tiles"), plain});
+  RetrievalContext ctx;
+  ctx.platform = "sm_90a";
+  ctx.language = "cuda";
+  ctx.task_text = "row softmax over a matrix: a reduction per row";
+  auto offered = [&](const RetrieveOptions& o) {
+    std::vector<std::string> ids = Ids(Retrieve(lib, ctx, o));
+    return std::find(ids.begin(), ids.end(), "warp-notes") != ids.end();
+  };
+  EXPECT_TRUE(offered({}));
+  RetrieveOptions params_only;
+  params_only.text_only = false;
+  EXPECT_FALSE(offered(params_only));
+  ctx.task_text = "gemm with tensor cores";  // no term in common
+  EXPECT_FALSE(offered({}));
+}
+
 }  // namespace
 }  // namespace kpilot
