@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/cli.h"
+#include "slurm/slurm.h"
 #include "core/subprocess.h"
 #include "device/device.h"
 #include "sweep/sweep.h"
@@ -35,6 +36,8 @@ struct SweepArgs {
   double stop_after_s = 0;
   std::string store_dir = ".kpilot";
   std::string arch;
+  std::string executor = "local";  // local | slurm
+  std::string slurm_config;
   int device = 0;
   bool dry_run = false;
   bool compile_only = false;
@@ -135,7 +138,23 @@ int RunSweep(const SweepArgs& a, Task task) {
   options.arch = a.arch;
   options.device = a.device;
   options.compile_only = a.compile_only;
-  options.needs_gpu = NeedsGpu(task);
+  // --executor slurm: batches run in allocations on the cluster's nodes (docs/slurm.md); the
+  // compiles stay here, for the nodes' GPU that --arch names.
+  std::optional<slurm::SlurmConfig> cluster;
+  if (a.executor == "slurm") {
+    if (a.slurm_config.empty())
+      return Fail(Status::InvalidInput("--executor slurm needs --slurm-config FILE (docs/slurm.md)"));
+    if (task.reference.kind == ReferenceKind::kPython)
+      return Fail(Status::InvalidInput("--executor slurm sweeps native tasks (task.toml); " + task.name +
+                                       " has a Python reference: sweep it with --executor local"));
+    if (task.backend == Backend::kCuda && a.arch.empty())
+      return Fail(Status::InvalidInput(
+          "--executor slurm compiles here for the nodes' GPUs: name them with --arch, e.g. --arch sm_90a"));
+    auto config = slurm::LoadSlurmConfig(a.slurm_config);
+    if (!config.ok()) return Fail(config.status());
+    cluster = *config;
+  }
+  options.needs_gpu = NeedsGpu(task) && !cluster;
   ProgressLines progress(task.name, a.json);
   auto planned = Sweep::Plan(std::move(task), std::move(options), &progress);
   if (!planned.ok()) return Fail(planned.status());
@@ -163,6 +182,10 @@ int RunSweep(const SweepArgs& a, Task task) {
     python = std::move(made).value();
   }
   env.python = python.get();
+  if (cluster) {
+    env.channel_queues = cluster->workers;
+    env.channels = slurm::ClusterChannels(*cluster, RunnerPath(), "kpilot-sweep-" + sweep.task().name, &std::cerr);
+  }
   auto summary = sweep.Run(env);
   if (!summary.ok()) return Fail(summary.status());
   return PrintSummary(*summary, sweep.task().name, a.json);
@@ -196,6 +219,11 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--store", a->store_dir, "Store folder (compile cache, GPU calibration)")->capture_default_str();
   cmd->add_option("--arch", a->arch, "CUDA target, e.g. sm_90a (default: the visible GPU's, else sm_90a)");
+  cmd->add_option("--executor", a->executor,
+                  "local | slurm: where the batches run (slurm: `workers` allocations at once; docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  cmd->add_option("--slurm-config", a->slurm_config, "The [slurm] config file for --executor slurm");
   cmd->add_option("--device", a->device, "CUDA device index")->capture_default_str();
   cmd->add_flag("--dry-run", a->dry_run, "Only count the valid configurations");
   cmd->add_flag("--compile-only", a->compile_only, "Only compile every configuration (works without a GPU)");

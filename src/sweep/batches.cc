@@ -2,6 +2,7 @@
 // the torch worker per object), with the recovery docs/sweep.md describes ("Failures inside a
 // batch"): a batch whose process died is retried one object per process.
 #include <algorithm>
+#include <thread>
 
 #include "sweep/space_file.h"
 #include "sweep/sweep_run.h"
@@ -9,6 +10,13 @@
 namespace kpilot {
 
 using nlohmann::json;
+
+namespace {
+
+// Channels a queue makes in a row for one batch before the batch's result is the last failure.
+constexpr int kChannelAttempts = 3;
+
+}  // namespace
 
 EvalOptions SweepRun::Options() const {
   EvalOptions opt;
@@ -21,9 +29,27 @@ EvalOptions SweepRun::Options() const {
   return opt;
 }
 
-// The runner's process as a result: what it printed, or what became of it.
-RunResult SweepRun::RunRunner(const RunRequest& request) {
-  auto outcome = RunRunnerProcess(*env_->processes, env_->runner, request);
+// The runner's result: what it printed, or what became of it. Through a channel, a channel that
+// cannot run the batch (its allocation lost, say) is replaced before the batch is given up on.
+RunResult SweepRun::RunRunner(const RunRequest& request, std::unique_ptr<RunnerChannel>* channel, size_t queue) {
+  Result<RunnerOutcome> outcome = Status::Internal("no runner was started");
+  if (!channel) {
+    outcome = RunRunnerProcess(*env_->processes, env_->runner, request);
+  } else {
+    for (int attempt = 0; attempt < kChannelAttempts; ++attempt) {
+      if (!*channel) {
+        auto made = env_->channels(queue);
+        if (!made.ok()) {
+          outcome = made.status();
+          continue;
+        }
+        *channel = std::move(made).value();
+      }
+      outcome = (*channel)->Run(request);
+      if (outcome.ok()) break;
+      channel->reset();
+    }
+  }
   if (outcome.ok()) return std::move(outcome->result);
   RunResult run;
   run.status = "error";
@@ -58,12 +84,15 @@ RunRequest SweepRun::Request(const std::vector<std::string>& objects) {
   return req;
 }
 
-Result<std::vector<std::optional<json>>> SweepRun::EvaluateBatch(const std::vector<std::string>& objects) {
+Result<std::vector<std::optional<json>>> SweepRun::EvaluateBatch(const std::vector<std::string>& objects,
+                                                                 std::unique_ptr<RunnerChannel>* channel,
+                                                                 size_t queue) {
   if (task_.reference.kind == ReferenceKind::kPython) return EvaluateWithWorker(objects);
   std::vector<std::optional<json>> out(objects.size());
   std::vector<size_t> alone;  // objects to retry in a process of their own
   auto run_one = [&](const std::vector<std::string>& batch) -> RunResult {
-    RunResult run = RunRunner(Request(batch));
+    RunResult run = RunRunner(Request(batch), channel, queue);
+    std::lock_guard<std::mutex> io(io_mu_);
     if (run.calibration_measured && run.calibration.valid() && gpu_) {
       calibration_ = run.calibration;
       header_["calibration"] = ToJson(calibration_);
@@ -108,7 +137,7 @@ Result<std::vector<std::optional<json>>> SweepRun::EvaluateBatch(const std::vect
     }
   }
   for (size_t i : alone) {
-    auto single = EvaluateBatch({objects[i]});
+    auto single = EvaluateBatch({objects[i]}, channel, queue);
     if (!single.ok()) return single.status();
     out[i] = (*single)[0];
   }
@@ -116,17 +145,36 @@ Result<std::vector<std::optional<json>>> SweepRun::EvaluateBatch(const std::vect
 }
 
 Status SweepRun::Evaluate() {
+  if (!env_->channels) return EvaluateQueue(nullptr, 0);
+  const size_t queues = static_cast<size_t>(std::max(1, env_->channel_queues));
+  std::vector<Status> ends(queues);
+  std::vector<std::thread> threads;
+  for (size_t q = 0; q < queues; ++q)
+    threads.emplace_back([this, q, &ends] {
+      std::unique_ptr<RunnerChannel> channel;
+      ends[q] = EvaluateQueue(&channel, q);
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& s : ends)
+    if (!s.ok()) return s;
+  return Status::Ok();
+}
+
+Status SweepRun::EvaluateQueue(std::unique_ptr<RunnerChannel>* channel, size_t queue) {
   for (;;) {
     std::vector<std::string> batch, shas;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return !compile_status_.ok() || compilers_running_ == 0 || ready_.size() >= static_cast<size_t>(options_.batch);
+        return !compile_status_.ok() || stopped_ || compilers_running_ == 0 ||
+               ready_.size() >= static_cast<size_t>(options_.batch);
       });
       if (!compile_status_.ok()) return compile_status_;
+      if (stopped_) return Status::Ok();        // another queue failed (it returns why) or time is up
       if (ready_.empty()) return Status::Ok();  // compiling is done too
       if (options_.stop_after_s > 0 && SecondsSince(start_) > options_.stop_after_s) {
-        stopped_ = true;  // the compile threads stop too
+        stopped_ = true;  // the compile threads and the other queues stop too
+        cv_.notify_all();
         return Status::Ok();
       }
       while (!ready_.empty() && batch.size() < static_cast<size_t>(options_.batch)) {
@@ -136,10 +184,11 @@ Status SweepRun::Evaluate() {
       }
     }
     auto t0 = Clock::now();
-    auto results = EvaluateBatch(batch);
+    auto results = EvaluateBatch(batch, channel, queue);
     if (!results.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       stopped_ = true;
+      cv_.notify_all();
       return results.status();
     }
     std::vector<std::string> again;
@@ -152,7 +201,9 @@ Status SweepRun::Evaluate() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ready_.insert(ready_.begin(), again.begin(), again.end());
+      cv_.notify_all();
     }
+    std::lock_guard<std::mutex> io(io_mu_);
     if (Status s = Journal(shas); !s.ok()) return s.WithContext("journaling the results");
     if (Status s = SaveIfDue(); !s.ok()) return s.WithContext("writing " + out_.string());
     observer_->BatchEvaluated(batch.size() - again.size(), SecondsSince(t0), Progress());

@@ -34,6 +34,7 @@
 #include "core/status.h"
 #include "core/subprocess.h"
 #include "device/device.h"
+#include "exec/executor.h"
 #include "harness/harness.h"
 #include "task/task.h"
 #include "toolchain/toolchain.h"
@@ -103,6 +104,11 @@ struct SweepEnv {
   Calibration calibration;  // the chosen GPU's ceilings from the store; invalid when none
   // Called with the ceilings a runner measured (when `calibration` was invalid), to store them.
   std::function<void(const Calibration&)> calibration_measured;
+  // Batches elsewhere (kpilot sweep --executor slurm): `channel_queues` evaluation queues, each
+  // sending its batches through the channel `channels` makes for it (exec/executor.h); a channel
+  // that cannot run a batch is replaced, up to kChannelAttempts times in a row. Native tasks only.
+  RunnerChannelFactory channels;
+  int channel_queues = 1;
 };
 
 // The end of a sweep: what the space file holds.

@@ -61,13 +61,19 @@ class SweepRun {
   std::vector<std::thread> StartCompiling(Toolchain& toolchain, const CompileOptions& copts, bool overlap);
   void CompileOne(Toolchain& toolchain, const CompileOptions& copts, size_t i);
 
-  // batches.cc: every compiled, not yet evaluated object, in batches.
+  // batches.cc: every compiled, not yet evaluated object, in batches: on this thread through
+  // runner processes of its own, or with SweepEnv::channels on one thread per queue.
   Status Evaluate();
-  // Results for `objects` (paths), one runner process for all; nullopt = not run yet.
-  Result<std::vector<std::optional<nlohmann::json>>> EvaluateBatch(const std::vector<std::string>& objects);
+  // One queue's loop: batches until none is left (or another queue failed). `channel` is the
+  // queue's (null: a runner process per batch).
+  Status EvaluateQueue(std::unique_ptr<RunnerChannel>* channel, size_t queue);
+  // Results for `objects` (paths), one runner for all; nullopt = not run yet.
+  Result<std::vector<std::optional<nlohmann::json>>> EvaluateBatch(const std::vector<std::string>& objects,
+                                                                   std::unique_ptr<RunnerChannel>* channel,
+                                                                   size_t queue);
   // PyTorch-defined tasks: one worker call per object.
   Result<std::vector<std::optional<nlohmann::json>>> EvaluateWithWorker(const std::vector<std::string>& objects);
-  RunResult RunRunner(const RunRequest& request);
+  RunResult RunRunner(const RunRequest& request, std::unique_ptr<RunnerChannel>* channel, size_t queue);
   EvalOptions Options() const;
   RunRequest Request(const std::vector<std::string>& objects);
 
@@ -101,6 +107,8 @@ class SweepRun {
   int compilers_running_ = 0;
   Status compile_status_;  // kpilot's own failure (no compiler, …)
   bool stopped_ = false;   // stop_after_s, or evaluation failed
+  // The space file's header, the journal, the saves and the observer, shared by the queues.
+  std::mutex io_mu_;
   Clock::time_point start_ = Clock::now();
   Clock::time_point saved_at_ = Clock::now();
 };

@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include <sstream>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -252,6 +253,42 @@ TEST_F(SlurmCluster, AnOptimizeRunSpreadsOverAllocationsAndOutlivesALostNode) {
       placed += json::parse(e.payload_json)["times"].value("where", "").rfind("slurm job ", 0) == 0;
   EXPECT_EQ(placed, 10);
   EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 30), "") << "every allocation cancelled";
+}
+
+TEST_F(SlurmCluster, ASweepSpreadsItsBatchesOverAllocationsWithTheLocalVerdicts) {
+  Config("[slurm]\nworkers = 2\nheartbeat_s = 1\nstart_timeout_s = 60\n");
+  const fs::path task = testing::SourceDir() / "tests" / "fixtures" / "tasks" / "sweep_host";
+  auto sweep = [&](const std::string& out, bool slurm) {
+    std::vector<std::string> args = {"sweep",
+                                     task.string(),
+                                     (task / "candidates" / "scale.cpp").string(),
+                                     "--out",
+                                     (root() / out).string(),
+                                     "--batch",
+                                     "2",
+                                     "--store",
+                                     (root() / "store").string(),
+                                     "--json"};
+    if (slurm) args.insert(args.end(), {"--executor", "slurm", "--slurm-config", config().string()});
+    return testing::RunKpilot(root(), args, 300);
+  };
+  auto local = sweep("local.json", false);
+  auto cluster = sweep("slurm.json", true);
+  ASSERT_EQ(cluster.exit_code, 0) << cluster.err;
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  json l = json::parse(local.out, nullptr, false), s = json::parse(cluster.out, nullptr, false);
+  ASSERT_FALSE(s.is_discarded()) << cluster.out;
+  // The space's twelve configurations (passed, incorrect, crashing) get the verdicts they get here.
+  EXPECT_EQ(s["by_status"], l["by_status"]);
+  EXPECT_TRUE(s["complete"]);
+  std::set<std::string> best_local, best_cluster;
+  for (const auto& b : l["best"]) best_local.insert(b["params"].dump());
+  for (const auto& b : s["best"]) best_cluster.insert(b["params"].dump());
+  EXPECT_EQ(best_cluster, best_local);
+  EXPECT_NE(cluster.err.find("evaluation queue 1 runs in allocation"), std::string::npos) << cluster.err;
+  EXPECT_EQ(
+      WaitForQueue([](const std::string& q) { return q.find("RUNNING") == std::string::npos; }, 30).find("RUNNING"),
+      std::string::npos);
 }
 
 }  // namespace
