@@ -12,8 +12,9 @@ namespace {
 // What a final evaluation was verified on: the task's dtypes, workloads, backend, baseline, GPU,
 // driver and toolkit. The GPU and driver come from the cuda runner ("driver" is the driver's
 // release from NVML, "cuda_driver" the CUDA version it supports); the toolkit is the compiler
-// that built the object.
-nlohmann::json VerifiedOn(const nlohmann::json& evaluation, const nlohmann::json& dtypes) {
+// that built the object. `where` is where the runner ran ("slurm job 12 on gpu-07"; "" for the
+// machine kpilot ran on).
+nlohmann::json VerifiedOn(const nlohmann::json& evaluation, const nlohmann::json& dtypes, const std::string& where) {
   const nlohmann::json gpu = evaluation.value("run_details", nlohmann::json::object()).value("gpu", nlohmann::json());
   const nlohmann::json compile = evaluation.value("compile", nlohmann::json::object());
   nlohmann::json v = {{"backend", evaluation.value("backend", "")},
@@ -23,7 +24,8 @@ nlohmann::json VerifiedOn(const nlohmann::json& evaluation, const nlohmann::json
                       {"gpu", gpu},
                       {"toolkit", compile.is_object() ? compile.value("compiler_version", "") : ""},
                       {"cutlass", compile.is_object() ? compile.value("cutlass_version", "") : ""},
-                      {"compile", compile}};
+                      {"compile", compile},
+                      {"where", where.empty() ? "the machine kpilot ran on" : where}};
   if (gpu.is_object()) {
     v["driver"] = gpu.value("driver_version", "");
     v["cuda_driver"] = gpu.value("driver", "");
@@ -50,6 +52,7 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
   // The reported best: the last "final" event's node, else the last promoted one, else the root.
   int64_t best = (*run)->best_node >= 0 ? (*run)->best_node : 0;
   nlohmann::json final_eval;
+  std::string final_where;                     // where the final evaluation ran (its event's times)
   nlohmann::json dtypes;                       // the task's tensors, from the run's start event
   std::map<int64_t, nlohmann::json> counters;  // counter profiles by node
   for (const auto& e : *events) {
@@ -61,6 +64,7 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
     if (e.kind == "final") {
       best = p.value("node", best);
       final_eval = p.value("evaluation", nlohmann::json());
+      final_where = p.value("times", nlohmann::json::object()).value("where", "");
     }
   }
   const RunNodeRecord* node = nullptr;
@@ -120,7 +124,7 @@ Status ExportRun(Store& store, int64_t run_id, const std::filesystem::path& dir)
       {"profile", profile},
       {"speedup_ci", evaluation.is_object() ? evaluation.value("speedup_geomean_ci", nlohmann::json::array())
                                             : nlohmann::json::array()},
-      {"verified_on", evaluation.is_object() ? VerifiedOn(evaluation, dtypes) : nlohmann::json()},
+      {"verified_on", evaluation.is_object() ? VerifiedOn(evaluation, dtypes, final_where) : nlohmann::json()},
   };
   return WriteFileAtomic(dir / "report.json", report.dump(2) + "\n");
 }

@@ -252,6 +252,10 @@ TEST_F(SlurmCluster, AnOptimizeRunSpreadsOverAllocationsAndOutlivesALostNode) {
     if (e.kind == "evaluated")
       placed += json::parse(e.payload_json)["times"].value("where", "").rfind("slurm job ", 0) == 0;
   EXPECT_EQ(placed, 10);
+  // The exported best says which node verified it.
+  auto report = ReadFile(fs::path(j["exported_to"].get<std::string>()) / "report.json");
+  ASSERT_TRUE(report.ok()) << j["exported_to"];
+  EXPECT_EQ(json::parse(*report)["verified_on"].value("where", "").rfind("slurm job ", 0), 0u) << *report;
   EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 30), "") << "every allocation cancelled";
 }
 
