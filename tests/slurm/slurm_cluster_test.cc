@@ -295,5 +295,51 @@ TEST_F(SlurmCluster, ASweepSpreadsItsBatchesOverAllocationsWithTheLocalVerdicts)
       std::string::npos);
 }
 
+TEST_F(SlurmCluster, AnOptimizeRunKilledMidRunResumesInNewAllocations) {
+  const fs::path store_dir = root() / "store";
+  auto optimize = [&](std::vector<std::string> what) {
+    ProcessSpec spec;
+    spec.argv = {(testing::BinaryDir() / "bin" / "kpilot").string(), "optimize"};
+    spec.argv.insert(spec.argv.end(), what.begin(), what.end());
+    for (const std::string& a :
+         {std::string("--store"), store_dir.string(), std::string("--executor"), std::string("slurm"),
+          std::string("--slurm-config"), config().string(), std::string("--json")})
+      spec.argv.push_back(a);
+    spec.cwd = root();
+    spec.timeout_s = 600;
+    return spec;
+  };
+  const std::string task = (testing::SourceDir() / "examples" / "host" / "sgemm").string();
+  auto p = LiveProcess::Start(optimize({task, "--budget", "8", "--workload", "256x384x320"}));
+  ASSERT_TRUE(p.ok());
+  // Once two evaluations are recorded, kpilot is killed with -9 (nothing of it runs on).
+  auto evaluated = [&]() {
+    auto store = Store::Open(store_dir);
+    if (!store.ok()) return 0;
+    auto events = (*store)->ListRunEvents(1);
+    if (!events.ok()) return 0;
+    return static_cast<int>(
+        std::count_if(events->begin(), events->end(), [](const RunEventRecord& e) { return e.kind == "evaluated"; }));
+  };
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (evaluated() < 2 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a poll, not an ordering
+  ASSERT_GE(evaluated(), 2);
+  ASSERT_EQ(kill((*p)->pid(), SIGKILL), 0);
+  (void)(*p)->Stop();
+  EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 40), "")
+      << "the killed run's allocation outlived it";
+  // --resume asks for a new allocation and ends the run with every evaluation it had left.
+  auto resumed = SystemProcessRunner().Run(optimize({"--resume", "1"}));
+  ASSERT_TRUE(resumed.ok());
+  ASSERT_EQ(resumed->exit_code, 0) << resumed->err;
+  json j = json::parse(resumed->out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << resumed->out;
+  EXPECT_EQ(j["evaluations"], 8) << resumed->err;
+  EXPECT_EQ(j["final"]["verdict"]["kind"], "passed");
+  EXPECT_NE(resumed->err.find("runs in allocation"), std::string::npos) << resumed->err;
+  EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 30), "") << "every allocation cancelled";
+}
+
 }  // namespace
 }  // namespace kpilot
