@@ -182,7 +182,12 @@ int RunEval(const EvalArgs& a) {
   opt.timing.mode = *ParseTimingMode(a.timing);
   opt.python_baseline = a.baseline;
   std::optional<GpuInfo> gpu;
-  if (NeedsGpu(*task)) {
+  // --executor slurm: the GPU is the node's; this machine only compiles, for the GPU --arch names.
+  const bool on_cluster = a.executor == "slurm";
+  if (on_cluster && task->backend == Backend::kCuda && a.arch.empty() && !a.compile_only)
+    return Fail(Status::InvalidInput(
+        "--executor slurm compiles here for the nodes' GPUs: name them with --arch, e.g. --arch sm_90a"));
+  if (NeedsGpu(*task) && !on_cluster) {
     auto found = GpuAtIndex(SystemGpuProbe(), a.device);
     if (found.ok()) gpu = *found;
     if (a.device < 0) return Fail(Status::InvalidInput(fmt::format("--device {}: not a device index", a.device)));

@@ -341,5 +341,22 @@ TEST_F(SlurmCluster, AnOptimizeRunKilledMidRunResumesInNewAllocations) {
   EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 30), "") << "every allocation cancelled";
 }
 
+TEST_F(SlurmCluster, ACudaEvalNeedsNoGpuWhereKpilotRunsOnlyTheArch) {
+  const fs::path task = testing::SourceDir() / "examples" / "cuda" / "vector_add";
+  std::vector<std::string> args = {"eval",           task.string(),    (task / "reference.cu").string(),
+                                   "--no-store",     "--executor",     "slurm",
+                                   "--slurm-config", config().string()};
+  auto no_arch = testing::RunKpilot(root(), args, 120);
+  EXPECT_EQ(no_arch.exit_code, 2);
+  EXPECT_NE(no_arch.err.find("--arch"), std::string::npos) << no_arch.err;
+  // With the nodes' arch it compiles here and evaluates there: these nodes have no GPU, and that is
+  // the node's answer, not a refusal for this machine's lack of one.
+  args.insert(args.end(), {"--arch", "sm_90a"});
+  auto there = testing::RunKpilot(root(), args, 300);
+  EXPECT_NE(there.err.find("runs on"), std::string::npos) << there.err;
+  EXPECT_EQ(there.err.find("but this machine has"), std::string::npos) << there.err;
+  EXPECT_NE(there.exit_code, 0);
+}
+
 }  // namespace
 }  // namespace kpilot
