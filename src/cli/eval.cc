@@ -312,37 +312,9 @@ Result<ParamValues> ParseDefines(const Task& task, const std::vector<std::string
     size_t eq = d.find('=');
     if (eq == std::string::npos || eq == 0)
       return Status::InvalidInput("-D " + d + ": expected NAME=VALUE, e.g. -D BLOCK=256");
-    std::string name = d.substr(0, eq), value = d.substr(eq + 1);
-    const TunableParam* p = nullptr;
-    for (const auto& tp : task.params)
-      if (tp.name == name) p = &tp;
-    if (!task.params.empty() && !p) {
-      std::string known;
-      for (const auto& tp : task.params) known += (known.empty() ? "" : ", ") + tp.name;
-      return Status::InvalidInput("-D " + d + ": task " + task.name + " declares no param " + name +
-                                  " (its params: " + known + ")");
-    }
-    if (p && std::find(p->values.begin(), p->values.end(), value) == p->values.end()) {
-      std::string allowed;
-      for (const auto& v : p->values) allowed += (allowed.empty() ? "" : ", ") + v;
-      return Status::InvalidInput("-D " + d + ": " + name + " must be one of " + allowed + " (the declared params)");
-    }
-    params[name] = value;
+    params[d.substr(0, eq)] = d.substr(eq + 1);
   }
-  // A constraint is checked when -D sets every param it names. An unset param keeps the
-  // candidate's own #ifndef default, which kpilot does not see (it need not be the first declared
-  // value: transpose's TILE defaults to 32 of [16, 32, 64]).
-  if (params.empty()) return params;
-  for (const auto& c : task.constraints) {
-    auto names = FormulaVariables(c);
-    if (!names.ok()) return names.status();
-    if (!std::all_of(names->begin(), names->end(), [&](const std::string& n) { return params.count(n) > 0; })) continue;
-    auto holds = ConstraintsHold({c}, params);
-    if (!holds.ok()) return holds.status();
-    if (*holds) continue;
-    return Status::InvalidInput("-D " + ParamsText(params) + " breaks the constraint \"" + c + "\" of " + task.name +
-                                "'s task.toml");
-  }
+  if (Status s = CheckParams(task, params); !s.ok()) return Status::InvalidInput("-D " + s.message());
   return params;
 }
 

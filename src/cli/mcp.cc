@@ -133,7 +133,8 @@ int RunMcp(const McpArgs& a) {
     to.skills = &*skills;
   }
 
-  class StderrProgress : public ProgressSink {
+  // The session's events reach the agent as tool results; nothing is printed of them here.
+  class NoProgress : public ProgressSink {
    public:
     void Event(const nlohmann::json&) override {}
   } progress;

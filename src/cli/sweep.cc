@@ -155,6 +155,7 @@ int RunSweep(const SweepArgs& a, Task task) {
     cluster = *config;
   }
   options.needs_gpu = NeedsGpu(task) && !cluster;
+  options.runs_elsewhere = cluster.has_value();
   ProgressLines progress(task.name, a.json);
   auto planned = Sweep::Plan(std::move(task), std::move(options), &progress);
   if (!planned.ok()) return Fail(planned.status());

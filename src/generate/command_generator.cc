@@ -68,6 +68,10 @@ Result<std::string> WriteMcpConfigs(const fs::path& dir, const Task& task, const
   // search evaluates the file it writes in the candidate sandbox, as every draft.
   const char* over = std::getenv("KPILOT_SANDBOX");
   const bool agent_confined = !options.sandbox_runner.empty() && !(over && std::string(over) == "none");
+  // The GPU's timing lock is a file in /tmp, which a confined agent sees only as its private /tmp:
+  // its server's evaluations would time on the GPU while the search's do. A cuda task's confined
+  // agent gets no server.
+  if (agent_confined && task.backend == Backend::kCuda) return std::string();
   if (agent_confined) server["env"] = {{"KPILOT_SANDBOX", "none"}};
   nlohmann::json claude = {{"mcpServers", {{"kpilot", server}}}};
   KPILOT_RETURN_IF_ERROR(WriteFileAtomic(dir / ".mcp.json", claude.dump(2) + "\n"));

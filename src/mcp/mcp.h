@@ -9,8 +9,8 @@
 //               2.0 message in, the reply out. Both eras of MCP: the initialize handshake
 //               (2024-11-05 … 2025-11-25) and the per-request envelope of 2026-07-28
 //               (server/discover, the protocol version in each request's _meta).
-//   ServeStream stdio: newline-delimited messages; pings and cancellations are answered while a
-//               tool runs; the end of the input (the client went away) ends the session.
+//   ServeStream stdio: newline-delimited messages; pings are answered and cancellations recorded
+//               while a tool runs; the end of the input (the client went away) ends the session.
 //   KpilotTools the tools over kpilot's libraries (tools.cc), with the session's limits.
 #pragma once
 
@@ -118,6 +118,8 @@ class Session {
   const std::string& version() const { return version_; }
 
  private:
+  std::optional<nlohmann::json> HandleMessage(const std::string& message, const CallContext& ctx,
+                                              const std::function<void(const nlohmann::json&)>& notify);
   nlohmann::json Dispatch(const nlohmann::json& request, const CallContext& ctx,
                           const std::function<void(const nlohmann::json&)>& notify);
   nlohmann::json Initialize(const nlohmann::json& params);

@@ -22,6 +22,12 @@ json Error(const json& id, int code, const std::string& message, const json& dat
   return {{"jsonrpc", "2.0"}, {"id", id}, {"error", e}};
 }
 
+// A string field of an object, or `otherwise` when it is absent or not a string.
+std::string StringField(const json& object, const char* key, const std::string& otherwise = "") {
+  return object.is_object() && object.contains(key) && object[key].is_string() ? object[key].get<std::string>()
+                                                                               : otherwise;
+}
+
 json Reply(const json& id, json result) { return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}; }
 
 std::string TypeOf(const json& v) {
@@ -102,6 +108,15 @@ Session::Session(ToolSet& tools, ServerInfo info, size_t max_message_bytes)
 
 std::optional<json> Session::Handle(const std::string& message, const CallContext& ctx,
                                     const std::function<void(const json&)>& notify) {
+  try {
+    return HandleMessage(message, ctx, notify);
+  } catch (const std::exception& e) {  // a shape of message the checks below did not foresee
+    return Error(nullptr, kInvalidRequest, std::string("the message could not be read: ") + e.what());
+  }
+}
+
+std::optional<json> Session::HandleMessage(const std::string& message, const CallContext& ctx,
+                                           const std::function<void(const json&)>& notify) {
   if (message.size() > max_message_bytes_)
     return Error(nullptr, kInvalidRequest,
                  fmt::format("message of {} bytes refused: the limit is {} (send a source file's path in `file` "
@@ -112,7 +127,7 @@ std::optional<json> Session::Handle(const std::string& message, const CallContex
     return Error(nullptr, kParseError, "not JSON: each line must hold one JSON-RPC 2.0 message");
   if (request.is_array())
     return Error(nullptr, kInvalidRequest, "JSON-RPC batches are not part of MCP: send one message per line");
-  if (!request.is_object() || request.value("jsonrpc", "") != "2.0")
+  if (!request.is_object() || !request.contains("jsonrpc") || request["jsonrpc"] != "2.0")
     return Error(request.is_object() && request.contains("id") ? request["id"] : json(), kInvalidRequest,
                  "not a JSON-RPC 2.0 message: it needs \"jsonrpc\": \"2.0\"");
   const bool has_id = request.contains("id");
@@ -127,6 +142,8 @@ std::optional<json> Session::Handle(const std::string& message, const CallContex
   if (!has_id) return std::nullopt;  // notifications: initialized, cancelled (ServeStream), progress, …
   if (request.contains("params") && !request["params"].is_object())
     return Error(request["id"], kInvalidParams, "\"params\" must be an object");
+  if (request.contains("params") && request["params"].contains("_meta") && !request["params"]["_meta"].is_object())
+    return Error(request["id"], kInvalidParams, "\"params._meta\" must be an object");
   try {
     return Dispatch(request, ctx, notify);
   } catch (const std::exception& e) {
@@ -148,7 +165,7 @@ json Session::Dispatch(const json& request, const CallContext& ctx, const std::f
     modern_ = true;
     version_ = kModernVersion;
     if (meta.contains(kClientInfoMetaKey) && meta[kClientInfoMetaKey].is_object())
-      client_ = meta[kClientInfoMetaKey].value("name", client_);
+      client_ = StringField(meta[kClientInfoMetaKey], "name", client_);
   }
   if (method == "initialize") return Reply(id, Initialize(params));
   if (method == "server/discover") return Reply(id, Discover());
@@ -161,12 +178,12 @@ json Session::Dispatch(const json& request, const CallContext& ctx, const std::f
 }
 
 json Session::Initialize(const json& params) {
-  const std::string asked = params.value("protocolVersion", "");
+  const std::string asked = StringField(params, "protocolVersion");
   const auto& known = HandshakeVersions();
   version_ = std::find(known.begin(), known.end(), asked) != known.end() ? asked : known.back();
   modern_ = false;
   if (params.contains("clientInfo") && params["clientInfo"].is_object())
-    client_ = params["clientInfo"].value("name", "");
+    client_ = StringField(params["clientInfo"], "name");
   json r = {{"protocolVersion", version_},
             {"capabilities", {{"tools", {{"listChanged", false}}}}},
             {"serverInfo", {{"name", info_.name}, {"version", info_.version}}}};

@@ -78,23 +78,30 @@ class Channel {
   bool closed_ = false;
 };
 
-// What the reader thread answers itself: a ping (so a client's keep-alive is answered while a
-// long evaluation runs) and a cancellation. True when `line` was one of those.
+// What the reader thread takes itself: a ping, answered at once (so a client's keep-alive is
+// answered while a long evaluation runs), and a cancellation, recorded for the running call. True
+// when `line` was one of those.
 bool Intercept(const std::string& line, Channel& channel) {
   json m = json::parse(line, nullptr, false);
-  if (!m.is_object() || m.value("jsonrpc", "") != "2.0" || !m.contains("method") || !m["method"].is_string())
+  // Anything not plainly a well-formed ping or cancellation goes to the session, which answers
+  // what is wrong with it.
+  if (!m.is_object() || !m.contains("jsonrpc") || m["jsonrpc"] != "2.0" || !m.contains("method") ||
+      !m["method"].is_string())
     return false;
   const std::string method = m["method"];
-  if (method == "ping" && m.contains("id")) {
+  const json params = m.contains("params") && m["params"].is_object() ? m["params"] : json::object();
+  if (m.contains("params") && !m["params"].is_object()) return false;
+  if (params.contains("_meta") && !params["_meta"].is_object()) return false;
+  if (method == "ping" && m.contains("id") && (m["id"].is_string() || m["id"].is_number_integer())) {
     json result = json::object();
-    const json meta = m.value("params", json::object()).value("_meta", json::object());
-    if (meta.contains("io.modelcontextprotocol/protocolVersion")) result["resultType"] = "complete";
+    if (params.contains("_meta") && params["_meta"].is_object() &&
+        params["_meta"].contains("io.modelcontextprotocol/protocolVersion"))
+      result["resultType"] = "complete";
     channel.Write({{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", result}});
     return true;
   }
   if (method == "notifications/cancelled" && !m.contains("id")) {
-    const json p = m.value("params", json::object());
-    if (p.contains("requestId")) channel.Cancel(p["requestId"].dump());
+    if (params.contains("requestId")) channel.Cancel(params["requestId"].dump());
     return true;
   }
   return false;
@@ -114,7 +121,13 @@ void ReadLines(int in_fd, Channel& channel) {
       start = nl + 1;
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.find_first_not_of(" \t") == std::string::npos) continue;
-      if (!Intercept(line, channel)) channel.Push(std::move(line));
+      bool taken = false;
+      try {
+        taken = Intercept(line, channel);
+      } catch (const std::exception&) {
+        // A message that breaks the quick look is the session's to answer.
+      }
+      if (!taken) channel.Push(std::move(line));
     }
     pending.erase(0, start);
   }

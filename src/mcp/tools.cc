@@ -3,6 +3,7 @@
 // with text for the model and the same as JSON.
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include "generate/code_tools.h"
 #include "generate/prompt.h"
 #include "mcp/mcp.h"
+#include "task/loader.h"
 
 namespace kpilot::mcp {
 
@@ -78,7 +80,9 @@ struct KpilotTools::Impl {
   KpilotToolsOptions options;
   std::unique_ptr<CodeTools> code;
   std::unique_ptr<AgentRun> agent_run;
+  Status start_status;
   int profiles = 0;
+  std::set<int64_t> profiled;  // nodes profiled with counters in this session
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 };
 
@@ -175,9 +179,15 @@ std::vector<ToolSpec> KpilotTools::Tools() const {
 
 Result<AgentRun*> KpilotTools::Impl::Run(const std::string& client, const CallContext& ctx) {
   if (agent_run) return agent_run.get();
-  if (!run_options.from.empty()) ctx.progress(0, 0, "evaluating the starting candidate " + run_options.from);
+  // A start that failed (the starting candidate's evaluation could not run) is not tried again
+  // with a new run at every call.
+  if (!start_status.ok()) return start_status;
+  if (!run_options.from.empty()) ctx.progress(0, 2, "evaluating the starting candidate " + run_options.from);
   auto started = AgentRun::Start(deps, run_options, {client, options.start_params, options.context});
-  if (!started.ok()) return started.status();
+  if (!started.ok()) {
+    start_status = started.status().WithContext("starting the session's run");
+    return start_status;
+  }
   agent_run = std::move(started).value();
   return agent_run.get();
 }
@@ -225,7 +235,8 @@ Result<ToolResult> KpilotTools::Call(const std::string& name, const json& a, con
       j["evaluations_left"] = std::max(0, m.options.limits.max_evaluations - (*run)->evaluations());
     r = Answer(j.dump(1), j);
   }
-  // Every call is recorded in the session's run (sources by size, not text).
+  // Every call once the session's run exists is recorded in it (sources by size, not text); the
+  // run starts at the first call that needs it.
   if (m.agent_run) {
     json args = a;
     if (args.contains("source") && args["source"].is_string())
@@ -290,7 +301,8 @@ Result<ToolResult> KpilotTools::Impl::DescribeTask() {
       "## This session\n\n{}Limits: {} evaluations, {} profiles{}. Every evaluation becomes a node (the starting "
       "candidate is node 0 when there is one); call finish at the end.\n",
       run_options.from.empty() ? "" : "Starting candidate: " + run_options.from + " (node 0; get_source 0).\n",
-      options.limits.max_evaluations, options.limits.max_profiles,
+      options.limits.max_evaluations > 0 ? std::to_string(options.limits.max_evaluations) : "no limit of",
+      options.limits.max_profiles > 0 ? std::to_string(options.limits.max_profiles) : "no limit of",
       options.limits.max_wall_s > 0 ? fmt::format(", {:.0f} s of wall time", options.limits.max_wall_s) : "");
   j["text"] = text;
   return Answer(text, j);
@@ -311,7 +323,7 @@ Result<std::string> KpilotTools::Impl::SourceArgument(const json& a, std::string
   std::filesystem::path root = std::filesystem::weakly_canonical(options.workspace);
   std::filesystem::path p = std::filesystem::weakly_canonical(root / a["file"].get<std::string>());
   auto rel = p.lexically_relative(root);
-  if (rel.empty() || rel.string().rfind("..", 0) == 0)
+  if (rel.empty() || *rel.begin() == ".." || a["file"].get_ref<const std::string&>().find('\0') != std::string::npos)
     return Status::InvalidInput("file " + a["file"].get<std::string>() + " is outside the workspace " + root.string());
   std::error_code ec;
   if (!std::filesystem::is_regular_file(p, ec))
@@ -339,22 +351,15 @@ Result<ToolResult> KpilotTools::Impl::Evaluate(const json& a, const std::string&
   if (a.contains("params"))
     for (const auto& [k, v] : a["params"].items()) d.params[k] = v.get<std::string>();
   if (a.contains("parent")) d.parent = a["parent"].get<int64_t>();
-  for (const auto& [k, v] : d.params) {
-    if (task.params.empty()) break;
-    auto p = std::find_if(task.params.begin(), task.params.end(), [&](const TunableParam& t) { return t.name == k; });
-    if (p == task.params.end()) return Status::InvalidInput("param " + k + " is not declared by task " + task.name);
-    if (std::find(p->values.begin(), p->values.end(), v) == p->values.end())
-      return Status::InvalidInput("param " + k + "=" + v + ": must be one of " +
-                                  fmt::format("{}", fmt::join(p->values, ", ")));
-  }
+  if (Status s = CheckParams(task, d.params); !s.ok()) return Status::InvalidInput("params " + s.message());
   auto run = Run(client, ctx);
   if (!run.ok()) return run.status();
   if (Status s = Spent(true); !s.ok()) return s;
   if (ctx.cancelled()) return Status::Unavailable("the client cancelled the call");
-  ctx.progress(0, 1, "compiling, checking and timing " + d.source_name);
+  ctx.progress(1, 2, "compiling, checking and timing " + d.source_name);
   auto step = (*run)->Evaluate(d);
   if (!step.ok()) return step.status();
-  ctx.progress(1, 1, "done");
+  ctx.progress(2, 2, "done");
   const Evaluation& e = step->evaluation;
   json timings = json::array();
   for (const auto& t : e.timings)
@@ -365,12 +370,7 @@ Result<ToolResult> KpilotTools::Impl::Evaluate(const json& a, const std::string&
                        {"speedup", t.speedup.ratio},
                        {"ci", CiJson(t.speedup.ci)}});
   json resources = json::array();
-  for (const auto& r : e.compile.resources)
-    resources.push_back({{"kernel", r.name},
-                         {"registers", r.registers},
-                         {"shared_bytes", r.shared_bytes},
-                         {"spill_stores", r.spill_stores},
-                         {"spill_loads", r.spill_loads}});
+  for (const auto& r : e.compile.resources) resources.push_back(ToJson(r));
   json j = {{"node", step->node},
             {"parent", step->parent},
             {"verdict", VerdictName(e.verdict.kind)},
@@ -430,11 +430,18 @@ Result<ToolResult> KpilotTools::Impl::Profile(const json& a, const std::string& 
   auto history = (*run)->History();
   if (history.empty()) return Status::InvalidInput("there is no node to profile yet: evaluate a candidate first");
   const int64_t node = a.contains("node") ? a["node"].get<int64_t>() : history.back()["node"].get<int64_t>();
-  if (Status s = Spent(false); !s.ok()) return s;
-  ctx.progress(0, 1, fmt::format("profiling node {}", node));
+  // Only counter profiles made now count against the limit; static findings and a profile
+  // already made cost nothing.
+  const bool profiled_before = profiled.count(node) > 0;
+  if (!profiled_before)
+    if (Status s = Spent(false); !s.ok()) return s;
+  ctx.progress(1, 2, fmt::format("profiling node {}", node));
   auto p = (*run)->Profile(node);
   if (!p.ok()) return p.status();
-  if ((*p)["profiled_with"] == "counters") ++profiles;
+  if ((*p)["profiled_with"] == "counters" && !profiled_before) {
+    ++profiles;
+    profiled.insert(node);
+  }
   std::string text =
       fmt::format("node {}: {} (profiled with {}{})\n", node,
                   (*p)["class"].get<std::string>().empty() ? "class unknown" : (*p)["class"].get<std::string>(),
@@ -502,7 +509,7 @@ Result<ToolResult> KpilotTools::Impl::GetSource(const json& a, const std::string
 Result<ToolResult> KpilotTools::Impl::Finish(const std::string& client, const CallContext& ctx) {
   auto run = Run(client, ctx);
   if (!run.ok()) return run.status();
-  ctx.progress(0, 1, "evaluating the best once more");
+  ctx.progress(1, 2, "evaluating the best once more");
   auto res = (*run)->Finish("the agent finished");
   if (!res.ok()) return res.status();
   json j = {{"run", res->run_id}, {"evaluations", res->evaluations}};

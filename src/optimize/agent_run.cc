@@ -56,7 +56,7 @@ struct AgentRun::State {
   std::map<std::string, int64_t> seen;  // object sha → the node evaluated from it
   int64_t next_node = 0, last_node = -1, incumbent = -1;
   int evaluations = 0;
-  bool finished = false, abandoned = false;
+  bool finished = false, abandoned = false, stop_recorded = false;
   // Declared last: destroyed first, waiting for the profiles still running (they borrow the above).
   CounterProfiles counters;
 };
@@ -310,12 +310,7 @@ Result<json> AgentRun::Profile(int64_t node) {
   j["findings"] = findings;
   if (auto it = s_->evaluations_by_node.find(node); it != s_->evaluations_by_node.end()) {
     json resources = json::array();
-    for (const auto& r : it->second->compile.resources)
-      resources.push_back({{"kernel", r.name},
-                           {"registers", r.registers},
-                           {"shared_bytes", r.shared_bytes},
-                           {"spill_stores", r.spill_stores},
-                           {"spill_loads", r.spill_loads}});
+    for (const auto& r : it->second->compile.resources) resources.push_back(ToJson(r));
     if (!resources.empty()) j["resources"] = resources;
   }
   return j;
@@ -361,8 +356,12 @@ Result<OptimizeResult> AgentRun::Finish(const std::string& reason) {
   res.run_id = s_->run_id;
   res.evaluations = s_->evaluations;
   const int64_t best = s_->incumbent;
-  KPILOT_RETURN_IF_ERROR(
-      s_->events.Add("stop", {{"reason", reason}, {"evaluations", s_->evaluations}, {"best", best}}));
+  // One stop event, even when the final evaluation fails and Finish (or Abandon) comes again.
+  if (!s_->stop_recorded) {
+    KPILOT_RETURN_IF_ERROR(
+        s_->events.Add("stop", {{"reason", reason}, {"evaluations", s_->evaluations}, {"best", best}}));
+    s_->stop_recorded = true;
+  }
   RunRecord run;
   run.id = s_->run_id;
   run.status = "finished";
@@ -398,7 +397,8 @@ Result<OptimizeResult> AgentRun::Finish(const std::string& reason) {
 Status AgentRun::Abandon(const std::string& reason) {
   if (s_->finished || s_->abandoned) return Status::Ok();
   s_->abandoned = true;
-  (void)s_->events.Add("stop", {{"reason", reason}, {"evaluations", s_->evaluations}, {"best", s_->incumbent}});
+  if (!s_->stop_recorded)
+    (void)s_->events.Add("stop", {{"reason", reason}, {"evaluations", s_->evaluations}, {"best", s_->incumbent}});
   RunRecord run;
   run.id = s_->run_id;
   run.status = "interrupted";

@@ -1,6 +1,7 @@
-// The sweep's evaluation: compiled objects in batches, one kpilot-runner process per batch (or
-// the torch worker per object), with the recovery docs/sweep.md describes ("Failures inside a
-// batch"): a batch whose process died is retried one object per process.
+// The sweep's evaluation: compiled objects in batches, one kpilot-runner process per batch, or
+// with SweepEnv::channels one queue per channel (a Slurm allocation each), or the torch worker
+// per object; with the recovery docs/sweep.md describes ("Failures inside a batch"): a batch
+// whose process died is retried one object per process.
 #include <algorithm>
 #include <thread>
 
@@ -25,7 +26,10 @@ EvalOptions SweepRun::Options() const {
   opt.draw = false;  // a space's verdicts stay the same from one sweep to the next
   opt.timing.max_seconds = options_.max_seconds;
   opt.device = options_.device;
-  opt.calibration = calibration_;
+  {
+    std::lock_guard<std::mutex> io(io_mu_);  // a queue may be storing the ceilings a runner measured
+    opt.calibration = calibration_;
+  }
   return opt;
 }
 
@@ -204,8 +208,17 @@ Status SweepRun::EvaluateQueue(std::unique_ptr<RunnerChannel>* channel, size_t q
       cv_.notify_all();
     }
     std::lock_guard<std::mutex> io(io_mu_);
-    if (Status s = Journal(shas); !s.ok()) return s.WithContext("journaling the results");
-    if (Status s = SaveIfDue(); !s.ok()) return s.WithContext("writing " + out_.string());
+    Status written = Journal(shas);
+    if (written.ok())
+      written = SaveIfDue().WithContext("writing " + out_.string());
+    else
+      written = written.WithContext("journaling the results");
+    if (!written.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopped_ = true;  // the other queues stop too
+      cv_.notify_all();
+      return written;
+    }
     observer_->BatchEvaluated(batch.size() - again.size(), SecondsSince(t0), Progress());
   }
 }

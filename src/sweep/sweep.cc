@@ -79,7 +79,8 @@ Status SweepRun::Prepare() {
                 : task_.dir.string() + "/task.toml declares no [params]") +
         ": a sweep needs a tunable space — add a [params] table to task.toml or a /* kpilot-params */ block to the "
         "candidate (see docs/task-format.md)");
-  std::string want_ext = task_.backend == Backend::kCuda && options_.needs_gpu ? ".cu" : ".cpp";
+  std::string want_ext =
+      task_.backend == Backend::kCuda && (options_.needs_gpu || options_.runs_elsewhere) ? ".cu" : ".cpp";
   if (!std::filesystem::exists(options_.candidate)) return Status::NotFound(candidate + ": no such candidate file");
   if (options_.candidate.extension() != want_ext)
     return Status::InvalidInput(candidate + ": task " + task_.name + " uses the " +
@@ -145,6 +146,7 @@ Status SweepRun::Open(ProcessRunner& processes) {
   header_["toolchain"] = {{"nvcc", NvccVersion(processes)}, {"gxx", GxxVersion(processes)}};
   header_["timing"] = {
       {"max_seconds", options_.max_seconds}, {"seeds_checked", {kSweepSeed}}, {"batch", options_.batch}};
+  if (options_.runs_elsewhere) header_["executor"] = "slurm";  // timed on the cluster's nodes, not here
   if (task_.backend == Backend::kHost)
     header_["gpu"] = HostDescription();
   else if (!header_.contains("gpu") && gpu_)
@@ -182,6 +184,9 @@ Result<SweepSummary> SweepRun::Run(const SweepEnv& env) {
   copts.cutlass = task_.cutlass;
   if (gpu_) calibration_ = env.calibration;
 
+  if (env.channels && task_.reference.kind == ReferenceKind::kPython)
+    return Status::InvalidInput("task " + task_.name +
+                                " is PyTorch-defined: its torch worker runs here, so its sweep cannot go to a cluster");
   if (!options_.compile_only && task_.reference.kind == ReferenceKind::kPython) {
     if (!env.python)
       return Status::Internal("task " + task_.name + " is PyTorch-defined, and the sweep has no torch worker");

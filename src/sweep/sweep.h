@@ -58,6 +58,9 @@ struct SweepOptions {
   // Whether evaluating the task needs a GPU here: kpilot's cuda backend does, and so does a
   // PyTorch-defined cuda task unless the torch device is the cpu. Its candidates are then .cu files.
   bool needs_gpu = false;
+  // The batches run elsewhere (SweepEnv::channels: on a cluster's nodes): no GPU is needed here,
+  // but a cuda task's candidates are still .cu files, compiled for `arch`.
+  bool runs_elsewhere = false;
 };
 
 // The best passed configuration so far, by speedup over the task's baseline.

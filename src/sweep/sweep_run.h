@@ -108,7 +108,7 @@ class SweepRun {
   Status compile_status_;  // kpilot's own failure (no compiler, …)
   bool stopped_ = false;   // stop_after_s, or evaluation failed
   // The space file's header, the journal, the saves and the observer, shared by the queues.
-  std::mutex io_mu_;
+  mutable std::mutex io_mu_;
   Clock::time_point start_ = Clock::now();
   Clock::time_point saved_at_ = Clock::now();
 };

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/fs.h"
+#include "task/formula.h"
 #include "task/loader.h"
 #include "task/loader_internal.h"
 
@@ -75,6 +76,38 @@ Status AdoptCandidateParams(Task* task, const std::filesystem::path& candidate) 
   if (!declared.ok()) return declared.status();
   task->params = std::move(declared->params);
   task->constraints = std::move(declared->constraints);
+  return Status::Ok();
+}
+
+Status CheckParams(const Task& task, const ParamValues& params) {
+  for (const auto& [name, value] : params) {
+    if (task.params.empty()) break;
+    auto p =
+        std::find_if(task.params.begin(), task.params.end(), [&](const TunableParam& t) { return t.name == name; });
+    if (p == task.params.end()) {
+      std::string known;
+      for (const auto& tp : task.params) known += (known.empty() ? "" : ", ") + tp.name;
+      return Status::InvalidInput(name + "=" + value + ": task " + task.name + " declares no param " + name +
+                                  " (its params: " + known + ")");
+    }
+    if (std::find(p->values.begin(), p->values.end(), value) == p->values.end()) {
+      std::string allowed;
+      for (const auto& v : p->values) allowed += (allowed.empty() ? "" : ", ") + v;
+      return Status::InvalidInput(name + "=" + value + ": " + name + " must be one of " + allowed +
+                                  " (the declared params)");
+    }
+  }
+  if (params.empty()) return Status::Ok();
+  for (const auto& c : task.constraints) {
+    auto names = FormulaVariables(c);
+    if (!names.ok()) return names.status();
+    if (!std::all_of(names->begin(), names->end(), [&](const std::string& n) { return params.count(n) > 0; })) continue;
+    auto holds = ConstraintsHold({c}, params);
+    if (!holds.ok()) return holds.status();
+    if (!*holds)
+      return Status::InvalidInput(ParamsText(params) + " breaks the constraint \"" + c + "\" of " + task.name +
+                                  "'s task.toml");
+  }
   return Status::Ok();
 }
 

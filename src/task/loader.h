@@ -41,4 +41,11 @@ Result<CandidateParams> ReadCandidateParams(const std::filesystem::path& source)
 // params win. Errors are the candidate's block's.
 Status AdoptCandidateParams(Task* task, const std::filesystem::path& candidate);
 
+// Params given for a candidate of `task` (-D flags, an agent's evaluate) checked against its
+// declared params: each name declared (when any is), each value one of its values, and every
+// constraint whose params are all given held. An unset param keeps the candidate's own #ifndef
+// default, which kpilot does not see, so a constraint naming one is not checked. InvalidInput
+// "NAME=VALUE: …" or "PARAMS breaks the constraint …" otherwise.
+Status CheckParams(const Task& task, const ParamValues& params);
+
 }  // namespace kpilot

@@ -2,6 +2,10 @@
 // checker: negotiation in both eras, errors for every kind of bad message, tool results and
 // progress notifications.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <thread>
 
 #include "mcp/mcp.h"
 
@@ -152,6 +156,49 @@ TEST(CheckArguments, Bounds) {
             std::string::npos);
   EXPECT_NE(CheckArguments(spec, {{"text", "x"}, {"n", 0}}).message().find("at least 1"), std::string::npos);
   EXPECT_NE(CheckArguments(spec, {{"text", "x"}, {"n", 1.5}}).message().find("must be an integer"), std::string::npos);
+}
+
+// ServeStream over pipes: lines of every bad shape reach the session (or the reader's quick look)
+// without ending the server; pings are answered; the end of the input ends it.
+TEST(ServeStream, SurvivesEveryMalformedLineAndEndsWithItsInput) {
+  int in[2], out[2];
+  ASSERT_EQ(pipe(in), 0);
+  ASSERT_EQ(pipe(out), 0);
+  EchoTools tools;
+  Session session(tools, ServerInfo{});
+  std::thread server([&] { EXPECT_TRUE(ServeStream(session, in[0], out[1]).ok()); });
+  const std::string lines =
+      "{\"jsonrpc\":2,\"id\":1,\"method\":\"ping\"}\n"
+      "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":[]}\n"
+      "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"_meta\":5}}\n"
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":7}\n"
+      "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{\"protocolVersion\":3,"
+      "\"clientInfo\":{\"name\":[]}}}\n"
+      "\xff\xfe not even text\n"
+      "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\n";
+  ASSERT_EQ(write(in[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  close(in[1]);
+  server.join();
+  close(out[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  close(in[0]);
+  close(out[0]);
+  std::map<std::string, json> by_id;
+  int lines_out = 0;
+  for (size_t start = 0, nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+    json m = json::parse(text.substr(start, nl - start));
+    by_id[m["id"].dump()] = m;
+    ++lines_out;
+  }
+  EXPECT_EQ(lines_out, 6) << text;  // every request answered once; the notification not at all
+  EXPECT_EQ(by_id["1"]["error"]["code"], kInvalidRequest);
+  EXPECT_EQ(by_id["2"]["error"]["code"], kInvalidParams);
+  EXPECT_EQ(by_id["3"]["error"]["code"], kInvalidParams);
+  EXPECT_EQ(by_id["4"]["result"]["protocolVersion"], HandshakeVersions().back());
+  EXPECT_EQ(by_id["null"]["error"]["code"], kParseError);
+  EXPECT_TRUE(by_id["5"]["result"].is_object());
 }
 
 }  // namespace
