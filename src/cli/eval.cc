@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "core/fs.h"
 #include "core/sha256.h"
+#include "core/text.h"
 #include "device/device.h"
 #include "harness/harness.h"
 #include "pytorch/pytorch.h"
@@ -48,12 +49,6 @@ std::string Pct(const SampleSummary& s, const std::string& statistic) {
   if (statistic == "mean")
     return s.mean > 0 ? fmt::format("{:.1f}%", 100 * (s.mean_ci.hi - s.mean_ci.lo) / 2 / s.mean) : "-";
   return s.median > 0 ? fmt::format("{:.1f}%", 100 * s.RelativeHalfWidth()) : "-";
-}
-
-std::string FormatMs(double ms) {
-  if (ms >= 100) return fmt::format("{:.1f} ms", ms);
-  if (ms >= 1) return fmt::format("{:.3f} ms", ms);
-  return fmt::format("{:.2f} µs", ms * 1000);
 }
 
 void PrintTable(const Evaluation& e, const std::string& stored) {

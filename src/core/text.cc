@@ -3,7 +3,15 @@
 #include <cstdio>
 #include <ctime>
 
+#include <fmt/format.h>
+
 namespace kpilot {
+
+std::string FormatMs(double ms) {
+  if (ms >= 100) return fmt::format("{:.1f} ms", ms);
+  if (ms >= 1) return fmt::format("{:.3f} ms", ms);
+  return fmt::format("{:.2f} µs", ms * 1000);
+}
 
 std::string Trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t\r\n");

@@ -9,6 +9,9 @@ namespace kpilot {
 // `s` without leading and trailing white space (space, tab, CR, LF).
 std::string Trim(const std::string& s);
 
+// A kernel time for people: "123.4 ms", "1.234 ms", "56.78 µs".
+std::string FormatMs(double ms);
+
 // How much of a UTC timestamp FormatUtc writes.
 enum class UtcPrecision {
   kDate,     // 2026-11-30

@@ -68,6 +68,8 @@ struct Evaluation {
 };
 
 nlohmann::json ToJson(const Evaluation& e);
+// A confidence interval as [lo, hi].
+nlohmann::json ToJson(const Interval& ci);
 
 // The whole Evaluation as a record, and back, exactly. ToJson above is the report; the record
 // also keeps what it leaves out (compile log, SASS, object path, the runner's raw result), so

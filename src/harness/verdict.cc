@@ -116,6 +116,8 @@ void SummarizeTimings(const RunResult& run, Evaluation* e) {
   e->speedup_geomean_ci = {GeometricMean(los), GeometricMean(his)};
 }
 
+nlohmann::json ToJson(const Interval& ci) { return nlohmann::json::array({ci.lo, ci.hi}); }
+
 nlohmann::json ToJson(const Evaluation& e) {
   // The trials' input seeds, in the order they ran (drawn per evaluation unless given: --seed
   // reproduces them).
@@ -170,7 +172,7 @@ nlohmann::json ToJson(const Evaluation& e) {
             {"cutlass_version", e.compile.cutlass_version}}},
           {"timings", timings},
           {"speedup_geomean", e.speedup_geomean},
-          {"speedup_geomean_ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}},
+          {"speedup_geomean_ci", ToJson(e.speedup_geomean_ci)},
           {"sandbox", SandboxJson(e.run)},
           {"seeds", seeds},
           {"wall_s", {{"compile", e.compile_s}, {"run", e.run_s}, {"total", e.total_s}}},

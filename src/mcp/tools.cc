@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/fs.h"
+#include "core/text.h"
 #include "generate/code_tools.h"
 #include "generate/prompt.h"
 #include "mcp/mcp.h"
@@ -29,14 +30,6 @@ json Schema(json properties, std::vector<std::string> required = {}) {
 json Prop(const std::string& type, const std::string& description) {
   return {{"type", type}, {"description", description}};
 }
-
-std::string Ms(double ms) {
-  if (ms >= 100) return fmt::format("{:.1f} ms", ms);
-  if (ms >= 1) return fmt::format("{:.3f} ms", ms);
-  return fmt::format("{:.2f} µs", ms * 1000);
-}
-
-json CiJson(const Interval& ci) { return json::array({ci.lo, ci.hi}); }
 
 json FindingsJson(const std::vector<Finding>& findings, size_t limit) {
   json a = json::array();
@@ -368,7 +361,7 @@ Result<ToolResult> KpilotTools::Impl::Evaluate(const json& a, const std::string&
                        {"baseline_ms", t.baseline_reported_ms},
                        {"statistic", t.statistic},
                        {"speedup", t.speedup.ratio},
-                       {"ci", CiJson(t.speedup.ci)}});
+                       {"ci", ToJson(t.speedup.ci)}});
   json resources = json::array();
   for (const auto& r : e.compile.resources) resources.push_back(ToJson(r));
   json j = {{"node", step->node},
@@ -378,7 +371,7 @@ Result<ToolResult> KpilotTools::Impl::Evaluate(const json& a, const std::string&
             {"evidence", e.verdict.evidence},
             {"baseline", e.baseline},
             {"speedup", e.speedup_geomean},
-            {"ci", CiJson(e.speedup_geomean_ci)},
+            {"ci", ToJson(e.speedup_geomean_ci)},
             {"timings", timings},
             {"resources", resources},
             {"class", step->bottleneck},
@@ -392,7 +385,7 @@ Result<ToolResult> KpilotTools::Impl::Evaluate(const json& a, const std::string&
   if (!step->promotion.empty()) j["promotion"] = step->promotion;
   if (step->promotion == "promoted" || step->promotion == "rejected") {
     j["paired_speedup_over_best"] = step->paired_speedup;
-    j["paired_ci"] = CiJson(step->paired_ci);
+    j["paired_ci"] = ToJson(step->paired_ci);
   }
   if (options.limits.max_evaluations > 0)
     j["evaluations_left"] = std::max(0, options.limits.max_evaluations - (*run)->evaluations());
@@ -406,8 +399,9 @@ Result<ToolResult> KpilotTools::Impl::Evaluate(const json& a, const std::string&
   else if (!e.verdict.passed() && !e.verdict.evidence.empty())
     text += "evidence: " + e.verdict.evidence.dump() + "\n";
   for (const auto& t : e.timings)
-    text += fmt::format("  {}: {} vs {} {} → {:.3f}× [{:.3f}, {:.3f}]\n", t.workload, Ms(t.candidate_reported_ms),
-                        e.baseline, Ms(t.baseline_reported_ms), t.speedup.ratio, t.speedup.ci.lo, t.speedup.ci.hi);
+    text +=
+        fmt::format("  {}: {} vs {} {} → {:.3f}× [{:.3f}, {:.3f}]\n", t.workload, FormatMs(t.candidate_reported_ms),
+                    e.baseline, FormatMs(t.baseline_reported_ms), t.speedup.ratio, t.speedup.ci.lo, t.speedup.ci.hi);
   if (!e.timings.empty())
     text += fmt::format("geomean speedup over {}: {:.3f}× [{:.3f}, {:.3f}]\n", e.baseline, e.speedup_geomean,
                         e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi);
@@ -522,7 +516,7 @@ Result<ToolResult> KpilotTools::Impl::Finish(const std::string& client, const Ca
   } else {
     j["best"] = {{"node", res->best_node},
                  {"speedup", res->final.speedup_geomean},
-                 {"ci", CiJson(res->final.speedup_geomean_ci)},
+                 {"ci", ToJson(res->final.speedup_geomean_ci)},
                  {"params", res->best_params}};
     text = fmt::format(
         "run {} finished: best node {}, evaluated once more at {:.3f}× [{:.3f}, {:.3f}] over {}.\n"

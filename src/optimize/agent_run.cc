@@ -16,8 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-json CiJson(const Interval& ci) { return json::array({ci.lo, ci.hi}); }
-
 std::string NodeIds(const NodeMap& data) {
   std::string s;
   for (const auto& [id, n] : data) s += (s.empty() ? "" : ", ") + std::to_string(id);
@@ -269,7 +267,7 @@ json AgentRun::State::NodeJson(int64_t id) const {
             {"verdict", VerdictName(n.verdict)},
             {"speedup", n.speedup}};
   if (auto it = evaluations_by_node.find(id); it != evaluations_by_node.end() && n.passed())
-    j["ci"] = CiJson(it->second->speedup_geomean_ci);
+    j["ci"] = ToJson(it->second->speedup_geomean_ci);
   if (!n.passed()) j["why"] = n.verdict_summary;
   return j;
 }
@@ -384,7 +382,7 @@ Result<OptimizeResult> AgentRun::Finish(const std::string& reason) {
     KPILOT_RETURN_IF_ERROR(s_->events.Add("final", {{"node", best},
                                                     {"verdict", VerdictName(r.evaluation.verdict.kind)},
                                                     {"speedup", r.evaluation.speedup_geomean},
-                                                    {"ci", CiJson(r.evaluation.speedup_geomean_ci)},
+                                                    {"ci", ToJson(r.evaluation.speedup_geomean_ci)},
                                                     {"times", s_->events.Times(r)},
                                                     {"evaluation", ToJson(r.evaluation)}}));
     run.best_speedup = r.evaluation.verdict.passed() ? r.evaluation.speedup_geomean : 0;

@@ -198,7 +198,7 @@ GateOutcome DecideGate(const OptimizeOptions& opts, int64_t node, int64_t incumb
   json payload = {{"node", node},
                   {"incumbent", incumbent},
                   {"paired_speedup", e.speedup_geomean},
-                  {"ci", {e.speedup_geomean_ci.lo, e.speedup_geomean_ci.hi}},
+                  {"ci", ToJson(e.speedup_geomean_ci)},
                   {"times", times}};
   if (opts.objective == Objective::kMix) {
     payload["joules_ratio"] = gate.joules_ratio;
