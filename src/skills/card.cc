@@ -10,32 +10,10 @@
 #include "skills/skills.h"
 #include "skills/text.h"
 
+#include "skills/card_reader.h"
+
 namespace kpilot {
-namespace {
-
-const std::vector<std::string> kRequiredFields = {"name",          "description", "id",       "intent", "anchor",
-                                                  "preconditions", "effect",      "risks",    "scope",  "requires",
-                                                  "provides",      "conflicts",   "triggers", "params"};
-
-// A plain Agent Skill's front matter may hold these besides `name` and `description` (the Agent
-// Skills format's optional fields); any field of kpilot's makes it a kpilot card, validated whole.
-const std::vector<std::string> kPlainSkillOptionalFields = {"license", "allowed-tools", "metadata", "compatibility"};
-
-bool IsPlainSkill(const YAML::Node& root) {
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
-    if (k != "name" && k != "description" &&
-        std::find(kPlainSkillOptionalFields.begin(), kPlainSkillOptionalFields.end(), k) ==
-            kPlainSkillOptionalFields.end())
-      return false;
-  }
-  return true;
-}
-
-// The body's sections, in order; the last is matched as a prefix and must say it is an example.
-const std::vector<std::string> kSections = {"## Recipe", "## Preconditions", "## Before / After",
-                                            "## Example configuration"};
-constexpr char kExampleNote[] = "(example, not a precondition)";
+namespace card_internal {
 
 bool IsKebab(const std::string& s) {
   static const std::regex kKebab("^[a-z0-9]+(-[a-z0-9]+)*$");
@@ -81,52 +59,37 @@ nlohmann::json YamlToJson(const YAML::Node& n) {
   return s;
 }
 
-class CardReader {
- public:
-  CardReader(std::filesystem::path file, const ValidationOptions& options, std::vector<SkillProblem>* problems)
-      : file_(std::move(file)), options_(options), problems_(problems) {}
+}  // namespace card_internal
 
-  // Parses `text`; true when the card has no problem.
-  bool Read(const std::string& text, const std::string& folder, SkillCard* card);
+namespace {
 
- private:
-  void Problem(int line, std::string field, std::string message, std::string fix = "") {
-    problems_->push_back({file_, line, std::move(field), std::move(message), std::move(fix)});
-    ++count_;
+const std::vector<std::string> kRequiredFields = {"name",          "description", "id",       "intent", "anchor",
+                                                  "preconditions", "effect",      "risks",    "scope",  "requires",
+                                                  "provides",      "conflicts",   "triggers", "params"};
+
+// A plain Agent Skill's front matter may hold these besides `name` and `description` (the Agent
+// Skills format's optional fields); any field of kpilot's makes it a kpilot card, validated whole.
+const std::vector<std::string> kPlainSkillOptionalFields = {"license", "allowed-tools", "metadata", "compatibility"};
+
+bool IsPlainSkill(const YAML::Node& root) {
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
+    if (k != "name" && k != "description" &&
+        std::find(kPlainSkillOptionalFields.begin(), kPlainSkillOptionalFields.end(), k) ==
+            kPlainSkillOptionalFields.end())
+      return false;
   }
-  // The file line of a node of the front matter (which starts on line 2), or `fallback`.
-  int Line(const YAML::Node& n, int fallback) const { return n.Mark().line >= 0 ? n.Mark().line + 2 : fallback; }
-  // The keys of a mapping (first occurrence each); reports duplicates, missing and unknown keys.
-  std::map<std::string, YAML::Node> Keys(const YAML::Node& map, const std::string& field,
-                                         const std::vector<std::string>& required,
-                                         const std::vector<std::string>& optional, int line);
-  std::optional<std::string> Text(const YAML::Node& n, const std::string& field, int line, bool allow_empty = false);
-  std::optional<std::vector<std::string>> TextList(const YAML::Node& n, const std::string& field, int line,
-                                                   bool allow_empty);
-  // The entries of `list` that are not in `known`, each reported with a fix.
-  void CheckKnown(const YAML::Node& list_node, const std::vector<std::string>& list, const std::string& field,
-                  const std::vector<std::string>& known, const std::string& what, const std::string& where_listed);
+  return true;
+}
 
-  void ReadIdentity(const std::map<std::string, YAML::Node>& f, const std::string& folder, SkillCard* card);
-  // A plain Agent Skill: `name` (== the folder) and `description`, and nothing of kpilot's.
-  void ReadPlainSkill(const YAML::Node& root, const std::string& folder, SkillCard* card);
-  void ReadPreconditions(const YAML::Node& n, SkillCard* card);
-  void ReadEffect(const YAML::Node& n, SkillCard* card);
-  void ReadScope(const YAML::Node& n, SkillCard* card);
-  void ReadFeatures(const std::map<std::string, YAML::Node>& f, SkillCard* card);
-  void ReadTriggers(const YAML::Node& n, SkillCard* card);
-  void ReadParams(const YAML::Node& n, SkillCard* card);
-  std::optional<ParamMove> ReadMove(const YAML::Node& n, const std::string& field);
-  void ReadBody(const std::string& body, int first_line, const SkillCard& card);
+// The body's sections, in order; the last is matched as a prefix and must say it is an example.
+const std::vector<std::string> kSections = {"## Recipe", "## Preconditions", "## Before / After",
+                                            "## Example configuration"};
+constexpr char kExampleNote[] = "(example, not a precondition)";
 
-  std::vector<std::string> FindingIds() const { return {options_.finding_ids.begin(), options_.finding_ids.end()}; }
+}  // namespace
 
-  std::filesystem::path file_;
-  const ValidationOptions& options_;
-  std::vector<SkillProblem>* problems_;
-  int count_ = 0;
-  int root_line_ = 1;
-};
+namespace card_internal {
 
 std::map<std::string, YAML::Node> CardReader::Keys(const YAML::Node& map, const std::string& field,
                                                    const std::vector<std::string>& required,
@@ -223,20 +186,14 @@ void CardReader::ReadIdentity(const std::map<std::string, YAML::Node>& f, const 
   };
   if (text("id", &card->id)) {
     int line = Line(f.at("id"), root_line_);
-    if (!IsKebab(card->id) || card->id.size() > 64)
-      Problem(line, "id", "`" + card->id + "` is not kebab-case of at most 64 characters",
-              "use lower-case letters, digits and single hyphens, e.g. `smem-padding-swizzle`");
-    if (card->id != folder)
-      Problem(line, "id", "`" + card->id + "` differs from the folder name `" + folder + "`",
-              "rename the folder or change `id` (and `name`) so that they agree");
+    CheckKebab(card->id, "id", line, "smem-padding-swizzle");
+    CheckFolder(card->id, "id", line, folder, "rename the folder or change `id` (and `name`) so that they agree");
   }
   if (text("name", &card->name) && !card->id.empty() && card->name != card->id)
     Problem(Line(f.at("name"), root_line_), "name", "`" + card->name + "` differs from id `" + card->id + "`",
             "set `name: " + card->id + "` (Agent Skills loads the card by name)");
-  if (text("description", &card->description) && Utf8Length(card->description) > 1024)
-    Problem(Line(f.at("description"), root_line_), "description",
-            "is " + std::to_string(Utf8Length(card->description)) + " characters long (Agent Skills allows 1024)",
-            "shorten it; details belong in the body");
+  if (text("description", &card->description))
+    CheckDescription(card->description, Line(f.at("description"), root_line_));
   if (text("intent", &card->intent) && card->intent.find('\n') != std::string::npos)
     Problem(Line(f.at("intent"), root_line_), "intent", "must be one line",
             "say the change in one imperative sentence");
@@ -249,19 +206,13 @@ void CardReader::ReadPlainSkill(const YAML::Node& root, const std::string& folde
   if (f.count("name")) {
     if (auto s = Text(f["name"], "name", root_line_)) card->name = Trim(*s);
     int line = Line(f["name"], root_line_);
-    if (!IsKebab(card->name) || card->name.size() > 64)
-      Problem(line, "name", "`" + card->name + "` is not kebab-case of at most 64 characters",
-              "use lower-case letters, digits and single hyphens (Agent Skills names), e.g. `pdf-forms`");
-    else if (card->name != folder)
-      Problem(line, "name", "`" + card->name + "` differs from the folder name `" + folder + "`",
-              "rename the folder or change `name` so that they agree (Agent Skills loads a skill by its folder)");
+    if (CheckKebab(card->name, "name", line, "pdf-forms"))
+      CheckFolder(card->name, "name", line, folder,
+                  "rename the folder or change `name` so that they agree (Agent Skills loads a skill by its folder)");
   }
   if (f.count("description")) {
     if (auto s = Text(f["description"], "description", root_line_)) card->description = Trim(*s);
-    if (Utf8Length(card->description) > 1024)
-      Problem(Line(f["description"], root_line_), "description",
-              "is " + std::to_string(Utf8Length(card->description)) + " characters long (Agent Skills allows 1024)",
-              "shorten it; details belong in the body");
+    CheckDescription(card->description, Line(f["description"], root_line_));
   }
   card->id = card->name;
   card->intent = card->description.substr(0, card->description.find('\n'));
@@ -377,135 +328,6 @@ void CardReader::ReadFeatures(const std::map<std::string, YAML::Node>& f, SkillC
   }
 }
 
-void CardReader::ReadTriggers(const YAML::Node& n, SkillCard* card) {
-  int line = Line(n, root_line_);
-  if (!n.IsMap()) {
-    Problem(line, "triggers", "must be a mapping {findings, classes}", "write `findings: […]` and `classes: […]`");
-    return;
-  }
-  auto keys = Keys(n, "triggers", {"findings", "classes"}, {}, line);
-  if (keys.count("findings")) {
-    if (auto v = TextList(keys["findings"], "triggers.findings", line, true)) {
-      card->trigger_findings = *v;
-      CheckKnown(keys["findings"], *v, "triggers.findings", FindingIds(), "finding id", "kpilot profile --list-tools");
-    }
-  }
-  if (keys.count("classes")) {
-    if (auto v = TextList(keys["classes"], "triggers.classes", line, true)) {
-      card->trigger_classes = *v;
-      CheckKnown(keys["classes"], *v, "triggers.classes", RooflineClasses(), "class", "the roofline classes");
-    }
-  }
-  if (keys.count("findings") && keys.count("classes") && card->trigger_findings.empty() &&
-      card->trigger_classes.empty() && keys["findings"].IsSequence() && keys["classes"].IsSequence())
-    Problem(line, "triggers", "no finding and no class", "name the findings or classes that call for the card");
-}
-
-std::optional<ParamMove> CardReader::ReadMove(const YAML::Node& n, const std::string& field) {
-  int line = Line(n, root_line_);
-  if (!n.IsMap()) {
-    Problem(line, field, "must be a mapping {param, move, when, value (for set)}", "write `- param: block` …");
-    return std::nullopt;
-  }
-  auto keys = Keys(n, field, {"param", "move", "when"}, {"value"}, line);
-  ParamMove mv;
-  bool ok = keys.count("param") && keys.count("move") && keys.count("when");
-  if (keys.count("param")) {
-    auto p = Text(keys["param"], field + ".param", line);
-    const auto& roles = ParamRoles();
-    if (p && std::find(roles.begin(), roles.end(), *p) == roles.end() && !IsUpperParam(*p)) {
-      Problem(Line(keys["param"], line), field + ".param", "`" + *p + "` is neither a param role nor a param name",
-              "use a role of docs/generate.md (" + JoinQuoted(roles) + ") or one UPPER_CASE param name");
-      p.reset();
-    }
-    if (p) mv.param = *p;
-    ok = ok && p.has_value();
-  }
-  if (keys.count("move")) {
-    auto m = Text(keys["move"], field + ".move", line);
-    if (m && *m == "up")
-      mv.move = MoveDirection::kUp;
-    else if (m && *m == "down")
-      mv.move = MoveDirection::kDown;
-    else if (m && *m == "set")
-      mv.move = MoveDirection::kSet;
-    else {
-      if (m)
-        Problem(Line(keys["move"], line), field + ".move", "unknown move `" + *m + "`",
-                "use up, down or set (with value)");
-      ok = false;
-    }
-  }
-  if (keys.count("value")) {
-    if (auto v = Text(keys["value"], field + ".value", line))
-      mv.value = Trim(*v);
-    else
-      ok = false;
-  }
-  if (ok && mv.move == MoveDirection::kSet && !mv.value) {
-    Problem(line, field + ".value", "a `set` move needs a value", "add `value: …`");
-    ok = false;
-  }
-  if (ok && mv.move != MoveDirection::kSet && mv.value) {
-    Problem(Line(keys["value"], line), field + ".value", "only a `set` move takes a value",
-            "remove `value:` or make the move `set`");
-    ok = false;
-  }
-  if (keys.count("when")) {
-    auto w = Text(keys["when"], field + ".when", line);
-    if (!w) return std::nullopt;
-    int at = Line(keys["when"], line);
-    mv.when = Trim(*w);
-    size_t cut = mv.when.find_first_of(" \t(");
-    mv.trigger = mv.when.substr(0, cut);
-    std::string rest = cut == std::string::npos ? "" : Trim(mv.when.substr(cut));
-    const auto& classes = RooflineClasses();
-    mv.trigger_is_class = std::find(classes.begin(), classes.end(), mv.trigger) != classes.end();
-    if (!mv.trigger_is_class && !options_.finding_ids.count(mv.trigger)) {
-      std::vector<std::string> known = FindingIds();
-      known.insert(known.end(), classes.begin(), classes.end());
-      std::optional<std::string> near = ClosestWord(mv.trigger, known);
-      Problem(at, field + ".when", "must start with a finding id or a class name, got `" + mv.trigger + "`",
-              near ? "did you mean `" + *near + "`?" : "see kpilot profile --list-tools for finding ids");
-      ok = false;
-    }
-    if (!rest.empty()) {
-      if (rest.front() != '(' || rest.back() != ')' || std::count(rest.begin(), rest.end(), '(') != 1 ||
-          std::count(rest.begin(), rest.end(), ')') != 1) {
-        Problem(at, field + ".when", "`" + mv.when + "`: the condition must be one parenthesized group",
-                "write `FINDING (condition)`, e.g. `occupancy-limiter (limiter: shared memory)`");
-        return std::nullopt;
-      }
-      MoveCondition c;
-      c.text = Trim(rest.substr(1, rest.size() - 2));
-      std::string values = c.text;
-      if (size_t colon = c.text.find(':'); colon != std::string::npos) {
-        c.key = Trim(c.text.substr(0, colon));
-        values = c.text.substr(colon + 1);
-      }
-      c.alternatives = SplitAlternatives(values);
-      if (c.alternatives.empty() ||
-          std::any_of(c.alternatives.begin(), c.alternatives.end(), [](const std::string& a) { return a.empty(); })) {
-        Problem(at, field + ".when", "`" + mv.when + "`: empty condition", "write `(a)`, `(a or b)` or `(key: value)`");
-        return std::nullopt;
-      }
-      mv.condition = std::move(c);
-    }
-  }
-  if (!ok) return std::nullopt;
-  return mv;
-}
-
-void CardReader::ReadParams(const YAML::Node& n, SkillCard* card) {
-  if (!n.IsSequence()) {
-    Problem(Line(n, root_line_), "params", "must be a list",
-            "list moves `- param: … move: … when: …`, or `[]` when params cannot realize the technique");
-    return;
-  }
-  for (size_t i = 0; i < n.size(); ++i)
-    if (auto mv = ReadMove(n[i], "params[" + std::to_string(i) + "]")) card->params.push_back(std::move(*mv));
-}
-
 void CardReader::ReadBody(const std::string& body, int first_line, const SkillCard& card) {
   // The line of each section heading (0 when absent), and where each section's text ends.
   std::vector<int> at(kSections.size(), 0);
@@ -613,14 +435,14 @@ bool CardReader::Read(const std::string& text, const std::string& folder, SkillC
   return count_ == 0;
 }
 
-}  // namespace
+}  // namespace card_internal
 
 std::optional<SkillCard> ParseSkillCard(const std::string& text, const std::filesystem::path& file,
                                         const std::string& folder, const ValidationOptions& options,
                                         std::vector<SkillProblem>* problems) {
   SkillCard card;
   card.source = file;
-  CardReader reader(file, options, problems);
+  card_internal::CardReader reader(file, options, problems);
   if (!reader.Read(text, folder, &card)) return std::nullopt;
   return card;
 }
