@@ -116,6 +116,10 @@ class Session {
   const std::string& client() const { return client_; }
   // The negotiated protocol version ("" before any).
   const std::string& version() const { return version_; }
+  // The message Handle is handling or handled last: its id as JSON text and its method ("" when
+  // it had none, or could not be read). A transport matches cancellations and times calls by them.
+  const std::string& current_id() const { return current_id_; }
+  const std::string& current_method() const { return current_method_; }
 
  private:
   std::optional<nlohmann::json> HandleMessage(const std::string& message, const CallContext& ctx,
@@ -134,6 +138,7 @@ class Session {
   size_t max_message_bytes_;
   std::string client_;
   std::string version_;
+  std::string current_id_, current_method_;
   bool modern_ = false;
 };
 

@@ -117,12 +117,18 @@ std::optional<json> Session::Handle(const std::string& message, const CallContex
 
 std::optional<json> Session::HandleMessage(const std::string& message, const CallContext& ctx,
                                            const std::function<void(const json&)>& notify) {
+  current_id_.clear();
+  current_method_.clear();
   if (message.size() > max_message_bytes_)
     return Error(nullptr, kInvalidRequest,
                  fmt::format("message of {} bytes refused: the limit is {} (send a source file's path in `file` "
                              "instead of its text)",
                              message.size(), max_message_bytes_));
   json request = json::parse(message, nullptr, false);
+  if (request.is_object()) {
+    if (request.contains("id")) current_id_ = request["id"].dump();
+    current_method_ = StringField(request, "method");
+  }
   if (request.is_discarded())
     return Error(nullptr, kParseError, "not JSON: each line must hold one JSON-RPC 2.0 message");
   if (request.is_array())

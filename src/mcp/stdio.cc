@@ -78,6 +78,8 @@ class Channel {
   bool closed_ = false;
 };
 
+constexpr size_t kQuickLookBytes = 4096;
+
 // What the reader thread takes itself: a ping, answered at once (so a client's keep-alive is
 // answered while a long evaluation runs), and a cancellation, recorded for the running call. True
 // when `line` was one of those.
@@ -123,7 +125,8 @@ void ReadLines(int in_fd, Channel& channel) {
       if (line.find_first_not_of(" \t") == std::string::npos) continue;
       bool taken = false;
       try {
-        taken = Intercept(line, channel);
+        // Pings and cancellations are short: a long line (a source) is not parsed twice.
+        taken = line.size() <= kQuickLookBytes && Intercept(line, channel);
       } catch (const std::exception&) {
         // A message that breaks the quick look is the session's to answer.
       }
@@ -143,15 +146,12 @@ Status ServeStream(Session& session, int in_fd, int out_fd,
   std::thread reader([&] { ReadLines(in_fd, channel); });
   bool writable = true;
   while (auto line = channel.Pop()) {
-    json peek = json::parse(*line, nullptr, false);
-    const std::string id = peek.is_object() && peek.contains("id") ? peek["id"].dump() : "";
-    const std::string method = peek.is_object() && peek.contains("method") && peek["method"].is_string()
-                                   ? peek["method"].get<std::string>()
-                                   : "";
+    // The session parses the message once; its id is known by the time a tool asks.
     CallContext ctx;
-    ctx.cancelled = [&channel, id] { return channel.Cancelled(id); };
+    ctx.cancelled = [&channel, &session] { return channel.Cancelled(session.current_id()); };
     const auto t0 = std::chrono::steady_clock::now();
     auto reply = session.Handle(*line, ctx, [&](const json& n) { writable = writable && channel.Write(n); });
+    const std::string id = session.current_id(), method = session.current_method();
     if (on_request && !method.empty())
       on_request(method, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     // A request the client cancelled gets no response (the protocol asks none).
