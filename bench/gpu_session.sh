@@ -176,6 +176,23 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
           timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_tc \
             --candidate examples/cuda/gemm_tc/candidates/cutlass_sm90.cu --workload 4096 ${GEMM_D:-} \
             --shapes ${GEMM_SHAPES:-4096x4096x4096,8192x8192x8192,kernelbench} --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" ;;
+    mcp) # An evaluate call of kpilot mcp against kpilot eval of the same candidate, warm (bench/mcp_overhead.py).
+         timeout 300 python3 bench/mcp_overhead.py --kpilot $K $SM $SM/candidates/block_online.cu --workload 8192x4096 \
+           --n ${MCP_N:-6} --json "$OUT/mcp.json" 2>&1 | tee "$OUT/mcp.txt" ;;
+    gemmopt) # kpilot optimize of a GEMM task (GO_TASK, default gemm_tc) from its params' naive end, then its
+          # best beside torch.matmul (bench/gemm_vs_torch.py); GO_TIME the search's wall clock.
+          t=${GO_TASK:-gemm_tc}
+          timeout ${GO_TIMEOUT:-420} $K optimize examples/cuda/$t --workload ${GO_WORKLOAD:-4096} --budget ${BUDGET:-400} \
+            --time ${GO_TIME:-5m} --drafts ${GO_DRAFTS:-4} --json --store /tmp/kp-$t > "$OUT/opt_$t.json" 2> "$OUT/opt_$t.events"
+          echo "optimize exit $?"
+          D=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(' '.join('-D %s=%s' % kv for kv in j['best_params'].items()))" "$OUT/opt_$t.json")
+          python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print({k: j.get(k) for k in ('evaluations','busy_share','best_params')}, j['final'].get('speedup_geomean'))" \
+            "$OUT/opt_$t.json" 2>&1 | tee "$OUT/opt_$t.txt"
+          gzip -f "$OUT/opt_$t.events"
+          timeout ${GEMM_TIMEOUT:-240} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/$t \
+            --candidate examples/cuda/$t/candidates/$(ls examples/cuda/$t/candidates | head -1) --workload ${GO_WORKLOAD:-4096} $D \
+            ${GO_EPILOGUE:+--epilogue $GO_EPILOGUE} ${GO_DTYPE:+--dtype $GO_DTYPE} --shapes ${GEMM_SHAPES:-4096x4096x4096,8192x8192x8192} \
+            --json "$OUT/opt_${t}_vs_torch.json" 2>&1 | tee -a "$OUT/opt_$t.txt" ;;
     gemmgelu) # The same for the GEMM with bias and GELU fused (examples/cuda/gemm_bias_gelu) against
           # torch.matmul followed by the eager add and gelu.
           timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_bias_gelu \

@@ -113,6 +113,7 @@ struct ProblemResult {
   double speedup_compile = 0;     // best over torch.compile; 0 unless passed and measured
   bool compile_measured = false;  // a torch.compile baseline exists for this problem
   std::string candidate;          // the best (or evaluated) candidate's source file
+  std::string where;              // where an evaluate-only problem ran ("slurm job 12 on n1"; "" = this machine)
   int64_t run_id = 0;             // the optimizer's run (0 with --eval-only)
   int evaluations = 0;            // candidate evaluations (promotion checks not counted)
   int64_t requests = 0, input_tokens = 0, output_tokens = 0;  // the generator's

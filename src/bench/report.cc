@@ -208,6 +208,7 @@ json ToJson(const ProblemResult& r) {
           {"speedup_compile", r.speedup_compile},
           {"compile_measured", r.compile_measured},
           {"candidate", r.candidate},
+          {"where", r.where},
           {"run", r.run_id},
           {"evaluations", r.evaluations},
           {"requests", r.requests},
@@ -234,6 +235,7 @@ Result<ProblemResult> ProblemResultFromJson(const json& j) {
     r.speedup_compile = j.value("speedup_compile", 0.0);
     r.compile_measured = j.value("compile_measured", false);
     r.candidate = j.value("candidate", "");
+    r.where = j.value("where", "");
     r.run_id = j.value("run", int64_t{0});
     r.evaluations = j.value("evaluations", 0);
     r.requests = j.value("requests", int64_t{0});

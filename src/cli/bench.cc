@@ -271,14 +271,12 @@ int RunBenchCommand(const BenchArgs& a) {
   if (a.executor == "slurm") {
     if (a.slurm_config.empty())
       return Fail(Status::InvalidInput("--executor slurm needs --slurm-config FILE (docs/slurm.md)"));
-    if (suite->format != SuiteFormat::kTaskFolders)
-      return Fail(Status::InvalidInput("--executor slurm runs suites of task folders (native tasks); " + suite->name +
-                                       " is a " + SuiteFormatName(suite->format) +
-                                       " suite of Python references: run it with --executor local"));
     auto c = slurm::LoadSlurmConfig(a.slurm_config);
     if (!c.ok()) return Fail(c.status());
     cluster = *c;
-    channels = slurm::ClusterChannels(*c, Layout().runner, "kpilot-bench", nullptr);
+    // Python references (KernelBench, flashinfer) run their torch worker in the allocation too.
+    channels = slurm::ClusterChannels(*c, Layout().runner, "kpilot-bench", nullptr,
+                                      ClusterPythonWorkers(config.value("python", "")));
     needs_gpu = false;  // the nodes have the GPUs
     devices.assign(cluster->workers, -1);
   }

@@ -20,6 +20,7 @@
 #include "harness/harness.h"
 #include "runner/protocol.h"
 #include "session/session.h"
+#include "slurm/slurm.h"
 #include "skills/skills.h"
 #include "store/store.h"
 
@@ -131,6 +132,9 @@ Result<std::string> StartingCandidate(const Task& task, const std::string& from)
 // The worker that evaluates a task with a Python reference; null for a native task. NotFound
 // (with the fix) when the interpreter or kpilot's Python package is missing.
 Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task, const std::string& python);
+// --executor slurm: the worker of tasks with a Python reference started in each allocation
+// (slurm::ClusterRunner), the same interpreter and package at the same paths on the nodes.
+slurm::PythonRunnerFactory ClusterPythonWorkers(const std::string& python);
 
 // Where this executable's shipped parts are (the paths above, and ~/.config/kpilot/tools), for
 // the libraries that assemble a run (session/session.h).

@@ -179,7 +179,9 @@ int RunEval(const EvalArgs& a) {
   std::optional<GpuInfo> gpu;
   // --executor slurm: the GPU is the node's; this machine only compiles, for the GPU --arch names.
   const bool on_cluster = a.executor == "slurm";
-  if (on_cluster && task->backend == Backend::kCuda && a.arch.empty() && !a.compile_only)
+  const bool compiles_cuda =
+      task->reference.kind != ReferenceKind::kPython || std::filesystem::path(a.candidate).extension() == ".cu";
+  if (on_cluster && task->backend == Backend::kCuda && compiles_cuda && a.arch.empty() && !a.compile_only)
     return Fail(Status::InvalidInput(
         "--executor slurm compiles here for the nodes' GPUs: name them with --arch, e.g. --arch sm_90a"));
   if (NeedsGpu(*task) && !on_cluster) {
@@ -240,9 +242,6 @@ int RunEval(const EvalArgs& a) {
   // --executor slurm: the evaluation runs as a job step of an allocation of its own.
   std::unique_ptr<slurm::ClusterRunner> cluster;
   if (a.executor == "slurm") {
-    if (task->reference.kind == ReferenceKind::kPython)
-      return Fail(Status::InvalidInput("--executor slurm evaluates native tasks (task.toml, cuda or host); " +
-                                       task->name + " has a Python reference: evaluate it with --executor local"));
     if (a.slurm_config.empty())
       return Fail(
           Status::InvalidInput("--executor slurm needs --slurm-config FILE (a [slurm] table: partition, gres, "
@@ -250,8 +249,9 @@ int RunEval(const EvalArgs& a) {
     auto config = slurm::LoadSlurmConfig(a.slurm_config);
     if (!config.ok()) return Fail(config.status());
     if (!a.json) std::cerr << "kpilot: asking Slurm for an allocation …\n";
-    auto started = slurm::ClusterRunner::Start(SystemProcessRunner(), SystemClock(), *config, RunnerPath(),
-                                               "kpilot-eval-" + task->name);
+    auto started = slurm::ClusterRunner::Start(
+        SystemProcessRunner(), SystemClock(), *config, RunnerPath(), "kpilot-eval-" + task->name,
+        task->reference.kind == ReferenceKind::kPython ? ClusterPythonWorkers(a.source.python) : nullptr);
     if (!started.ok()) return Fail(started.status());
     cluster = std::move(started).value();
     if (!a.json) std::cerr << fmt::format("kpilot: allocation {} runs on {}\n", cluster->job_id(), cluster->nodes());

@@ -240,9 +240,6 @@ int RunOptimize(const OptimizeArgs& a) {
     if (a.slurm_config.empty())
       return Fail(Status::InvalidInput("--executor slurm needs --slurm-config FILE (docs/slurm.md)"));
     if (!o.space_file.empty()) return Fail(Status::InvalidInput("--executor slurm and --space exclude each other"));
-    if (task.reference.kind == ReferenceKind::kPython)
-      return Fail(Status::InvalidInput("--executor slurm evaluates native tasks (task.toml); " + task.name +
-                                       " has a Python reference: optimize it with --executor local"));
     if (task.backend == Backend::kCuda && o.arch.empty())
       return Fail(
           Status::InvalidInput("--executor slurm compiles here for the nodes' GPUs: name them with --arch, "
@@ -291,7 +288,9 @@ int RunOptimize(const OptimizeArgs& a) {
   settings.notices = &std::cerr;
   if (cluster) {
     settings.channel_queues = cluster->workers;
-    settings.channels = slurm::ClusterChannels(*cluster, Layout().runner, "kpilot-" + task.name, &std::cerr);
+    settings.channels = slurm::ClusterChannels(
+        *cluster, Layout().runner, "kpilot-" + task.name, &std::cerr,
+        task.reference.kind == ReferenceKind::kPython ? ClusterPythonWorkers(a.source.python) : nullptr);
   }
   auto session = OptimizeSession::Open(task, o, **store, settings);
   if (!session.ok()) return Fail(session.status());

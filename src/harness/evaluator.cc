@@ -254,7 +254,7 @@ Status Evaluator::CompileFixedObjects(const Task& task, const EvalOptions& opt) 
 
 Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::path& candidate, const EvalOptions& opt,
                                        RunnerChannel* runner) {
-  if (task.reference.kind == ReferenceKind::kPython) return EvaluatePython(task, candidate, opt);
+  if (task.reference.kind == ReferenceKind::kPython) return EvaluatePython(task, candidate, opt, runner);
   auto t_start = std::chrono::steady_clock::now();
   Evaluation e;
   e.task = task.name;

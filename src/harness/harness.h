@@ -196,7 +196,7 @@ class Evaluator {
   };
   Result<FixedObjects> CompileFixed(const Task& task, const EvalOptions& options);
   Result<Evaluation> EvaluatePython(const Task& task, const std::filesystem::path& candidate,
-                                    const EvalOptions& options);
+                                    const EvalOptions& options, RunnerChannel* runner);
 
   Toolchain& toolchain_;
   ProcessRunner& processes_;
@@ -234,6 +234,9 @@ class RunnerChannel {
   virtual Result<RunnerOutcome> Run(const RunRequest& request) = 0;
   // Where its runner runs, for the records ("slurm job 12 on gpu-07"); "" for this machine.
   virtual std::string Where() const { return ""; }
+  // The runner of tasks with a Python reference whose torch worker runs where this channel's
+  // runner runs (a Slurm allocation's node), or null: the Evaluator's own, on this machine.
+  virtual PythonTaskRunner* python() { return nullptr; }
 };
 
 // kpilot-runner --serve (runner/supervisor.h), kept running from one request to the next, so

@@ -46,9 +46,13 @@ nlohmann::json ToJson(const PythonSubject& s) {
 }
 
 Result<Evaluation> Evaluator::EvaluatePython(const Task& task, const std::filesystem::path& candidate,
-                                             const EvalOptions& opt) {
+                                             const EvalOptions& given, RunnerChannel* runner) {
   auto t_start = std::chrono::steady_clock::now();
-  if (!python_)
+  // A channel's own worker runs on its node, whose GPU (the allocation's) is device 0 there.
+  PythonTaskRunner* python = runner && runner->python() ? runner->python() : python_;
+  EvalOptions opt = given;
+  if (python != python_ && opt.device < 0) opt.device = 0;
+  if (!python)
     return Status::InvalidInput("task " + task.name + " has a Python reference (" + task.reference.path.string() +
                                 "), and this command has no torch worker to run it");
   Evaluation e;
@@ -111,7 +115,7 @@ Result<Evaluation> Evaluator::EvaluatePython(const Task& task, const std::filesy
   e.compile_s = SecondsSince(t_start);
 
   auto t_run = std::chrono::steady_clock::now();
-  auto run = python_->Run(task, subject, baseline, opt);
+  auto run = python->Run(task, subject, baseline, opt);
   e.run_s = SecondsSince(t_run);
   if (!run.ok()) return run.status();
   if (run->status == "error") return Status::InvalidInput(run->message);

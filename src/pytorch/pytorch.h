@@ -33,6 +33,10 @@ struct PythonWorker {
   // more with torch.compile's modules). Filled once by a trusted run that imports those modules
   // and nothing else (PrepareBytecodeCache); workers only read it, inside the sandbox too.
   std::filesystem::path bytecode_cache;
+  // Where each request's folder is made ("" = the system's temporary folder). A worker that runs
+  // on another machine (a Slurm node, through a ProcessRunner that starts it there) gets a folder
+  // both machines see, and every file its request names is copied into the request's folder.
+  std::filesystem::path work_root;
 };
 
 // kpilot's cache folder: $KPILOT_CACHE_DIR, else $XDG_CACHE_HOME/kpilot, else $HOME/.cache/kpilot

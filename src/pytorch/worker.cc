@@ -259,8 +259,9 @@ Result<PythonWorker> FindPythonWorker(const std::string& python_flag, const fs::
 
 Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& worker, const std::string& mode,
                                  const nlohmann::json& request, double timeout_s) {
-  auto workdir = TempDir::Create("kpilot-torch-");
-  if (!workdir.ok()) return workdir.status();
+  auto workdir = worker.work_root.empty() ? TempDir::Create("kpilot-torch-")
+                                          : TempDir::CreateIn(worker.work_root, "kpilot-torch-");
+  if (!workdir.ok()) return workdir.status().WithContext("the torch worker's request folder");
   fs::path request_path = workdir->path() / "request.json";
   nlohmann::json sent = request;
   std::optional<SandboxSpec> sandbox;
@@ -273,6 +274,11 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
     sandbox = *s;
   }
   const bool confined = sandbox.has_value();
+  if (!confined && !worker.work_root.empty()) {
+    // Unconfined on another machine: the problem and the objects travel in the request's folder.
+    SandboxSpec unused;
+    KPILOT_RETURN_IF_ERROR(StageRequestFiles(sent, workdir->path(), unused));
+  }
   if (confined) {
     KPILOT_RETURN_IF_ERROR(WriteFileAtomic(workdir->path() / "sandbox.json", ToJson(*sandbox).dump()));
     std::error_code ec;

@@ -189,6 +189,7 @@ class LiveRunner : public ProblemRunner {
       final = done.evaluation;
       r->evaluations = 1;
       r->candidate = o.from;
+      r->where = done.where;
     } else {
       KPILOT_RETURN_IF_ERROR(Optimize(o, **session, resume_run, started, r, &final, &best_params));
     }

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <thread>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -153,30 +154,61 @@ class CancelOnSignal {
   static void Unregister(int64_t job_id);
 };
 
+// ---- Processes in an allocation ----------------------------------------------------------------
+
+// Runs each process as a job step of an allocation: `wrapper` (Allocation::step_wrapper) before
+// its command line, its folder passed on with --chdir (a folder the node sees at the same path),
+// its environment passed on by srun, and a step time limit a minute past its timeout, so a step
+// whose srun was killed still ends. Thread-safe when `base` is.
+class StepProcessRunner : public ProcessRunner {
+ public:
+  StepProcessRunner(ProcessRunner& base, std::vector<std::string> wrapper)
+      : base_(base), wrapper_(std::move(wrapper)) {}
+  Result<ProcessResult> Run(const ProcessSpec& spec) override;
+
+ private:
+  ProcessRunner& base_;
+  const std::vector<std::string> wrapper_;
+};
+
+// Makes the runner of tasks with a Python reference whose worker runs through `steps` (in an
+// allocation), its request folders under `work_root` (on the shared folder).
+using PythonRunnerFactory = std::function<Result<std::unique_ptr<PythonTaskRunner>>(
+    ProcessRunner& steps, const std::filesystem::path& work_root)>;
+
 // ---- A served runner on the cluster ------------------------------------------------------------
 
 // One served runner in an allocation of its own: the allocation (started and waited for), its
 // heartbeat (a thread touching the file every heartbeat_s) and `kpilot-runner --serve` as a job
-// step, its request folders on the shared folder. An evaluation during which the allocation ended
-// (its node died, the scheduler killed or requeued it) is Unavailable, naming the job and its state: nothing
-// was measured, so no verdict is made up. Destruction stops the runner, the heartbeat, and cancels.
+// step, its request folders on the shared folder. With `python`, tasks with a Python reference run
+// their torch worker in the allocation too, one job step per evaluation (python()). An evaluation
+// during which the allocation ended (its node died, the scheduler killed or requeued it) is
+// Unavailable, naming the job and its state: nothing was measured, so no verdict is made up.
+// Destruction stops the runner, the heartbeat, and cancels.
 class ClusterRunner : public RunnerChannel {
  public:
   static Result<std::unique_ptr<ClusterRunner>> Start(ProcessRunner& processes, Clock& clock, const SlurmConfig& config,
                                                       const std::filesystem::path& runner_exe,
-                                                      const std::string& job_name);
+                                                      const std::string& job_name,
+                                                      const PythonRunnerFactory& python = nullptr);
   ~ClusterRunner() override;
   Result<RunnerOutcome> Run(const RunRequest& request) override;
   std::string Where() const override;  // "slurm job ID on NODE"
+  PythonTaskRunner* python() override { return python_.get(); }
   int64_t job_id() const { return allocation_->job_id(); }
   const std::string& nodes() const { return allocation_->nodes(); }
 
  private:
   ClusterRunner() = default;
+  class AllocationPython;
   void BeatLoop(double every_s);
+  // "allocation ID on NODE ended during the evaluation (STATE)…" when it no longer runs, else null.
+  std::optional<Status> Lost();
   std::optional<TempDir> work_;
   std::unique_ptr<Allocation> allocation_;
   std::unique_ptr<ServedRunner> runner_;
+  std::unique_ptr<StepProcessRunner> steps_;
+  std::unique_ptr<PythonTaskRunner> python_;
   std::mutex mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
@@ -186,6 +218,7 @@ class ClusterRunner : public RunnerChannel {
 // The channel of each evaluation queue (LocalExecutor's RunnerChannelFactory): a ClusterRunner of
 // its own, its job named JOB_PREFIX-QUEUE; `notices` (may be null) is told where each one runs.
 RunnerChannelFactory ClusterChannels(const SlurmConfig& config, const std::filesystem::path& runner_exe,
-                                     const std::string& job_prefix, std::ostream* notices);
+                                     const std::string& job_prefix, std::ostream* notices,
+                                     PythonRunnerFactory python = nullptr);
 
 }  // namespace kpilot::slurm

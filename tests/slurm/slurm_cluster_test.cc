@@ -358,5 +358,66 @@ TEST_F(SlurmCluster, ACudaEvalNeedsNoGpuWhereKpilotRunsOnlyTheArch) {
   EXPECT_NE(there.exit_code, 0);
 }
 
+// A task with a Python reference: its torch worker runs as a job step of the allocation (on the
+// CPU torch device here), with the local executor's verdicts for a right ModelNew, a wrong one and
+// a native candidate compiled here.
+TEST_F(SlurmCluster, APyTorchProblemRunsItsWorkerOnTheNodeWithTheLocalVerdicts) {
+  const fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
+  if (!fs::exists(python)) GTEST_SKIP() << python << " is missing: run scripts/setup-torch-venv.sh";
+  testing::ScopedEnv cpu("KPILOT_TORCH_DEVICE", "cpu");
+  const fs::path fixtures = testing::SourceDir() / "tests" / "python" / "fixtures";
+  for (const char* c : {"relu_new_ok.py", "relu_new_wrong.py", "native_kernels.cpp"}) {
+    std::vector<std::string> args = {"eval",
+                                     (fixtures / "relu_problem.py").string(),
+                                     (fixtures / c).string(),
+                                     "--python",
+                                     python.string(),
+                                     "--no-store",
+                                     "--json"};
+    auto local = testing::RunKpilot(root(), args, 300);
+    args.insert(args.end(), {"--executor", "slurm", "--slurm-config", config().string()});
+    auto cluster = testing::RunKpilot(root(), args, 300);
+    json l = json::parse(local.out, nullptr, false), s = json::parse(cluster.out, nullptr, false);
+    ASSERT_FALSE(l.is_discarded()) << local.out << local.err;
+    ASSERT_FALSE(s.is_discarded()) << cluster.out << cluster.err;
+    EXPECT_EQ(s["verdict"]["kind"], l["verdict"]["kind"]) << c << "\n" << cluster.err;
+    EXPECT_EQ(cluster.exit_code, local.exit_code) << c;
+    EXPECT_EQ(s["slurm"]["nodes"].get<std::string>().rfind("n", 0), 0u) << s["slurm"];
+  }
+  EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 30), "");
+}
+
+// kpilot bench over real KernelBench problems (the checkout beside the project, read in place):
+// each problem in an allocation of its own, two at once, every reference passing as its own
+// candidate, each evaluation recorded with the job and node it ran on.
+TEST_F(SlurmCluster, ABenchOfKernelBenchProblemsSpreadsThemOverAllocations) {
+  const fs::path kb = testing::SourceDir().parent_path() / "shared" / "datasets" / "kernelbench" / "KernelBench";
+  const fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
+  if (!fs::is_directory(kb / "level1")) GTEST_SKIP() << "no KernelBench checkout at " << kb;
+  if (!fs::exists(python)) GTEST_SKIP() << python << " is missing: run scripts/setup-torch-venv.sh";
+  testing::ScopedEnv cpu("KPILOT_TORCH_DEVICE", "cpu");
+  const fs::path suite = root() / "KernelBench";
+  for (const auto& [level, stem] :
+       {std::pair<const char*, const char*>{"level1", "12_Matmul_with_diagonal_matrices_"}, {"level3", "4_LeNet5"}}) {
+    fs::create_directories(suite / level);
+    fs::create_symlink(kb / level / (std::string(stem) + ".py"), suite / level / (std::string(stem) + ".py"));
+  }
+  Config("[slurm]\nheartbeat_s = 1\nstart_timeout_s = 60\nworkers = 2\n");
+  const fs::path store = root() / "store";
+  auto r = testing::RunKpilot(
+      root(),
+      {"bench", suite.string(), "--eval-reference", "--no-compile-baseline", "--python", python.string(), "--store",
+       store.string(), "--json", "--executor", "slurm", "--slurm-config", config().string()},
+      900);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out << r.err;
+  ASSERT_EQ(j["problems"].size(), 2u) << j.dump();
+  for (const auto& p : j["problems"]) EXPECT_EQ(p["verdict"], "passed") << p.dump();
+  // Each problem names the allocation and node it ran on.
+  for (const auto& p : j["problems"]) EXPECT_EQ(p.value("where", "").rfind("slurm job ", 0), 0u) << p.dump();
+  EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 30), "");
+}
+
 }  // namespace
 }  // namespace kpilot
