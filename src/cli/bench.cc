@@ -32,6 +32,7 @@ struct BenchArgs {
   int per_gpu = 1;                 // problems in flight on each GPU
   std::string executor = "local";  // local | slurm
   std::string slurm_config;
+  std::string compile_on = "local";  // --compile-on local|slurm
   std::string generator = "params";
   int budget = 8;
   std::string policy = "mcts";
@@ -304,7 +305,10 @@ int RunBenchCommand(const BenchArgs& a) {
         : a.per_gpu == 1  ? fmt::format("{} GPU(s)", devices.size())
                           : fmt::format("{} GPU(s), {} problems in flight on each", devices.size(), a.per_gpu),
         id);
-  auto runner = MakeBenchProblemRunner(**store, config, Layout(), &std::cerr, channels);
+  auto compiler = StartCompileOn(a.compile_on, a.slurm_config, "kpilot-bench-compile", a.json);
+  if (!compiler.ok()) return Fail(compiler.status());
+  auto runner = MakeBenchProblemRunner(**store, config, Layout(), &std::cerr, channels, compiler->get(),
+                                       *compiler ? (*compiler)->cpus() : 0);
   std::filesystem::path out =
       !a.out.empty() ? std::filesystem::path(a.out) : (*store)->dir() / "bench" / std::to_string(id);
   auto prior = LoadBench(**store, id);
@@ -353,6 +357,11 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--slurm-config", a->slurm_config,
                   "The [slurm] config file for --executor slurm (its workers: problems in flight)");
+  cmd->add_option("--compile-on", a->compile_on,
+                  "local | slurm: where the compilers run — slurm: job steps of one allocation on the CPU nodes "
+                  "of --slurm-config's compile_partition (docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
   cmd->add_option("--per-gpu", a->per_gpu,
                   "Problems in flight on each GPU: checks and timing still take the GPU one at a time (its lock); "
                   "starting workers, loading problems and building models overlap")

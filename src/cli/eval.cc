@@ -37,8 +37,9 @@ struct EvalArgs {
   bool energy = false;
   int device = 0;
   bool no_sandbox = false;
-  std::string executor = "local";  // local | slurm
-  std::string slurm_config;        // --slurm-config FILE ([slurm] table, docs/slurm.md)
+  std::string executor = "local";    // local | slurm
+  std::string slurm_config;          // --slurm-config FILE ([slurm] table, docs/slurm.md)
+  std::string compile_on = "local";  // --compile-on local|slurm
   std::vector<uint64_t> seeds;
   TaskSourceArgs source;           // --python, --workloads FILE.jsonl
   std::string baseline = "eager";  // PyTorch tasks: eager | compile
@@ -200,7 +201,10 @@ int RunEval(const EvalArgs& a) {
   auto workspace = OpenWorkspace(a.store_dir, a.no_store);
   if (!workspace.ok()) return Fail(workspace.status());
   Store* store_ptr = workspace->store.get();
-  auto toolchain = MakeSystemToolchain(workspace->cache_dir, IncludeDir());
+  auto compiler = StartCompileOn(a.compile_on, a.slurm_config, "kpilot-compile-" + task->name, a.json);
+  if (!compiler.ok()) return Fail(compiler.status());
+  auto toolchain = MakeSystemToolchain(workspace->cache_dir, IncludeDir(),
+                                       *compiler ? static_cast<ProcessRunner&>(**compiler) : SystemProcessRunner());
 
   bool native_candidate = std::filesystem::path(a.candidate).extension() == ".cu" ||
                           std::filesystem::path(a.candidate).extension() == ".cpp";
@@ -281,6 +285,7 @@ int RunEval(const EvalArgs& a) {
     nlohmann::json j = ToJson(*e);
     if (!stored.empty()) j["stored"] = stored;
     if (cluster) j["slurm"] = {{"job", cluster->job_id()}, {"nodes", cluster->nodes()}};
+    if (*compiler) j["slurm"]["compile"] = {{"job", (*compiler)->job_id()}, {"nodes", (*compiler)->nodes()}};
     if (!torch_baselines.is_null()) {
       j["baselines"] = torch_baselines;
       for (const char* b : {"eager", "compile"})
@@ -353,6 +358,11 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
   cmd->add_option("--slurm-config", a->slurm_config, "The [slurm] config file for --executor slurm");
+  cmd->add_option("--compile-on", a->compile_on,
+                  "local | slurm: where the compilers run — slurm: job steps of one allocation on the CPU nodes "
+                  "of --slurm-config's compile_partition (docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
   cmd->add_flag("--no-sandbox", a->no_sandbox,
                 "Run the candidate unconfined (docs/threat-model.md; for profilers such as ncu that must reach "
                 "the process); leftover processes are still killed");

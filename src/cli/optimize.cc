@@ -46,6 +46,7 @@ struct OptimizeArgs {
   bool report = false;             // --report: the run as one HTML page at the end
   std::string executor = "local";  // local | slurm
   std::string slurm_config;
+  std::string compile_on = "local";  // --compile-on local|slurm
   std::string llm_config;
   double max_cost = -1;             // < 0: the LLM config's max_cost_usd (llm:), none otherwise
   int64_t max_tokens = -1;          // < 0: none given (a resumed run keeps its own)
@@ -292,6 +293,12 @@ int RunOptimize(const OptimizeArgs& a) {
         *cluster, Layout().runner, "kpilot-" + task.name, &std::cerr,
         task.reference.kind == ReferenceKind::kPython ? ClusterPythonWorkers(a.source.python) : nullptr);
   }
+  auto compiler = StartCompileOn(a.compile_on, a.slurm_config, "kpilot-compile-" + task.name, a.json);
+  if (!compiler.ok()) return Fail(compiler.status());
+  if (*compiler) {
+    settings.compile_processes = compiler->get();
+    settings.compile_threads = (*compiler)->cpus();
+  }
   auto session = OptimizeSession::Open(task, o, **store, settings);
   if (!session.ok()) return Fail(session.status());
   PrintProgress progress(a.json);
@@ -516,6 +523,11 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
   cmd->add_option("--slurm-config", a->slurm_config, "The [slurm] config file for --executor slurm");
+  cmd->add_option("--compile-on", a->compile_on,
+                  "local | slurm: where the compilers run — slurm: job steps of one allocation on the CPU nodes "
+                  "of --slurm-config's compile_partition (docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
   cmd->add_flag("--report", a->report, "At the end, write the run as one HTML page (STORE/reports/run-ID.html)");
   cmd->callback([a, cmd, exit_code]() {
     // Everything but --resume, --store, --out, --json, --max-cost, --max-tokens, --devices, --runner and the

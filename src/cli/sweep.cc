@@ -38,6 +38,7 @@ struct SweepArgs {
   std::string arch;
   std::string executor = "local";  // local | slurm
   std::string slurm_config;
+  std::string compile_on = "local";  // --compile-on local|slurm
   int device = 0;
   bool dry_run = false;
   bool compile_only = false;
@@ -129,6 +130,8 @@ int RunSweep(const SweepArgs& a, Task task) {
   options.candidate = a.candidate;
   options.workload = a.workload;
   options.jobs = a.jobs;
+  if (a.compile_on == "slurm" && a.jobs == 0 && !a.slurm_config.empty())
+    if (auto c = slurm::LoadSlurmConfig(a.slurm_config); c.ok()) options.jobs = c->compile_cpus;
   options.batch = a.batch;
   options.out = a.out;
   options.cap = a.cap;
@@ -166,7 +169,10 @@ int RunSweep(const SweepArgs& a, Task task) {
 
   auto workspace = OpenWorkspace(a.store_dir, false);
   if (!workspace.ok()) return Fail(workspace.status());
-  auto toolchain = MakeSystemToolchain(workspace->cache_dir, IncludeDir());
+  auto compiler = StartCompileOn(a.compile_on, a.slurm_config, "kpilot-sweep-compile-" + sweep.task().name, a.json);
+  if (!compiler.ok()) return Fail(compiler.status());
+  auto toolchain = MakeSystemToolchain(workspace->cache_dir, IncludeDir(),
+                                       *compiler ? static_cast<ProcessRunner&>(**compiler) : SystemProcessRunner());
   SweepEnv env;
   env.toolchain = toolchain.get();
   env.processes = &SystemProcessRunner();
@@ -225,6 +231,11 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
   cmd->add_option("--slurm-config", a->slurm_config, "The [slurm] config file for --executor slurm");
+  cmd->add_option("--compile-on", a->compile_on,
+                  "local | slurm: where the compilers run — slurm: job steps of one allocation on the CPU nodes "
+                  "of --slurm-config's compile_partition (docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
   cmd->add_option("--device", a->device, "CUDA device index")->capture_default_str();
   cmd->add_flag("--dry-run", a->dry_run, "Only count the valid configurations");
   cmd->add_flag("--compile-only", a->compile_only, "Only compile every configuration (works without a GPU)");

@@ -40,17 +40,6 @@ Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task,
   return std::unique_ptr<PythonTaskRunner>(std::make_unique<WorkerTaskRunner>(SystemProcessRunner(), *worker));
 }
 
-slurm::PythonRunnerFactory ClusterPythonWorkers(const std::string& python) {
-  return [python](ProcessRunner& steps,
-                  const std::filesystem::path& work_root) -> Result<std::unique_ptr<PythonTaskRunner>> {
-    auto worker = FindPythonWorker(python, PythonPackageDir());
-    if (!worker.ok()) return worker.status();
-    worker->sandbox_runner = RunnerPath();
-    worker->work_root = work_root;
-    return std::unique_ptr<PythonTaskRunner>(std::make_unique<WorkerTaskRunner>(steps, *worker));
-  };
-}
-
 // The candidate a search starts from: --from, else the first (sorted) native candidate in the
 // task's candidates/ — for a problem or definition file, <its folder>/candidates/<its stem>/, else
 // <its folder>/../candidates/<its stem>/ (a suite's layout, e.g. examples/kernelbench).

@@ -107,8 +107,14 @@ class RunIdSink : public ProgressSink {
 class LiveRunner : public ProblemRunner {
  public:
   LiveRunner(Store& store, const json& config, InstallLayout layout, std::ostream* notices,
-             RunnerChannelFactory channels)
-      : store_(store), config_(config), layout_(std::move(layout)), notices_(notices), channels_(std::move(channels)) {}
+             RunnerChannelFactory channels, ProcessRunner* compile_processes, int compile_threads)
+      : store_(store),
+        config_(config),
+        layout_(std::move(layout)),
+        notices_(notices),
+        channels_(std::move(channels)),
+        compile_processes_(compile_processes),
+        compile_threads_(compile_threads) {}
 
   ProblemResult Run(const BenchProblem& p, int device, int64_t resume_run,
                     const std::function<void(int64_t)>& started) override {
@@ -165,6 +171,8 @@ class LiveRunner : public ProblemRunner {
     settings.python = source.python;
     settings.notices = notices_;
     settings.channels = channels_;
+    settings.compile_processes = compile_processes_;
+    settings.compile_threads = compile_threads_;
     if (channels_) o.counters = false;  // counter profiles run beside the queue, not on the cluster
     Result<std::unique_ptr<OptimizeSession>> session = Status::Internal("not opened");
     {
@@ -285,6 +293,8 @@ class LiveRunner : public ProblemRunner {
   InstallLayout layout_;
   std::ostream* notices_;
   const RunnerChannelFactory channels_;
+  ProcessRunner* const compile_processes_;
+  const int compile_threads_;
   std::mutex session_mu_;  // problems run side by side; card notices go to one stream
 };
 
@@ -292,8 +302,10 @@ class LiveRunner : public ProblemRunner {
 
 std::unique_ptr<ProblemRunner> MakeBenchProblemRunner(Store& store, const nlohmann::json& config,
                                                       const InstallLayout& layout, std::ostream* notices,
-                                                      RunnerChannelFactory channels) {
-  return std::make_unique<LiveRunner>(store, config, layout, notices, std::move(channels));
+                                                      RunnerChannelFactory channels, ProcessRunner* compile_processes,
+                                                      int compile_threads) {
+  return std::make_unique<LiveRunner>(store, config, layout, notices, std::move(channels), compile_processes,
+                                      compile_threads);
 }
 
 }  // namespace kpilot

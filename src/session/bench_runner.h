@@ -21,9 +21,12 @@ namespace kpilot {
 // optimize). `store` is borrowed and outlives the runner; `notices` (may be null) gets the skill
 // cards' override notices of each problem's session. `channels` (may be empty): each problem's
 // evaluations go through a channel of its own (SessionSettings::channels: an allocation of a Slurm
-// cluster), on one queue.
+// cluster), on one queue. `compile_processes` (may be null): where every problem's compilers run
+// (SessionSettings::compile_processes), `compile_threads` of them per problem (0: one per core).
 std::unique_ptr<ProblemRunner> MakeBenchProblemRunner(Store& store, const nlohmann::json& config,
                                                       const InstallLayout& layout, std::ostream* notices,
-                                                      RunnerChannelFactory channels = nullptr);
+                                                      RunnerChannelFactory channels = nullptr,
+                                                      ProcessRunner* compile_processes = nullptr,
+                                                      int compile_threads = 0);
 
 }  // namespace kpilot

@@ -111,7 +111,8 @@ Result<std::unique_ptr<OptimizeSession>> OptimizeSession::Open(const Task& task,
     }
     session->executor_ = std::move(space).value();
   } else {
-    session->toolchain_ = MakeSystemToolchain(store.dir() / "cache", s.layout.include_dir);
+    session->toolchain_ = MakeSystemToolchain(store.dir() / "cache", s.layout.include_dir,
+                                              s.compile_processes ? *s.compile_processes : SystemProcessRunner());
     if (task.reference.kind == ReferenceKind::kPython) {
       auto worker = FindPythonWorker(s.python, s.layout.python_package);
       if (!worker.ok()) return worker.status();

@@ -43,7 +43,10 @@ struct SessionSettings {
   std::string python;                      // --python for PyTorch-defined tasks ("" = python3 on PATH)
   RunnerReuse reuse = RunnerReuse::kCuda;  // served runners (kCuda) or one per evaluation (kNone)
   int compile_threads = 0;                 // 0: one per core
-  std::ostream* notices = nullptr;         // card overrides, space calibration warnings (null: none)
+  // The compilers' process runner (kpilot ... --compile-on slurm: job steps on a CPU node); null:
+  // this machine's. Borrowed; outlives the session.
+  ProcessRunner* compile_processes = nullptr;
+  std::ostream* notices = nullptr;  // card overrides, space calibration warnings (null: none)
   // Evaluations only (kpilot bench --eval-only, a start with nothing to tune): no generator and no
   // skill cards are opened, and MakeOptimizer must not be called.
   bool evaluate_only = false;

@@ -37,6 +37,13 @@ class Reader {
     else
       *out = v;
   }
+  void Count(const std::string& key, const toml::node& n, const std::string& fix, int* out) {
+    const auto* i = n.as_integer();
+    if (!i || i->get() < 1 || i->get() > 4096)
+      Problem(n, key, "expected a whole number from 1 to 4096", fix);
+    else
+      *out = static_cast<int>(i->get());
+  }
   void Read(const std::string& key, const toml::node& n) {
     if (key == "partition") return Text(key, n, &c_->partition);
     if (key == "account") return Text(key, n, &c_->account);
@@ -54,14 +61,10 @@ class Reader {
       if (!dir.empty()) c_->shared_dir = fs::path(dir).is_absolute() ? fs::path(dir) : (dir_ / dir).lexically_normal();
       return;
     }
-    if (key == "workers") {
-      const auto* i = n.as_integer();
-      if (!i || i->get() < 1 || i->get() > 4096)
-        Problem(n, key, "expected a whole number from 1 to 4096", "write e.g. workers = 2 (one allocation each)");
-      else
-        c_->workers = static_cast<int>(i->get());
-      return;
-    }
+    if (key == "workers") return Count(key, n, "write e.g. workers = 2 (one allocation each)", &c_->workers);
+    if (key == "compile_partition") return Text(key, n, &c_->compile_partition);
+    if (key == "compile_cpus")
+      return Count(key, n, "write e.g. compile_cpus = 16 (compilers at once on the compile node)", &c_->compile_cpus);
     if (key == "sbatch_extra") {
       const auto* a = n.as_array();
       if (!a) return Problem(n, key, "expected an array of strings", "write e.g. sbatch_extra = [\"--qos=short\"]");
@@ -75,7 +78,7 @@ class Reader {
     }
     Problem(n, key, "unknown key",
             "the [slurm] keys are partition, account, gres, time_limit, sbatch_extra, shared_dir, workers, "
-            "start_timeout_s, heartbeat_s, sbatch, srun, squeue, scancel");
+            "compile_partition, compile_cpus, start_timeout_s, heartbeat_s, sbatch, srun, squeue, scancel");
   }
   const std::string& problems() const { return problems_; }
 

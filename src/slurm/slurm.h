@@ -41,7 +41,11 @@ struct SlurmConfig {
   // A folder every node sees at the same path: request folders and the objects they name go here.
   // "" = the system's temporary folder, which only a single-host cluster shares.
   std::filesystem::path shared_dir;
-  int workers = 1;                // allocations, each with one served runner (one evaluation queue each)
+  int workers = 1;  // allocations, each with one served runner (one evaluation queue each)
+  // --compile-on slurm: one allocation on these nodes ("" = the cluster's default partition), no
+  // gres, compile_cpus cores, running that many compilers at once, each a job step.
+  std::string compile_partition;
+  int compile_cpus = 8;
   double start_timeout_s = 600;   // an allocation still not running after this is an error
   double heartbeat_s = 10;        // how often kpilot touches the heartbeat file
   std::string sbatch = "sbatch";  // the commands, found on PATH unless absolute
@@ -154,6 +158,35 @@ class CancelOnSignal {
   static void Unregister(int64_t job_id);
 };
 
+// An allocation held while kpilot uses it: a fresh folder for it on the shared folder, the
+// allocation started and waited for, registered with CancelOnSignal, and its heartbeat (a thread
+// touching the file every heartbeat_s). Destruction stops the heartbeat and cancels.
+class HeldAllocation {
+ public:
+  static Result<std::unique_ptr<HeldAllocation>> Start(ProcessRunner& processes, Clock& clock,
+                                                       const SlurmConfig& config, const std::string& job_name);
+  ~HeldAllocation();
+  HeldAllocation(const HeldAllocation&) = delete;
+  HeldAllocation& operator=(const HeldAllocation&) = delete;
+  Allocation& allocation() { return *allocation_; }
+  const Allocation& allocation() const { return *allocation_; }
+  const std::filesystem::path& work_dir() const { return work_->path(); }
+  std::string Where() const;  // "slurm job ID on NODE"
+  // Unavailable "allocation ID on NODE ended during `during` (STATE): nothing was measured; …"
+  // once it no longer runs (ended, or requeued after its node failed); nullopt while it runs.
+  std::optional<Status> Lost(const std::string& during);
+
+ private:
+  HeldAllocation() = default;
+  void BeatLoop(double every_s);
+  std::optional<TempDir> work_;
+  std::unique_ptr<Allocation> allocation_;
+  std::mutex mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread beat_;
+};
+
 // ---- Processes in an allocation ----------------------------------------------------------------
 
 // Runs each process as a job step of an allocation: `wrapper` (Allocation::step_wrapper) before
@@ -169,6 +202,28 @@ class StepProcessRunner : public ProcessRunner {
  private:
   ProcessRunner& base_;
   const std::vector<std::string> wrapper_;
+};
+
+// --compile-on slurm: the compilers run on a CPU node. One allocation (compile_partition, no
+// gres, --cpus-per-task=compile_cpus) held for the run; each compiler run is a job step of it
+// (the toolchain's ProcessRunner), in the source's folder and writing into the compile cache, both
+// of which the node must see at the same paths. A compiler that ended because the allocation did
+// is Unavailable, naming the job: no compile error is made up.
+class CompileAllocation : public ProcessRunner {
+ public:
+  static Result<std::unique_ptr<CompileAllocation>> Start(ProcessRunner& processes, Clock& clock,
+                                                          const SlurmConfig& config, const std::string& job_name);
+  Result<ProcessResult> Run(const ProcessSpec& spec) override;
+  std::string Where() const { return held_->Where(); }
+  int64_t job_id() const { return held_->allocation().job_id(); }
+  const std::string& nodes() const { return held_->allocation().nodes(); }
+  int cpus() const { return cpus_; }
+
+ private:
+  CompileAllocation() = default;
+  std::unique_ptr<HeldAllocation> held_;
+  std::unique_ptr<StepProcessRunner> steps_;
+  int cpus_ = 1;
 };
 
 // Makes the runner of tasks with a Python reference whose worker runs through `steps` (in an
@@ -195,24 +250,16 @@ class ClusterRunner : public RunnerChannel {
   Result<RunnerOutcome> Run(const RunRequest& request) override;
   std::string Where() const override;  // "slurm job ID on NODE"
   PythonTaskRunner* python() override { return python_.get(); }
-  int64_t job_id() const { return allocation_->job_id(); }
-  const std::string& nodes() const { return allocation_->nodes(); }
+  int64_t job_id() const { return held_->allocation().job_id(); }
+  const std::string& nodes() const { return held_->allocation().nodes(); }
 
  private:
   ClusterRunner() = default;
   class AllocationPython;
-  void BeatLoop(double every_s);
-  // "allocation ID on NODE ended during the evaluation (STATE)…" when it no longer runs, else null.
-  std::optional<Status> Lost();
-  std::optional<TempDir> work_;
-  std::unique_ptr<Allocation> allocation_;
+  std::unique_ptr<HeldAllocation> held_;
   std::unique_ptr<ServedRunner> runner_;
   std::unique_ptr<StepProcessRunner> steps_;
   std::unique_ptr<PythonTaskRunner> python_;
-  std::mutex mu_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
-  std::thread beat_;
 };
 
 // The channel of each evaluation queue (LocalExecutor's RunnerChannelFactory): a ClusterRunner of

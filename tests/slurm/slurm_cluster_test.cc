@@ -358,6 +358,43 @@ TEST_F(SlurmCluster, ACudaEvalNeedsNoGpuWhereKpilotRunsOnlyTheArch) {
   EXPECT_NE(there.exit_code, 0);
 }
 
+// --compile-on slurm: every compiler run is a job step of one allocation (seen through an srun that
+// logs its arguments), the evaluation in another, with the local verdict; a compile partition the
+// cluster lacks is an error before any evaluation.
+TEST_F(SlurmCluster, CompileOnSlurmRunsTheCompilersAsStepsOfACompileAllocation) {
+  const fs::path log = root() / "srun.log";
+  const fs::path srun = root() / "srun-logged";
+  ASSERT_TRUE(WriteFileAtomic(srun, "#!/bin/sh\necho \"$@\" >> " + log.string() + "\nexec srun \"$@\"\n").ok());
+  fs::permissions(srun, fs::perms::owner_all);
+  Config("[slurm]\nheartbeat_s = 1\nstart_timeout_s = 60\ncompile_cpus = 1\nsrun = \"" + srun.string() + "\"\n");
+  std::vector<std::string> args = Eval(Candidate(), true);
+  args.insert(args.end(), {"--compile-on", "slurm"});
+  auto r = testing::RunKpilot(root(), args, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["verdict"]["kind"], "passed");
+  ASSERT_TRUE(j["slurm"].contains("compile")) << j["slurm"];
+  const std::string compile_job = std::to_string(j["slurm"]["compile"]["job"].get<int64_t>());
+  EXPECT_NE(compile_job, std::to_string(j["slurm"]["job"].get<int64_t>()))
+      << "compiles and evaluations: two allocations";
+  auto steps = ReadFile(log);
+  ASSERT_TRUE(steps.ok());
+  int compiles = 0;
+  std::istringstream lines(*steps);
+  for (std::string line; std::getline(lines, line);)
+    compiles +=
+        line.find("--jobid=" + compile_job + " ") != std::string::npos && line.find("g++ -O") != std::string::npos;
+  EXPECT_EQ(compiles, 2) << "the candidate and the reference, each a step:\n" << *steps;
+
+  Config("[slurm]\nheartbeat_s = 1\nstart_timeout_s = 60\ncompile_partition = \"nosuch\"\n");
+  auto rejected = testing::RunKpilot(root(), args, 120);
+  EXPECT_NE(rejected.exit_code, 0);
+  EXPECT_NE(rejected.err.find("compile allocation"), std::string::npos) << rejected.err;
+  EXPECT_EQ(rejected.err.find("evaluating"), std::string::npos) << rejected.err;
+  EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 30), "");
+}
+
 // A task with a Python reference: its torch worker runs as a job step of the allocation (on the
 // CPU torch device here), with the local executor's verdicts for a right ModelNew, a wrong one and
 // a native candidate compiled here.

@@ -4,6 +4,8 @@
 // every error and at destruction.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <deque>
 
 #include "core/fs.h"
@@ -25,6 +27,8 @@ workers = 4
 start_timeout_s = 120
 heartbeat_s = 5
 srun = "/opt/slurm/bin/srun"
+compile_partition = "cpu"
+compile_cpus = 32
 )",
                             "/etc/kpilot/slurm.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -36,15 +40,19 @@ srun = "/opt/slurm/bin/srun"
   EXPECT_EQ(c->heartbeat_s, 5);
   EXPECT_EQ(c->srun, "/opt/slurm/bin/srun");
   EXPECT_EQ(c->sbatch, "sbatch") << "the default";
+  EXPECT_EQ(c->compile_partition, "cpu");
+  EXPECT_EQ(c->compile_cpus, 32);
 }
 
 TEST(SlurmConfig, EveryProblemNamesTheFileLineKeyAndFix) {
-  auto c = ParseSlurmConfig("[slurm]\nworkers = 0\npartiton = \"x\"\nheartbeat_s = \"fast\"\n", "s.toml");
+  auto c =
+      ParseSlurmConfig("[slurm]\nworkers = 0\npartiton = \"x\"\nheartbeat_s = \"fast\"\ncompile_cpus = 0\n", "s.toml");
   ASSERT_FALSE(c.ok());
   const std::string m = c.status().message();
   EXPECT_NE(m.find("s.toml:2: workers: expected a whole number"), std::string::npos) << m;
   EXPECT_NE(m.find("s.toml:3: partiton: unknown key; the [slurm] keys are partition"), std::string::npos) << m;
   EXPECT_NE(m.find("s.toml:4: heartbeat_s: expected a number"), std::string::npos) << m;
+  EXPECT_NE(m.find("s.toml:5: compile_cpus: expected a whole number"), std::string::npos) << m;
   auto none = ParseSlurmConfig("partition = \"x\"\n", "t.toml");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("no [slurm] table"), std::string::npos);
@@ -119,6 +127,8 @@ class FakeSlurm : public ProcessRunner {
   std::deque<std::string> squeue;  // one answer per call; the last repeats
   std::vector<std::vector<std::string>> calls;
   bool missing = false;
+  int srun_exit = 0;  // what a job step's program exits with
+  std::vector<ProcessSpec> steps;
   Result<ProcessResult> Run(const ProcessSpec& spec) override {
     calls.push_back(spec.argv);
     if (missing) return Status::NotFound(spec.argv.front() + ": program not found on PATH");
@@ -132,6 +142,9 @@ class FakeSlurm : public ProcessRunner {
     } else if (cmd == "squeue") {
       r.out = squeue.front();
       if (squeue.size() > 1) squeue.pop_front();
+    } else if (cmd == "srun") {
+      steps.push_back(spec);
+      r.exit_code = srun_exit;
     }
     return r;
   }
@@ -210,6 +223,58 @@ TEST_F(AllocationTest, AJobThatEndsBeforeRunningIsAnError) {
   auto a = Allocation::Start(slurm_, clock_, config_, "kpilot-test", dir_->path() / "a");
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("ended before it ran"), std::string::npos) << a.status().message();
+}
+
+TEST_F(AllocationTest, AStepRunsInTheProcesssFolderWithItsEnvironmentAndALimit) {
+  StepProcessRunner steps(slurm_, StepWrapper(config_, 7));
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/g++", "-c", "a.cpp"};
+  spec.cwd = "/shared/task";
+  spec.env = std::vector<std::string>{"A=1"};
+  spec.timeout_s = 90;
+  ASSERT_TRUE(steps.Run(spec).ok());
+  ASSERT_EQ(slurm_.steps.size(), 1u);
+  const auto& argv = slurm_.steps[0].argv;
+  EXPECT_EQ(argv.front(), "srun");
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--jobid=7"), argv.end());
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--chdir=/shared/task"), argv.end());
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--time=3"), argv.end()) << "90 s rounds up to 2 minutes, plus one";
+  EXPECT_EQ(std::vector<std::string>(argv.end() - 3, argv.end()), spec.argv);
+  EXPECT_EQ(slurm_.steps[0].env, spec.env) << "srun passes the environment on";
+}
+
+TEST_F(AllocationTest, TheCompileAllocationAsksForCpusAndNoGresAndKnowsALostJob) {
+  config_.partition = "gpu";
+  config_.gres = "gpu:1";
+  config_.compile_partition = "cpu";
+  config_.compile_cpus = 12;
+  slurm_.squeue = {"RUNNING|None|cpu-3\n"};
+  {
+    auto c = CompileAllocation::Start(slurm_, clock_, config_, "kpilot-compile");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ((*c)->Where(), "slurm job 101 on cpu-3");
+    EXPECT_EQ((*c)->cpus(), 12);
+    const auto& sbatch = slurm_.calls.front();
+    EXPECT_NE(std::find(sbatch.begin(), sbatch.end(), "--partition=cpu"), sbatch.end());
+    EXPECT_NE(std::find(sbatch.begin(), sbatch.end(), "--cpus-per-task=12"), sbatch.end());
+    for (const auto& a : sbatch) EXPECT_EQ(a.find("--gres"), std::string::npos) << a;
+    ProcessSpec nvcc;
+    nvcc.argv = {"nvcc", "x.cu"};
+    // A compiler that fails while the allocation runs is the compiler's answer.
+    slurm_.srun_exit = 1;
+    auto failed = (*c)->Run(nvcc);
+    ASSERT_TRUE(failed.ok());
+    EXPECT_EQ(failed->exit_code, 1);
+    // One that ends with the allocation is no compile error.
+    slurm_.squeue = {"NODE_FAIL|None|cpu-3\n"};
+    auto lost = (*c)->Run(nvcc);
+    ASSERT_FALSE(lost.ok());
+    EXPECT_EQ(lost.status().code(), StatusCode::kUnavailable);
+    EXPECT_NE(lost.status().message().find("allocation 101 on cpu-3 ended during a compile (NODE_FAIL)"),
+              std::string::npos)
+        << lost.status().message();
+  }
+  EXPECT_EQ(slurm_.Count("scancel"), 1);
 }
 
 TEST_F(AllocationTest, MissingCommandsSayHowToGetThem) {
