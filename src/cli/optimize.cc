@@ -248,11 +248,6 @@ int RunOptimize(const OptimizeArgs& a) {
     auto config = slurm::LoadSlurmConfig(a.slurm_config);
     if (!config.ok()) return Fail(config.status());
     cluster = *config;
-    if (o.counters) {
-      std::cerr << "kpilot: --executor slurm: counter profiles of new bests are off (they run beside the "
-                   "evaluation queue, not yet on the cluster)\n";
-      o.counters = false;
-    }
   }
   if (NeedsGpu(task) && o.space_file.empty() && !cluster) {
     std::string why;

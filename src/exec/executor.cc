@@ -302,8 +302,9 @@ void LocalExecutor::EvalLoop(int device, size_t queue) {
         p->result.counters_status = Status::InvalidInput("no workload to profile");
       } else {
         const double t0 = ElapsedSeconds();
+        // With a channel, the profile's runner runs where the channel's does (a cluster node).
         auto got = ProfileWithCounters(processes_, runner_exe_, task, *w, p->job.options, *e, *p->job.counter_tools,
-                                       p->job.counters);
+                                       p->job.counters, channels_ && runner ? runner->Place() : RunnerLaunch{});
         p->result.counters_s = ElapsedSeconds() - t0;
         if (got.ok())
           p->result.counters = std::move(got).value();

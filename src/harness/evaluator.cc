@@ -310,7 +310,8 @@ Result<Evaluation> Evaluator::Evaluate(const Task& task, const std::filesystem::
 
 Result<RunnerOutcome> RunRunnerProcess(ProcessRunner& processes, const std::filesystem::path& runner_exe,
                                        const RunRequest& request, const RunnerLaunch& launch) {
-  auto workdir = TempDir::Create("kpilot-run-");
+  auto workdir = launch.requests_root.empty() ? TempDir::Create("kpilot-run-")
+                                              : TempDir::CreateIn(launch.requests_root, "kpilot-run-");
   if (!workdir.ok()) return workdir.status();
   RunRequest staged = request;
   KPILOT_RETURN_IF_ERROR(StageObjects(staged, workdir->path()));

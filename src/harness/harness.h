@@ -209,6 +209,9 @@ struct RunnerLaunch {
   std::vector<std::string> wrapper;    // argv put before the runner (e.g. ncu's command line)
   std::vector<std::string> extra_env;  // NAME=VALUE added to the scrubbed environment
   double backstop_s = 900;             // added to request.timeout_s (the runner enforces that itself)
+  // Where its request folder is made ("" = the system's temporary folder): with a wrapper that runs
+  // it on another machine (srun), a folder that machine sees at the same path.
+  std::filesystem::path requests_root;
 };
 
 // What one runner process gave: its result — parsed, or made up as "timeout"/"runtime_error"
@@ -234,6 +237,9 @@ class RunnerChannel {
   virtual Result<RunnerOutcome> Run(const RunRequest& request) = 0;
   // Where its runner runs, for the records ("slurm job 12 on gpu-07"); "" for this machine.
   virtual std::string Where() const { return ""; }
+  // How a one-shot runner (a counter profile's, beside the served one) runs where this channel's
+  // runner runs: the wrapper put before its command line and its request folder's root. {}: here.
+  virtual RunnerLaunch Place() const { return {}; }
   // The runner of tasks with a Python reference whose torch worker runs where this channel's
   // runner runs (a Slurm allocation's node), or null: the Evaluator's own, on this machine.
   virtual PythonTaskRunner* python() { return nullptr; }

@@ -71,13 +71,13 @@ bool LaunchDerived(const std::string& metric) {
 // eval's launch trace of the same call (the same code, so the same launches in the same order).
 Result<Collected> CollectWithCupti(ProcessRunner& processes, const std::filesystem::path& runner_exe,
                                    RunRequest request, const std::vector<std::string>& metrics,
-                                   const LaunchTrace& trace, bool* failed_in_passes) {
+                                   const LaunchTrace& trace, const RunnerLaunch& place, bool* failed_in_passes) {
   *failed_in_passes = false;
   Collected c;
   c.profiler = "cupti";
   for (const auto& m : metrics)
     if (!LaunchDerived(m)) request.counters.push_back(m);
-  auto run = RunRunnerProcess(processes, runner_exe, request);
+  auto run = RunRunnerProcess(processes, runner_exe, request, place);
   if (!run.ok()) return run.status().WithContext("running kpilot-runner for counters");
   c.wall_s = run->wall_s;
   const RunResult& result = run->result;
@@ -127,7 +127,7 @@ Result<Collected> CollectWithCupti(ProcessRunner& processes, const std::filesyst
 Result<Collected> CollectWithNcu(ProcessRunner& processes, const std::filesystem::path& runner_exe,
                                  const std::string& ncu, const RunRequest& request,
                                  const std::vector<std::string>& metrics, const std::string& ncu_set,
-                                 const std::string& kernel_regex) {
+                                 const std::string& kernel_regex, const RunnerLaunch& place) {
   Collected c;
   c.profiler = "ncu";
   NcuRequest nr;
@@ -137,8 +137,8 @@ Result<Collected> CollectWithNcu(ProcessRunner& processes, const std::filesystem
     nr.set = ncu_set;
   nr.kernel_regex = kernel_regex;
   nr.launch_count = kNcuMaxLaunches;
-  RunnerLaunch launch;
-  launch.wrapper = NcuCommand(ncu, nr);
+  RunnerLaunch launch = place;
+  for (const auto& arg : NcuCommand(ncu, nr)) launch.wrapper.push_back(arg);
   launch.extra_env = {"KPILOT_NO_CUPTI=1"};  // ncu needs CUPTI for itself
   auto run = RunRunnerProcess(processes, runner_exe, request, launch);
   if (!run.ok()) return run.status().WithContext("running ncu");
@@ -319,7 +319,7 @@ std::vector<KernelReport> AnalyzeKernels(const std::vector<KernelStaticProfile>&
 Result<CounterProfile> ProfileWithCounters(ProcessRunner& processes, const std::filesystem::path& runner_exe,
                                            const Task& task, const Workload& workload, const EvalOptions& options,
                                            const Evaluation& e, const std::vector<std::unique_ptr<Tool>>& tools,
-                                           const CounterProfileOptions& opt) {
+                                           const CounterProfileOptions& opt, const RunnerLaunch& place) {
   if (!e.verdict.passed()) return Status::InvalidInput("only a passing candidate is profiled");
   if (!e.compile.ok || e.compile.object.empty()) return Status::InvalidInput("the evaluation has no compiled object");
   if (opt.profiler != "auto" && opt.profiler != "cupti" && opt.profiler != "ncu")
@@ -366,14 +366,14 @@ Result<CounterProfile> ProfileWithCounters(ProcessRunner& processes, const std::
   Result<Collected> got = Status::Unavailable("not collected");
   if (!need_ncu && opt.profiler != "ncu") {
     bool in_passes = false;
-    got = CollectWithCupti(processes, runner_exe, *request, metrics, trace, &in_passes);
+    got = CollectWithCupti(processes, runner_exe, *request, metrics, trace, place, &in_passes);
     if (!got.ok() && in_passes && request->counters_replay == "user") {
       // A call that launches a CUDA graph stops user replay at its first pass (CUPTI_ERROR_UNKNOWN
       // from cuptiRangeProfilerStop, H200, CUDA 13.0); kernel replay, where CUPTI repeats each
       // kernel itself, profiles it (docs/profile-tools.md).
       std::string user_error = got.status().message();
       request->counters_replay = "kernel";
-      got = CollectWithCupti(processes, runner_exe, *request, metrics, trace, &in_passes);
+      got = CollectWithCupti(processes, runner_exe, *request, metrics, trace, place, &in_passes);
       if (got.ok())
         out.fallback_note = "CUPTI's user replay failed (" + user_error + "); kernel replay used";
       else
@@ -383,7 +383,7 @@ Result<CounterProfile> ProfileWithCounters(ProcessRunner& processes, const std::
       out.fallback_note = "CUPTI counters unavailable (" + got.status().message() + "); ncu used";
   }
   if (need_ncu || (!got.ok() && opt.profiler == "auto" && !opt.ncu_path.empty()))
-    got = CollectWithNcu(processes, runner_exe, opt.ncu_path, *request, metrics, opt.ncu_set, names);
+    got = CollectWithNcu(processes, runner_exe, opt.ncu_path, *request, metrics, opt.ncu_set, names, place);
   if (!got.ok()) return got.status();
   out.profiler = got->profiler;
   out.version = got->version;

@@ -88,11 +88,12 @@ std::vector<KernelReport> AnalyzeKernels(const std::vector<KernelStaticProfile>&
 
 // The kernel profile of `e`, a passing evaluation of `task` at `options` (its compile object is
 // profiled, on `workload`): Unavailable when no profiler can run (CUPTI failed and no ncu), the
-// runner's or ncu's failure otherwise.
+// runner's or ncu's failure otherwise. `place`: where its runner runs (RunnerChannel::Place, a
+// Slurm allocation's node; {} here), ncu's command line after its wrapper.
 Result<CounterProfile> ProfileWithCounters(ProcessRunner& processes, const std::filesystem::path& runner_exe,
                                            const Task& task, const Workload& workload, const EvalOptions& options,
                                            const Evaluation& e, const std::vector<std::unique_ptr<Tool>>& tools,
-                                           const CounterProfileOptions& opt);
+                                           const CounterProfileOptions& opt, const RunnerLaunch& place = {});
 
 // The findings of every report, highest severity first.
 std::vector<Finding> AllFindings(const std::vector<KernelReport>& reports);

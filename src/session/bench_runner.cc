@@ -173,7 +173,6 @@ class LiveRunner : public ProblemRunner {
     settings.channels = channels_;
     settings.compile_processes = compile_processes_;
     settings.compile_threads = compile_threads_;
-    if (channels_) o.counters = false;  // counter profiles run beside the queue, not on the cluster
     Result<std::unique_ptr<OptimizeSession>> session = Status::Internal("not opened");
     {
       std::lock_guard<std::mutex> lock(session_mu_);

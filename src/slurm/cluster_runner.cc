@@ -149,6 +149,13 @@ ClusterRunner::~ClusterRunner() {
 
 std::string ClusterRunner::Where() const { return held_->Where(); }
 
+RunnerLaunch ClusterRunner::Place() const {
+  RunnerLaunch launch;
+  launch.wrapper = held_->allocation().step_wrapper();
+  launch.requests_root = held_->work_dir();
+  return launch;
+}
+
 Result<RunnerOutcome> ClusterRunner::Run(const RunRequest& request) {
   auto out = runner_->Run(request);
   // A runner that could not start or printed no result may have lost its allocation: then the

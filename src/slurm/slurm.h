@@ -250,6 +250,7 @@ class ClusterRunner : public RunnerChannel {
   Result<RunnerOutcome> Run(const RunRequest& request) override;
   std::string Where() const override;  // "slurm job ID on NODE"
   PythonTaskRunner* python() override { return python_.get(); }
+  RunnerLaunch Place() const override;  // srun's step wrapper, requests on the shared folder
   int64_t job_id() const { return held_->allocation().job_id(); }
   const std::string& nodes() const { return held_->allocation().nodes(); }
 

@@ -489,6 +489,71 @@ class ScriptedChannel : public RunnerChannel {
   bool lose_;
 };
 
+// A channel whose one-shot runners run through a wrapper, their requests under a folder of its own.
+class PlacedChannel : public RunnerChannel {
+ public:
+  explicit PlacedChannel(std::filesystem::path root) : root_(std::move(root)) {}
+  Result<RunnerOutcome> Run(const RunRequest& request) override {
+    return RunRunnerProcess(SystemProcessRunner(), testing::RunnerPath(), request);
+  }
+  RunnerLaunch Place() const override {
+    RunnerLaunch launch;
+    launch.wrapper = {"env", "KPILOT_PLACED=1"};
+    launch.requests_root = root_;
+    return launch;
+  }
+
+ private:
+  std::filesystem::path root_;
+};
+
+// Every process the executor itself starts, run on this machine.
+class RecordingProcesses : public ProcessRunner {
+ public:
+  Result<ProcessResult> Run(const ProcessSpec& spec) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      argvs_.push_back(spec.argv);
+    }
+    return SystemProcessRunner().Run(spec);
+  }
+  std::vector<std::vector<std::string>> Argvs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return argvs_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::vector<std::string>> argvs_;
+};
+
+// A counter profile's runner runs where the channel's runner runs (a cluster node): its wrapper,
+// its request folder under the channel's root.
+TEST(LocalExecutor, ACounterProfileRunsWhereItsChannelPlacesIt) {
+  Saxpy saxpy;
+  ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  auto root = TempDir::Create("kpilot-placed-");
+  ASSERT_TRUE(root.ok());
+  RecordingProcesses processes;
+  RunnerChannelFactory factory = [&](size_t) -> Result<std::unique_ptr<RunnerChannel>> {
+    return std::unique_ptr<RunnerChannel>(std::make_unique<PlacedChannel>(root->path()));
+  };
+  const std::vector<std::unique_ptr<Tool>> no_tools;
+  {
+    LocalExecutor executor(*saxpy.toolchain, processes, testing::RunnerPath(), 1, nullptr, {0}, RunnerReuse::kNone,
+                           factory);
+    EvalJob job = SaxpyJob(saxpy.task, 0.05);
+    job.counter_tools = &no_tools;
+    EvalJobResult r = executor.Submit(std::move(job)).get();
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  }
+  int placed = 0;
+  for (const auto& argv : processes.Argvs())
+    placed += argv.size() >= 5 && argv[0] == "env" && argv[1] == "KPILOT_PLACED=1" &&
+              argv[2] == testing::RunnerPath().string() && argv[4].rfind(root->path().string(), 0) == 0;
+  EXPECT_EQ(placed, 1) << "the counter profile's one runner, placed by the channel";
+}
+
 TEST(LocalExecutor, ChannelsTakeEveryEvaluationAndALostOneIsReplaced) {
   Saxpy saxpy;
   ASSERT_NO_FATAL_FAILURE(saxpy.Load());
