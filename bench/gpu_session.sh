@@ -192,7 +192,12 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
           timeout ${GEMM_TIMEOUT:-240} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/$t \
             --candidate examples/cuda/$t/candidates/$(ls examples/cuda/$t/candidates | head -1) --workload ${GO_WORKLOAD:-4096} $D \
             ${GO_EPILOGUE:+--epilogue $GO_EPILOGUE} ${GO_DTYPE:+--dtype $GO_DTYPE} --shapes ${GEMM_SHAPES:-4096x4096x4096,8192x8192x8192} \
-            --json "$OUT/opt_${t}_vs_torch.json" 2>&1 | tee -a "$OUT/opt_$t.txt" ;;
+            --json "$OUT/opt_${t}_vs_torch.json" 2>&1 | tee -a "$OUT/opt_$t.txt"
+          # GO_GELU=1: the same params on the GEMM with bias and GELU fused, against torch's unfused sequence.
+          [[ -n "${GO_GELU:-}" ]] && timeout ${GEMM_TIMEOUT:-240} python3 bench/gemm_vs_torch.py --kpilot $K \
+            --task examples/cuda/gemm_bias_gelu --candidate examples/cuda/gemm_bias_gelu/candidates/cutlass_sm90.cu \
+            --workload 4096 $D --epilogue bias_gelu --shapes 4096x4096x4096 --json "$OUT/opt_gelu_vs_torch.json" \
+            2>&1 | tee -a "$OUT/opt_$t.txt" ;;
     gemmgelu) # The same for the GEMM with bias and GELU fused (examples/cuda/gemm_bias_gelu) against
           # torch.matmul followed by the eager add and gelu.
           timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_bias_gelu \
