@@ -3,7 +3,9 @@
 (tests/slurm/local_cluster.sh, run as root):
 
 1. overhead per evaluation: `kpilot eval` of one host candidate with --executor slurm against the
-   local executor (medians of --runs), and the seconds until the allocation ran;
+   local executor (medians of --runs), and with --torch PYTHON the same for a PyTorch-defined
+   problem (kpilot's ReLU fixture and a right ModelNew, on the CPU torch device), whose torch
+   worker runs as a job step of the allocation;
 2. evaluations per minute of `kpilot bench` over a host suite (four small tasks, the params
    generator, --budget B each) on the local executor and through Slurm with 1, 2 and 4 nodes (one
    worker per node, --exclusive so two problems never share a node's cores).
@@ -54,6 +56,7 @@ def main():
     ap.add_argument("--nodes", default="1,2,4")
     ap.add_argument("--budget", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--torch", help="an interpreter with torch: time a PyTorch-defined problem's evaluation too")
     ap.add_argument("--json")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="kpilot-slurm-figures-")
@@ -85,6 +88,19 @@ def main():
                     walls.append(wall)
                 key = "slurm" if n else "local"
                 figures.setdefault("eval", {})[key] = statistics.median(walls)
+                if a.torch:
+                    fx = os.path.join(ROOT, "tests", "python", "fixtures")
+                    walls = []
+                    for _ in range(a.runs):
+                        cmd = [a.kpilot, "eval", os.path.join(fx, "relu_problem.py"), os.path.join(fx, "relu_new_ok.py"),
+                               "--python", a.torch, "--no-store", "--json"]
+                        if n:
+                            cmd += ["--executor", "slurm", "--slurm-config", conf]
+                        r, wall = run(cmd, dict(env, KPILOT_TORCH_DEVICE="cpu"))
+                        if r.returncode != 0:
+                            sys.exit("kpilot eval of the PyTorch problem failed: " + r.stderr[-2000:])
+                        walls.append(wall)
+                    figures.setdefault("torch_eval", {})[key] = statistics.median(walls)
             store = os.path.join(work, f"store{n}")
             cmd = [a.kpilot, "bench", s, "--generator", "params", "--budget", str(a.budget), "--max-seconds", "0.3",
                    "--store", store, "--json"]
@@ -104,6 +120,10 @@ def main():
     e = figures["eval"]
     print(f"one evaluation (kpilot eval, host saxpy 12M-odd, median of {a.runs}): local {e['local']:.2f} s, "
           f"through Slurm {e['slurm']:.2f} s: +{e['slurm'] - e['local']:.2f} s (allocation, job step, heartbeat)")
+    if a.torch:
+        t = figures["torch_eval"]
+        print(f"one evaluation of a PyTorch-defined problem (the ReLU fixture, CPU torch, median of {a.runs}): "
+              f"local {t['local']:.2f} s, through Slurm {t['slurm']:.2f} s: +{t['slurm'] - t['local']:.2f} s")
     print("| executor | nodes | problems correct | evaluations | wall s | evaluations per minute |")
     print("|---|---:|---:|---:|---:|---:|")
     for b in figures["bench"]:
