@@ -176,6 +176,22 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
           timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_tc \
             --candidate examples/cuda/gemm_tc/candidates/cutlass_sm90.cu --workload 4096 ${GEMM_D:-} \
             --shapes ${GEMM_SHAPES:-4096x4096x4096,8192x8192x8192,kernelbench} --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" ;;
+    slurmgpu) # A one-node Slurm cluster on this GPU machine from the packages staged with KPILOT_STAGE_SLURM=1
+          # (tests/slurm/local_cluster.sh), then the same optimize run on the local executor and through it.
+          for f in .stage/debs/*.deb; do dpkg -x "$f" /; done; ldconfig
+          getent passwd munge >/dev/null || useradd --system --no-create-home --shell /usr/sbin/nologin munge
+          mkdir -p /etc/munge /var/lib/munge /var/log/munge /run/munge
+          [[ -f /etc/munge/munge.key ]] || dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 2>/dev/null
+          chown -R munge: /etc/munge /var/lib/munge /var/log/munge /run/munge; chmod 400 /etc/munge/munge.key
+          conf=$(bash tests/slurm/local_cluster.sh start /tmp/kc 1) || { echo "no cluster: $conf"; tail -5 /tmp/kc/log/* 2>/dev/null; continue; }
+          export SLURM_CONF=$conf; printf '[slurm]\nheartbeat_s = 2\n' > /tmp/kc/kp.toml
+          for ex in local slurm; do
+            extra=(); [[ $ex == slurm ]] && extra=(--executor slurm --slurm-config /tmp/kc/kp.toml --arch sm_90a)
+            timeout 240 $K optimize $SM --workload 8192x4096 --budget ${BUDGET:-24} --json --store /tmp/kp-sl-$ex "${extra[@]}" \
+              > "$OUT/slurmgpu_$ex.json" 2> "$OUT/slurmgpu_$ex.events"
+            echo "$ex: exit $? $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print({k: j.get(k) for k in ('evaluations','busy_share','checks_timing_share','counter_profiles')}, j['final'].get('speedup_geomean'))" "$OUT/slurmgpu_$ex.json" 2>&1 | tail -1)"
+          done 2>&1 | tee "$OUT/slurmgpu.txt"
+          bash tests/slurm/local_cluster.sh stop /tmp/kc ;;
     mcp) # An evaluate call of kpilot mcp against kpilot eval of the same candidate, warm (bench/mcp_overhead.py).
          timeout 300 python3 bench/mcp_overhead.py --kpilot $K $SM $SM/candidates/block_online.cu --workload 8192x4096 \
            --n ${MCP_N:-6} --json "$OUT/mcp.json" 2>&1 | tee "$OUT/mcp.txt" ;;

@@ -21,8 +21,9 @@ if [[ -x .stage/bin/fake_llm_server ]]; then
 fi
 # The CUTLASS/CuTe headers CUDA candidates compile against (the nvidia-cutlass wheel of .venv),
 # where an installed kpilot looks for them: share/kpilot/cutlass (FindCutlass).
+# KPILOT_STAGE_SLURM=1 leaves them out (see below).
 cutlass=$(ls -d .venv/lib/python3*/site-packages/cutlass_library/source 2>/dev/null | head -1)
-if [[ -n "$cutlass" ]]; then
+if [[ -n "$cutlass" && -z "${KPILOT_STAGE_SLURM:-}" ]]; then
   mkdir -p .stage/share/kpilot/cutlass/tools/util
   cp -r "$cutlass/include" .stage/share/kpilot/cutlass/
   cp -r "$cutlass/tools/util/include" .stage/share/kpilot/cutlass/tools/util/
@@ -34,5 +35,16 @@ kb=../shared/datasets/kernelbench
 if [[ -d $kb/KernelBench ]]; then
   mkdir -p .stage/data/kernelbench
   cp -r $kb/KernelBench $kb/results .stage/data/kernelbench/
+fi
+# KPILOT_STAGE_SLURM=1: Slurm's and munge's Debian packages, with the libraries they need that a
+# bare GPU machine may lack, in .stage/debs for bench/gpu_session.sh's slurmgpu step (a one-node
+# cluster there); without the CUTLASS headers, to stay within what a call carries.
+if [[ -n "${KPILOT_STAGE_SLURM:-}" ]]; then
+  mkdir -p .stage/debs
+  for p in slurmctld slurmd slurm-client slurm-wlm-basic-plugins libslurm38 munge libmunge2 libhwloc15 libjson-c5 \
+           liblua5.1-0 libnuma1 libyaml-0-2; do
+    f=$(ls /var/cache/apt/archives/${p}_*_amd64.deb 2>/dev/null | head -1 || true)
+    if [[ -n "$f" ]]; then cp "$f" .stage/debs/; else (cd .stage/debs && apt-get download -q "$p" >/dev/null); fi
+  done
 fi
 du -sh .stage
