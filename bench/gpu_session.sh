@@ -198,7 +198,7 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
     gemmopt) # kpilot optimize of a GEMM task (GO_TASK, default gemm_tc) from its params' naive end, then its
           # best beside torch.matmul (bench/gemm_vs_torch.py); GO_TIME the search's wall clock.
           t=${GO_TASK:-gemm_tc}
-          timeout ${GO_TIMEOUT:-420} $K optimize examples/cuda/$t --workload ${GO_WORKLOAD:-4096} --budget ${BUDGET:-400} \
+          timeout ${GO_TIMEOUT:-420} $K optimize examples/cuda/$t --workload ${GO_WORKLOAD:-4096} --budget ${GO_BUDGET:-400} \
             --time ${GO_TIME:-5m} --drafts ${GO_DRAFTS:-4} --json --store /tmp/kp-$t > "$OUT/opt_$t.json" 2> "$OUT/opt_$t.events"
           echo "optimize exit $?"
           D=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(' '.join('-D %s=%s' % kv for kv in j['best_params'].items()))" "$OUT/opt_$t.json")
