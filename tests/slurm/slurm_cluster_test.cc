@@ -424,6 +424,51 @@ TEST_F(SlurmCluster, APyTorchProblemRunsItsWorkerOnTheNodeWithTheLocalVerdicts) 
   EXPECT_EQ(WaitForQueue([](const std::string& q) { return q.empty(); }, 30), "");
 }
 
+// A torch worker whose node goes down mid-evaluation (its candidate sleeps in forward) gives no
+// verdict: the allocation's end is named, not a crash of the candidate.
+TEST_F(SlurmCluster, APyTorchWorkerWhoseNodeGoesDownGivesNoVerdict) {
+  const fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
+  if (!fs::exists(python)) GTEST_SKIP() << python << " is missing: run scripts/setup-torch-venv.sh";
+  testing::ScopedEnv cpu("KPILOT_TORCH_DEVICE", "cpu");
+  const fs::path fixtures = testing::SourceDir() / "tests" / "python" / "fixtures";
+  ProcessSpec spec;
+  spec.argv = {(testing::BinaryDir() / "bin" / "kpilot").string(),
+               "eval",
+               (fixtures / "relu_problem.py").string(),
+               (fixtures / "relu_new_slow.py").string(),
+               "--python",
+               python.string(),
+               "--no-store",
+               "--json",
+               "--executor",
+               "slurm",
+               "--slurm-config",
+               config().string()};
+  spec.cwd = root();
+  spec.timeout_s = 300;
+  std::optional<Result<ProcessResult>> result;
+  std::thread eval([&] { result = SystemProcessRunner().Run(spec); });
+  const std::string running =
+      WaitForQueue([](const std::string& q) { return q.find("RUNNING") != std::string::npos; }, 60);
+  ASSERT_NE(running.find("RUNNING"), std::string::npos) << running;
+  std::istringstream line(running);
+  std::string id, state, node;
+  line >> id >> state >> node;
+  ProcessSpec down;
+  down.argv = {"scontrol", "update", "nodename=" + node, "state=down", "reason=kpilot-test"};
+  down.timeout_s = 20;
+  auto d = SystemProcessRunner().Run(down);
+  ASSERT_TRUE(d.ok() && d->exit_code == 0) << (d.ok() ? d->err : d.status().message());
+  eval.join();
+  ASSERT_TRUE(result && result->ok());
+  const ProcessResult& r = **result;
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(json::parse(r.out, nullptr, false).is_discarded() || r.out.empty()) << "no verdict: " << r.out;
+  EXPECT_TRUE(r.err.find("ended during the evaluation") != std::string::npos ||
+              r.err.find("ended before it ran") != std::string::npos)
+      << r.err;
+}
+
 // kpilot bench over real KernelBench problems (the checkout beside the project, read in place):
 // each problem in an allocation of its own, two at once, every reference passing as its own
 // candidate, each evaluation recorded with the job and node it ran on.
