@@ -205,6 +205,7 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
           python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print({k: j.get(k) for k in ('evaluations','busy_share','best_params')}, j['final'].get('speedup_geomean'))" \
             "$OUT/opt_$t.json" 2>&1 | tee "$OUT/opt_$t.txt"
           gzip -f "$OUT/opt_$t.events"
+          python3 bench/search_pace.py "$OUT/opt_$t.events.gz" 2>&1 | tee -a "$OUT/opt_$t.txt"
           timeout ${GEMM_TIMEOUT:-240} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/$t \
             --candidate examples/cuda/$t/candidates/$(ls examples/cuda/$t/candidates | head -1) --workload ${GO_WORKLOAD:-4096} $D \
             ${GO_EPILOGUE:+--epilogue $GO_EPILOGUE} ${GO_DTYPE:+--dtype $GO_DTYPE} --shapes ${GEMM_SHAPES:-4096x4096x4096,8192x8192x8192} \
