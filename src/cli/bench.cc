@@ -34,6 +34,7 @@ struct BenchArgs {
   std::string slurm_config;
   std::string compile_on = "local";  // --compile-on local|slurm
   std::string generator = "params";
+  std::string arch;  // --arch: the CUDA target of the GPUs the problems run on
   int budget = 8;
   std::string policy = "mcts";
   std::string feedback = "tools", guidance = "proactive", memory = "on", skills = "on";
@@ -205,6 +206,7 @@ int RunBenchCommand(const BenchArgs& a) {
     if (a.suite.empty()) return Fail(Status::InvalidInput("kpilot bench needs SUITE (or --resume BENCH_ID)"));
     OptimizeOptions o;
     o.generator = a.generator;
+    o.arch = a.arch;
     o.budget = a.budget;
     auto policy = ParsePolicy(a.policy);
     if (!policy) return Fail(Status::InvalidInput("--policy " + a.policy + ": use mcts, greedy, beam or random"));
@@ -275,6 +277,11 @@ int RunBenchCommand(const BenchArgs& a) {
     auto c = slurm::LoadSlurmConfig(a.slurm_config);
     if (!c.ok()) return Fail(c.status());
     cluster = *c;
+    // The nodes' GPU, not this machine's (which may have none), is what candidates compile for.
+    if (needs_gpu && !config.value("eval_reference", false) &&
+        config.value("optimize", nlohmann::json::object()).value("arch", "").empty())
+      return Fail(Status::InvalidInput(
+          "--executor slurm compiles here for the nodes' GPUs: name them with --arch, e.g. --arch sm_90a"));
     // Python references (KernelBench, flashinfer) run their torch worker in the allocation too.
     channels = slurm::ClusterChannels(*c, Layout().runner, "kpilot-bench", nullptr,
                                       ClusterPythonWorkers(config.value("python", "")));
@@ -357,6 +364,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--slurm-config", a->slurm_config,
                   "The [slurm] config file for --executor slurm (its workers: problems in flight)");
+  cmd->add_option("--arch", a->arch,
+                  "CUDA target of the GPUs the problems run on (default: the visible GPU's; with --executor slurm, "
+                  "name the nodes', e.g. sm_90a)");
   cmd->add_option("--compile-on", a->compile_on,
                   "local | slurm: where the compilers run — slurm: job steps of one allocation on the CPU nodes "
                   "of --slurm-config's compile_partition (docs/slurm.md)")

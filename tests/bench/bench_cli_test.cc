@@ -394,5 +394,20 @@ TEST(BenchCli, GpuSuitesNeedAGpu) {
   }
 }
 
+// Through Slurm the nodes' GPU is the target: a suite that compiles CUDA candidates needs --arch,
+// said before any allocation is asked for.
+TEST(BenchCli, ACudaSuiteOnSlurmNeedsTheNodesArch) {
+  auto d = TempDir::Create("kpilot-bench-cli-");
+  ASSERT_TRUE(d.ok());
+  const auto config = d->path() / "slurm.toml";
+  ASSERT_TRUE(WriteFileAtomic(config, "[slurm]\nsbatch = \"/no/such/sbatch\"\n").ok());
+  auto r = testing::RunKpilot(
+      d->path(), {"bench", (testing::SourceDir() / "examples" / "cuda").string(), "--store", (d->path() / "s").string(),
+                  "--executor", "slurm", "--slurm-config", config.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--arch"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("sbatch"), std::string::npos) << "refused before asking Slurm: " << r.err;
+}
+
 }  // namespace
 }  // namespace kpilot
