@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "core/subprocess.h"
+#include "core/text.h"
 #include "device/device.h"
 #include "sandbox/sandbox.h"
 #include "toolchain/toolchain.h"
@@ -122,6 +123,18 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
     checks.push_back({"CUPTI", cupti, cupti ? "present" : "not found", "launch traces (kernels on every stream)",
                       "comes with the CUDA toolkit (extras/CUPTI)"});
     checks.push_back(PythonTorch());
+    // Slurm's client commands (docs/slurm.md); the cluster itself answers only when asked for an allocation.
+    std::string sbatch = FindOnPath("sbatch");
+    std::string slurm_version = sbatch.empty() ? "" : Trim(ToolVersionOutput(SystemProcessRunner(), sbatch));
+    std::string slurm_detail = "not found";
+    if (!sbatch.empty())
+      slurm_detail = slurm_version.empty()
+                         ? sbatch + " (sbatch --version failed: no cluster config here? set SLURM_CONF)"
+                         : slurm_version + " (" + sbatch + ")";
+    checks.push_back({"Slurm", !sbatch.empty() && !FindOnPath("srun").empty(), slurm_detail,
+                      "--executor slurm and --compile-on slurm: evaluations and compiles on a cluster",
+                      "apt-get install slurm-client with the cluster's slurm.conf, or name the commands in the "
+                      "[slurm] config (docs/slurm.md)"});
 
     std::string why_none;
     std::vector<GpuInfo> gpus = SystemGpuProbe().List(&why_none);

@@ -81,12 +81,17 @@ TEST_F(Cli, DoctorReportsTheMachine) {
   ASSERT_EQ(json.exit_code, 0);
   auto j = nlohmann::json::parse(json.out);
   EXPECT_TRUE(j["gpus"].is_array());
-  bool saw_gxx = false;
+  bool saw_gxx = false, saw_slurm = false;
   for (const auto& t : j["tools"]) {
     EXPECT_TRUE(t.contains("enables"));
     if (t["name"] == "g++") saw_gxx = t["found"].get<bool>();
+    // Slurm's commands are reported whether or not this machine has them, with the way to get them.
+    if (t["name"] == "Slurm")
+      saw_slurm =
+          t["found"].get<bool>() || t["how_to_get"].get<std::string>().find("slurm-client") != std::string::npos;
   }
   EXPECT_TRUE(saw_gxx);
+  EXPECT_TRUE(saw_slurm);
 }
 
 TEST_F(Cli, MalformedTaskExitsTwoNamingTheLine) {
