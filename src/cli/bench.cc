@@ -367,11 +367,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--arch", a->arch,
                   "CUDA target of the GPUs the problems run on (default: the visible GPU's; with --executor slurm, "
                   "name the nodes', e.g. sm_90a)");
-  cmd->add_option("--compile-on", a->compile_on,
-                  "local | slurm: where the compilers run — slurm: job steps of one allocation on the CPU nodes "
-                  "of --slurm-config's compile_partition (docs/slurm.md)")
-      ->check(CLI::IsMember({"local", "slurm"}))
-      ->capture_default_str();
+  AddCompileOnFlag(cmd, &a->compile_on);
   cmd->add_option("--per-gpu", a->per_gpu,
                   "Problems in flight on each GPU: checks and timing still take the GPU one at a time (its lock); "
                   "starting workers, loading problems and building models overlap")

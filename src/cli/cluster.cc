@@ -17,6 +17,14 @@ slurm::PythonRunnerFactory ClusterPythonWorkers(const std::string& python) {
   };
 }
 
+void AddCompileOnFlag(CLI::App* cmd, std::string* compile_on) {
+  cmd->add_option("--compile-on", *compile_on,
+                  "local | slurm: where the compilers run — slurm: job steps of one allocation on the CPU nodes "
+                  "of --slurm-config's compile_partition (docs/slurm.md)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+}
+
 Result<std::unique_ptr<slurm::CompileAllocation>> StartCompileOn(const std::string& compile_on,
                                                                  const std::string& slurm_config,
                                                                  const std::string& job_name, bool quiet) {

@@ -358,11 +358,7 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
   cmd->add_option("--slurm-config", a->slurm_config, "The [slurm] config file for --executor slurm");
-  cmd->add_option("--compile-on", a->compile_on,
-                  "local | slurm: where the compilers run — slurm: job steps of one allocation on the CPU nodes "
-                  "of --slurm-config's compile_partition (docs/slurm.md)")
-      ->check(CLI::IsMember({"local", "slurm"}))
-      ->capture_default_str();
+  AddCompileOnFlag(cmd, &a->compile_on);
   cmd->add_flag("--no-sandbox", a->no_sandbox,
                 "Run the candidate unconfined (docs/threat-model.md; for profilers such as ncu that must reach "
                 "the process); leftover processes are still killed");

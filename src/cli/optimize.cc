@@ -518,11 +518,7 @@ void AddOptimizeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
   cmd->add_option("--slurm-config", a->slurm_config, "The [slurm] config file for --executor slurm");
-  cmd->add_option("--compile-on", a->compile_on,
-                  "local | slurm: where the compilers run — slurm: job steps of one allocation on the CPU nodes "
-                  "of --slurm-config's compile_partition (docs/slurm.md)")
-      ->check(CLI::IsMember({"local", "slurm"}))
-      ->capture_default_str();
+  AddCompileOnFlag(cmd, &a->compile_on);
   cmd->add_flag("--report", a->report, "At the end, write the run as one HTML page (STORE/reports/run-ID.html)");
   cmd->callback([a, cmd, exit_code]() {
     // Everything but --resume, --store, --out, --json, --max-cost, --max-tokens, --devices, --runner and the

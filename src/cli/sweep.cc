@@ -231,11 +231,7 @@ void AddSweepCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
   cmd->add_option("--slurm-config", a->slurm_config, "The [slurm] config file for --executor slurm");
-  cmd->add_option("--compile-on", a->compile_on,
-                  "local | slurm: where the compilers run — slurm: job steps of one allocation on the CPU nodes "
-                  "of --slurm-config's compile_partition (docs/slurm.md)")
-      ->check(CLI::IsMember({"local", "slurm"}))
-      ->capture_default_str();
+  AddCompileOnFlag(cmd, &a->compile_on);
   cmd->add_option("--device", a->device, "CUDA device index")->capture_default_str();
   cmd->add_flag("--dry-run", a->dry_run, "Only count the valid configurations");
   cmd->add_flag("--compile-only", a->compile_only, "Only compile every configuration (works without a GPU)");

@@ -90,6 +90,32 @@ class SlurmCluster : public ::testing::Test {
     spec.cwd = root();
     return spec;
   }
+  // Runs `spec` (a kpilot command through Slurm), sets the node of its allocation down once it
+  // runs, and expects no verdict: the allocation's end is named, down before kpilot's poll saw it
+  // run or during the evaluation.
+  void ExpectNoVerdictWhenItsNodeGoesDown(const ProcessSpec& spec) {
+    std::optional<Result<ProcessResult>> result;
+    std::thread eval([&] { result = SystemProcessRunner().Run(spec); });
+    const std::string running =
+        WaitForQueue([](const std::string& q) { return q.find("RUNNING") != std::string::npos; }, 60);
+    std::istringstream line(running);
+    std::string id, state, node;
+    line >> id >> state >> node;
+    ProcessSpec down;
+    down.argv = {"scontrol", "update", "nodename=" + node, "state=down", "reason=kpilot-test"};
+    down.timeout_s = 20;
+    auto d = SystemProcessRunner().Run(down);
+    eval.join();
+    ASSERT_NE(running.find("RUNNING"), std::string::npos) << running;
+    ASSERT_TRUE(d.ok() && d->exit_code == 0) << (d.ok() ? d->err : d.status().message());
+    ASSERT_TRUE(result && result->ok());
+    const ProcessResult& r = **result;
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_TRUE(json::parse(r.out, nullptr, false).is_discarded() || r.out.empty()) << "no verdict: " << r.out;
+    EXPECT_TRUE(r.err.find("ended during the evaluation") != std::string::npos ||
+                r.err.find("ended before it ran") != std::string::npos)
+        << r.err;
+  }
   std::string Candidate() const {
     return (testing::SourceDir() / "examples" / "host" / "saxpy" / "candidates" / "omp_simd.cpp").string();
   }
@@ -168,29 +194,7 @@ TEST_F(SlurmCluster, CtrlCCancelsTheAllocationAtOnce) {
 TEST_F(SlurmCluster, ANodeThatGoesDownMidEvaluationGivesNoVerdict) {
   ProcessSpec spec = LongSlurmEval();
   spec.timeout_s = 300;
-  std::optional<Result<ProcessResult>> result;
-  std::thread eval([&] { result = SystemProcessRunner().Run(spec); });
-  const std::string running =
-      WaitForQueue([](const std::string& q) { return q.find("RUNNING") != std::string::npos; }, 60);
-  ASSERT_NE(running.find("RUNNING"), std::string::npos) << running;
-  std::istringstream line(running);
-  std::string id, state, node;
-  line >> id >> state >> node;
-  ProcessSpec down;
-  down.argv = {"scontrol", "update", "nodename=" + node, "state=down", "reason=kpilot-test"};
-  down.timeout_s = 20;
-  auto d = SystemProcessRunner().Run(down);
-  ASSERT_TRUE(d.ok() && d->exit_code == 0) << (d.ok() ? d->err : d.status().message());
-  eval.join();
-  ASSERT_TRUE(result && result->ok());
-  const ProcessResult& r = **result;
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(json::parse(r.out, nullptr, false).is_discarded() || r.out.empty(), true)
-      << "no verdict is printed: " << r.out;
-  // Down before kpilot's poll saw it run, or during the evaluation: either way no verdict.
-  EXPECT_TRUE(r.err.find("ended during the evaluation") != std::string::npos ||
-              r.err.find("ended before it ran") != std::string::npos)
-      << r.err;
+  ExpectNoVerdictWhenItsNodeGoesDown(spec);
 }
 
 TEST_F(SlurmCluster, AnOptimizeRunSpreadsOverAllocationsAndOutlivesALostNode) {
@@ -446,27 +450,7 @@ TEST_F(SlurmCluster, APyTorchWorkerWhoseNodeGoesDownGivesNoVerdict) {
                config().string()};
   spec.cwd = root();
   spec.timeout_s = 300;
-  std::optional<Result<ProcessResult>> result;
-  std::thread eval([&] { result = SystemProcessRunner().Run(spec); });
-  const std::string running =
-      WaitForQueue([](const std::string& q) { return q.find("RUNNING") != std::string::npos; }, 60);
-  ASSERT_NE(running.find("RUNNING"), std::string::npos) << running;
-  std::istringstream line(running);
-  std::string id, state, node;
-  line >> id >> state >> node;
-  ProcessSpec down;
-  down.argv = {"scontrol", "update", "nodename=" + node, "state=down", "reason=kpilot-test"};
-  down.timeout_s = 20;
-  auto d = SystemProcessRunner().Run(down);
-  ASSERT_TRUE(d.ok() && d->exit_code == 0) << (d.ok() ? d->err : d.status().message());
-  eval.join();
-  ASSERT_TRUE(result && result->ok());
-  const ProcessResult& r = **result;
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(json::parse(r.out, nullptr, false).is_discarded() || r.out.empty()) << "no verdict: " << r.out;
-  EXPECT_TRUE(r.err.find("ended during the evaluation") != std::string::npos ||
-              r.err.find("ended before it ran") != std::string::npos)
-      << r.err;
+  ExpectNoVerdictWhenItsNodeGoesDown(spec);
 }
 
 // kpilot bench over real KernelBench problems (the checkout beside the project, read in place):
