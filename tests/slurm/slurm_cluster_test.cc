@@ -90,6 +90,16 @@ class SlurmCluster : public ::testing::Test {
     spec.cwd = root();
     return spec;
   }
+  // `scontrol update state=down` of the node of the first job in `queue` (Queue()'s lines).
+  Result<ProcessResult> SetFirstNodeDown(const std::string& queue) {
+    std::istringstream line(queue);
+    std::string id, state, node;
+    line >> id >> state >> node;
+    ProcessSpec down;
+    down.argv = {"scontrol", "update", "nodename=" + node, "state=down", "reason=kpilot-test"};
+    down.timeout_s = 20;
+    return SystemProcessRunner().Run(down);
+  }
   // Runs `spec` (a kpilot command through Slurm), sets the node of its allocation down once it
   // runs, and expects no verdict: the allocation's end is named, down before kpilot's poll saw it
   // run or during the evaluation.
@@ -98,13 +108,7 @@ class SlurmCluster : public ::testing::Test {
     std::thread eval([&] { result = SystemProcessRunner().Run(spec); });
     const std::string running =
         WaitForQueue([](const std::string& q) { return q.find("RUNNING") != std::string::npos; }, 60);
-    std::istringstream line(running);
-    std::string id, state, node;
-    line >> id >> state >> node;
-    ProcessSpec down;
-    down.argv = {"scontrol", "update", "nodename=" + node, "state=down", "reason=kpilot-test"};
-    down.timeout_s = 20;
-    auto d = SystemProcessRunner().Run(down);
+    auto d = SetFirstNodeDown(running);
     eval.join();
     ASSERT_NE(running.find("RUNNING"), std::string::npos) << running;
     ASSERT_TRUE(d.ok() && d->exit_code == 0) << (d.ok() ? d->err : d.status().message());
@@ -225,13 +229,7 @@ TEST_F(SlurmCluster, AnOptimizeRunSpreadsOverAllocationsAndOutlivesALostNode) {
         return std::count(q.begin(), q.end(), '\n') >= 2 && q.find("PENDING") == std::string::npos;
       },
       60);
-  std::istringstream line(running);
-  std::string id, state, node;
-  line >> id >> state >> node;
-  ProcessSpec down;
-  down.argv = {"scontrol", "update", "nodename=" + node, "state=down", "reason=kpilot-test"};
-  down.timeout_s = 20;
-  auto d = SystemProcessRunner().Run(down);
+  auto d = SetFirstNodeDown(running);
   ASSERT_TRUE(d.ok() && d->exit_code == 0) << (d.ok() ? d->err : d.status().message());
   run.join();
   ASSERT_TRUE(result && result->ok());
