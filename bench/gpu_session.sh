@@ -178,7 +178,18 @@ print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evalua
             --shapes ${GEMM_SHAPES:-4096x4096x4096,8192x8192x8192,kernelbench} --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" ;;
     slurmgpu) # A one-node Slurm cluster on this GPU machine from the packages staged with KPILOT_STAGE_SLURM=1
           # (tests/slurm/local_cluster.sh), then the same optimize run on the local executor and through it.
-          for f in .stage/debs/*.deb; do dpkg -x "$f" /; done; ldconfig
+          # Unpacked beside the system, then copied in without replacing what it has: the packages put some
+          # libraries under /lib, a link to /usr/lib on a merged-/usr system that must stay one.
+          root=/tmp/kp-debroot; rm -rf $root; mkdir -p $root
+          for f in .stage/debs/*.deb; do dpkg -x "$f" $root; done
+          for d in lib lib64 bin sbin; do
+            [[ -d $root/$d && ! -L $root/$d ]] && { mkdir -p $root/usr/$d; cp -a $root/$d/. $root/usr/$d/; rm -rf "${root:?}/$d"; }
+          done
+          cp -an $root/. /; ldconfig
+          # dpkg -x runs no maintainer scripts: make the alternatives links the packages would have made.
+          for b in slurmctld slurmd slurmstepd; do [[ -e /usr/sbin/$b ]] || ln -s /usr/sbin/$b-wlm /usr/sbin/$b; done
+          # A container without systemd: slurmd makes its stepd scope under system.slice, which must exist.
+          [[ -d /sys/fs/cgroup/system.slice ]] || mkdir /sys/fs/cgroup/system.slice
           getent passwd munge >/dev/null || useradd --system --no-create-home --shell /usr/sbin/nologin munge
           mkdir -p /etc/munge /var/lib/munge /var/log/munge /run/munge
           [[ -f /etc/munge/munge.key ]] || dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 2>/dev/null

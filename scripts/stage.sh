@@ -42,7 +42,7 @@ fi
 if [[ -n "${KPILOT_STAGE_SLURM:-}" ]]; then
   mkdir -p .stage/debs
   for p in slurmctld slurmd slurm-client slurm-wlm-basic-plugins libslurm38 munge libmunge2 libhwloc15 libjson-c5 \
-           liblua5.1-0 libnuma1 libyaml-0-2; do
+           liblua5.1-0 libnuma1 libyaml-0-2 libdbus-1-3; do  # libdbus: the cgroup/v2 plugin slurmd loads
     f=$(ls /var/cache/apt/archives/${p}_*_amd64.deb 2>/dev/null | head -1 || true)
     if [[ -n "$f" ]]; then cp "$f" .stage/debs/; else (cd .stage/debs && apt-get download -q "$p" >/dev/null); fi
   done
