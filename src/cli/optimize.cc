@@ -111,6 +111,9 @@ class PrintProgress : public ProgressSink {
           e.value("node", 0), e.value("paired_speedup", 0.0), e["ci"][0].get<double>(), e["ci"][1].get<double>());
     } else if (kind == "duplicate") {
       std::cerr << "        skipped a draft whose binary was evaluated already\n";
+    } else if (kind == "cancelled") {
+      std::cerr << fmt::format("        dropped draft {}: the time limit passed before it reached a GPU\n",
+                               e.value("proposal", 0));
     } else if (kind == "stop") {
       std::cerr << "stopped: " << e.value("reason", "") << " after " << e.value("evaluations", 0)
                 << " evaluations; re-evaluating the best …\n";

@@ -9,6 +9,11 @@
 #include "profile/collect.h"
 
 namespace kpilot {
+namespace {
+
+bool Cancelled(const EvalJob& job) { return job.cancelled && job.cancelled->load(); }
+
+}  // namespace
 
 LocalExecutor::LocalExecutor(Toolchain& toolchain, ProcessRunner& processes, std::filesystem::path runner_exe,
                              int compile_threads, PythonTaskRunner* python, std::vector<int> devices, RunnerReuse reuse,
@@ -105,9 +110,10 @@ void LocalExecutor::CompileLoop() {
       } else {
         return;
       }
-      if (p->job.compile_only && p->job.cancelled && p->job.cancelled->load()) {
-        p->result.status = Status::Unavailable("the compile-only job was cancelled before it ran");
-        p->result.skipped = true;
+      if (Cancelled(p->job)) {
+        if (p->job.compile_only)
+          p->result.status = Status::Unavailable("the compile-only job was cancelled before it ran");
+        p->result.skipped = p->result.cancelled = true;
         p->promise.set_value(std::move(p->result));
         continue;
       }
@@ -115,8 +121,8 @@ void LocalExecutor::CompileLoop() {
       if (p->job.compile_only) ++footprints_compiling_;
     }
     // Compile ahead of the device queue; the evaluation's own compile is then a cache hit.
-    // A compile-only job's compiler is killed when the job is cancelled mid-compile.
-    if (p->job.compile_only) p->job.options.compile.cancel = p->job.cancelled;
+    // A job's compiler is killed when the job is cancelled mid-compile.
+    if (p->job.cancelled) p->job.options.compile.cancel = p->job.cancelled;
     // Compilers yield the cores to the runner timing on a GPU (kCompileNice).
     p->job.options.compile.nice = std::max(p->job.options.compile.nice, kCompileNice);
     // SASS is not on the way to the GPU: a compile-only job's result does not carry it, and a
@@ -135,15 +141,21 @@ void LocalExecutor::CompileLoop() {
     // The reference and baseline too, beside the draft (cache hits but the first time), so that
     // the evaluation does not compile them while it holds the GPU. A failure here is the
     // evaluation's to report.
+    // They are the run's, not the job's: a cancelled job does not stop them.
     std::future<Status> fixed;
     if (!p->job.compile_only)
-      fixed = std::async(std::launch::async,
-                         [this, &p] { return evaluator_.CompileFixedObjects(*p->job.task, p->job.options); });
+      fixed = std::async(std::launch::async, [this, &p, o = p->job.options]() mutable {
+        o.compile.cancel = nullptr;
+        return evaluator_.CompileFixedObjects(*p->job.task, o);
+      });
     auto compiled = toolchain_.Compile(p->job.source, p->job.params, p->job.options.compile);
     if (fixed.valid()) (void)fixed.get();
     p->result.compile_end_s = ElapsedSeconds();
     p->result.compile_s = p->result.compile_end_s - p->result.compile_start_s;
-    bool admitted = !p->job.compile_only;
+    // A job cancelled while it compiled ends here, whatever its compile gave, and is not admitted
+    // (its object is not taken as evaluated).
+    const bool cancelled = Cancelled(p->job);
+    bool admitted = !p->job.compile_only && !cancelled;
     // Its report is all a compile-only job gives: a compile that could not run (cancelled, no
     // compiler) is an error, not a source that fails to compile.
     if (p->job.compile_only && !compiled.ok()) p->result.status = compiled.status();
@@ -170,6 +182,7 @@ void LocalExecutor::CompileLoop() {
       eval_cv_.notify_all();
       if (!admitted) {
         p->result.skipped = true;
+        p->result.cancelled = cancelled;
         p->promise.set_value(std::move(p->result));
         continue;
       }
@@ -244,6 +257,17 @@ void LocalExecutor::EvalLoop(int device, size_t queue) {
       if (eval_queue_.empty()) return;
       p = std::move(eval_queue_.front());
       eval_queue_.pop_front();
+      if (Cancelled(p->job)) {
+        --evaluations_ready_;
+        p->result.skipped = p->result.cancelled = true;
+      }
+    }
+    if (p->result.cancelled) {
+      FinishPart(p);
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
       p->result.eval_start_s = ElapsedSeconds();
       running_[p.get()] = p->result.eval_start_s;
     }
@@ -275,6 +299,7 @@ void LocalExecutor::EvalLoop(int device, size_t queue) {
           [&] {
             EvalOptions o = p->job.options;
             o.params = p->job.params;
+            o.compile.cancel = nullptr;  // on its GPU, an evaluation runs to its end
             return o;
           }(),
           runner);

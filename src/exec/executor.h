@@ -49,10 +49,12 @@ struct EvalJob {
   // in a 29 s run, and guesses queued behind the probes' leftovers (48 compiles, 18 s of backlog
   // on 8 threads) were compiled too late (docs/results.md, "Anticipated compiles").
   std::shared_ptr<const std::atomic<bool>> waited_for;
-  // A compile-only job whose flag is set when a compile thread takes it is not compiled, and one
-  // whose flag is set while it compiles has its compiler killed: either result is `skipped`, with
-  // an Unavailable status. Lets a caller that no longer needs its compiles end without waiting
-  // for them. May be null.
+  // A job whose flag is set when a compile thread takes it is not compiled, one whose flag is set
+  // while it compiles has its compiler killed, and one whose flag is set while it waits for a GPU
+  // is not evaluated: each result is `skipped` and `cancelled`, a compile-only job's with an
+  // Unavailable status, an evaluation job's with an ok one (nothing went wrong: the caller no
+  // longer wants it). Lets a caller end without waiting for work it no longer needs, e.g. a
+  // search whose time is up. An evaluation already on its GPU runs to its end. May be null.
   std::shared_ptr<const std::atomic<bool>> cancelled;
   // Counters too: after a passing evaluation, while the job still holds the GPU, the counters the
   // tools of the candidate's class need are collected (CUPTI, else ncu: each needs the GPU to
@@ -84,7 +86,8 @@ struct EvalJob {
 struct EvalJobResult {
   Status status;           // kpilot's own failure (not the candidate's)
   Evaluation evaluation;   // valid when status.ok() && !skipped
-  bool skipped = false;    // `admit` said no
+  bool skipped = false;    // `admit` said no, or the job was cancelled
+  bool cancelled = false;  // EvalJob::cancelled was set before the job was evaluated
   std::string object_sha;  // sha256 of the compiled object ("" when it did not compile)
   double compile_s = 0;
   bool compiled = false;                   // the source compiled at these params

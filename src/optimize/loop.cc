@@ -60,6 +60,10 @@ OptimizeLoop::OptimizeLoop(const OptimizeDeps& deps, OptimizeOptions opts, int64
 }
 
 OptimizeLoop::~OptimizeLoop() {
+  // Nothing in flight is wanted any more (an error return leaves batches behind): drop what has
+  // not reached a GPU.
+  time_up_->store(true);
+  deadline_.reset();
   for (auto& b : in_flight_) {
     for (auto& f : b.futures)
       if (f.valid()) f.wait();
@@ -90,6 +94,7 @@ std::future<EvalJobResult> OptimizeLoop::SubmitDraft(const Draft& d, const std::
   job.options = BaseEvalOptions(opts_);
   // A binary evaluated before is not evaluated again (the set is touched on compile threads).
   job.admit = [this](const std::string& sha) { return seen_.Insert(sha); };
+  job.cancelled = time_up_;
   if (Anticipating())
     job.on_done = [this, path, params = d.params](const EvalJobResult& r) { AnticipateAfter(path, params, r); };
   return journal_.Submit(std::move(job), {{"proposal", proposal}});
@@ -158,6 +163,13 @@ Result<bool> OptimizeLoop::EvaluateDraft(int64_t parent, int64_t proposal, const
   EvalJobResult r = f.get();
   if (!r.status.ok()) return r.status;
   KPILOT_RETURN_IF_ERROR(journal_.status());
+  if (r.cancelled) {
+    // The time ran out before it reached a GPU: not evaluated, and not counted (a resumed run
+    // evaluates it).
+    KPILOT_RETURN_IF_ERROR(events_.Add(
+        "cancelled", {{"proposal", proposal}, {"params", d.params}, {"reason", "time"}, {"times", events_.Times(r)}}));
+    return false;
+  }
   auto path = Materialize(d.source, d.source_name);
   if (!path.ok()) return path.status();
   if (footprints_) footprints_->Remember(*path, d.params, r);
@@ -432,6 +444,13 @@ Result<OptimizeResult> OptimizeLoop::Iterate() {
   // guard: an error return or an exception leaves no job calling into a dead loop. busy0 and
   // elapsed0: the executor's seconds at the end of the last batch (adaptive depth).
   double busy0 = deps_.executor.BusySeconds(), elapsed0 = deps_.executor.ElapsedSeconds();
+  // --time: when it passes, drafts still compiling (a CUTLASS GEMM's take a minute) are dropped,
+  // so the run ends within about one evaluation of its limit, then evaluates its best again.
+  if (opts_.time_limit_s > 0 && !deadline_) {
+    const std::chrono::duration<double> left(std::max(0.0, opts_.time_limit_s - earlier_processes_s_));
+    deadline_ = std::make_unique<DeadlineFlag>(
+        start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(left), time_up_);
+  }
   for (;;) {
     // Spend of requests answered but not yet taken is recorded now: a kill before they are taken
     // must not hide it from a resumed run's caps.

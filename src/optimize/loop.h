@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "optimize/counters.h"
 #include "optimize/journal.h"
 #include "optimize/node.h"
@@ -134,7 +135,11 @@ class OptimizeLoop {
   int duplicates_in_a_row_ = 0;
   std::map<int64_t, int> generator_failures_;  // failed expansions in a row, by node
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  double earlier_processes_s_ = 0;                  // wall time the run's interrupted processes used (resume)
+  double earlier_processes_s_ = 0;  // wall time the run's interrupted processes used (resume)
+  // Set when --time has passed (deadline_): the drafts still compiling or waiting for a GPU are
+  // dropped (EvalJob::cancelled) rather than waited for.
+  std::shared_ptr<std::atomic<bool>> time_up_ = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<DeadlineFlag> deadline_;
   int depth_;                                       // expansions kept in flight (opts_.pipeline_depth, or adaptive)
   std::unique_ptr<ExecutorFootprints> footprints_;  // null: none (--footprints off, not cuda)
   std::atomic<double> best_ended_ = 0;  // the best passing speedup among evaluations ended (AnticipateAfter)

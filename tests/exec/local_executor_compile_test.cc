@@ -468,5 +468,37 @@ TEST(LocalExecutor, CancelStopsTheRunningCompileOnlyJobAndDropsTheQueuedOnes) {
   EXPECT_EQ(toolchain.Calls(), 1);
 }
 
+// A search whose time is up cancels its drafts: the one compiling has its compiler killed, the
+// one queued behind it is never compiled, and neither is evaluated or admitted. Both end without
+// an error (nothing went wrong) but say they were cancelled.
+TEST(LocalExecutor, CancelStopsEvaluationJobsBeforeTheyReachAGpu) {
+  CancellableToolchain toolchain;
+  Task task;
+  task.reference.kind = ReferenceKind::kPython;  // no reference or baseline to compile beside
+  LocalExecutor executor(toolchain, SystemProcessRunner(), testing::RunnerPath(), 1);
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  std::atomic<int> admitted{0};
+  std::vector<std::future<EvalJobResult>> futures;
+  for (int i = 0; i < 2; ++i) {
+    EvalJob j;
+    j.task = &task;
+    j.source = "k" + std::to_string(i) + ".cu";
+    j.cancelled = cancelled;
+    j.admit = [&](const std::string&) { return ++admitted, true; };
+    futures.push_back(executor.Submit(std::move(j)));
+  }
+  EXPECT_TRUE(toolchain.started.WaitFor()) << "no compile started";
+  cancelled->store(true);
+  for (auto& f : futures) {
+    EvalJobResult r = f.get();
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_TRUE(r.skipped);
+    EXPECT_TRUE(r.cancelled);
+  }
+  EXPECT_EQ(toolchain.Calls(), 1);
+  EXPECT_EQ(admitted.load(), 0);
+  EXPECT_EQ(executor.EvaluationsReady(), 0);
+}
+
 }  // namespace
 }  // namespace kpilot
