@@ -7,14 +7,20 @@
 # loop must evaluate, profile and promote them with real speedups.
 #
 #   bench/llm_h200_check.sh [OUT_DIR]        (from the repo root, .stage/ carried)
+#
+# LLM_TASK and LLM_KERNELS (space-separated files) check another task the same way, e.g. a CUTLASS
+# GEMM written as the model's answer: LLM_TASK=examples/cuda/gemm_tc
+# LLM_KERNELS=examples/cuda/gemm_tc/candidates/cutlass_sm90.cu (compiled with CUTLASS on the include
+# path, as any draft is). LLM_BUDGET: evaluations per run (default 3, the start included).
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.stage/lib:${LD_LIBRARY_PATH:-}
 K=$PWD/.stage/bin/kpilot
 SERVER=$PWD/.stage/bin/fake_llm_server
 OUT=${1:-${OUT:-/tmp/kpilot-out}}
 mkdir -p "$OUT"
-TASK=examples/cuda/sgemm
-KERNELS=(bench/spaces/sgemm_space/baseline.cu examples/cuda/sgemm/candidates/register_tiled.cu)
+TASK=${LLM_TASK:-examples/cuda/sgemm}
+read -r -a KERNELS <<< "${LLM_KERNELS:-bench/spaces/sgemm_space/baseline.cu examples/cuda/sgemm/candidates/register_tiled.cu}"
+BUDGET=${LLM_BUDGET:-3}
 for provider in openai-compatible anthropic; do
   port_file=$(mktemp)
   "$SERVER" --port-file "$port_file" "${KERNELS[@]}" > "$OUT/server_$provider.log" 2>&1 &
@@ -28,7 +34,7 @@ for provider in openai-compatible anthropic; do
     spec="llm:openai-compatible:scripted@$base"
   fi
   echo "===== $provider ($spec)"
-  timeout 300 "$K" optimize "$TASK" --from "$TASK/reference.cu" --generator "$spec" --budget 3 --drafts 1 --in-flight 1 --store "/tmp/kp-llm-$provider" --json \
+  timeout 300 "$K" optimize "$TASK" --from "$TASK/reference.cu" --generator "$spec" --budget $BUDGET --drafts 1 --in-flight 1 --store "/tmp/kp-llm-$provider" --json \
     > "$OUT/optimize_$provider.json" 2> "$OUT/optimize_$provider.log"
   echo "exit $?"
   tail -6 "$OUT/optimize_$provider.log"
@@ -47,8 +53,8 @@ done
 # The command: generator, with a scripted agent writing the same two kernels.
 echo "===== command"
 state=$(mktemp); rm -f "$state"
-timeout 300 "$K" optimize "$TASK" --from "$TASK/reference.cu" --budget 3 --drafts 1 --in-flight 1 \
-  --generator "command:sh $PWD/bench/scripted_agent.sh $state $PWD/${KERNELS[0]} $PWD/${KERNELS[1]}" \
+timeout 300 "$K" optimize "$TASK" --from "$TASK/reference.cu" --budget $BUDGET --drafts 1 --in-flight 1 \
+  --generator "command:sh $PWD/bench/scripted_agent.sh $state ${KERNELS[*]/#/$PWD/}" \
   --store /tmp/kp-llm-command --json > "$OUT/optimize_command.json" 2> "$OUT/optimize_command.log"
 echo "exit $?"
 grep -E '"event":"(evaluated|promote|stop)"' "$OUT/optimize_command.log" | cut -c1-300
