@@ -87,7 +87,19 @@ ev=[json.loads(l) for l in open(sys.argv[2]) if l.startswith('{')]
 per=collections.Counter(e.get('device') for e in ev if e.get('event')=='evaluated')
 print(f'--devices {sys.argv[4]}: exit {sys.argv[5]}, {j[\"evaluations\"]} evaluations in {w:.1f} s ({60*j[\"evaluations\"]/w:.1f}/min), per GPU {dict(per)}, busy share {j[\"busy_share\"]:.3f}, depth {j[\"pipeline_depth\"]}, final {j[\"final\"][\"speedup_geomean\"]:.3f}x')" \
                 "$OUT/devices_$d.json" "$OUT/devices_$d.events" "$t0 $t1" $d $rc
-            done 2>&1 | tee "$OUT/devices.txt" ;;
+            done 2>&1 | tee "$OUT/devices.txt"
+            # DV_BENCH=1: kpilot bench over the team's suite on one GPU and on all (evaluations per hour).
+            [[ -z "${DV_BENCH:-}" ]] && continue
+            for d in 0 all; do
+              t0=$SECONDS
+              timeout ${DV_BENCH_TIMEOUT:-240} $K bench examples/kernelbench --levels ${KB_LEVELS:-1,2,3} --budget ${KB_BUDGET:-4} \
+                --devices $d --store /tmp/kp-dvb-$d --out "$OUT/devices_bench_$d" --json > "$OUT/devices_bench_$d.json" \
+                2> "$OUT/devices_bench_$d.log"
+              rc=$?; w=$((SECONDS - t0))
+              python3 -c "import json,sys; r=json.load(open(sys.argv[1])); p=r.get('problems',[]); n=sum(x.get('evaluations',0) for x in p)
+print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n} evaluations in {sys.argv[2]} s ({3600*n/max(1,int(sys.argv[2])):.0f}/hour)')" \
+                "$OUT/devices_bench_$d/report.json" $w $d $rc
+            done 2>&1 | tee -a "$OUT/devices.txt" ;;
     killresume) # kill -9 where an evaluation has ended but its node is not recorded, resume, count (docs/search.md).
             for t in sgemm transpose; do
               timeout 280 python3 bench/kill_resume.py examples/cuda/$t --budget ${BUDGET:-12} --kills 2 --kpilot $K --timeout 250 \

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "slurm/slurm.h"
 #include "core/text.h"
+#include "device/device.h"
 #include "optimize/optimizer.h"
 #include "generate/generator.h"
 #include "pytorch/pytorch.h"
@@ -30,6 +31,7 @@ struct BenchArgs {
   bool eval_reference = false;
   bool no_compile_baseline = false;
   int per_gpu = 1;                 // problems in flight on each GPU
+  std::string devices;             // --devices: the GPUs problems run on (empty: every visible one)
   std::string executor = "local";  // local | slurm
   std::string slurm_config;
   std::string compile_on = "local";  // --compile-on local|slurm
@@ -255,7 +257,19 @@ int RunBenchCommand(const BenchArgs& a) {
   // problems on the cpu torch device, for tests) runs one at a time without one.
   std::string why;
   std::vector<int> devices;
-  for (const auto& g : SystemGpuProbe().List(&why)) devices.push_back(g.index);
+  const std::vector<GpuInfo> gpus = SystemGpuProbe().List(&why);
+  for (const auto& g : gpus) devices.push_back(g.index);
+  if (!a.devices.empty()) {
+    if (a.executor == "slurm")
+      return Fail(
+          Status::InvalidInput("--devices chooses this machine's GPUs; with --executor slurm the cluster's "
+                               "allocations do (the [slurm] workers key)"));
+    if (!gpus.empty()) {
+      auto chosen = ChooseDevices(gpus, a.devices);
+      if (!chosen.ok()) return Fail(chosen.status().WithContext("--devices " + a.devices));
+      devices = *chosen;
+    }
+  }
   bool needs_gpu = false;
   for (const auto& p : *problems) {
     if (suite->format != SuiteFormat::kTaskFolders) {
@@ -359,6 +373,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                 "should pass with a speedup near 1)");
   cmd->add_flag("--no-compile-baseline", a->no_compile_baseline,
                 "Do not time torch.compile (PyTorch suites): speedups against eager only");
+  cmd->add_option("--devices", a->devices,
+                  "GPUs the problems run on: all (every GPU of the first one's model) or indices such as 0,1 "
+                  "(default: every visible GPU)");
   cmd->add_option("--executor", a->executor, "local | slurm: where evaluations run (docs/slurm.md)")
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();

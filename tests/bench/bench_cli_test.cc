@@ -409,5 +409,20 @@ TEST(BenchCli, ACudaSuiteOnSlurmNeedsTheNodesArch) {
   EXPECT_EQ(r.err.find("sbatch"), std::string::npos) << "refused before asking Slurm: " << r.err;
 }
 
+// --devices chooses this machine's GPUs; through Slurm the allocations are the GPUs, so the two
+// together are refused before anything runs.
+TEST(BenchCli, DevicesWithSlurmIsRefused) {
+  auto d = TempDir::Create("kpilot-bench-cli-");
+  ASSERT_TRUE(d.ok());
+  const auto config = d->path() / "slurm.toml";
+  ASSERT_TRUE(WriteFileAtomic(config, "[slurm]\nsbatch = \"/no/such/sbatch\"\n").ok());
+  auto r = testing::RunKpilot(
+      d->path(), {"bench", (testing::SourceDir() / "examples" / "host").string(), "--store", (d->path() / "s").string(),
+                  "--devices", "0", "--executor", "slurm", "--slurm-config", config.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("workers"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace kpilot
