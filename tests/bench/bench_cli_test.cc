@@ -394,31 +394,34 @@ TEST(BenchCli, GpuSuitesNeedAGpu) {
   }
 }
 
+// `kpilot bench examples/SUITE ... --executor slurm` with a config whose sbatch does not exist:
+// what is refused is refused before Slurm is asked for anything.
+ProcessResult BenchOnSlurm(const std::string& suite, std::vector<std::string> extra) {
+  auto d = TempDir::Create("kpilot-bench-cli-");
+  EXPECT_TRUE(d.ok());
+  const auto config = d->path() / "slurm.toml";
+  EXPECT_TRUE(WriteFileAtomic(config, "[slurm]\nsbatch = \"/no/such/sbatch\"\n").ok());
+  std::vector<std::string> args = {"bench",          (testing::SourceDir() / "examples" / suite).string(),
+                                   "--store",        (d->path() / "s").string(),
+                                   "--executor",     "slurm",
+                                   "--slurm-config", config.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return testing::RunKpilot(d->path(), args);
+}
+
 // Through Slurm the nodes' GPU is the target: a suite that compiles CUDA candidates needs --arch,
 // said before any allocation is asked for.
 TEST(BenchCli, ACudaSuiteOnSlurmNeedsTheNodesArch) {
-  auto d = TempDir::Create("kpilot-bench-cli-");
-  ASSERT_TRUE(d.ok());
-  const auto config = d->path() / "slurm.toml";
-  ASSERT_TRUE(WriteFileAtomic(config, "[slurm]\nsbatch = \"/no/such/sbatch\"\n").ok());
-  auto r = testing::RunKpilot(
-      d->path(), {"bench", (testing::SourceDir() / "examples" / "cuda").string(), "--store", (d->path() / "s").string(),
-                  "--executor", "slurm", "--slurm-config", config.string()});
+  auto r = BenchOnSlurm("cuda", {});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--arch"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("sbatch"), std::string::npos) << "refused before asking Slurm: " << r.err;
 }
 
 // --devices chooses this machine's GPUs; through Slurm the allocations are the GPUs, so the two
-// together are refused before anything runs.
+// together are refused.
 TEST(BenchCli, DevicesWithSlurmIsRefused) {
-  auto d = TempDir::Create("kpilot-bench-cli-");
-  ASSERT_TRUE(d.ok());
-  const auto config = d->path() / "slurm.toml";
-  ASSERT_TRUE(WriteFileAtomic(config, "[slurm]\nsbatch = \"/no/such/sbatch\"\n").ok());
-  auto r = testing::RunKpilot(
-      d->path(), {"bench", (testing::SourceDir() / "examples" / "host").string(), "--store", (d->path() / "s").string(),
-                  "--devices", "0", "--executor", "slurm", "--slurm-config", config.string()});
+  auto r = BenchOnSlurm("host", {"--devices", "0"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("workers"), std::string::npos) << r.err;
