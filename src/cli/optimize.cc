@@ -336,6 +336,7 @@ int RunOptimize(const OptimizeArgs& a) {
                         {"evaluations", res->evaluations},
                         {"promotion_checks", res->promotion_checks},
                         {"duplicates", res->duplicates},
+                        {"cancelled", res->cancelled},
                         {"best_node", res->best_node},
                         {"best_params", res->best_params},
                         {"exported_to", out_dir},
@@ -362,9 +363,10 @@ int RunOptimize(const OptimizeArgs& a) {
   } else {
     std::string params;
     for (const auto& [k, v] : res->best_params) params += fmt::format(" {}={}", k, v);
-    std::cout << fmt::format("run        {} ({}, {} evaluations, {} promotion checks, {} duplicates skipped)\n",
-                             res->run_id, StopReasonName(res->stop_reason), res->evaluations, res->promotion_checks,
-                             res->duplicates);
+    std::cout << fmt::format(
+        "run        {} ({}, {} evaluations, {} promotion checks, {} duplicates skipped{})\n", res->run_id,
+        StopReasonName(res->stop_reason), res->evaluations, res->promotion_checks, res->duplicates,
+        res->cancelled > 0 ? fmt::format(", {} drafts dropped at the time limit", res->cancelled) : std::string());
     std::cout << fmt::format("best       node {}: {}{}\n", res->best_node, res->best_source_name,
                              params.empty() ? " (defaults)" : params);
     std::cout << fmt::format("verdict    {} — {}\n", VerdictName(f.verdict.kind), f.verdict.summary);

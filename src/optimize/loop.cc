@@ -164,6 +164,7 @@ Result<bool> OptimizeLoop::EvaluateDraft(int64_t parent, int64_t proposal, const
   if (!r.status.ok()) return r.status;
   KPILOT_RETURN_IF_ERROR(journal_.status());
   if (r.cancelled) {
+    ++cancelled_;
     // The time ran out before it reached a GPU: not evaluated, and not counted (a resumed run
     // evaluates it).
     KPILOT_RETURN_IF_ERROR(events_.Add(

@@ -130,7 +130,8 @@ class OptimizeLoop {
   std::vector<ParamValues> tried_params_;
   int64_t incumbent_ = -1;
   int evaluations_ = 0, promotion_checks_ = 0, duplicates_ = 0, since_promotion_ = 0;
-  int pending_ = 0;  // drafts submitted and not yet evaluated
+  int cancelled_ = 0;  // drafts dropped when --time passed (this process's)
+  int pending_ = 0;    // drafts submitted and not yet evaluated
   // Drafts in a row whose binary was evaluated already (StopRule's kDuplicates).
   int duplicates_in_a_row_ = 0;
   std::map<int64_t, int> generator_failures_;  // failed expansions in a row, by node

@@ -57,6 +57,7 @@ struct OptimizeResult {
   int counter_profiles = 0;  // new bests profiled with counters (OptimizeOptions::counters)
   double counters_s = 0;     // seconds those profiles held the GPU
   int duplicates = 0;        // drafts whose binary was evaluated already
+  int cancelled = 0;         // drafts dropped unevaluated when --time passed
   GeneratorSpend spend;      // the generator's tokens and dollars over the whole run
   int64_t best_node = 0;
   ParamValues best_params;

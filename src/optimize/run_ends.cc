@@ -102,6 +102,7 @@ Result<OptimizeResult> OptimizeLoop::Finish(StopReason reason) {
   res.evaluations = evaluations_;
   res.promotion_checks = promotion_checks_;
   res.duplicates = duplicates_;
+  res.cancelled = cancelled_;
   res.spend = spend_.Total();
   if (ex.ElapsedSeconds() > 0) {
     res.busy_share = ex.BusySeconds() / (ex.ElapsedSeconds() * ex.Devices());

@@ -85,6 +85,7 @@ TEST(TimeLimit, DraftsStillCompilingWhenTheTimeRunsOutAreDropped) {
     }
   EXPECT_GE(exec.drafts.load(), 1);
   EXPECT_EQ(cancelled, exec.drafts.load()) << "each draft in flight is reported dropped";
+  EXPECT_EQ(res->cancelled, cancelled);
 }
 
 }  // namespace
