@@ -244,6 +244,11 @@ print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n
             --candidate examples/cuda/gemm_bias_gelu/candidates/cutlass_sm90.cu --workload 4096 ${GEMM_D:-} \
             --epilogue bias_gelu --shapes ${GEMM_SHAPES:-4096x4096x4096,16384x4096x4096} --json "$OUT/gemmgelu.json" \
             2>&1 | tee "$OUT/gemmgelu.txt" ;;
+    gemmsimt) # The f32 GEMM without TF32 (examples/cuda/sgemm_simt, CUTLASS's SIMT kernel) against
+          # torch.matmul with TF32 off on both sides; GEMM_D its params.
+          timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/sgemm_simt \
+            --candidate examples/cuda/sgemm_simt/candidates/cutlass_simt.cu --workload 4096 ${GEMM_D:-} --dtype f32 \
+            --shapes ${GEMM_SHAPES:-4096x4096x4096} --json "$OUT/gemmsimt.json" 2>&1 | tee "$OUT/gemmsimt.txt" ;;
     gemmresidual) # The same for the GEMM with the scale and the residual add fused (examples/cuda/gemm_scale_residual).
           timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_scale_residual \
             --candidate examples/cuda/gemm_scale_residual/candidates/cutlass_sm90.cu --workload 4096 ${GEMM_D:-} \
