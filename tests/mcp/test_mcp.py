@@ -9,10 +9,12 @@ over raw pipes, since the SDK never sends such bytes.
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 import unittest
 from pathlib import Path
 
@@ -69,6 +71,50 @@ class McpSdkTest(unittest.TestCase):
 
     def tearDown(self):
         self.tmp.cleanup()
+
+    def test_the_configs_the_docs_give_start_a_server_an_agent_can_use(self):
+        """The .mcp.json of the README and of docs/mcp.md and the Codex config.toml of docs/mcp.md, as
+        written (docs/mcp.md's /path/to/ placeholders filled in, the README's relative task path
+        from a folder holding examples/), start a server whose tools answer. Their task is a CUDA
+        one: without a GPU the server must refuse for that reason alone, not for its arguments."""
+        root = HERE.parents[1]
+        work = Path(self.tmp.name) / "agent"
+        work.mkdir()
+        (work / "examples").symlink_to(root / "examples")
+
+        def filled(text):
+            return text.replace("/path/to/examples", str(root / "examples")).replace("/path/to/.kpilot", str(self.store))
+
+        configs = []
+        for doc in ("README.md", "docs/mcp.md"):
+            text = (root / doc).read_text()
+            for block in re.findall(r"```json\n(.*?)```", text, re.S):
+                if "mcpServers" in block:
+                    configs.append((doc, json.loads(filled(block))["mcpServers"]["kpilot"]))
+            for block in re.findall(r"```toml\n(.*?)```", text, re.S):
+                if "mcp_servers" in block:
+                    configs.append((doc + ", Codex", tomllib.loads(filled(block))["mcp_servers"]["kpilot"]))
+        self.assertEqual(len(configs), 3, [c[0] for c in configs])
+        env = {**os.environ, "PATH": str(Path(KPILOT).parent) + os.pathsep + os.environ.get("PATH", "")}
+
+        async def session(config):
+            params = StdioServerParameters(command=config["command"], args=config["args"], env=env, cwd=str(work))
+            async with Client(params, mode="legacy") as c:
+                names = {t.name for t in (await c.list_tools()).tools}
+                self.assertLessEqual({"describe_task", "evaluate", "profile", "best_so_far", "finish"}, names)
+                d = await c.call_tool("describe_task", {})
+                self.assertFalse(d.is_error, d.content[0].text)
+                return d.structured_content["name"]
+
+        for doc, config in configs:
+            with self.subTest(doc=doc):
+                self.assertEqual(config["command"], "kpilot")
+                alone = subprocess.run([config["command"], *config["args"]], cwd=work, env=env, stdin=subprocess.DEVNULL,
+                                       capture_output=True, text=True, timeout=60)
+                if alone.returncode != 0:
+                    self.assertIn("needs a GPU", alone.stderr)
+                    continue
+                self.assertEqual(run(session(config)), "row_softmax")
 
     def test_a_session_evaluates_profiles_and_finishes_as_a_run(self):
         async def session():
