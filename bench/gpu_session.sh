@@ -224,7 +224,18 @@ print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n
           timeout ${GO_TIMEOUT:-420} $K optimize examples/cuda/$t --workload ${GO_WORKLOAD:-4096} --budget ${GO_BUDGET:-400} \
             --time ${GO_TIME:-5m} --drafts ${GO_DRAFTS:-4} --json --store /tmp/kp-$t > "$OUT/opt_$t.json" 2> "$OUT/opt_$t.events"
           echo "optimize exit $?"
-          D=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(' '.join('-D %s=%s' % kv for kv in j['best_params'].items()))" "$OUT/opt_$t.json")
+          # The best's params from the run's JSON, or, when the run printed none (killed), from its
+          # events: the last promoted node's.
+          D=$(python3 -c "
+import json,sys
+try:
+    print(' '.join('-D %s=%s' % kv for kv in json.load(open(sys.argv[1]))['best_params'].items()))
+except Exception:
+    ev=[json.loads(l) for l in open(sys.argv[2]) if l.startswith('{')]
+    best=[e['node'] for e in ev if e.get('event')=='promote'][-1:]
+    params=[e['params'] for e in ev if e.get('event')=='evaluated' and [e['node']]==best]
+    print(' '.join('-D '+p for p in params[0].split()) if params and params[0]!='(defaults)' else '')
+" "$OUT/opt_$t.json" "$OUT/opt_$t.events")
           python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print({k: j.get(k) for k in ('evaluations','busy_share','best_params')}, j['final'].get('speedup_geomean'))" \
             "$OUT/opt_$t.json" 2>&1 | tee "$OUT/opt_$t.txt"
           gzip -f "$OUT/opt_$t.events"
