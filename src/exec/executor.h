@@ -54,7 +54,8 @@ struct EvalJob {
   // is not evaluated: each result is `skipped` and `cancelled`, a compile-only job's with an
   // Unavailable status, an evaluation job's with an ok one (nothing went wrong: the caller no
   // longer wants it). Lets a caller end without waiting for work it no longer needs, e.g. a
-  // search whose time is up. An evaluation already on its GPU runs to its end. May be null.
+  // search whose time is up. An evaluation already on its GPU runs to its end. May be null. (The
+  // space executor answers at Submit, so there is nothing in flight for it to cancel.)
   std::shared_ptr<const std::atomic<bool>> cancelled;
   // Counters too: after a passing evaluation, while the job still holds the GPU, the counters the
   // tools of the candidate's class need are collected (CUPTI, else ncu: each needs the GPU to
