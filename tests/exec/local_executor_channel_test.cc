@@ -100,6 +100,12 @@ TEST(LocalExecutor, ACounterProfileRunsWhereItsChannelPlacesIt) {
 TEST(LocalExecutor, ChannelsTakeEveryEvaluationAndALostOneIsReplaced) {
   Saxpy saxpy;
   ASSERT_NO_FATAL_FAILURE(saxpy.Load());
+  // One job through an executor whose channels come from `channels`; the executor is gone on return.
+  auto submit_through = [&](RunnerChannelFactory channels) {
+    LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1, nullptr, {0},
+                           RunnerReuse::kNone, std::move(channels));
+    return executor.Submit(SaxpyJob(saxpy.task, 0.05)).get();
+  };
   std::vector<int> calls;
   std::vector<size_t> queues;
   int made = 0;
@@ -109,9 +115,7 @@ TEST(LocalExecutor, ChannelsTakeEveryEvaluationAndALostOneIsReplaced) {
     return std::unique_ptr<RunnerChannel>(std::make_unique<ScriptedChannel>(made, &calls, /*lose_first=*/made == 1));
   };
   {
-    LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1, nullptr, {0},
-                           RunnerReuse::kNone, factory);
-    EvalJobResult r = executor.Submit(SaxpyJob(saxpy.task, 0.05)).get();
+    EvalJobResult r = submit_through(factory);
     ASSERT_TRUE(r.status.ok()) << r.status.ToString();
     EXPECT_TRUE(r.evaluation.verdict.passed()) << r.evaluation.verdict.summary;
   }
@@ -125,9 +129,7 @@ TEST(LocalExecutor, ChannelsTakeEveryEvaluationAndALostOneIsReplaced) {
     return Status::Unavailable("allocation 9 ended before it ran (NODE_FAIL)");
   };
   {
-    LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1, nullptr, {0},
-                           RunnerReuse::kNone, failing);
-    EvalJobResult r = executor.Submit(SaxpyJob(saxpy.task, 0.05)).get();
+    EvalJobResult r = submit_through(failing);
     EXPECT_FALSE(r.status.ok());
     EXPECT_NE(r.status.message().find("NODE_FAIL"), std::string::npos) << r.status.ToString();
   }
@@ -139,9 +141,7 @@ TEST(LocalExecutor, ChannelsTakeEveryEvaluationAndALostOneIsReplaced) {
     return Status::InvalidInput("the scheduler rejected the allocation: Invalid partition name specified");
   };
   {
-    LocalExecutor executor(*saxpy.toolchain, SystemProcessRunner(), testing::RunnerPath(), 1, nullptr, {0},
-                           RunnerReuse::kNone, rejecting);
-    EvalJobResult r = executor.Submit(SaxpyJob(saxpy.task, 0.05)).get();
+    EvalJobResult r = submit_through(rejecting);
     EXPECT_EQ(r.status.code(), StatusCode::kInvalidInput);
   }
   EXPECT_EQ(asked, 1);

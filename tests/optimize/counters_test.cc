@@ -8,6 +8,7 @@
 #include <future>
 #include <map>
 
+#include "collect_events.h"
 #include "core/fs.h"
 #include "core/subprocess.h"
 #include "optimize/optimizer.h"
@@ -107,17 +108,7 @@ class RecordingGenerator : public testing::ScriptedGenerator {
   size_t fail_after_;
 };
 
-class Collect : public ProgressSink {
- public:
-  void Event(const nlohmann::json& e) override { events.push_back(e); }
-  std::vector<nlohmann::json> Of(const std::string& kind) const {
-    std::vector<nlohmann::json> out;
-    for (const auto& e : events)
-      if (e.value("event", "") == kind) out.push_back(e);
-    return out;
-  }
-  std::vector<nlohmann::json> events;
-};
+using Collect = testing::CollectEvents;
 
 struct Fixture {
   TempDir dir;

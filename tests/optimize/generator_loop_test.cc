@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 
+#include "collect_events.h"
 #include "core/fs.h"
 #include "optimize/optimizer.h"
 #include "skills/skills.h"
@@ -94,16 +95,7 @@ class SpendingGenerator : public Generator {
   int calls_ = 0;
 };
 
-class Collect : public ProgressSink {
- public:
-  void Event(const nlohmann::json& e) override { events.push_back(e); }
-  int Count(const std::string& kind) const {
-    int n = 0;
-    for (const auto& e : events) n += e.value("event", "") == kind;
-    return n;
-  }
-  std::vector<nlohmann::json> events;
-};
+using Collect = testing::CollectEvents;
 
 // Answers each request on a thread of its own, once another request has run beside it (or after
 // 1 s alone): a loop that waits for each answer before it asks again never sees two at once.

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "collect_events.h"
 #include "core/fs.h"
 #include "optimize/optimizer.h"
 #include "support/sync.h"
@@ -22,11 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Collect : public ProgressSink {
- public:
-  void Event(const nlohmann::json& e) override { events.push_back(e); }
-  std::vector<nlohmann::json> events;
-};
+using Collect = testing::CollectEvents;
 
 fs::path Example(const std::string& rel) { return testing::SourceDir() / "examples" / rel; }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "collect_events.h"
 #include "core/fs.h"
 #include "optimize/optimizer.h"
 #include "scripted_generator.h"
@@ -79,11 +80,7 @@ class ScriptedExecutor : public Executor {
 
 using testing::ScriptedGenerator;
 
-class Collect : public ProgressSink {
- public:
-  void Event(const nlohmann::json& e) override { events.push_back(e); }
-  std::vector<nlohmann::json> events;
-};
+using Collect = testing::CollectEvents;
 
 TEST(Promotion, OnlyAPairedCiAboveOnePromotes) {
   auto dir = TempDir::Create("kpilot-promotion-");

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "collect_events.h"
 #include "core/fs.h"
 #include "optimize/optimizer.h"
 #include "scripted_generator.h"
@@ -46,12 +47,6 @@ class SlowCompileExecutor : public Executor {
   std::atomic<int> drafts{0};
 };
 
-class Collect : public ProgressSink {
- public:
-  void Event(const nlohmann::json& e) override { events.push_back(e); }
-  std::vector<nlohmann::json> events;
-};
-
 TEST(TimeLimit, DraftsStillCompilingWhenTheTimeRunsOutAreDropped) {
   auto dir = TempDir::Create("kpilot-time-limit-");
   ASSERT_TRUE(dir.ok());
@@ -61,7 +56,7 @@ TEST(TimeLimit, DraftsStillCompilingWhenTheTimeRunsOutAreDropped) {
   ASSERT_TRUE(task.ok());
   SlowCompileExecutor exec;
   testing::ScriptedGenerator generator({"a", "b", "c", "d"});
-  Collect progress;
+  testing::CollectEvents progress;
   Optimizer optimizer(*task, generator, exec, **store, progress);
   OptimizeOptions o;
   o.task_dir = task->dir.string();
@@ -77,12 +72,8 @@ TEST(TimeLimit, DraftsStillCompilingWhenTheTimeRunsOutAreDropped) {
   EXPECT_EQ(res->evaluations, 1) << "the start candidate's only: a dropped draft is not an evaluation";
   EXPECT_EQ(res->best_node, 0);
   EXPECT_TRUE(res->final.verdict.passed());
-  int cancelled = 0;
-  for (const auto& e : progress.events)
-    if (e.value("event", "") == "cancelled") {
-      ++cancelled;
-      EXPECT_EQ(e.value("reason", ""), "time");
-    }
+  const int cancelled = progress.Count("cancelled");
+  for (const auto& e : progress.Of("cancelled")) EXPECT_EQ(e.value("reason", ""), "time");
   EXPECT_GE(exec.drafts.load(), 1);
   EXPECT_EQ(cancelled, exec.drafts.load()) << "each draft in flight is reported dropped";
   EXPECT_EQ(res->cancelled, cancelled);
