@@ -135,11 +135,11 @@ Result<std::unique_ptr<PythonTaskRunner>> MakePythonTaskRunner(const Task& task,
 // --executor slurm: the worker of tasks with a Python reference started in each allocation
 // (slurm::ClusterRunner), the same interpreter and package at the same paths on the nodes.
 slurm::PythonRunnerFactory ClusterPythonWorkers(const std::string& python);
+// The --compile-on local|slurm option of the commands that compile.
+void AddCompileOnFlag(CLI::App* cmd, std::string* compile_on);
 // --compile-on: null for "local"; for "slurm", the compile allocation of --slurm-config's
 // [slurm] table (compile_partition, compile_cpus), started now so that its errors (no sbatch, a
 // rejected partition) come before any evaluation. `quiet`: no progress lines (--json).
-// The --compile-on local|slurm option of the commands that compile.
-void AddCompileOnFlag(CLI::App* cmd, std::string* compile_on);
 Result<std::unique_ptr<slurm::CompileAllocation>> StartCompileOn(const std::string& compile_on,
                                                                  const std::string& slurm_config,
                                                                  const std::string& job_name, bool quiet);

@@ -260,16 +260,14 @@ void LocalExecutor::EvalLoop(int device, size_t queue) {
       if (Cancelled(p->job)) {
         --evaluations_ready_;
         p->result.skipped = p->result.cancelled = true;
+      } else {
+        p->result.eval_start_s = ElapsedSeconds();
+        running_[p.get()] = p->result.eval_start_s;
       }
     }
     if (p->result.cancelled) {
       FinishPart(p);
       continue;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      p->result.eval_start_s = ElapsedSeconds();
-      running_[p.get()] = p->result.eval_start_s;
     }
     if (device >= 0) p->job.options.device = device;
     p->result.device = device;
