@@ -1,7 +1,7 @@
 """The adapter contract between the worker and a task format (docs/pytorch.md).
 
 A Problem knows how to make inputs, run the reference, check outputs, and build the candidates
-its format allows. The worker (worker.py) owns procedures (trials, exploit checks, timing) and
+its format allows. The worker (procedure.py) owns procedures (trials, exploit checks, timing) and
 talks to formats only through this class, so KernelBench (kernelbench.py) and flashinfer-bench
 (flashinfer.py) share every check and timer.
 """
@@ -81,3 +81,15 @@ class Problem:
     def timing_input_sets(self, mode):
         """How many input sets the timing procedure rotates through (by seed)."""
         return {"kernelbench": 1, "flashinfer": 3}.get(mode, 3)
+
+
+def make_problem(request):
+    """The Problem of a request's format (kernelbench, flashinfer)."""
+    fmt = request.get("format", "kernelbench")
+    if fmt == "kernelbench":
+        from .kernelbench import KernelBenchProblem
+        return KernelBenchProblem(request)
+    if fmt == "flashinfer":
+        from .flashinfer import FlashInferProblem
+        return FlashInferProblem(request)
+    raise ProblemError("request: format %r is not one the worker knows (kernelbench, flashinfer)" % fmt)

@@ -528,27 +528,27 @@ class InputSetsTest(unittest.TestCase):
 
 
 class GpuLockTest(unittest.TestCase):
-    """The per-GPU timing lock and the pausable deadline (worker.hold_gpu_lock, worker.Deadline);
+    """The per-GPU timing lock and the pausable deadline (gpu.hold_gpu_lock, worker.Deadline);
     a worker waiting on a held lock on the GPU is test_worker_gpu's."""
 
     def test_waits_for_the_holder_and_reports_the_wait(self):
         import fcntl
         import threading
-        from kpilot_torch import worker as w
+        from kpilot_torch import gpu
         with tempfile.TemporaryDirectory() as tmp:
             fd = os.open(os.path.join(tmp, "kpilot-gpu-3.lock"), os.O_RDWR | os.O_CREAT)
             fcntl.flock(fd, fcntl.LOCK_EX)
             threading.Timer(0.4, lambda: os.close(fd)).start()
             # The lock is per open file description: another open() in this process contends.
-            waited, warning = w.hold_gpu_lock(tmp, 3)
+            waited, warning = gpu.hold_gpu_lock(tmp, 3)
             self.assertGreaterEqual(waited, 0.3)
             self.assertEqual(warning, "")
-            waited, _ = w.hold_gpu_lock(tmp, 4)  # another GPU's lock is free
+            waited, _ = gpu.hold_gpu_lock(tmp, 4)  # another GPU's lock is free
             self.assertLess(waited, 0.2)
 
     def test_unopenable_lock_dir_warns(self):
-        from kpilot_torch import worker as w
-        waited, warning = w.hold_gpu_lock("/nonexistent/kpilot-locks", 0)
+        from kpilot_torch import gpu
+        waited, warning = gpu.hold_gpu_lock("/nonexistent/kpilot-locks", 0)
         self.assertEqual(waited, 0.0)
         self.assertIn("/nonexistent/kpilot-locks/kpilot-gpu-0.lock", warning)
         self.assertIn("another kpilot may time", warning)
@@ -589,7 +589,7 @@ class VisibleDevicesTest(unittest.TestCase):
     """The worker narrows CUDA_VISIBLE_DEVICES to its assigned GPU before CUDA starts."""
 
     def test_entry_of_the_assigned_device(self):
-        from kpilot_torch.worker import visible_device_entry
+        from kpilot_torch.gpu import visible_device_entry
         self.assertEqual(visible_device_entry(None, 2), "2")
         self.assertEqual(visible_device_entry("", 0), "0")
         self.assertEqual(visible_device_entry("4,5", 1), "5")
