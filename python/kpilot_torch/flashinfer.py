@@ -17,13 +17,12 @@ import os
 import shutil
 import sys
 import tempfile
-import traceback
 import types
 
 import torch
 
 from . import native
-from .problem import CandidateError, Problem, ProblemError, TensorSpec
+from .problem import CandidateError, Problem, ProblemError, TensorSpec, traceback_tail
 
 DEFAULT_TOLERANCE = {"atol": 1e-2, "rtol": 1e-2, "matched_ratio": 1.0}
 
@@ -36,10 +35,6 @@ _TORCH_DTYPES = {
 _INT_RANGES = {"int8": (-128, 128), "int16": (-1024, 1024), "int32": (-1024, 1024), "int64": (-1024, 1024)}
 _CPP_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 _LINK_FLAGS = {"cublas": ["-lcublas"], "cublaslt": ["-lcublasLt"], "cudnn": ["-lcudnn"]}
-
-
-def _traceback_tail(limit=8):
-    return "\n".join(traceback.format_exc().strip().splitlines()[-limit:])
 
 
 def _scratch_dir(prefix):
@@ -119,7 +114,7 @@ class FlashInferProblem(Problem):
             code = compile(self.definition["reference"], "%s::reference" % self.path, "exec")
             exec(code, module.__dict__)
         except Exception:
-            raise ProblemError("%s: reference: loading the source failed:\n%s" % (self.path, _traceback_tail()))
+            raise ProblemError("%s: reference: loading the source failed:\n%s" % (self.path, traceback_tail()))
         if not callable(getattr(module, "run", None)):
             raise ProblemError("%s: reference: defines no function run(...)" % self.path)
         sys.modules[module.__name__] = module
@@ -323,7 +318,7 @@ class FlashInferProblem(Problem):
         try:
             module = importlib.import_module(module_name)
         except Exception:
-            raise CandidateError("%s: importing %s failed:\n%s" % (path, entry_file, _traceback_tail()))
+            raise CandidateError("%s: importing %s failed:\n%s" % (path, entry_file, traceback_tail()))
         fn = getattr(module, symbol, None)
         if not callable(fn):
             raise CandidateError("%s: %s defines no function %s" % (path, entry_file, symbol))
@@ -347,7 +342,7 @@ class FlashInferProblem(Problem):
                        build_directory=_scratch_dir("kpilot-solution-build-"), with_cuda=any(
                            f.endswith(".cu") for f in files), verbose=False)
         except Exception:
-            raise CandidateError("%s: building the extension failed:\n%s" % (path, _traceback_tail(30)), phase="compile")
+            raise CandidateError("%s: building the extension failed:\n%s" % (path, traceback_tail(30)), phase="compile")
         fn = getattr(ext, symbol, None)
         if fn is None:
             raise CandidateError("%s: the built extension exports no %s" % (path, symbol), phase="compile")

@@ -12,13 +12,12 @@ import importlib.util
 import inspect
 import os
 import sys
-import traceback
 
 import torch
 
 from . import native
 from .native import NativeModel  # noqa: F401  (re-exported: flashinfer.py binds objects with it)
-from .problem import CandidateError, Problem, ProblemError, TensorSpec
+from .problem import CandidateError, Problem, ProblemError, TensorSpec, traceback_tail
 
 INIT_SEED = 42  # KernelBench seeds model construction with 42
 
@@ -27,11 +26,6 @@ def seed_all(seed):
     torch.manual_seed(seed)
     if torch.cuda.is_available():
         torch.cuda.manual_seed_all(seed)
-
-
-def traceback_tail(limit=8):
-    lines = traceback.format_exc().strip().splitlines()
-    return "\n".join(lines[-limit:])
 
 
 def load_module(path, name):

@@ -6,6 +6,13 @@ talks to formats only through this class, so KernelBench (kernelbench.py) and fl
 (flashinfer.py) share every check and timer.
 """
 
+import traceback
+
+
+def traceback_tail(limit=10):
+    """The last `limit` lines of the exception being handled, for a message."""
+    return "\n".join(traceback.format_exc().strip().splitlines()[-limit:])
+
 
 class ProblemError(Exception):
     """The task or the request is at fault (reported as status "error", not as a verdict)."""

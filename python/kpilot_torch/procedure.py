@@ -5,10 +5,9 @@ problem.Problem; worker.py owns the process around it (the reply, the deadline).
 import os
 import sys
 import time
-import traceback
 
 from .gpu import hold_gpu_lock, visible_device_entry
-from .problem import make_problem
+from .problem import make_problem, traceback_tail
 
 
 class Verdict(Exception):
@@ -36,10 +35,6 @@ def seeds_for_sets(request, n):
     while len(seeds) < n:
         seeds.append(seeds[-1] + 1)
     return seeds[:n]
-
-
-def _tail(limit=10):
-    return "\n".join(traceback.format_exc().strip().splitlines()[-limit:])
 
 
 class Run:
@@ -203,7 +198,7 @@ class Run:
             torch.cuda.empty_cache()
             free, total = torch.cuda.mem_get_info(self.device)
         return ("the inputs of one call are %.2f GiB and the checks hold about three copies of them beside the "
-                "outputs; %.1f of the GPU's %.1f GiB are free (%s)" % (need, free / gib, total / gib, _tail(1)))
+                "outputs; %.1f of the GPU's %.1f GiB are free (%s)" % (need, free / gib, total / gib, traceback_tail(1)))
 
     def seed_rng(self, seed):
         self.torch.manual_seed(int(seed))
@@ -303,7 +298,7 @@ class Run:
         except Exception as e:
             if self.out_of_memory(e):
                 raise Verdict("error", "the GPU's memory cannot hold workload %s: %s" % (wl, self.memory_note(args)))
-            raise Verdict("error", "the reference failed on workload %s, seed %d:\n%s" % (wl, seed, _tail()))
+            raise Verdict("error", "the reference failed on workload %s, seed %d:\n%s" % (wl, seed, traceback_tail()))
         self.res["phase"] = "correctness"
         self.seed_rng(seed)
         poisoned = self.exploit and hasattr(self.candidate, "poison")
@@ -312,7 +307,7 @@ class Run:
         try:
             cand_out = as_outputs(self.call(self.candidate, args))
         except Exception:
-            raise Verdict("runtime_error", "the candidate failed on workload %s, seed %d:\n%s" % (wl, seed, _tail()))
+            raise Verdict("runtime_error", "the candidate failed on workload %s, seed %d:\n%s" % (wl, seed, traceback_tail()))
         finally:
             if poisoned:
                 self.candidate.poison = False
@@ -411,7 +406,7 @@ class Run:
                 self.call(self.candidate, args)
         except Exception:
             raise Verdict("runtime_error", "the candidate failed on workload %s during the library check:\n%s" %
-                          (wl, _tail()))
+                          (wl, traceback_tail()))
         kernels = [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
         used = library_kernels(kernels)
         self.exploit_note("library_kernels", bool(used), kernels=len(kernels), library_kernels=used[:5])
@@ -430,7 +425,7 @@ class Run:
             event_ms, extra_ms, wall_ms, changed = self._stream_samples(args)
         except Exception:
             raise Verdict("runtime_error", "the candidate failed on workload %s during the side-stream check:\n%s" %
-                          (wl, _tail()))
+                          (wl, traceback_tail()))
         ev, ex = median(event_ms), median(extra_ms)
         late = ex > 0.1 and ex > ev
         found = changed or late
@@ -528,7 +523,7 @@ class Run:
                     else:
                         rec = timing.time_default(clock, cand_calls, base_calls, self.timing)
             except Exception:
-                raise Verdict("runtime_error", "a call failed while timing workload %s:\n%s" % (wl, _tail()))
+                raise Verdict("runtime_error", "a call failed while timing workload %s:\n%s" % (wl, traceback_tail()))
             rec["workload"] = wl
             self.res["timings"].append(rec)
 

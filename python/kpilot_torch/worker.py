@@ -22,8 +22,8 @@ import threading
 import time
 import traceback
 
-from .procedure import Run, Verdict, _tail
-from .problem import make_problem
+from .problem import make_problem, traceback_tail
+from .procedure import Run, Verdict
 
 PROTOCOL_VERSION = 1
 USAGE = "usage: python -m kpilot_torch.worker describe|run REQUEST.json"
@@ -142,7 +142,7 @@ def describe(request):
     except ProblemError as e:
         return error_reply(str(e))
     except Exception:
-        return error_reply("describing %s failed: %s" % (request.get("problem"), _tail()))
+        return error_reply("describing %s failed: %s" % (request.get("problem"), traceback_tail()))
     reply = {"version": PROTOCOL_VERSION, "status": "ok", "torch": torch.__version__,
              "cuda": bool(torch.cuda.is_available())}
     reply.update(body)
