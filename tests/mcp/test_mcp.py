@@ -58,6 +58,28 @@ def descendants(pid):
     return out
 
 
+def candidate_loaders(pid):
+    """The processes below `pid` that have a candidate's object mapped (an evaluation in flight)."""
+    found = []
+    for c in descendants(pid):
+        try:
+            if "-object.so" in Path(f"/proc/{c}/maps").read_text():
+                found.append(c)
+        except OSError:
+            pass
+    return found
+
+
+def wait_for(what, condition, timeout_s=60):
+    """Polls `condition` until it returns something true, which it returns; fails after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while not (found := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %g s waiting for %s" % (timeout_s, what))
+        time.sleep(0.05)  # a poll, not an ordering
+    return found
+
+
 def kpilot_json(*args):
     out = subprocess.run([KPILOT, *args], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
@@ -244,9 +266,8 @@ class McpSdkTest(unittest.TestCase):
         p.stdin.write('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"evaluate","arguments":'
                       '{"source":' + slow + '}}}\n')
         p.stdin.flush()
-        time.sleep(2)
+        wait_for("a runner calling the slow candidate", lambda: candidate_loaders(p.pid))
         running = descendants(p.pid)
-        self.assertTrue(running, "no runner was evaluating the slow candidate")
         p.stdin.close()
         try:
             p.wait(timeout=120)

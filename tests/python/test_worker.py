@@ -324,11 +324,15 @@ class RunTest(ProtocolTest):
             path = os.path.join(tmp, "request.json")
             with open(path, "w") as f:
                 json.dump(run_request("relu_problem.py", model_new("relu_new_slow.py"), timeout_s=120), f)
-            env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+            marker = os.path.join(tmp, "called")
+            env = dict(os.environ, PYTHONPATH=str(REPO / "python"), KPILOT_TEST_CALL_MARKER=marker)
             proc = subprocess.Popen([sys.executable, "-m", "kpilot_torch.worker", "run", path], cwd=tmp, env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
             try:
-                time.sleep(3)  # into the candidate's 60-s call
+                deadline = time.monotonic() + 60
+                while not os.path.exists(marker) and proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.05)  # a poll for the candidate's 60-s call, not an ordering
+                self.assertTrue(os.path.exists(marker), "the candidate's call never started")
                 self.assertIsNone(proc.poll(), "the worker ended before its reader went away")
                 proc.stdout.close()
                 started = time.monotonic()
