@@ -125,6 +125,12 @@ class Run:
             self.device = torch.device("cuda:0")
         self.details["torch"] = torch.__version__
         self.details["python"] = sys.executable
+        # Several problems in flight on one host share its cores: model construction and input
+        # draws on the CPU use torch's intra-op threads, one per core unless the request says.
+        threads = int(self.request.get("host_threads") or 0)
+        if threads > 0:
+            torch.set_num_threads(threads)
+        self.details["host_threads"] = torch.get_num_threads()
         self.timers = self.timer_functions()
         if self.device.type == "cuda":
             if not torch.cuda.is_available():

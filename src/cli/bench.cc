@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -328,6 +329,15 @@ int RunBenchCommand(const BenchArgs& a) {
         id);
   auto compiler = StartCompileOn(a.compile_on, a.slurm_config, "kpilot-bench-compile", a.json);
   if (!compiler.ok()) return Fail(compiler.status());
+  // --per-gpu N: N problems in flight on each GPU. Their workers take the GPU's lock for checks
+  // and timing, so measurements stay one at a time; what comes before (interpreter and torch start,
+  // loading the problem, building models, compiling candidates) overlaps.
+  std::vector<int> slots;
+  for (int k = 0; k < (cluster ? 1 : a.per_gpu); ++k) slots.insert(slots.end(), devices.begin(), devices.end());
+  // That overlap shares this host's cores: each problem's torch worker gets its share of them (not
+  // stored with the bench; a resume on another host takes that host's).
+  if (!cluster)
+    config["optimize"]["host_threads"] = TorchThreadsPerProblem(std::thread::hardware_concurrency(), slots.size());
   auto runner = MakeBenchProblemRunner(**store, config, Layout(), &std::cerr, channels, compiler->get(),
                                        *compiler ? (*compiler)->cpus() : 0);
   std::filesystem::path out =
@@ -336,11 +346,6 @@ int RunBenchCommand(const BenchArgs& a) {
   if (!prior.ok()) return Fail(prior.status());
   const ReportSink sink{suite->name, suite->format, id, out, a.markdown};
   ReportAsYouGo progress(sink, suite->problems, prior->finished, a.json);
-  // --per-gpu N: N problems in flight on each GPU. Their workers take the GPU's lock for checks
-  // and timing, so measurements stay one at a time; what comes before (interpreter and torch start,
-  // loading the problem, building models, compiling candidates) overlaps.
-  std::vector<int> slots;
-  for (int k = 0; k < (cluster ? 1 : a.per_gpu); ++k) slots.insert(slots.end(), devices.begin(), devices.end());
   auto results = RunBench(**store, id, *problems, *runner, slots, progress);
   if (!results.ok()) return Fail(results.status());
   InSuiteOrder(suite->problems, &*results);

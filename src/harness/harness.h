@@ -119,6 +119,8 @@ struct EvalOptions {
   // kernelbench, one per seed otherwise). A baseline measurement of a candidate that has just
   // passed its own evaluation (kpilot bench's torch.compile figure) asks for 1.
   int check_trials = 0;
+  // PyTorch-defined tasks: the worker's CPU threads (torch.set_num_threads; 0: torch's default).
+  int host_threads = 0;
 };
 
 inline constexpr int kSeedsPerEvaluation = 3;

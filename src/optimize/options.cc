@@ -208,6 +208,7 @@ Result<OptimizeOptions> OptimizeOptionsFromJson(const json& j) {
     o.workloads = j.at("workloads").get<std::vector<std::string>>();
     o.arch = j.at("arch").get<std::string>();
     o.eval_timeout_s = j.at("eval_timeout_s").get<double>();
+    o.host_threads = j.value("host_threads", 0);
     o.timing_max_seconds = j.at("timing_max_seconds").get<double>();
     o.space_file = j.value("space", j.value("replay", ""));  // older stores name it "replay"
     o.space_calibration = j.value("space_calibration", "");
@@ -226,6 +227,7 @@ EvalOptions BaseEvalOptions(const OptimizeOptions& o) {
   e.workloads = o.workloads;
   e.compile.cuda_arch = o.arch;
   e.timeout_s = o.eval_timeout_s;
+  e.host_threads = o.host_threads;
   e.timing.max_seconds = o.timing_max_seconds;
   e.energy = o.objective != Objective::kTime;
   e.device = o.device;

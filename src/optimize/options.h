@@ -98,6 +98,11 @@ struct OptimizeOptions {
   std::vector<std::string> workloads;  // empty = all
   std::string arch;                    // cuda target
   double eval_timeout_s = 120;
+  // PyTorch-defined tasks: the CPU threads each torch worker may use (0: torch's default, one per
+  // core). kpilot bench sets it when several problems share the host, so that one problem's model
+  // construction does not starve another's launch-bound timing. Not stored with a run: it is a
+  // property of the process running it.
+  int host_threads = 0;
   double timing_max_seconds = 2.0;  // per workload per evaluation
   TimingMode timing =
       TimingMode::kDefault;       // the timing procedure (docs/pytorch.md: default | kernelbench | flashinfer)

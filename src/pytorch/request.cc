@@ -49,6 +49,7 @@ Result<nlohmann::json> BuildWorkerRequest(const Task& task, const PythonSubject&
                         {"libraries", task.libraries},
                         {"device", TorchDevice(opt)},
                         {"lock_dir", GpuLockDir()},
+                        {"host_threads", opt.host_threads},
                         {"timeout_s", opt.timeout_s}};
 }
 

@@ -299,6 +299,11 @@ class LiveRunner : public ProblemRunner {
 
 }  // namespace
 
+int TorchThreadsPerProblem(unsigned cpus, size_t in_flight) {
+  if (in_flight <= 1) return 0;
+  return std::max(1, static_cast<int>(cpus / in_flight));
+}
+
 std::unique_ptr<ProblemRunner> MakeBenchProblemRunner(Store& store, const nlohmann::json& config,
                                                       const InstallLayout& layout, std::ostream* notices,
                                                       RunnerChannelFactory channels, ProcessRunner* compile_processes,

@@ -23,6 +23,10 @@ namespace kpilot {
 // evaluations go through a channel of its own (SessionSettings::channels: an allocation of a Slurm
 // cluster), on one queue. `compile_processes` (may be null): where every problem's compilers run
 // (SessionSettings::compile_processes), `compile_threads` of them per problem (0: one per core).
+// The CPU threads each problem's torch worker gets when `in_flight` problems share a host of `cpus`
+// cores: an equal share, at least one; 0 (torch's default) when one problem has the host.
+int TorchThreadsPerProblem(unsigned cpus, size_t in_flight);
+
 std::unique_ptr<ProblemRunner> MakeBenchProblemRunner(Store& store, const nlohmann::json& config,
                                                       const InstallLayout& layout, std::ostream* notices,
                                                       RunnerChannelFactory channels = nullptr,

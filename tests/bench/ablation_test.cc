@@ -143,6 +143,20 @@ TEST(Ablations, FlagsAreCheckedAndStoredWithTheRun) {
   EXPECT_TRUE(defaults->memory);
 }
 
+TEST(HostThreads, ReachEveryEvaluationAndAreNotStoredWithARun) {
+  OptimizeOptions o;
+  o.task_dir = "t";
+  o.host_threads = 4;
+  EXPECT_EQ(BaseEvalOptions(o).host_threads, 4);
+  EXPECT_FALSE(ToJson(o).contains("host_threads"));  // the process's concurrency, not the run's
+  auto config = ToJson(OptimizeOptions{});
+  config["host_threads"] = 3;  // what kpilot bench adds to its runner's copy of the config
+  auto read = OptimizeOptionsFromJson(config);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->host_threads, 3);
+  EXPECT_EQ(OptimizeOptionsFromJson(ToJson(OptimizeOptions{}))->host_threads, 0);
+}
+
 TEST(SearchForGenerator, TheParamsGeneratorSpreadsItsParentsWiderAndResumeKeepsTheStoredConstant) {
   OptimizeOptions o;
   o.task_dir = "t";

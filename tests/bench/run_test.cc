@@ -13,6 +13,7 @@
 
 #include "bench/bench.h"
 #include "core/fs.h"
+#include "session/bench_runner.h"
 #include "support/sync.h"
 
 namespace kpilot {
@@ -226,6 +227,14 @@ TEST_F(BenchRunTest, OneProblemPerDeviceAtATime) {
   EXPECT_EQ(results->size(), 12u);
   EXPECT_EQ(runner.max_per_device, 1);
   EXPECT_EQ(runner.devices, (std::set<int>{0, 1, 2})) << "three problems at once, one on each device";
+}
+
+TEST(TorchThreadsPerProblem, AnEqualShareOfTheHostsCoresWhenProblemsShareIt) {
+  EXPECT_EQ(TorchThreadsPerProblem(16, 0), 0);  // no GPU: one at a time
+  EXPECT_EQ(TorchThreadsPerProblem(16, 1), 0);  // alone: torch's default
+  EXPECT_EQ(TorchThreadsPerProblem(16, 4), 4);
+  EXPECT_EQ(TorchThreadsPerProblem(16, 3), 5);
+  EXPECT_EQ(TorchThreadsPerProblem(2, 8), 1);  // never none
 }
 
 TEST_F(BenchRunTest, AnOptimizerRunIsNotABench) {

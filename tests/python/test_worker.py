@@ -185,6 +185,14 @@ class RunTest(ProtocolTest):
         self.assertFalse(any(e["found"] for e in exploits.values()))
         self.assertIn("candidate_setup_s", r["details"])
 
+    def test_host_threads_bound_torchs_cpu_threads(self):
+        # Several problems in flight on one host: kpilot bench gives each worker its share.
+        r = self.run_ok("relu_problem.py", {"kind": "reference"}, host_threads=1)
+        self.assertEqual(r["status"], "passed", r["message"])
+        self.assertEqual(r["details"]["host_threads"], 1)
+        default = self.run_ok("relu_problem.py", {"kind": "reference"})
+        self.assertEqual(default["details"]["host_threads"], torch.get_num_threads())
+
     def test_model_new_with_parameters_matches_after_same_seed(self):
         r = self.run_ok("linear_problem.py", model_new("linear_new_ok.py"))
         self.assertEqual(r["status"], "passed", r["message"])

@@ -141,6 +141,11 @@ TEST(BuildWorkerRequest, KernelBenchWithKpilotsProcedure) {
   EXPECT_EQ(r["timeout_s"], 45);
   EXPECT_EQ(r["time"], true);
   EXPECT_EQ(r["libraries"], true);
+  EXPECT_EQ(r["host_threads"], 0);  // torch's default
+  opt.host_threads = 4;             // kpilot bench, four problems on a 16-core host
+  EXPECT_EQ(
+      (*BuildWorkerRequest(KernelBenchTask(), {"native", "", "/tmp/x.so"}, {"reference", "", ""}, opt))["host_threads"],
+      4);
   Task forbidding = KernelBenchTask();
   forbidding.libraries = false;  // kpilot eval --no-libraries
   auto strict = BuildWorkerRequest(forbidding, {"native", "", "/tmp/x.so"}, {"reference", "", ""}, opt);
