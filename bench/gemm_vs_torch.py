@@ -100,7 +100,9 @@ def main():
                     help="bias_gelu: the object takes (a, b, bias) and computes gelu(a @ b + bias); scale_residual: "
                          "(a, b, r) and a scalar alpha, alpha * (a @ b) + r; torch's side is torch.matmul followed "
                          "by the same epilogue in eager ops")
-    ap.add_argument("--rounds", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="paired rounds per shape; 0: as many as fill about --seconds of calls, 50 to 2000")
+    ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json", help="write the figures here too")
     a = ap.parse_args()
@@ -117,8 +119,8 @@ def main():
     dev = torch.device("cuda")
     props = torch.cuda.get_device_properties(dev)
     flush = torch.empty(2 * max(getattr(props, "L2_cache_size", 50 << 20), 50 << 20) // 4, dtype=torch.int32, device=dev)
-    print("%s, torch %s, %s operands, epilogue %s, %d rounds" % (props.name, torch.__version__, a.dtype, a.epilogue,
-                                                                  a.rounds))
+    print("%s, torch %s, %s operands, epilogue %s, %s rounds" % (props.name, torch.__version__, a.dtype, a.epilogue,
+                                                                  a.rounds or "adaptive"))
     torch_side = {"none": "matmul", "bias_gelu": "matmul, + bias, gelu", "scale_residual": "matmul, * alpha, + r"}
     print("| shape MxNxK | kpilot ms | torch ms (%s) |" % torch_side[a.epilogue], end="")
     print(" kpilot TFLOP/s | torch TFLOP/s | kpilot / torch throughput [95% CI] |")
@@ -169,8 +171,11 @@ def main():
             end.synchronize()
             return start.elapsed_time(end)
 
+        # Sub-millisecond calls spread round to round (clocks, the flush): as many rounds as fill
+        # about --seconds, so a 0.2 ms GEMM gets a CI as tight as an 8192-cube one.
+        rounds = a.rounds or max(50, min(2000, int(a.seconds * 1e3 / (timed(ours) + timed(theirs)))))
         t_ours, t_theirs = [], []
-        for r in range(a.rounds):
+        for r in range(rounds):
             if r % 2 == 0:
                 t_ours.append(timed(ours))
                 t_theirs.append(timed(theirs))
@@ -181,7 +186,7 @@ def main():
         mo, mt = statistics.median(t_ours), statistics.median(t_theirs)
         share, lo, hi = bootstrap_ratio(t_ours, t_theirs)
         rows.append({"m": m, "n": n, "k": k, "kpilot_ms": mo, "torch_ms": mt, "share": share, "ci": [lo, hi],
-                     "max_rel_err": err})
+                     "rounds": rounds, "max_rel_err": err})
         print("| %dx%dx%d | %.4f | %.4f | %.0f | %.0f | %.3f [%.3f, %.3f]%s |" % (
             m, n, k, mo, mt, flops / mo / 1e9, flops / mt / 1e9, share, lo, hi,
             "" if err < 2e-2 else " (output differs from torch's: max rel err %.3g)" % err))

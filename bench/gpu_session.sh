@@ -256,9 +256,10 @@ except Exception:
             --epilogue bias_gelu --shapes ${GEMM_SHAPES:-4096x4096x4096,16384x4096x4096} --json "$OUT/gemmgelu.json" \
             2>&1 | tee "$OUT/gemmgelu.txt" ;;
     gemmsimt) # The f32 GEMM without TF32 (examples/cuda/sgemm_simt, CUTLASS's SIMT kernel) against
-          # torch.matmul with TF32 off on both sides; GEMM_D its params.
+          # torch.matmul with TF32 off on both sides; SIMT_D its params (its own: the tensor-core
+          # GEMMs' GEMM_D names params this family does not have).
           timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/sgemm_simt \
-            --candidate examples/cuda/sgemm_simt/candidates/cutlass_simt.cu --workload 4096 ${GEMM_D:-} --dtype f32 \
+            --candidate examples/cuda/sgemm_simt/candidates/cutlass_simt.cu --workload 4096 ${SIMT_D:-} --dtype f32 \
             --shapes ${GEMM_SHAPES:-4096x4096x4096} --json "$OUT/gemmsimt.json" 2>&1 | tee "$OUT/gemmsimt.txt" ;;
     gemmresidual) # The same for the GEMM with the scale and the residual add fused (examples/cuda/gemm_scale_residual).
           timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_scale_residual \
