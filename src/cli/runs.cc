@@ -28,6 +28,9 @@ std::string CountersGist(const nlohmann::json& event) {
 }
 namespace {
 
+// A run's best speedup, or "-" while nothing is measured (a bench until it finishes).
+std::string BestShown(double speedup) { return speedup > 0 ? fmt::format("{:.3f}×", speedup) : "-"; }
+
 int ListRuns(const std::string& store_dir, bool json) {
   auto store = OpenExistingStore(store_dir);
   if (!store.ok()) return Fail(store.status());
@@ -50,8 +53,8 @@ int ListRuns(const std::string& store_dir, bool json) {
   std::cout << fmt::format("{:>4}  {:<18} {:<12} {:<10} {:>9}  {}\n", "id", "task", "status", "stopped", "best",
                            "started");
   for (const auto& r : *runs)
-    std::cout << fmt::format("{:>4}  {:<18} {:<12} {:<10} {:>8.3f}×  {}\n", r.id, r.task_name,
-                             ShownRunStatus(**store, r), r.stop_reason, r.best_speedup, r.created_at);
+    std::cout << fmt::format("{:>4}  {:<18} {:<12} {:<10} {:>9}  {}\n", r.id, r.task_name, ShownRunStatus(**store, r),
+                             r.stop_reason, BestShown(r.best_speedup), r.created_at);
   if (runs->empty()) std::cout << "(no runs in " << store_dir << ")\n";
   return kExitOk;
 }
@@ -107,8 +110,9 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
   int passed = 0;
   for (const auto& n : *nodes) passed += n.verdict == "passed";
   std::cout << fmt::format("run        {} — {} ({})\n", r.id, r.task_name, r.task_dir);
-  std::cout << fmt::format("status     {} ({}); best {:.3f}× at node {}\n", ShownRunStatus(**store, r), r.stop_reason,
-                           r.best_speedup, r.best_node);
+  std::cout << fmt::format(
+      "status     {}{}; best {}\n", ShownRunStatus(**store, r), r.stop_reason.empty() ? "" : " (" + r.stop_reason + ")",
+      r.best_node < 0 ? BestShown(0) : BestShown(r.best_speedup) + fmt::format(" at node {}", r.best_node));
   for (const auto& n : *nodes)
     if (n.node == r.best_node) {
       std::string params;

@@ -229,6 +229,25 @@ TEST_F(Cli, RunsListsAndShowShowsAnOptimizeRun) {
   ProcessResult text = Kpilot({"show", "1", "--store", Store()});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("best       omp_simd.cpp:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("status     finished (budget); best "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("× at node "), std::string::npos) << text.out;
+  // A run with nothing measured yet (a bench until it finishes) shows no best, not 0×.
+  {
+    auto store = Store::Open(Store());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    RunRecord pending;
+    pending.task_name = "bench:suite";
+    pending.task_dir = "suite";
+    pending.config_json = "{}";
+    pending.status = "interrupted";
+    ASSERT_TRUE((*store)->CreateRun(pending).ok());
+  }
+  ProcessResult listed = Kpilot({"runs", "--store", Store()});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(listed.out.find("0.000×"), std::string::npos) << listed.out;
+  ProcessResult pending = Kpilot({"show", "2", "--store", Store()});
+  ASSERT_EQ(pending.exit_code, 0) << pending.err;
+  EXPECT_NE(pending.out.find("status     interrupted; best -\n"), std::string::npos) << pending.out;
 }
 
 TEST_F(Cli, DefaultRelativeStoreWorks) {
