@@ -17,16 +17,16 @@
 
 namespace kpilot {
 
+// The CPU threads each problem's torch worker gets when `in_flight` problems share a host of `cpus`
+// cores: an equal share, at least one; 0 (torch's default) when one problem has the host.
+int TorchThreadsPerProblem(unsigned cpus, size_t in_flight);
+
 // `config`: the bench's stored config (suite, eval_only, eval_reference, compile_baseline, python,
 // optimize). `store` is borrowed and outlives the runner; `notices` (may be null) gets the skill
 // cards' override notices of each problem's session. `channels` (may be empty): each problem's
 // evaluations go through a channel of its own (SessionSettings::channels: an allocation of a Slurm
 // cluster), on one queue. `compile_processes` (may be null): where every problem's compilers run
 // (SessionSettings::compile_processes), `compile_threads` of them per problem (0: one per core).
-// The CPU threads each problem's torch worker gets when `in_flight` problems share a host of `cpus`
-// cores: an equal share, at least one; 0 (torch's default) when one problem has the host.
-int TorchThreadsPerProblem(unsigned cpus, size_t in_flight);
-
 std::unique_ptr<ProblemRunner> MakeBenchProblemRunner(Store& store, const nlohmann::json& config,
                                                       const InstallLayout& layout, std::ostream* notices,
                                                       RunnerChannelFactory channels = nullptr,
