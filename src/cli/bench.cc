@@ -313,6 +313,15 @@ int RunBenchCommand(const BenchArgs& a) {
     if (!created.ok()) return Fail(created.status());
     id = *created;
   }
+  // --per-gpu N: N problems in flight on each GPU. Their workers take the GPU's lock for checks
+  // and timing, so measurements stay one at a time; what comes before (interpreter and torch start,
+  // loading the problem, building models, compiling candidates) overlaps.
+  std::vector<int> slots;
+  for (int k = 0; k < (cluster ? 1 : a.per_gpu); ++k) slots.insert(slots.end(), devices.begin(), devices.end());
+  // That overlap shares this host's cores: each problem's torch worker gets its share of them (not
+  // stored with the bench; a resume on another host takes that host's).
+  if (!cluster)
+    config["optimize"]["host_threads"] = TorchThreadsPerProblem(std::thread::hardware_concurrency(), slots.size());
   if (!a.json)
     std::cerr << fmt::format(
         "kpilot: bench {} — {} problems of {} ({}), {}, {} — resume with kpilot bench --resume {}\n", id,
@@ -325,19 +334,11 @@ int RunBenchCommand(const BenchArgs& a) {
         cluster           ? fmt::format("{} problems in flight on Slurm, an allocation each", cluster->workers)
         : devices.empty() ? std::string("one at a time")
         : a.per_gpu == 1  ? fmt::format("{} GPU(s)", devices.size())
-                          : fmt::format("{} GPU(s), {} problems in flight on each", devices.size(), a.per_gpu),
+                          : fmt::format("{} GPU(s), {} problems in flight on each, {} CPU threads each", devices.size(),
+                                        a.per_gpu, config["optimize"].value("host_threads", 0)),
         id);
   auto compiler = StartCompileOn(a.compile_on, a.slurm_config, "kpilot-bench-compile", a.json);
   if (!compiler.ok()) return Fail(compiler.status());
-  // --per-gpu N: N problems in flight on each GPU. Their workers take the GPU's lock for checks
-  // and timing, so measurements stay one at a time; what comes before (interpreter and torch start,
-  // loading the problem, building models, compiling candidates) overlaps.
-  std::vector<int> slots;
-  for (int k = 0; k < (cluster ? 1 : a.per_gpu); ++k) slots.insert(slots.end(), devices.begin(), devices.end());
-  // That overlap shares this host's cores: each problem's torch worker gets its share of them (not
-  // stored with the bench; a resume on another host takes that host's).
-  if (!cluster)
-    config["optimize"]["host_threads"] = TorchThreadsPerProblem(std::thread::hardware_concurrency(), slots.size());
   auto runner = MakeBenchProblemRunner(**store, config, Layout(), &std::cerr, channels, compiler->get(),
                                        *compiler ? (*compiler)->cpus() : 0);
   std::filesystem::path out =
@@ -392,7 +393,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   AddCompileOnFlag(cmd, &a->compile_on);
   cmd->add_option("--per-gpu", a->per_gpu,
                   "Problems in flight on each GPU: checks and timing still take the GPU one at a time (its lock); "
-                  "starting workers, loading problems and building models overlap")
+                  "starting workers, loading problems and building models overlap, each torch worker with an equal "
+                  "share of the host's cores")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
   cmd->add_option("--generator", a->generator, "As kpilot optimize: params | folder:DIR | llm:… | command:…")
