@@ -31,9 +31,10 @@ struct BenchArgs {
   std::string eval_only;  // CANDIDATES_DIR
   bool eval_reference = false;
   bool no_compile_baseline = false;
-  int per_gpu = 1;                 // problems in flight on each GPU
-  std::string devices;             // --devices: the GPUs problems run on (empty: every visible one)
-  std::string executor = "local";  // local | slurm
+  int per_gpu = 1;                     // problems in flight on each GPU
+  std::string torch_threads = "auto";  // --torch-threads: auto | N (0: torch's default)
+  std::string devices;                 // --devices: the GPUs problems run on (empty: every visible one)
+  std::string executor = "local";      // local | slurm
   std::string slurm_config;
   std::string compile_on = "local";  // --compile-on local|slurm
   std::string generator = "params";
@@ -321,7 +322,9 @@ int RunBenchCommand(const BenchArgs& a) {
   // That overlap shares this host's cores: each problem's torch worker gets its share of them (not
   // stored with the bench; a resume on another host takes that host's).
   if (!cluster)
-    config["optimize"]["host_threads"] = TorchThreadsPerProblem(std::thread::hardware_concurrency(), slots.size());
+    config["optimize"]["host_threads"] = a.torch_threads == "auto"
+                                             ? TorchThreadsPerProblem(std::thread::hardware_concurrency(), slots.size())
+                                             : std::stoi(a.torch_threads);
   if (!a.json)
     std::cerr << fmt::format(
         "kpilot: bench {} — {} problems of {} ({}), {}, {} — resume with kpilot bench --resume {}\n", id,
@@ -396,6 +399,15 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "starting workers, loading problems and building models overlap, each torch worker with an equal "
                   "share of the host's cores")
       ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  cmd->add_option("--torch-threads", a->torch_threads,
+                  "CPU threads of each problem's torch worker: auto (an equal share of the host's cores when "
+                  "problems share it, else torch's default), or a number (0: torch's default)")
+      ->check([](const std::string& v) -> std::string {
+        if (v == "auto") return "";
+        if (!v.empty() && v.size() <= 4 && v.find_first_not_of("0123456789") == std::string::npos) return "";
+        return "expected auto or a number of threads from 0 (torch's default) to 9999, not '" + v + "'";
+      })
       ->capture_default_str();
   cmd->add_option("--generator", a->generator, "As kpilot optimize: params | folder:DIR | llm:… | command:…")
       ->capture_default_str();

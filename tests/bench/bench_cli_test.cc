@@ -378,6 +378,12 @@ TEST(BenchCli, UsageErrors) {
                                                "--levels", "9", "--store", (d->path() / "s").string()});
   EXPECT_EQ(levels.exit_code, 2);
   EXPECT_NE(levels.err.find("has levels all"), std::string::npos) << levels.err;
+  for (const char* bad : {"many", "-1", ""}) {
+    auto threads = testing::RunKpilot(d->path(), {"bench", (testing::SourceDir() / "examples" / "host").string(),
+                                                  "--torch-threads", bad, "--store", (d->path() / "s").string()});
+    EXPECT_EQ(threads.exit_code, 2) << bad;
+    EXPECT_NE(threads.err.find("--torch-threads"), std::string::npos) << threads.err;
+  }
 }
 
 // Suites of GPU problems on a machine without a GPU stop before anything runs (exit 3), saying so.
