@@ -320,11 +320,12 @@ int RunBenchCommand(const BenchArgs& a) {
   std::vector<int> slots;
   for (int k = 0; k < (cluster ? 1 : a.per_gpu); ++k) slots.insert(slots.end(), devices.begin(), devices.end());
   // That overlap shares this host's cores: each problem's torch worker gets its share of them (not
-  // stored with the bench; a resume on another host takes that host's).
-  if (!cluster)
-    config["optimize"]["host_threads"] = a.torch_threads == "auto"
-                                             ? TorchThreadsPerProblem(std::thread::hardware_concurrency(), slots.size())
-                                             : std::stoi(a.torch_threads);
+  // stored with the bench; a resume on another host takes that host's). On Slurm each problem has
+  // an allocation of its own, so auto leaves torch's default there.
+  if (a.torch_threads != "auto")
+    config["optimize"]["host_threads"] = std::stoi(a.torch_threads);
+  else if (!cluster)
+    config["optimize"]["host_threads"] = TorchThreadsPerProblem(std::thread::hardware_concurrency(), slots.size());
   if (!a.json)
     std::cerr << fmt::format(
         "kpilot: bench {} — {} problems of {} ({}), {}, {} — resume with kpilot bench --resume {}\n", id,

@@ -112,7 +112,7 @@ int ShowRun(const std::string& store_dir, int64_t id, bool json) {
   std::cout << fmt::format("run        {} — {} ({})\n", r.id, r.task_name, r.task_dir);
   std::cout << fmt::format(
       "status     {}{}; best {}\n", ShownRunStatus(**store, r), r.stop_reason.empty() ? "" : " (" + r.stop_reason + ")",
-      r.best_node < 0 ? BestShown(0) : BestShown(r.best_speedup) + fmt::format(" at node {}", r.best_node));
+      r.best_node < 0 ? std::string("-") : BestShown(r.best_speedup) + fmt::format(" at node {}", r.best_node));
   for (const auto& n : *nodes)
     if (n.node == r.best_node) {
       std::string params;
