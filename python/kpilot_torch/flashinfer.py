@@ -62,6 +62,7 @@ class FlashInferProblem(Problem):
     def __init__(self, request):
         self.request = request
         self.path = request.get("problem") or ""
+        self._solutions = {}  # Solution file -> its SolutionCall (load_candidate)
         try:
             with open(self.path) as f:
                 self.definition = json.load(f)
@@ -265,11 +266,21 @@ class FlashInferProblem(Problem):
             kernel = native.load_candidate_object(spec.get("object") or "")
             return native.NativeModel(self, kernel, None)
         if kind == "solution":
-            return self._solution(spec.get("path") or "", torch.device(device))
+            return self._solution(spec.get("path") or "")
         raise CandidateError("candidate kind %r is not one a flashinfer definition takes "
                              "(reference, compile, native, solution)" % kind)
 
-    def _solution(self, path, device):
+    def load_candidate(self, spec):
+        if (spec or {}).get("kind") == "solution":
+            self._solution(spec.get("path") or "")
+
+    def _solution(self, path):
+        """The Solution's entry point, built once (its extension compiles then)."""
+        if path not in self._solutions:
+            self._solutions[path] = self._build_solution(path)
+        return self._solutions[path]
+
+    def _build_solution(self, path):
         try:
             with open(path) as f:
                 sol = json.load(f)

@@ -102,6 +102,7 @@ class KernelBenchProblem(Problem):
             self._forward_params = []
         self._reference = {}
         self._specs = {}
+        self._candidate_classes = {}  # ModelNew file -> its class (load_candidate)
 
     # ---- models -----------------------------------------------------------------------------
 
@@ -291,6 +292,25 @@ class KernelBenchProblem(Problem):
 
     # ---- candidates -------------------------------------------------------------------------
 
+    def load_candidate(self, spec):
+        if (spec or {}).get("kind") == "model_new":
+            self._model_new_class(spec.get("path") or "")
+
+    def _model_new_class(self, path):
+        """The candidate file's ModelNew, imported once (its load_inline compiles run then)."""
+        if path not in self._candidate_classes:
+            if not os.path.isfile(path):
+                raise CandidateError("candidate %r: no such file; give the ModelNew file's absolute path" % path)
+            try:
+                module = load_module(path, "kpilot_candidate_%d" % (abs(hash(path)) % 100000))
+            except Exception:
+                raise CandidateError("%s: importing the candidate failed:\n%s" % (path, traceback_tail()))
+            cls = getattr(module, "ModelNew", None)
+            if cls is None:
+                raise CandidateError("%s: defines no class ModelNew" % path)
+            self._candidate_classes[path] = cls
+        return self._candidate_classes[path]
+
     def build_candidate(self, spec, device):
         kind = (spec or {}).get("kind", "reference")
         if kind == "reference":
@@ -306,15 +326,7 @@ class KernelBenchProblem(Problem):
             return torch.compile(model)
         if kind == "model_new":
             path = spec.get("path") or ""
-            if not os.path.isfile(path):
-                raise CandidateError("candidate %r: no such file; give the ModelNew file's absolute path" % path)
-            try:
-                module = load_module(path, "kpilot_candidate_%d" % (abs(hash(path)) % 100000))
-            except Exception:
-                raise CandidateError("%s: importing the candidate failed:\n%s" % (path, traceback_tail()))
-            cls = getattr(module, "ModelNew", None)
-            if cls is None:
-                raise CandidateError("%s: defines no class ModelNew" % path)
+            cls = self._model_new_class(path)
             try:
                 return self._build(cls, device)
             except Exception:

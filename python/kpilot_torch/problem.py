@@ -71,6 +71,12 @@ class Problem:
 
     # ---- Optional hooks (defaults are safe for any format) ----------------------------------
 
+    def load_candidate(self, spec):
+        """The part of build_candidate that needs no GPU (importing the candidate's module,
+        compiling its extension), kept for build_candidate to use. The worker calls it before it
+        takes the GPU lock and build_candidate after, so compiles overlap and models are built on
+        the GPU only by the run that holds it. Raises CandidateError."""
+
     def describe(self):
         """The describe reply's body (docs/pytorch.md); only KernelBench implements it."""
         raise ProblemError("describe is implemented for KernelBench problems only")

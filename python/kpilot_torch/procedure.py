@@ -147,17 +147,17 @@ class Run:
         self.cand_kind = cand_spec.get("kind", "reference")
         t0 = time.perf_counter()
         try:
-            self.candidate = self.problem.build_candidate(cand_spec, self.device)
+            # Imports and compiles (a ModelNew's load_inline, a Solution's extension) touch no GPU:
+            # they run before the GPU lock, so the compiles of parallel runs overlap.
+            self.problem.load_candidate(cand_spec)
         except CandidateError as e:
             self.res["phase"] = getattr(e, "phase", "load") or "load"
             raise Verdict("runtime_error", str(e))
-        self.details["candidate_setup_s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        self.reference = self.problem.reference(self.device)
-        self.details["reference_setup_s"] = time.perf_counter() - t0
+        load_s = time.perf_counter() - t0
         if self.device.type == "cuda":
-            # After the candidate's build (load_inline compiles of parallel runs overlap), before
-            # any check or timing; the wait does not count against timeout_s.
+            # Before any model is built on the GPU: the GPU time-slices between processes, so one
+            # run's parameter draws and copies would slow another's timed calls (a launch-bound
+            # network's block of calls by a third). The wait does not count against timeout_s.
             if self.deadline:
                 self.deadline.pause()
             waited, warning = hold_gpu_lock(self.request.get("lock_dir") or "/tmp", self.lock_index)
@@ -166,6 +166,16 @@ class Run:
             self.details["gpu_lock_wait_s"] = waited
             if warning:
                 self.res["warnings"].append(warning)
+        t0 = time.perf_counter()
+        try:
+            self.candidate = self.problem.build_candidate(cand_spec, self.device)
+        except CandidateError as e:
+            self.res["phase"] = getattr(e, "phase", "load") or "load"
+            raise Verdict("runtime_error", str(e))
+        self.details["candidate_setup_s"] = load_s + time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.reference = self.problem.reference(self.device)
+        self.details["reference_setup_s"] = time.perf_counter() - t0
         self.protected = [(n, t.clone()) for n, t in getattr(self.candidate, "guarded_tensors", lambda: [])()]
 
         self.res["phase"] = "correctness"

@@ -396,9 +396,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "name the nodes', e.g. sm_90a)");
   AddCompileOnFlag(cmd, &a->compile_on);
   cmd->add_option("--per-gpu", a->per_gpu,
-                  "Problems in flight on each GPU: checks and timing still take the GPU one at a time (its lock); "
-                  "starting workers, loading problems and building models overlap, each torch worker with an equal "
-                  "share of the host's cores")
+                  "Problems in flight on each GPU: building models, checks and timing still take the GPU one at a time "
+                  "(its lock); starting workers, loading problems and compiling candidates overlap, each torch worker "
+                  "with an equal share of the host's cores")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
   cmd->add_option("--torch-threads", a->torch_threads,

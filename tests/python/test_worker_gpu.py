@@ -99,6 +99,16 @@ class CudaRunTest(unittest.TestCase):
         self.assertEqual(r["status"], "passed", r["message"])
         self.assertGreater(r["details"]["gpu_lock_wait_s"], 4.0)
 
+    def test_imports_before_the_gpu_lock_and_builds_models_under_it(self):
+        # The fixtures' ModelNew module raises if imported with the lock held, both models raise if
+        # built without it.
+        with tempfile.TemporaryDirectory() as locks:
+            env = {"KPILOT_TEST_LOCK_FILE": os.path.join(locks, "kpilot-gpu-0.lock")}
+            r, proc = worker("run", gpu_request("lock_probe_problem.py", model_new("lock_probe_new.py"),
+                                                lock_dir=locks), env_extra=env, timeout=900)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        self.assertEqual(r["status"], "passed", r["message"])
+
     def test_flush_buffer_is_twice_l2(self):
         clock = timing.Clock("cuda:0")
         self.assertGreaterEqual(clock.flush_buffer.numel() * 4, 2 * timing.l2_bytes(torch.device("cuda:0")))
