@@ -540,7 +540,7 @@ class InputSetsTest(unittest.TestCase):
 
 
 class GpuLockTest(unittest.TestCase):
-    """The per-GPU timing lock and the pausable deadline (gpu.hold_gpu_lock, worker.Deadline);
+    """The per-GPU timing lock and the pausable deadline (gpu.GpuLock, worker.Deadline);
     a worker waiting on a held lock on the GPU is test_worker_gpu's."""
 
     def test_waits_for_the_holder_and_reports_the_wait(self):
@@ -552,15 +552,37 @@ class GpuLockTest(unittest.TestCase):
             fcntl.flock(fd, fcntl.LOCK_EX)
             threading.Timer(0.4, lambda: os.close(fd)).start()
             # The lock is per open file description: another open() in this process contends.
-            waited, warning = gpu.hold_gpu_lock(tmp, 3)
+            waited, warning = gpu.GpuLock(tmp, 3).acquire()
             self.assertGreaterEqual(waited, 0.3)
             self.assertEqual(warning, "")
-            waited, _ = gpu.hold_gpu_lock(tmp, 4)  # another GPU's lock is free
+            waited, _ = gpu.GpuLock(tmp, 4).acquire()  # another GPU's lock is free
             self.assertLess(waited, 0.2)
+
+    def test_release_lets_others_in_until_acquired_again(self):
+        import fcntl
+        from kpilot_torch import gpu
+
+        def free(path):  # another open file description takes the lock, or cannot
+            fd = os.open(path, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                return False
+            finally:
+                os.close(fd)
+        with tempfile.TemporaryDirectory() as tmp:
+            lock = gpu.GpuLock(tmp, 0)
+            lock.acquire()
+            self.assertFalse(free(lock.path))
+            lock.release()
+            self.assertTrue(free(lock.path))
+            lock.acquire()
+            self.assertFalse(free(lock.path))
 
     def test_unopenable_lock_dir_warns(self):
         from kpilot_torch import gpu
-        waited, warning = gpu.hold_gpu_lock("/nonexistent/kpilot-locks", 0)
+        waited, warning = gpu.GpuLock("/nonexistent/kpilot-locks", 0).acquire()
         self.assertEqual(waited, 0.0)
         self.assertIn("/nonexistent/kpilot-locks/kpilot-gpu-0.lock", warning)
         self.assertIn("another kpilot may time", warning)

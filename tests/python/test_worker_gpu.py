@@ -109,6 +109,24 @@ class CudaRunTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
         self.assertEqual(r["status"], "passed", r["message"])
 
+    def test_compiles_the_compile_baseline_with_the_gpu_lock_released(self):
+        # One call of all (torch.compile's first, which compiles) runs without the lock.
+        with tempfile.TemporaryDirectory() as locks:
+            log = os.path.join(locks, "calls.log")
+            env = {"KPILOT_TEST_LOCK_FILE": os.path.join(locks, "kpilot-gpu-0.lock"), "KPILOT_TEST_LOCK_LOG": log}
+            r, proc = worker("run", gpu_request("lock_probe_problem.py", {"kind": "reference"}, lock_dir=locks,
+                                                baseline={"kind": "compile"}, time=True,
+                                                timing={"mode": "default", "warmup": 1, "min_reps": 3, "max_reps": 5,
+                                                        "max_seconds": 1.0, "target_rel_ci": 0.5}),
+                             env_extra=env, timeout=900)
+            with open(log) as f:
+                calls = f.read().split()
+        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        self.assertEqual(r["status"], "passed", r["message"])
+        self.assertEqual(calls.count("free"), 1, calls)
+        self.assertGreater(calls.count("held"), 5, calls)
+        self.assertGreater(r["details"]["compile_s"], 0)
+
     def test_flush_buffer_is_twice_l2(self):
         clock = timing.Clock("cuda:0")
         self.assertGreaterEqual(clock.flush_buffer.numel() * 4, 2 * timing.l2_bytes(torch.device("cuda:0")))
