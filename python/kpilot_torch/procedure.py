@@ -137,7 +137,6 @@ class Run:
                 raise Verdict("error", "device %s was requested but torch %s reports no usable CUDA device; "
                                        "run on the GPU machine or pass device cpu" % (device, torch.__version__))
             self.details["gpu"] = torch.cuda.get_device_name(self.device)
-            torch.cuda.set_device(self.device)
         else:
             self.details["gpu"] = ""
         self.problem = make_problem(self.request)
@@ -161,6 +160,9 @@ class Run:
             self.gpu_lock = GpuLock(self.request.get("lock_dir") or "/tmp", self.lock_index)
             self.details["gpu_lock_wait_s"] = 0.0
             self.take_gpu_lock()
+            # CUDA 12's cudaSetDevice creates the device's context (memory, loaded modules): that
+            # too waits for the lock.
+            torch.cuda.set_device(self.device)
         t0 = time.perf_counter()
         try:
             self.candidate = self.problem.build_candidate(cand_spec, self.device)
