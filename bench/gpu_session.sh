@@ -2,7 +2,8 @@
 # Runs on the GPU machine from the repo root with .stage/ carried (scripts/stage.sh): doctor, one
 # eval, the gpu-labelled tests, the adversarial suite, timing stability, agreement with ncu and the
 # cost of an evaluation by default, or the steps named.
-# Writes logs under $OUT. Steps: all (default) or a list, e.g. `bench/gpu_session.sh eval tests`.
+# Writes logs under $OUT (packed into $OUT/session.tgz when more than 8 files). Steps: all (default) or a
+# list, e.g. `bench/gpu_session.sh eval tests`.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.stage/lib:${LD_LIBRARY_PATH:-}
 export KPILOT_TEST_SOURCE_DIR=$PWD KPILOT_TEST_BINARY_DIR=$PWD/.stage
@@ -420,3 +421,9 @@ print('%-16s kpilot means %s | independent means %s | ratio of medians %.3f' % (
             2>&1 | tee "$OUT/cost.txt" ;;
   esac
 done
+# The device tool brings back at most 8 files from $OUT: past that, everything goes into one archive
+# (PACK=0 leaves it for a caller that packs several runs itself).
+if [[ ${PACK:-1} == 1 ]] && (( $(find "$OUT" -type f | wc -l) > 8 )); then
+  (cd "$OUT" && tar czf /tmp/kpilot-session.tgz . && find . -mindepth 1 -delete && mv /tmp/kpilot-session.tgz session.tgz)
+  echo "more than 8 files under \$OUT: packed into session.tgz"
+fi
