@@ -155,8 +155,8 @@ class Run:
         load_s = time.perf_counter() - t0
         if self.device.type == "cuda":
             # Before any model is built on the GPU: the GPU time-slices between processes, so one
-            # run's parameter draws and copies would slow another's timed calls (a launch-bound
-            # network's block of calls by a third). The wait does not count against timeout_s.
+            # run's parameter draws and copies would slow another's timed calls. The wait does not
+            # count against timeout_s.
             self.gpu_lock = GpuLock(self.request.get("lock_dir") or "/tmp", self.lock_index)
             self.details["gpu_lock_wait_s"] = 0.0
             self.take_gpu_lock()
