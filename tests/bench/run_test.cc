@@ -33,11 +33,11 @@ class FakeRunner : public ProblemRunner {
     }
     int64_t run = resume_run > 0 ? resume_run : 100 + next_run_++;
     started(run);
-    Meet();
+    const bool met_others = Meet();
     --running_[device + 1];
     ProblemResult r;
     if (p.id == crash_on) throw std::runtime_error("killed");  // the process dies mid-problem
-    if (p.id == always_fails || (p.id == fails_when_shared && now > 1)) {
+    if (p.id == always_fails || (p.id == fails_when_shared && met_others)) {
       r.error = "the GPU's memory cannot hold workload default";
       return r;
     }
@@ -61,16 +61,19 @@ class FakeRunner : public ProblemRunner {
   int meet_runs = 1 << 30;  // only the first runs meet; later ones go straight through
 
  private:
-  // Holds this run until the group it arrived in is complete (testing::kEventTimeout at most).
-  void Meet() {
+  // Holds this run until the group it arrived in is complete (testing::kEventTimeout at most);
+  // true when that group had others in it. (Counting runs in progress instead would race: which
+  // of a group's runs increments first is up to the scheduler.)
+  bool Meet() {
     std::unique_lock<std::mutex> lock(meet_mu_);
-    if (arrived_ >= meet_runs) return;
+    if (arrived_ >= meet_runs) return false;
     const int group = arrived_++ / meet;
     met_.notify_all();
     if (!met_.wait_for(lock, testing::kEventTimeout, [&] { return arrived_ >= (group + 1) * meet; })) {
       ADD_FAILURE() << "a run waited in vain for " << meet << " runs at once";
       meet = 1;  // the runs still to come need not wait as long
     }
+    return meet > 1;
   }
   std::mutex meet_mu_;
   std::condition_variable met_;
