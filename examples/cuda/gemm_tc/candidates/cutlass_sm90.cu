@@ -2,6 +2,7 @@
 // shared memory, WGMMA on warpgroups, a producer warp feeding consumer warpgroups through an
 // mbarrier pipeline of STAGES slices, a persistent tile scheduler with a chosen raster order and
 // swizzle, thread-block clusters multicasting A and B. bf16 operands, f32 accumulation, bf16 C.
+// Shapes whose rows TMA cannot read in place (k or n not a multiple of 8) run on zero-padded copies.
 //
 // Params (task.toml): TILE_M x TILE_N x TILE_K the block tile; STAGES the pipeline depth (0: as
 // many as fit beside the epilogue); CLUSTER_M x CLUSTER_N the cluster; SCHEDULE 0 cooperative
@@ -107,6 +108,37 @@ void* Workspace(size_t bytes) {
   return buffer;
 }
 
+// Copies of A, B and C whose rows are padded to 16 bytes, for shapes TMA cannot read in place
+// (k or n not a multiple of 8), kept across calls of one shape. A's columns and B's rows past k
+// are zeros, written once when the shape changes; each call copies only the data in.
+struct Padded {
+  int m = 0, k = 0, n = 0;
+  Element* a = nullptr;  // m x kp
+  Element* b = nullptr;  // kp x np
+  Element* c = nullptr;  // m x np
+};
+
+int RoundUp(int x) { return (x + kAlignment - 1) / kAlignment * kAlignment; }
+
+Padded* PaddedFor(int m, int k, int n, cudaStream_t stream) {
+  static Padded p;
+  if (p.m == m && p.k == k && p.n == n) return &p;
+  for (Element* buffer : {p.a, p.b, p.c})
+    if (buffer) cudaFree(buffer);
+  p = Padded{};
+  const size_t kp = RoundUp(k), np = RoundUp(n), e = sizeof(Element);
+  if (cudaMalloc(&p.a, m * kp * e) != cudaSuccess || cudaMalloc(&p.b, kp * np * e) != cudaSuccess ||
+      cudaMalloc(&p.c, m * np * e) != cudaSuccess)
+    return nullptr;
+  if (cudaMemsetAsync(p.a, 0, m * kp * e, stream) != cudaSuccess ||
+      cudaMemsetAsync(p.b, 0, kp * np * e, stream) != cudaSuccess)
+    return nullptr;
+  p.m = m;
+  p.k = k;
+  p.n = n;
+  return &p;
+}
+
 int SmCount() {
   static int count = 0;
   if (count == 0) {
@@ -122,12 +154,32 @@ KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs, con
                                 int num_outputs, const kpilot_scalar*, int num_scalars, void* stream) {
   if (num_inputs != 2 || num_outputs != 1 || num_scalars != 0) return 1;
   const int m = static_cast<int>(inputs[0].shape[0]);
-  const int k = static_cast<int>(inputs[0].shape[1]);
-  const int n = static_cast<int>(inputs[1].shape[1]);
+  int k = static_cast<int>(inputs[0].shape[1]);
+  int n = static_cast<int>(inputs[1].shape[1]);
   if (inputs[1].shape[0] != k) return 2;
   if (m == 0 || n == 0) return 0;
-  // TMA moves 16-byte rows: k and n must be multiples of 8 bf16 elements.
-  if (k % kAlignment != 0 || n % kAlignment != 0) return 4;
+  auto s = static_cast<cudaStream_t>(stream);
+  const Element* a = static_cast<const Element*>(inputs[0].data);
+  const Element* b = static_cast<const Element*>(inputs[1].data);
+  Element* c = static_cast<Element*>(outputs[0].data);
+  // TMA moves 16-byte rows: where k or n is not a multiple of 8 bf16 elements, the GEMM runs on
+  // padded copies (their cost is part of the call) and C is copied out of its padded rows.
+  const bool padded = k % kAlignment != 0 || n % kAlignment != 0;
+  Padded* pad = nullptr;
+  const int n_out = n;
+  if (padded) {
+    pad = PaddedFor(m, k, n, s);
+    if (!pad) return 4;
+    const size_t e = sizeof(Element);
+    if (cudaMemcpy2DAsync(pad->a, RoundUp(k) * e, a, k * e, k * e, m, cudaMemcpyDeviceToDevice, s) != cudaSuccess ||
+        cudaMemcpy2DAsync(pad->b, RoundUp(n) * e, b, n * e, n * e, k, cudaMemcpyDeviceToDevice, s) != cudaSuccess)
+      return 4;
+    a = pad->a;
+    b = pad->b;
+    c = pad->c;
+    k = RoundUp(k);
+    n = RoundUp(n);
+  }
 
   cutlass::KernelHardwareInfo hw;
   hw.sm_count = SmCount();
@@ -137,9 +189,8 @@ KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs, con
   auto stride_d = cutlass::make_cute_packed_stride(typename Kernel::StrideD{}, make_shape(m, n, 1));
   typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
                                 {m, n, k, 1},
-                                {static_cast<const Element*>(inputs[0].data), stride_a,
-                                 static_cast<const Element*>(inputs[1].data), stride_b},
-                                {{1.0f, 0.0f}, nullptr, stride_c, static_cast<Element*>(outputs[0].data), stride_d},
+                                {a, stride_a, b, stride_b},
+                                {{1.0f, 0.0f}, nullptr, stride_c, c, stride_d},
                                 hw};
   args.scheduler.raster_order = RASTER == 1 ? RasterOrder::AlongM : RASTER == 2 ? RasterOrder::AlongN
                                                                                 : RasterOrder::Heuristic;
@@ -150,8 +201,10 @@ KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs, con
   const size_t bytes = Gemm::get_workspace_size(args);
   void* workspace = bytes ? Workspace(bytes) : nullptr;
   if (bytes && !workspace) return 6;
-  auto s = static_cast<cudaStream_t>(stream);
   if (gemm.initialize(args, workspace, s) != cutlass::Status::kSuccess) return 7;
   if (gemm.run(s) != cutlass::Status::kSuccess) return 8;
+  if (padded && cudaMemcpy2DAsync(outputs[0].data, n_out * sizeof(Element), c, n * sizeof(Element),
+                                  n_out * sizeof(Element), m, cudaMemcpyDeviceToDevice, s) != cudaSuccess)
+    return 4;
   return cudaGetLastError() == cudaSuccess ? 0 : 3;
 }
