@@ -158,6 +158,10 @@ print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n
            timeout 400 .stage/bin/pytorch_gpu_test 2>&1 | tee "$OUT/pytorch_gpu_test.txt" | grep -vE '^\[ +(RUN|OK) +\]' | tail -25
            (cd tests/python && timeout 300 python3 test_flashinfer_gpu.py -v FlashInferGpuTest.test_reference_as_candidate) \
              2>&1 | tee "$OUT/flashinfer_gpu_reference.txt" | tail -6 ;;
+    flashinfergpu) # The flashinfer worker's GPU tests (ctest python_flashinfer_gpu): Solutions built as
+           # torch extensions (minutes of compiles), native objects, the reference as candidate.
+           (cd tests/python && timeout ${FI_TIMEOUT:-500} python3 test_flashinfer_gpu.py -v) 2>&1 \
+             | tee "$OUT/python_flashinfer_gpu.txt" | tail -8 ;;
     workergpu) # The torch worker's own GPU tests (ctest python_worker_gpu), with the system python3;
            # WORKER_TESTS names some (e.g. CudaRunTest.test_waits_for_the_gpu_lock_outside_its_timeout).
            (cd tests/python && timeout 300 python3 test_worker_gpu.py -v ${WORKER_TESTS:-}) 2>&1 | tee "$OUT/python_worker_gpu.txt" | tail -8 ;;
