@@ -179,7 +179,7 @@ print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n
            t_kb=$SECONDS
            timeout ${KB_TIMEOUT:-540} $K bench "${what[@]}" --levels ${KB_LEVELS:-1} --problems "${KB_PROBLEMS:-*}" \
              --per-gpu ${KB_PER_GPU:-3} --python python3 --store .kbstore --out "$OUT/kbreal" --markdown "$OUT/kbreal.md" \
-             --json > "$OUT/kbreal.json" 2> "$OUT/kbreal.log"; echo "kpilot bench exit $? after $((SECONDS - t_kb)) s"
+             --json > "$OUT/kbreal.json" 2> "$OUT/kbreal.log"; echo "kpilot bench exit $? after $((SECONDS - t_kb)) s" | tee -a "$OUT/kbreal.log"
            grep -v '^{' "$OUT/kbreal.log" | tail -5; grep -c '"event":"problem"' "$OUT/kbreal.log"
            # The report under --out is written even when the call's time ran out (a partial bench):
            # its "bench" is the id to resume with (KB_BENCH).
