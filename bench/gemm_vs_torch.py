@@ -14,8 +14,9 @@ in S/cache/<compile.key>/object.so), or compiled here through kpilot eval when -
       --candidate examples/cuda/gemm_tc/candidates/cutlass_sm90.cu -D TILE_N=256 --shapes kernelbench
 
 Shapes are MxNxK; `kernelbench` stands for the matmul shapes of KernelBench's level 1 (square
-4096, 2048x4096 with K 8192, the irregular 8205x5921x2949, which gemm_tc runs on padded copies). --dtype bf16|f16
-gives bf16 or f16 operands and output; --dtype f32 times f32 with TF32 off on both sides.
+4096, 2048x4096 with K 8192, the irregular 8205x5921x2949, which gemm_tc runs on padded copies).
+--dtype bf16|f16 gives bf16 or f16 operands and output; --dtype f32 times f32 with TF32 off on
+both sides.
 """
 
 import argparse
