@@ -314,9 +314,9 @@ int RunBenchCommand(const BenchArgs& a) {
     if (!created.ok()) return Fail(created.status());
     id = *created;
   }
-  // --per-gpu N: N problems in flight on each GPU. Their workers take the GPU's lock for checks
-  // and timing, so measurements stay one at a time; what comes before (interpreter and torch start,
-  // loading the problem, building models, compiling candidates) overlaps.
+  // --per-gpu N: N problems in flight on each GPU. Their workers take the GPU's lock for building
+  // models, checks and timing, so measurements stay one at a time; what comes before (interpreter
+  // and torch start, loading the problem, compiling candidates) overlaps.
   std::vector<int> slots;
   for (int k = 0; k < (cluster ? 1 : a.per_gpu); ++k) slots.insert(slots.end(), devices.begin(), devices.end());
   // That overlap shares this host's cores: each problem's torch worker gets its share of them (not

@@ -99,9 +99,8 @@ struct OptimizeOptions {
   std::string arch;                    // cuda target
   double eval_timeout_s = 120;
   // PyTorch-defined tasks: the CPU threads each torch worker may use (0: torch's default, one per
-  // core). kpilot bench sets it when several problems share the host, so that one problem's model
-  // construction does not starve another's launch-bound timing. Not stored with a run: it is a
-  // property of the process running it.
+  // core). kpilot bench sets it when several problems share the host, so that N workers do not put
+  // N threads on every core. Not stored with a run: it is a property of the process running it.
   int host_threads = 0;
   double timing_max_seconds = 2.0;  // per workload per evaluation
   TimingMode timing =

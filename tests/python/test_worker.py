@@ -559,26 +559,17 @@ class GpuLockTest(unittest.TestCase):
             self.assertLess(waited, 0.2)
 
     def test_release_lets_others_in_until_acquired_again(self):
-        import fcntl
         from kpilot_torch import gpu
-
-        def free(path):  # another open file description takes the lock, or cannot
-            fd = os.open(path, os.O_RDWR)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                return False
-            finally:
-                os.close(fd)
+        sys.path.insert(0, str(FIX))
+        from lock_probe import gpu_lock_held  # another open file description takes the lock, or cannot
         with tempfile.TemporaryDirectory() as tmp:
             lock = gpu.GpuLock(tmp, 0)
             lock.acquire()
-            self.assertFalse(free(lock.path))
+            self.assertTrue(gpu_lock_held(lock.path))
             lock.release()
-            self.assertTrue(free(lock.path))
+            self.assertFalse(gpu_lock_held(lock.path))
             lock.acquire()
-            self.assertFalse(free(lock.path))
+            self.assertTrue(gpu_lock_held(lock.path))
 
     def test_unopenable_lock_dir_warns(self):
         from kpilot_torch import gpu

@@ -165,10 +165,9 @@ KPILOT_EXPORT int kpilot_launch(const kpilot_tensor* inputs, int num_inputs, con
   // TMA moves 16-byte rows: where k or n is not a multiple of 8 bf16 elements, the GEMM runs on
   // padded copies (their cost is part of the call) and C is copied out of its padded rows.
   const bool padded = k % kAlignment != 0 || n % kAlignment != 0;
-  Padded* pad = nullptr;
   const int n_out = n;
   if (padded) {
-    pad = PaddedFor(m, k, n, s);
+    Padded* pad = PaddedFor(m, k, n, s);
     if (!pad) return 4;
     const size_t e = sizeof(Element);
     if (cudaMemcpy2DAsync(pad->a, RoundUp(k) * e, a, k * e, k * e, m, cudaMemcpyDeviceToDevice, s) != cudaSuccess ||
