@@ -45,8 +45,9 @@ def main():
     by_level = defaultdict(list)
     for p in problems:
         by_level[level_of(p)].append(p)
-    print("| level | problems | passed | CI holds 1 | median abs(s-1) | p90 | max (problem) | wall s each | checks s | timing s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| level | problems | passed | CI holds 1 | median abs(s-1) | p90 | max (problem) | wall s each | compile s"
+          " | lock wait s | checks s | timing s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     failed = []
     for level in sorted(by_level):
         ps = by_level[level]
@@ -66,10 +67,10 @@ def main():
                 holds += lo <= 1 <= hi
         sec = [p.get("seconds") or {} for p in ps]
         n = max(1, len(ps))
-        print("| %s | %d | %d | %d of %d | %.1f%% | %.1f%% | %.1f%% (%s) | %.1f | %.1f | %.1f |" % (
+        print("| %s | %d | %d | %d of %d | %.1f%% | %.1f%% | %.1f%% (%s) | %.1f | %.1f | %.1f | %.1f | %.1f |" % (
             level, len(ps), len(passed), holds, len(dev), 100 * quantile(dev, 0.5), 100 * quantile(dev, 0.9),
             100 * worst[0], worst[1], sum(p.get("wall_s") or 0 for p in ps) / n,
-            sum(s.get("checks", 0) for s in sec) / n, sum(s.get("timing", 0) for s in sec) / n))
+            *(sum(s.get(k, 0) for s in sec) / n for k in ("compile", "lock_wait", "checks", "timing"))))
     if failed:
         print("\nNot passed:")
         for p in failed:

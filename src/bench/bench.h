@@ -85,8 +85,10 @@ struct ProblemSeconds {
   double load = 0;          // loading the problem (kpilot's describe of it, cached or not)
   double python_start = 0;  // the worker's interpreter start
   double import_torch = 0;
-  double setup = 0;   // building the candidate, the reference and the baseline models
-  double checks = 0;  // correctness trials and exploit checks
+  double setup = 0;      // building the candidate, the reference and the baseline models
+  double compile = 0;    // a torch.compile baseline's compile (its first call)
+  double lock_wait = 0;  // waiting for the GPU's lock (other problems' runs held it)
+  double checks = 0;     // correctness trials and exploit checks
   double timing = 0;
   int evaluations = 0;  // worker runs summed here
 };

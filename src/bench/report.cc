@@ -17,6 +17,8 @@ json ToJson(const ProblemSeconds& s) {
           {"python_start", s.python_start},
           {"import_torch", s.import_torch},
           {"setup", s.setup},
+          {"compile", s.compile},
+          {"lock_wait", s.lock_wait},
           {"checks", s.checks},
           {"timing", s.timing},
           {"evaluations", s.evaluations}};
@@ -28,6 +30,8 @@ ProblemSeconds ProblemSecondsFromJson(const json& j) {
   s.python_start = j.value("python_start", 0.0);
   s.import_torch = j.value("import_torch", 0.0);
   s.setup = j.value("setup", 0.0);
+  s.compile = j.value("compile", 0.0);
+  s.lock_wait = j.value("lock_wait", 0.0);
   s.checks = j.value("checks", 0.0);
   s.timing = j.value("timing", 0.0);
   s.evaluations = j.value("evaluations", 0);
@@ -39,6 +43,8 @@ void Add(ProblemSeconds* to, const ProblemSeconds& s) {
   to->python_start += s.python_start;
   to->import_torch += s.import_torch;
   to->setup += s.setup;
+  to->compile += s.compile;
+  to->lock_wait += s.lock_wait;
   to->checks += s.checks;
   to->timing += s.timing;
   to->evaluations += s.evaluations;
@@ -122,15 +128,18 @@ std::vector<const LevelReport*> Rows(const BenchReport& r) {
 
 // A level's seconds per problem, split; `other` is the wall time no step accounts for.
 struct SecondsSplit {
-  double wall = 0, load = 0, python = 0, torch = 0, setup = 0, checks = 0, timing = 0, other = 0;
+  double wall = 0, load = 0, python = 0, torch = 0, setup = 0, compile = 0, lock_wait = 0, checks = 0, timing = 0,
+         other = 0;
 };
 SecondsSplit MeanSplit(const LevelReport& l) {
   SecondsSplit m;
   if (l.problems == 0) return m;
   const double n = l.problems;
   const ProblemSeconds& s = l.seconds;
-  m = {l.wall_s / n, s.load / n, s.python_start / n, s.import_torch / n, s.setup / n, s.checks / n, s.timing / n, 0};
-  m.other = std::max(0.0, m.wall - m.load - m.python - m.torch - m.setup - m.checks - m.timing);
+  m = {l.wall_s / n,  s.load / n,      s.python_start / n, s.import_torch / n, s.setup / n,
+       s.compile / n, s.lock_wait / n, s.checks / n,       s.timing / n,       0};
+  m.other =
+      std::max(0.0, m.wall - m.load - m.python - m.torch - m.setup - m.compile - m.lock_wait - m.checks - m.timing);
   return m;
 }
 
@@ -341,12 +350,13 @@ std::string ReportTable(const BenchReport& r) {
                      l->input_tokens, l->output_tokens, l->cost_usd, l->gpu_s);
   if (r.total.seconds.evaluations > 0) {
     s += "\nseconds per problem (mean): where the wall time went\n";
-    s += fmt::format("{:<8} {:>7} {:>7} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}\n", "level", "wall", "load", "python",
-                     "torch", "setup", "checks", "timing", "other");
+    s += fmt::format("{:<8} {:>7} {:>7} {:>9} {:>9} {:>7} {:>7} {:>9} {:>7} {:>7} {:>7}\n", "level", "wall", "load",
+                     "python", "torch", "setup", "compile", "lock wait", "checks", "timing", "other");
     for (const LevelReport* l : Rows(r)) {
       const SecondsSplit m = MeanSplit(*l);
-      s += fmt::format("{:<8} {:>7.1f} {:>7.1f} {:>9.2f} {:>9.1f} {:>7.1f} {:>7.1f} {:>7.1f} {:>7.1f}\n", l->level,
-                       m.wall, m.load, m.python, m.torch, m.setup, m.checks, m.timing, m.other);
+      s += fmt::format(
+          "{:<8} {:>7.1f} {:>7.1f} {:>9.2f} {:>9.1f} {:>7.1f} {:>7.1f} {:>9.1f} {:>7.1f} {:>7.1f} {:>7.1f}\n", l->level,
+          m.wall, m.load, m.python, m.torch, m.setup, m.compile, m.lock_wait, m.checks, m.timing, m.other);
     }
   }
   if (r.total.flawed > 0) {
@@ -394,14 +404,16 @@ std::string ReportMarkdown(const BenchReport& r) {
                      l->input_tokens, l->output_tokens, l->cost_usd, l->gpu_s);
   if (r.total.seconds.evaluations > 0) {
     s += "\n## Where the time went\n\nSeconds per problem (mean): loading the problem, the torch worker's "
-         "interpreter start and torch import, building the models, the correctness and exploit checks, the timing, "
-         "and the rest (kpilot's side: processes, the store).\n\n"
-         "| level | wall | load | python | import torch | setup | checks | timing | other |\n"
-         "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+         "interpreter start and torch import, building the models, the `torch.compile` baseline's compile, waiting "
+         "for the GPU's lock (held by other problems' runs), the correctness and exploit checks, the timing, and the "
+         "rest (kpilot's side: processes, the store).\n\n"
+         "| level | wall | load | python | import torch | setup | compile | lock wait | checks | timing | other |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const LevelReport* l : Rows(r)) {
       const SecondsSplit m = MeanSplit(*l);
-      s += fmt::format("| {} | {:.1f} | {:.1f} | {:.2f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", l->level,
-                       m.wall, m.load, m.python, m.torch, m.setup, m.checks, m.timing, m.other);
+      s += fmt::format(
+          "| {} | {:.1f} | {:.1f} | {:.2f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n",
+          l->level, m.wall, m.load, m.python, m.torch, m.setup, m.compile, m.lock_wait, m.checks, m.timing, m.other);
     }
   }
   if (r.total.flawed > 0) {

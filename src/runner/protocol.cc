@@ -322,6 +322,8 @@ RunReport ReadRunReport(const json& details) {
   r.python_start_s = seconds("python_start_s");
   r.import_torch_s = seconds("import_torch_s");
   r.setup_s = seconds("candidate_setup_s") + seconds("reference_setup_s") + seconds("baseline_setup_s");
+  r.compile_s = seconds("compile_s");
+  r.lock_wait_s = seconds("gpu_lock_wait_s");
   r.check_s = seconds("check_s");
   r.timing_s = seconds("timing_s");
   if (auto f = details.find("reference_flaws"); f != details.end() && f->is_array())

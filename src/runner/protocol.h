@@ -173,9 +173,10 @@ struct RunReport {
   // "checks", "timing", ...
   std::map<std::string, double> timeline_s;
   // The torch worker's steps, in seconds (details.python_start_s, import_torch_s, the
-  // candidate's, reference's and baseline's *_setup_s summed as setup_s, check_s, timing_s); 0
-  // where the worker did not report them.
-  double python_start_s = 0, import_torch_s = 0, setup_s = 0, check_s = 0, timing_s = 0;
+  // candidate's, reference's and baseline's *_setup_s summed as setup_s, a torch.compile
+  // baseline's compile_s, gpu_lock_wait_s as lock_wait_s, check_s, timing_s); 0 where the worker
+  // did not report them. No step counts another's seconds.
+  double python_start_s = 0, import_torch_s = 0, setup_s = 0, compile_s = 0, lock_wait_s = 0, check_s = 0, timing_s = 0;
   // The torch worker's checks of the reference itself (details.reference_flaws): "constant_output",
   // "ignores_inputs", "random", "nondeterministic", each with a sentence of evidence.
   struct ReferenceFlaw {

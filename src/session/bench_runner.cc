@@ -81,6 +81,8 @@ void AddSteps(const RunReport& report, ProblemResult* r) {
   r->seconds.python_start += report.python_start_s;
   r->seconds.import_torch += report.import_torch_s;
   r->seconds.setup += report.setup_s;
+  r->seconds.compile += report.compile_s;
+  r->seconds.lock_wait += report.lock_wait_s;
   r->seconds.checks += report.check_s;
   r->seconds.timing += report.timing_s;
   r->seconds.evaluations += 1;

@@ -176,12 +176,12 @@ TEST(Render, MarkdownAndTable) {
 
 TEST(Render, SecondsSplitAndReferenceFlawsPerLevelAndPerProblem) {
   ProblemResult a = Correct("level1/a", "1", 1.0);
-  a.wall_s = 10;
-  a.seconds = {1.0, 0.1, 2.0, 1.5, 2.5, 1.0, 1};
+  a.wall_s = 14;
+  a.seconds = {1.0, 0.1, 2.0, 1.5, 3.0, 2.0, 2.5, 1.0, 1};
   a.workloads.push_back({"default", true, 1.0, 0.98, 1.02, 2.5, 2.5});
   ProblemResult b = Wrong("level1/b", "1");
   b.wall_s = 6;
-  b.seconds = {1.0, 0.1, 2.0, 0.5, 0.5, 0, 1};
+  b.seconds = {1.0, 0.1, 2.0, 0.5, 0, 0, 0.5, 0, 1};
   b.reference_findings.push_back({ReferenceFlaw::kNondeterministic,
                                   "called twice on the same inputs with the same random seed, output out differs"});
   BenchReport r = Summarize("kb", SuiteFormat::kKernelBench, {a, b});
@@ -189,15 +189,16 @@ TEST(Render, SecondsSplitAndReferenceFlawsPerLevelAndPerProblem) {
   EXPECT_DOUBLE_EQ(r.total.seconds.import_torch, 4.0);
   EXPECT_EQ(r.total.seconds.evaluations, 2);
   const std::string table = ReportTable(r);
-  // Means per problem: wall 8, load 1, python 0.1, torch 2, setup 1, checks 1.5, timing 0.5, other 1.9.
-  EXPECT_NE(table.find("1            8.0     1.0      0.10       2.0     1.0     1.5     0.5     1.9"),
+  // Means per problem: wall 10, load 1, python 0.1, torch 2, setup 1, compile 1.5, lock wait 1, checks 1.5,
+  // timing 0.5, other 1.4.
+  EXPECT_NE(table.find("1           10.0     1.0      0.10       2.0     1.0     1.5       1.0     1.5     0.5     1.4"),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("level1/b                                 nondeterministic: called twice"), std::string::npos)
       << table;
   EXPECT_NE(table.find("incorrect [reference: nondeterministic]"), std::string::npos) << table;
   const std::string md = ReportMarkdown(r);
-  EXPECT_NE(md.find("| 1 | 8.0 | 1.0 | 0.10 | 2.0 | 1.0 | 1.5 | 0.5 | 1.9 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1 | 10.0 | 1.0 | 0.10 | 2.0 | 1.0 | 1.5 | 1.0 | 1.5 | 0.5 | 1.4 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| level1/b | nondeterministic | called twice"), std::string::npos) << md;
 
   // Every new field survives the store's round trip.
@@ -211,6 +212,8 @@ TEST(Render, SecondsSplitAndReferenceFlawsPerLevelAndPerProblem) {
   EXPECT_DOUBLE_EQ(back_a->workloads[0].ci_hi, 1.02);
   EXPECT_DOUBLE_EQ(back_a->workloads[0].eager_ms, 2.5);
   EXPECT_DOUBLE_EQ(back_a->seconds.setup, 1.5);
+  EXPECT_DOUBLE_EQ(back_a->seconds.compile, 3.0);
+  EXPECT_DOUBLE_EQ(back_a->seconds.lock_wait, 2.0);
   ASSERT_EQ(back_b->reference_findings.size(), 1u);
   EXPECT_EQ(back_b->reference_findings[0].flaw, ReferenceFlaw::kNondeterministic);
   EXPECT_EQ(ParseReferenceFlaw("random"), ReferenceFlaw::kRandom);

@@ -257,9 +257,10 @@ class RunTest(ProtocolTest):
     def test_time_split_is_reported(self):
         r = self.run_ok("relu_problem.py", {"kind": "reference"}, time=True)
         d = r["details"]
-        for k in ("python_start_s", "import_torch_s", "candidate_setup_s", "reference_setup_s", "baseline_setup_s",
-                  "check_s", "timing_s"):
+        parts = ("import_torch_s", "candidate_setup_s", "reference_setup_s", "baseline_setup_s", "check_s", "timing_s")
+        for k in parts + ("python_start_s",):
             self.assertGreaterEqual(d[k], 0, k)
+        self.assertLessEqual(sum(d[k] for k in parts), r["wall_s"], d)  # each second counted once
         self.assertGreater(d["import_torch_s"], 0)
         self.assertEqual([(s["wanted"], s["chosen"]) for s in d["input_sets"]], [(3, 3)])
 

@@ -102,7 +102,7 @@ TEST(RunReport, ReadsWhatTheRunnersWrite) {
   const RunReport torch = ReadRunReport(nlohmann::json::parse(
       R"({"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "served": {"request": 1, "pid": 7, "next": "ready", "why": ""},
           "python_start_s": 0.04, "import_torch_s": 1.9, "candidate_setup_s": 0.5, "reference_setup_s": 0.25,
-          "baseline_setup_s": 0.25, "check_s": 2.5, "timing_s": 3.0,
+          "baseline_setup_s": 0.25, "compile_s": 12.5, "gpu_lock_wait_s": 4.5, "check_s": 2.5, "timing_s": 3.0,
           "reference_flaws": [{"flaw": "random", "evidence": "called again on the same inputs with another random seed, output out differs"}]})"));
   EXPECT_EQ(torch.gpu_name, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(torch.gpu_sm_count, 0);
@@ -112,6 +112,8 @@ TEST(RunReport, ReadsWhatTheRunnersWrite) {
   EXPECT_DOUBLE_EQ(torch.python_start_s, 0.04);
   EXPECT_DOUBLE_EQ(torch.import_torch_s, 1.9);
   EXPECT_DOUBLE_EQ(torch.setup_s, 1.0);
+  EXPECT_DOUBLE_EQ(torch.compile_s, 12.5);
+  EXPECT_DOUBLE_EQ(torch.lock_wait_s, 4.5);
   EXPECT_DOUBLE_EQ(torch.check_s, 2.5);
   EXPECT_DOUBLE_EQ(torch.timing_s, 3.0);
   ASSERT_EQ(torch.reference_flaws.size(), 1u);
