@@ -172,13 +172,14 @@ print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n
     kbreal) # A real KernelBench checkout, each problem's reference as its candidate (--eval-reference, KB_TIMING
            # default: the procedure whose CIs can hold 1; kernelbench for the published tables), one
            # slice per call: KB_LEVELS and KB_PROBLEMS choose it; the store in .kbstore (carried there and
-           # back) gathers the slices into one bench, KB_BENCH naming it after the first.
-           mkdir -p .kbstore
+           # back) gathers the slices into one bench, KB_BENCH naming it after the first (KB_STORE
+           # names another store).
+           store=${KB_STORE:-.kbstore}; mkdir -p "$store"
            if [[ -n "${KB_BENCH:-}" ]]; then what=(--resume "$KB_BENCH")
            else what=("$KB" --eval-reference --timing ${KB_TIMING:-default} ${KB_FLAGS:-}); fi
            t_kb=$SECONDS
            timeout ${KB_TIMEOUT:-540} $K bench "${what[@]}" --levels ${KB_LEVELS:-1} --problems "${KB_PROBLEMS:-*}" \
-             --per-gpu ${KB_PER_GPU:-3} --python python3 --store .kbstore --out "$OUT/kbreal" --markdown "$OUT/kbreal.md" \
+             --per-gpu ${KB_PER_GPU:-3} --python python3 --store "$store" --out "$OUT/kbreal" --markdown "$OUT/kbreal.md" \
              --json > "$OUT/kbreal.json" 2> "$OUT/kbreal.log"; echo "kpilot bench exit $? after $((SECONDS - t_kb)) s" | tee -a "$OUT/kbreal.log"
            grep -v '^{' "$OUT/kbreal.log" | tail -5; grep -c '"event":"problem"' "$OUT/kbreal.log"
            # The report under --out is written even when the call's time ran out (a partial bench):
@@ -187,7 +188,18 @@ print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n
              "$OUT/kbreal/report.json"
            python3 bench/kernelbench_reference.py "$OUT/kbreal/report.json" \
              --published "$KB/../results/timing/H100_Modal/baseline_time_torch.json" | tee "$OUT/kbreal_figures.md"
-           tar czf "$OUT/kbstore.tgz" .kbstore ;;
+           tar czf "$OUT/kbstore.tgz" "$store" ;;
+    kbcoldwarm) # The suite's throughput with both baselines cached, one slice (KB_LEVELS, KB_PROBLEMS)
+           # per call, needing nothing carried: the slice cold into a fresh store, which fills its
+           # eager and torch.compile baseline caches, then warm, a second bench over that store.
+           # Each phase's kbreal output under $OUT/cold and $OUT/warm (its wall in kbreal.log), packed;
+           # a cold phase cut short (its report partial) leaves the warm figure meaningless.
+           rm -rf /tmp/kp-coldwarm
+           for phase in cold warm; do
+             [[ $phase == cold ]] && limit=${KB_COLD_TIMEOUT:-300} || limit=${KB_WARM_TIMEOUT:-240}
+             OUT=$OUT/$phase KB_STORE=/tmp/kp-coldwarm KB_BENCH= KB_TIMEOUT=$limit PACK=0 bash "$0" kbreal
+             rm -f "$OUT/$phase/kbstore.tgz"
+           done ;;
     gemm) # kpilot's CUTLASS/CuTe GEMM (examples/cuda/gemm_tc) against torch.matmul in one process:
           # bench/gemm_vs_torch.py, GEMM_D the candidate's params (e.g. "-D TILE_N=256 -D CLUSTER_M=2").
           timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_tc \
