@@ -201,9 +201,13 @@ print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n
              rm -f "$OUT/$phase/kbstore.tgz"
            done ;;
     gemm) # kpilot's CUTLASS/CuTe GEMM (examples/cuda/gemm_tc) against torch.matmul in one process:
-          # bench/gemm_vs_torch.py, GEMM_D the candidate's params (e.g. "-D TILE_N=256 -D CLUSTER_M=2").
-          timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py --kpilot $K --task examples/cuda/gemm_tc \
-            --candidate examples/cuda/gemm_tc/candidates/cutlass_sm90.cu --workload 4096 ${GEMM_D:-} \
+          # bench/gemm_vs_torch.py, GEMM_D the candidate's params (e.g. "-D TILE_N=256 -D CLUSTER_M=2"), or
+          # GEMM_OBJECT an object compiled beforehand (`kpilot eval ... --arch sm_90a --compile-only` on
+          # any machine, then carried), which saves the call the CuTe compile.
+          if [[ -n "${GEMM_OBJECT:-}" ]]; then what=(--object "$GEMM_OBJECT")
+          else what=(--kpilot $K --task examples/cuda/gemm_tc --candidate examples/cuda/gemm_tc/candidates/cutlass_sm90.cu
+                     --workload 4096 ${GEMM_D:-}); fi
+          timeout ${GEMM_TIMEOUT:-400} python3 bench/gemm_vs_torch.py "${what[@]}" \
             --shapes ${GEMM_SHAPES:-4096x4096x4096,8192x8192x8192,kernelbench} --json "$OUT/gemm.json" 2>&1 | tee "$OUT/gemm.txt" ;;
     slurmgpu) # A one-node Slurm cluster on this GPU machine from the packages staged with KPILOT_STAGE_SLURM=1
           # (tests/slurm/local_cluster.sh), then the same optimize run on the local executor and through it.
