@@ -173,7 +173,7 @@ print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n
            # default: the procedure whose CIs can hold 1; kernelbench for the published tables), one
            # slice per call: KB_LEVELS and KB_PROBLEMS choose it; the store in .kbstore (carried there and
            # back) gathers the slices into one bench, KB_BENCH naming it after the first (KB_STORE
-           # names another store).
+           # names another store, one not carried back).
            store=${KB_STORE:-.kbstore}; mkdir -p "$store"
            if [[ -n "${KB_BENCH:-}" ]]; then what=(--resume "$KB_BENCH")
            else what=("$KB" --eval-reference --timing ${KB_TIMING:-default} ${KB_FLAGS:-}); fi
@@ -188,7 +188,7 @@ print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n
              "$OUT/kbreal/report.json"
            python3 bench/kernelbench_reference.py "$OUT/kbreal/report.json" \
              --published "$KB/../results/timing/H100_Modal/baseline_time_torch.json" | tee "$OUT/kbreal_figures.md"
-           tar czf "$OUT/kbstore.tgz" "$store" ;;
+           [[ -z "${KB_STORE:-}" ]] && tar czf "$OUT/kbstore.tgz" .kbstore ;;
     kbcoldwarm) # The suite's throughput with both baselines cached, one slice (KB_LEVELS, KB_PROBLEMS)
            # per call, needing nothing carried: the slice cold into a fresh store, which fills its
            # eager and torch.compile baseline caches, then warm, a second bench over that store.
@@ -198,7 +198,6 @@ print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n
            for phase in cold warm; do
              [[ $phase == cold ]] && limit=${KB_COLD_TIMEOUT:-300} || limit=${KB_WARM_TIMEOUT:-240}
              OUT=$OUT/$phase KB_STORE=/tmp/kp-coldwarm KB_BENCH= KB_TIMEOUT=$limit PACK=0 bash "$0" kbreal
-             rm -f "$OUT/$phase/kbstore.tgz"
            done ;;
     gemm) # kpilot's CUTLASS/CuTe GEMM (examples/cuda/gemm_tc) against torch.matmul in one process:
           # bench/gemm_vs_torch.py, GEMM_D the candidate's params (e.g. "-D TILE_N=256 -D CLUSTER_M=2"), or
