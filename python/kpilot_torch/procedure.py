@@ -18,6 +18,25 @@ class Verdict(Exception):
         self.status = status
 
 
+def is_out_of_memory(torch, e):
+    """Whether `e` is the GPU's memory running out (torch's OutOfMemoryError, or its message)."""
+    oom = getattr(torch.cuda, "OutOfMemoryError", None)
+    return (oom is not None and isinstance(e, oom)) or "CUDA out of memory" in str(e)
+
+
+def ran_out_of_memory(torch, e):
+    """Whether the GPU's memory running out caused `e`: `e` itself or an exception it was raised
+    while handling (a runtime_error verdict raised from the candidate's failed call, a
+    CandidateError from a model that could not be built)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if is_out_of_memory(torch, e):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def trial_seeds(request):
     seeds = [int(s) for s in (request.get("seeds") or [1, 2, 3])]
     n = request.get("check_trials")
@@ -231,8 +250,7 @@ class Run:
             self.take_gpu_lock()
 
     def out_of_memory(self, e):
-        oom = getattr(self.torch.cuda, "OutOfMemoryError", None)
-        return (oom is not None and isinstance(e, oom)) or "CUDA out of memory" in str(e)
+        return is_out_of_memory(self.torch, e)
 
     def memory_note(self, args):
         """One sentence on the memory a call needs and the device has (an out-of-memory verdict)."""

@@ -23,7 +23,7 @@ import time
 import traceback
 
 from .problem import make_problem, traceback_tail
-from .procedure import Run, Verdict
+from .procedure import Run, Verdict, ran_out_of_memory
 
 PROTOCOL_VERSION = 1
 USAGE = "usage: python -m kpilot_torch.worker describe|run REQUEST.json"
@@ -236,6 +236,9 @@ def run(request, channel):
     except Verdict as v:
         res["status"] = v.status
         res["message"] = str(v)
+        # The GPU's memory ran out (a bench runs such a problem again alone on its GPU).
+        if ran_out_of_memory(torch, v):
+            res["details"]["out_of_memory"] = True
     except SystemExit as e:
         res["status"] = "runtime_error"
         res["message"] = "user code called sys.exit(%r) in phase %s" % (e.code, res["phase"])
@@ -246,6 +249,8 @@ def run(request, channel):
             res["message"] = str(e)
         else:
             res["message"] = "kpilot's worker failed in phase %s: %s" % (res["phase"], traceback.format_exc()[-2000:])
+        if ran_out_of_memory(torch, e):
+            res["details"]["out_of_memory"] = True
     finally:
         deadline.stop()
         signal.signal(signal.SIGALRM, old)

@@ -111,6 +111,8 @@ struct ProblemResult {
   std::string id, level;
   std::string error;              // "" when it ran
   std::string verdict;            // the best candidate's: passed | incorrect | … ("" on error)
+  std::string message;            // why that verdict is not passed (its summary); "" when passed
+  bool out_of_memory = false;     // the run failed because the GPU's memory ran out (worth a try alone on it)
   double speedup_eager = 0;       // best over the eager reference (the task's baseline); 0 unless passed
   double speedup_compile = 0;     // best over torch.compile; 0 unless passed and measured
   bool compile_measured = false;  // a torch.compile baseline exists for this problem

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "bench/bench.h"
+#include "core/text.h"
 
 namespace kpilot {
 
@@ -143,13 +144,23 @@ SecondsSplit MeanSplit(const LevelReport& l) {
   return m;
 }
 
+// `text` in a Markdown table's cell: its line breaks as spaces, its pipes escaped.
+std::string MarkdownCell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+
 std::string ProblemCell(const ProblemResult& p) {
   std::string flaws;
   for (const auto& f : p.reference_findings)
     flaws += (flaws.empty() ? " [reference: " : ", ") + std::string(ReferenceFlawName(f.flaw));
   if (!flaws.empty()) flaws += "]";
-  if (!p.error.empty()) return "error: " + p.error.substr(0, 80);
-  if (!p.correct()) return p.verdict + flaws;
+  if (!p.error.empty()) return "error: " + Gist(p.error, 160);
+  if (!p.correct()) return p.verdict + flaws + (p.message.empty() ? "" : ": " + Gist(p.message, 160));
   return fmt::format("{:.3f}× eager{}", p.speedup_eager,
                      p.compile_measured ? fmt::format(", {:.3f}× compile", p.speedup_compile) : "") +
          flaws;
@@ -212,6 +223,8 @@ json ToJson(const ProblemResult& r) {
           {"level", r.level},
           {"error", r.error},
           {"verdict", r.verdict},
+          {"message", r.message},
+          {"out_of_memory", r.out_of_memory},
           {"correct", r.correct()},
           {"speedup_eager", r.speedup_eager},
           {"speedup_compile", r.speedup_compile},
@@ -240,6 +253,8 @@ Result<ProblemResult> ProblemResultFromJson(const json& j) {
     r.level = j.at("level").get<std::string>();
     r.error = j.value("error", "");
     r.verdict = j.value("verdict", "");
+    r.message = j.value("message", "");
+    r.out_of_memory = j.value("out_of_memory", false);
     r.speedup_eager = j.value("speedup_eager", 0.0);
     r.speedup_compile = j.value("speedup_compile", 0.0);
     r.compile_measured = j.value("compile_measured", false);
@@ -425,7 +440,7 @@ std::string ReportMarkdown(const BenchReport& r) {
         r.total.flawed);
     for (const auto& p : r.results)
       for (const auto& f : p.reference_findings)
-        s += fmt::format("| {} | {} | {} |\n", p.id, ReferenceFlawName(f.flaw), f.evidence);
+        s += fmt::format("| {} | {} | {} |\n", p.id, ReferenceFlawName(f.flaw), MarkdownCell(f.evidence));
   }
   if (!r.contest.empty()) {
     s += "\n## flashinfer contest score\n\nMean per-workload speedup over the definition's reference; 0 if any "
@@ -434,7 +449,7 @@ std::string ReportMarkdown(const BenchReport& r) {
   }
   s += "\n## Problems\n\n| problem | result | evaluations | run |\n|---|---|---:|---:|\n";
   for (const auto& p : r.results)
-    s += fmt::format("| {} | {} | {} | {} |\n", p.id, ProblemCell(p), p.evaluations,
+    s += fmt::format("| {} | {} | {} | {} |\n", p.id, MarkdownCell(ProblemCell(p)), p.evaluations,
                      p.run_id ? std::to_string(p.run_id) : "");
   return s;
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "bench/bench.h"
+#include "core/text.h"
 
 namespace kpilot {
 
@@ -85,11 +86,12 @@ Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std:
   std::map<int, int> sharing;  // device → problems in flight on it at once
   for (int d : slots) ++sharing[d];
   // A problem that fails while others share its GPU may have failed of the sharing (the memory the
-  // others held): it runs again alone once the rest are done, and only that result is recorded.
+  // others held): one that could not be run, or whose run ran out of the GPU's memory, runs again
+  // alone once the rest are done, and only that result is recorded.
   struct Again {
     const BenchProblem* problem;
     int device;
-    std::string error;
+    std::string why;
   };
   std::vector<Again> again;
   auto solve = [&](const BenchProblem& p, int device) {
@@ -120,9 +122,9 @@ Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std:
         progress.Started(*p, device);
       }
       ProblemResult r = solve(*p, device);
-      if (!r.error.empty() && sharing[device] > 1) {
+      if ((!r.error.empty() || r.out_of_memory) && sharing[device] > 1) {
         std::lock_guard<std::mutex> lock(mu);
-        again.push_back({p, device, r.error});
+        again.push_back({p, device, !r.error.empty() ? r.error : r.message});
         continue;
       }
       finish(*p, r);
@@ -137,7 +139,7 @@ Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std:
     progress.Started(*a.problem, a.device);
     ProblemResult r = solve(*a.problem, a.device);
     r.warnings.push_back(fmt::format("ran again alone on its GPU: it failed while {} problems shared the GPU ({})",
-                                     sharing[a.device], a.error.substr(0, 300)));
+                                     sharing[a.device], Gist(a.why, 300)));
     finish(*a.problem, r);
   }
   if (!first_error.ok()) return first_error.WithContext("recording bench " + std::to_string(id));

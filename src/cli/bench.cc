@@ -82,9 +82,9 @@ class PrintBenchProgress : public BenchProgress {
       std::cerr << j.dump() << "\n";
       return;
     }
-    std::string what = !r.error.empty() ? "error: " + r.error.substr(0, 200)
+    std::string what = !r.error.empty() ? "error: " + Gist(r.error, 200)
                        : !r.correct()
-                           ? r.verdict
+                           ? r.verdict + (r.message.empty() ? "" : ": " + Gist(r.message, 200))
                            : fmt::format("{:.3f}× eager{}", r.speedup_eager,
                                          r.compile_measured ? fmt::format(", {:.3f}× compile", r.speedup_compile) : "");
     std::cerr << fmt::format("[{}/{}] {}: {} ({} evaluations, {:.0f} s)\n", done, total, r.id, what, r.evaluations,

@@ -20,6 +20,23 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+std::string Gist(const std::string& message, size_t max) {
+  std::string first, last;
+  size_t at = 0;
+  while (at <= message.size()) {
+    size_t end = message.find('\n', at);
+    if (end == std::string::npos) end = message.size();
+    std::string line = Trim(message.substr(at, end - at));
+    if (!line.empty()) (first.empty() ? first : last) = line;
+    at = end + 1;
+  }
+  std::string s = last.empty() ? first : first + " … " + last;
+  if (s.size() <= max) return s;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // a continuation byte
+  return s.substr(0, cut) + "…";
+}
+
 std::string FormatUtc(std::chrono::system_clock::time_point t, UtcPrecision precision) {
   const std::time_t secs = std::chrono::system_clock::to_time_t(t);
   std::tm tm{};

@@ -1,4 +1,4 @@
-// Text and time formatting shared by every module: one Trim, one UTC timestamp format.
+// Text and time formatting shared by every module: one Trim, one Gist, one UTC timestamp format.
 #pragma once
 
 #include <chrono>
@@ -8,6 +8,11 @@ namespace kpilot {
 
 // `s` without leading and trailing white space (space, tab, CR, LF).
 std::string Trim(const std::string& s);
+
+// A message of many lines on one line, for a table cell or a progress line: its first non-blank
+// line, then " … " and its last one when there are more (a traceback's exception); past `max`
+// bytes, its first `max` at most (cut on a UTF-8 character's boundary) and "…".
+std::string Gist(const std::string& message, size_t max);
 
 // A kernel time for people: "123.4 ms", "1.234 ms", "56.78 µs".
 std::string FormatMs(double ms);

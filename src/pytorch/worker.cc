@@ -317,7 +317,8 @@ Result<nlohmann::json> RunWorker(ProcessRunner& processes, const PythonWorker& w
     return *reply;
   }
 
-  const std::string& err = proc->err;
+  // What the worker wrote, without the sandbox's report line (kept in the reply's sandbox section).
+  const std::string err = confined ? WithoutSandboxReports(proc->err) : proc->err;
   if (Mentions(err, "No module named 'torch'")) return Status::Unavailable(no_torch);
   if (Mentions(err, "No module named 'kpilot_torch"))
     return Status::Unavailable(python + " cannot import kpilot_torch from " + worker.pythonpath.string() +

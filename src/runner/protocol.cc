@@ -326,6 +326,7 @@ RunReport ReadRunReport(const json& details) {
   r.lock_wait_s = seconds("gpu_lock_wait_s");
   r.check_s = seconds("check_s");
   r.timing_s = seconds("timing_s");
+  if (auto m = details.find("out_of_memory"); m != details.end() && m->is_boolean()) r.out_of_memory = m->get<bool>();
   if (auto f = details.find("reference_flaws"); f != details.end() && f->is_array())
     for (const auto& x : *f)
       if (x.is_object() && x.contains("flaw") && x["flaw"].is_string())

@@ -183,6 +183,8 @@ struct RunReport {
     std::string flaw, evidence;
   };
   std::vector<ReferenceFlaw> reference_flaws;
+  // The torch worker's details.out_of_memory: the run failed because the GPU's memory ran out.
+  bool out_of_memory = false;
   // The seconds spent on checks and timing proper: from the objects' load to the end of timing
   // (of the checks, for a run that was not timed); 0 where the timeline does not say.
   double ChecksAndTimingSeconds() const;

@@ -151,4 +151,17 @@ std::optional<SandboxReport> FindSandboxReport(const std::string& stderr_text) {
   return found;
 }
 
+std::string WithoutSandboxReports(const std::string& stderr_text) {
+  std::string out;
+  const std::string prefix = kSandboxReportPrefix;
+  size_t at = 0;
+  while (at < stderr_text.size()) {
+    size_t end = stderr_text.find('\n', at);
+    end = end == std::string::npos ? stderr_text.size() : end + 1;
+    if (stderr_text.compare(at, prefix.size(), prefix) != 0) out.append(stderr_text, at, end - at);
+    at = end;
+  }
+  return out;
+}
+
 }  // namespace kpilot

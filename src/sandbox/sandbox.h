@@ -189,5 +189,7 @@ inline constexpr const char* kSandboxReportPrefix = "kpilot-sandbox-report ";
 int RunConfined(const SandboxSpec& spec, const std::vector<std::string>& argv);
 // The report RunConfined printed in `stderr_text` (its last such line), if any.
 std::optional<SandboxReport> FindSandboxReport(const std::string& stderr_text);
+// `stderr_text` without RunConfined's report lines: what the confined program itself wrote.
+std::string WithoutSandboxReports(const std::string& stderr_text);
 
 }  // namespace kpilot

@@ -203,6 +203,7 @@ class LiveRunner : public ProblemRunner {
       KPILOT_RETURN_IF_ERROR(Optimize(o, **session, resume_run, started, r, &final, &best_params));
     }
     r->verdict = std::string(VerdictName(final.verdict.kind));
+    if (!final.verdict.passed()) r->message = final.verdict.summary;
     r->speedup_eager = final.verdict.passed() ? final.speedup_geomean : 0;
     for (const auto& t : final.timings) {
       const bool passed = final.verdict.passed();
@@ -217,6 +218,7 @@ class LiveRunner : public ProblemRunner {
     }
     const RunReport report = final.run.Report();
     AddSteps(report, r);
+    r->out_of_memory = report.out_of_memory;
     for (const auto& f : report.reference_flaws) {
       if (auto flaw = ParseReferenceFlaw(f.flaw))
         r->reference_findings.push_back({*flaw, f.evidence});

@@ -5,12 +5,14 @@
 
 #include <cstdlib>
 #include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "../cli/run_kpilot.h"
 #include "core/fs.h"
 #include "device/device.h"
+#include "scoped_env.h"
 #include "test_paths.h"
 
 namespace kpilot {
@@ -294,6 +296,82 @@ TEST(BenchCli, EachReferenceAsItsCandidateInSlicesThatCombine) {
                                         (root / "suite").string(), "--store", (root / "store").string()});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_NE(both.err.find("--eval-reference and --eval-only"), std::string::npos) << both.err;
+}
+
+// A KernelBench layout whose problem the fake torch worker (tests/pytorch/fake_worker) answers for:
+// `root`/suite/level1/19_ReLU.py, the name its canned description gives.
+fs::path FakeWorkerSuite(const fs::path& root) {
+  fs::create_directories(root / "suite" / "level1");
+  fs::copy_file(testing::SourceDir() / "tests" / "python" / "fixtures" / "relu_problem.py",
+                root / "suite" / "level1" / "19_ReLU.py");
+  return root / "suite";
+}
+
+// A problem whose run crashed says why in every rendering, in the words of the worker's own
+// stderr and without the sandbox's report line.
+TEST(BenchCli, AFailedProblemSaysWhy) {
+  fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
+  ASSERT_TRUE(fs::exists(python)) << python << " is missing: run scripts/setup-torch-venv.sh";
+  auto d = TempDir::Create("kpilot-bench-why-");
+  ASSERT_TRUE(d.ok());
+  const fs::path root = d->path(), suite = FakeWorkerSuite(root);
+  testing::ScopedEnv device("KPILOT_TORCH_DEVICE", "cpu");
+  testing::ScopedEnv path("KPILOT_PYTHONPATH", (testing::SourceDir() / "tests" / "pytorch" / "fake_worker").string());
+  testing::ScopedEnv crash("KPILOT_FAKE_WORKER", "crash");
+  auto r = testing::RunKpilot(root, {"bench", suite.string(), "--eval-reference", "--python", python.string(),
+                                     "--store", (root / "store").string(), "--markdown", "kb.md"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("level1/19_ReLU: runtime_error: the torch worker"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Segmentation fault"), std::string::npos) << r.err;
+  auto md = ReadFile(root / "kb.md");
+  ASSERT_TRUE(md.ok());
+  EXPECT_NE(md->find("| level1/19_ReLU | runtime_error: the torch worker"), std::string::npos) << *md;
+  auto again = testing::RunKpilot(root, {"bench", suite.string(), "--eval-reference", "--python", python.string(),
+                                         "--store", (root / "store").string(), "--json"});
+  json j = Report(again);
+  ASSERT_EQ(j["problems"].size(), 1u) << again.err;
+  const std::string message = j["problems"][0]["message"];
+  EXPECT_NE(message.find("Fatal Python error: Segmentation fault"), std::string::npos) << message;
+  EXPECT_EQ(message.find("kpilot-sandbox-report"), std::string::npos) << "the sandbox's report is not the why";
+  EXPECT_FALSE(j["problems"][0]["out_of_memory"].get<bool>());
+}
+
+// Both baselines cached: a second bench over the same store times each problem against eager
+// (the candidate's paired baseline) and reads torch.compile's time from the cache, starting no
+// torch.compile run. The fake worker logs each request (outside the sandbox, which would keep it
+// from writing the log).
+TEST(BenchCli, ASecondBenchReadsTorchCompilesTimeFromTheCache) {
+  fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
+  ASSERT_TRUE(fs::exists(python)) << python << " is missing: run scripts/setup-torch-venv.sh";
+  auto d = TempDir::Create("kpilot-bench-warm-");
+  ASSERT_TRUE(d.ok());
+  const fs::path root = d->path(), suite = FakeWorkerSuite(root), log = root / "requests.jsonl";
+  testing::ScopedEnv device("KPILOT_TORCH_DEVICE", "cpu");
+  testing::ScopedEnv path("KPILOT_PYTHONPATH", (testing::SourceDir() / "tests" / "pytorch" / "fake_worker").string());
+  testing::ScopedEnv sandbox("KPILOT_SANDBOX", "none");
+  testing::ScopedEnv requests("KPILOT_FAKE_WORKER_LOG", log.string());
+  auto compile_runs = [&] {
+    int n = 0;
+    auto text = ReadFile(log);
+    std::istringstream lines(text.ok() ? *text : "");
+    for (std::string line; std::getline(lines, line);) {
+      json e = json::parse(line, nullptr, false);
+      if (e.is_object() && e.value("mode", "") == "run" && e["request"]["baseline"].value("kind", "") == "compile") ++n;
+    }
+    return n;
+  };
+  for (int bench = 1; bench <= 2; ++bench) {
+    auto r = testing::RunKpilot(root, {"bench", suite.string(), "--eval-reference", "--python", python.string(),
+                                       "--store", (root / "store").string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json j = Report(r);
+    ASSERT_EQ(j["problems"].size(), 1u) << r.err;
+    const json& p = j["problems"][0];
+    EXPECT_EQ(p["verdict"], "passed") << p.dump();
+    EXPECT_TRUE(p["compile_measured"].get<bool>()) << "bench " << bench << ": " << p.dump();
+    EXPECT_DOUBLE_EQ(p["speedup_compile"].get<double>(), 2.0) << "the fake's baseline takes 2 ms, its candidate 1 ms";
+    EXPECT_EQ(compile_runs(), 1) << "bench " << bench << ": torch.compile is timed once, by the first bench";
+  }
 }
 
 // The team's flashinfer-bench dataset on the CPU torch device: a Solution evaluated per definition,

@@ -174,6 +174,32 @@ TEST(Render, MarkdownAndTable) {
   EXPECT_NE(table.find("—"), std::string::npos) << "level 2 has no torch.compile figure";
 }
 
+// Why a problem failed, as the verdict's summary said it: in the table and the Markdown on one
+// line (a traceback's first and last lines), whole in the JSON.
+TEST(Render, AFailedVerdictSaysWhy) {
+  ProblemResult b = Wrong("level1/b", "1");
+  b.verdict = "runtime_error";
+  b.message =
+      "the candidate failed on workload default, seed 1:\nTraceback (most recent call last):\n"
+      "  File \"b.py\", line 9, in forward\nValueError: a | b shapes differ";
+  b.out_of_memory = true;
+  BenchReport r = Summarize("kb", SuiteFormat::kKernelBench, {Correct("level1/a", "1", 2.0), b});
+  const std::string table = ReportTable(r);
+  EXPECT_NE(table.find("runtime_error: the candidate failed on workload default, seed 1: … ValueError: a | b shapes "
+                       "differ\n"),
+            std::string::npos)
+      << table;
+  const std::string md = ReportMarkdown(r);
+  EXPECT_NE(md.find("| level1/b | runtime_error: the candidate failed on workload default, seed 1: … ValueError: a "
+                    "\\| b shapes differ | 3 |"),
+            std::string::npos)
+      << "one row, its pipe escaped: " << md;
+  auto back = ProblemResultFromJson(ToJson(r)["problems"][1]);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->message, b.message);
+  EXPECT_TRUE(back->out_of_memory);
+}
+
 TEST(Render, SecondsSplitAndReferenceFlawsPerLevelAndPerProblem) {
   ProblemResult a = Correct("level1/a", "1", 1.0);
   a.wall_s = 14;
@@ -191,8 +217,9 @@ TEST(Render, SecondsSplitAndReferenceFlawsPerLevelAndPerProblem) {
   const std::string table = ReportTable(r);
   // Means per problem: wall 10, load 1, python 0.1, torch 2, setup 1, compile 1.5, lock wait 1, checks 1.5,
   // timing 0.5, other 1.4.
-  EXPECT_NE(table.find("1           10.0     1.0      0.10       2.0     1.0     1.5       1.0     1.5     0.5     1.4"),
-            std::string::npos)
+  EXPECT_NE(
+      table.find("1           10.0     1.0      0.10       2.0     1.0     1.5       1.0     1.5     0.5     1.4"),
+      std::string::npos)
       << table;
   EXPECT_NE(table.find("level1/b                                 nondeterministic: called twice"), std::string::npos)
       << table;

@@ -38,7 +38,16 @@ class FakeRunner : public ProblemRunner {
     ProblemResult r;
     if (p.id == crash_on) throw std::runtime_error("killed");  // the process dies mid-problem
     if (p.id == always_fails || (p.id == fails_when_shared && met_others)) {
-      r.error = "the GPU's memory cannot hold workload default";
+      if (failure == Failure::kError) {
+        r.error = "the GPU's memory cannot hold workload default";
+        return r;
+      }
+      r.verdict = "runtime_error";
+      r.out_of_memory = failure == Failure::kOutOfMemory;
+      r.message =
+          std::string("the candidate failed on workload default, seed 1:\nTraceback (most recent call last):\n") +
+          (r.out_of_memory ? "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB"
+                           : "ValueError: shape not supported");
       return r;
     }
     r.verdict = "passed";
@@ -55,6 +64,9 @@ class FakeRunner : public ProblemRunner {
   std::string crash_on;
   std::string fails_when_shared;  // this problem fails when another runs on its device at the same time
   std::string always_fails;
+  // How those two fail: the problem cannot be run (an error), or a runtime_error verdict whose run
+  // ran out of the GPU's memory, or one that failed otherwise.
+  enum class Failure { kError, kOutOfMemory, kRuntimeError } failure = Failure::kError;
   // > 1: runs meet in groups of this many, each held until its group has all arrived, so that
   // the group's runs are in progress at once (as they would be on devices working side by side).
   int meet = 1;
@@ -115,6 +127,18 @@ class BenchRunTest : public ::testing::Test {
       suite_.problems.push_back(p);
     }
   }
+  // A new bench of the suite, two problems in flight on device 0 (1_A with 2_B, then 1_C with
+  // 2_D), where 2_B fails as `failure` says when it shares the device.
+  Result<std::vector<ProblemResult>> RunSharing(FakeRunner& runner, FakeRunner::Failure failure) {
+    auto id = CreateBench(*store_, suite_, json_config());
+    if (!id.ok()) return id.status();
+    runner.fails_when_shared = "level1/2_B";
+    runner.failure = failure;
+    runner.meet = 2;
+    runner.meet_runs = 4;
+    Quiet progress;
+    return RunBench(*store_, *id, suite_.problems, runner, {0, 0}, progress);
+  }
   std::optional<TempDir> dir_;
   std::unique_ptr<Store> store_;
   Suite suite_;
@@ -166,6 +190,28 @@ TEST_F(BenchRunTest, AProblemThatFailsWhileSharingItsGpuRunsAgainAlone) {
   ASSERT_TRUE(state.ok());
   EXPECT_EQ(state->finished.size(), 4u) << "the failure while shared is not recorded as a result";
   EXPECT_EQ(progress.last_done, 4);
+}
+
+TEST_F(BenchRunTest, ACandidateOutOfGpuMemoryWhileSharingRunsAgainAlone) {
+  FakeRunner runner;
+  auto results = RunSharing(runner, FakeRunner::Failure::kOutOfMemory);
+  ASSERT_TRUE(results.ok()) << results.status().ToString();
+  EXPECT_EQ(std::count(runner.calls.begin(), runner.calls.end(), "level1/2_B"), 2) << "once shared, once alone";
+  const ProblemResult& b = (*results)[1];
+  EXPECT_TRUE(b.correct());
+  ASSERT_EQ(b.warnings.size(), 1u);
+  EXPECT_NE(b.warnings[0].find("CUDA out of memory"), std::string::npos) << "the exception is named: " << b.warnings[0];
+}
+
+TEST_F(BenchRunTest, ACandidateThatFailsOtherwiseWhileSharingIsNotRunAgain) {
+  FakeRunner runner;
+  auto results = RunSharing(runner, FakeRunner::Failure::kRuntimeError);
+  ASSERT_TRUE(results.ok()) << results.status().ToString();
+  EXPECT_EQ(runner.calls.size(), 4u) << "its own failure: sharing the GPU has nothing to do with it";
+  const ProblemResult& b = (*results)[1];
+  EXPECT_EQ(b.verdict, "runtime_error");
+  EXPECT_NE(b.message.find("shape not supported"), std::string::npos) << b.message;
+  EXPECT_TRUE(b.warnings.empty());
 }
 
 TEST_F(BenchRunTest, AFailureAloneOnItsDeviceIsRecordedWithoutASecondTry) {

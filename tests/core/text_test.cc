@@ -12,6 +12,21 @@ TEST(Trim, DropsWhiteSpaceAtBothEndsOnly) {
   EXPECT_EQ(Trim(""), "");
 }
 
+TEST(Gist, FirstAndLastLinesOfAMessageOnOneLine) {
+  EXPECT_EQ(Gist("all checks passed", 80), "all checks passed");
+  EXPECT_EQ(Gist("", 80), "");
+  // A worker's runtime error: the sentence, the traceback, the exception.
+  EXPECT_EQ(Gist("the candidate failed on workload default, seed 1:\nTraceback (most recent call last):\n"
+                 "  File \"x.py\", line 3, in forward\nValueError: shape not supported\n\n",
+                 200),
+            "the candidate failed on workload default, seed 1: … ValueError: shape not supported");
+  EXPECT_EQ(Gist("\n  one line  \n", 80), "one line");
+  EXPECT_EQ(Gist("abcdef", 4), "abcd…");
+  // Never half a character: "é" is two bytes.
+  EXPECT_EQ(Gist("aé", 2), "a…");
+  EXPECT_EQ(Gist("aé", 3), "aé");
+}
+
 TEST(FormatUtc, WritesIso8601AtEachPrecision) {
   // 2026-11-30T14:05:09.042Z
   const auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(1796047509042LL));

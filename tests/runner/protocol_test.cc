@@ -103,6 +103,7 @@ TEST(RunReport, ReadsWhatTheRunnersWrite) {
       R"({"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "served": {"request": 1, "pid": 7, "next": "ready", "why": ""},
           "python_start_s": 0.04, "import_torch_s": 1.9, "candidate_setup_s": 0.5, "reference_setup_s": 0.25,
           "baseline_setup_s": 0.25, "compile_s": 12.5, "gpu_lock_wait_s": 4.5, "check_s": 2.5, "timing_s": 3.0,
+          "out_of_memory": true,
           "reference_flaws": [{"flaw": "random", "evidence": "called again on the same inputs with another random seed, output out differs"}]})"));
   EXPECT_EQ(torch.gpu_name, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(torch.gpu_sm_count, 0);
@@ -119,7 +120,9 @@ TEST(RunReport, ReadsWhatTheRunnersWrite) {
   ASSERT_EQ(torch.reference_flaws.size(), 1u);
   EXPECT_EQ(torch.reference_flaws[0].flaw, "random");
   EXPECT_NE(torch.reference_flaws[0].evidence.find("another random seed"), std::string::npos);
+  EXPECT_TRUE(torch.out_of_memory);
   EXPECT_TRUE(r.reference_flaws.empty());
+  EXPECT_FALSE(r.out_of_memory);
 }
 
 TEST(RunReport, MissingOrMistypedKeysLeaveTheDefaults) {
@@ -128,6 +131,7 @@ TEST(RunReport, MissingOrMistypedKeysLeaveTheDefaults) {
   EXPECT_EQ(r.gpu_name, "");
   EXPECT_EQ(r.torch_version, "");
   EXPECT_FALSE(r.served.has_value());
+  EXPECT_FALSE(ReadRunReport(nlohmann::json::parse(R"({"out_of_memory": "yes"})")).out_of_memory);
   EXPECT_EQ(r.timeline_s.count("objects"), 0u);
   EXPECT_EQ(r.ChecksAndTimingSeconds(), 0);
   EXPECT_FALSE(ReadRunReport(nlohmann::json::array()).served.has_value());

@@ -58,7 +58,7 @@ TEST(SandboxFormats, SpecAndReportRoundTrip) {
   EXPECT_EQ(SandboxSummary(SandboxReport{}), "off");
 }
 
-TEST(SandboxFormats, TheReportIsTheLastReportLineOnStderr) {
+TEST(SandboxFormats, TheReportIsTheLastReportLineOnStderrTheRestIsTheProgramsOwn) {
   std::string err = "candidate output\n" + std::string(kSandboxReportPrefix) + R"({"enabled":false})" + "\n" +
                     std::string(kSandboxReportPrefix) + R"j({"enabled":true,"denied":["ptrace(request 16, pid 1)"]})j" +
                     "\n";
@@ -67,6 +67,10 @@ TEST(SandboxFormats, TheReportIsTheLastReportLineOnStderr) {
   EXPECT_TRUE(r->enabled);
   ASSERT_EQ(r->denied.size(), 1u);
   EXPECT_FALSE(FindSandboxReport("nothing here\n").has_value());
+  EXPECT_EQ(WithoutSandboxReports(err), "candidate output\n");
+  EXPECT_EQ(WithoutSandboxReports("Fatal Python error: Segmentation fault\n" + std::string(kSandboxReportPrefix) +
+                                  "{}\nno newline at the end"),
+            "Fatal Python error: Segmentation fault\nno newline at the end");
 }
 
 }  // namespace

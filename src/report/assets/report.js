@@ -37,6 +37,11 @@
   }
   const fmt = (x, d = 3) => (x == null || !isFinite(x)) ? '—' : Number(x).toPrecision(d);
   const times = (x) => (x > 0 ? fmt(x) + '×' : '—');
+  // A message of many lines on one: its first and last non-blank lines (a traceback's exception).
+  const gist = (s) => {
+    const lines = String(s || '').split('\n').map((l) => l.trim()).filter(Boolean);
+    return lines.length > 1 ? lines[0] + ' … ' + lines[lines.length - 1] : (lines[0] || '');
+  };
   const ci = (c) => (Array.isArray(c) && c.length === 2 && (c[0] || c[1])) ? '[' + fmt(c[0]) + ', ' + fmt(c[1]) + ']' : '';
   const badge = (v) => el('span', {class: 'badge', style: 'background:' + colorOf(v), text: v || 'unknown'});
   function kv(pairs) {
@@ -473,7 +478,7 @@
       ['problem', (p) => p.id], ['level', (p) => p.level], ['verdict', (p) => p.error ? 'error' : p.verdict],
       ['× eager', (p) => p.speedup_eager, true], ['× compile', (p) => p.compile_measured ? p.speedup_compile : null, true],
       ['CI (first workload)', (p) => ci(((p.workloads || [])[0] || {}).ci)], ['evaluations', (p) => p.evaluations, true],
-      ['wall s', (p) => p.wall_s, true], ['notes', (p) => [p.error, ...(p.reference_flaws || []).map((f) => f.flaw + ': ' + f.evidence), ...(p.warnings || [])].filter(Boolean).join('; ')],
+      ['wall s', (p) => p.wall_s, true], ['notes', (p) => [gist(p.error), gist(p.message), ...(p.reference_flaws || []).map((f) => f.flaw + ': ' + f.evidence), ...(p.warnings || [])].filter(Boolean).join('; ')],
     ];
     const table = el('table', {id: 'bench-table'});
     const head = el('tr');
