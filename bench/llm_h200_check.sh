@@ -12,6 +12,7 @@
 # GEMM written as the model's answer: LLM_TASK=examples/cuda/gemm_tc
 # LLM_KERNELS=examples/cuda/gemm_tc/candidates/cutlass_sm90.cu (compiled with CUTLASS on the include
 # path, as any draft is). LLM_BUDGET: evaluations per run (default 3, the start included).
+# LLM_GENERATORS: which to check (default "openai-compatible anthropic command").
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.stage/lib:${LD_LIBRARY_PATH:-}
 K=$PWD/.stage/bin/kpilot
@@ -21,7 +22,9 @@ mkdir -p "$OUT"
 TASK=${LLM_TASK:-examples/cuda/sgemm}
 read -r -a KERNELS <<< "${LLM_KERNELS:-bench/spaces/sgemm_space/baseline.cu examples/cuda/sgemm/candidates/register_tiled.cu}"
 BUDGET=${LLM_BUDGET:-3}
+GENERATORS=" ${LLM_GENERATORS:-openai-compatible anthropic command} "
 for provider in openai-compatible anthropic; do
+  [[ $GENERATORS == *" $provider "* ]] || continue
   port_file=$(mktemp)
   "$SERVER" --port-file "$port_file" "${KERNELS[@]}" > "$OUT/server_$provider.log" 2>&1 &
   server=$!
@@ -50,11 +53,19 @@ EOF
   kill $server 2>/dev/null; wait $server 2>/dev/null
 done
 
-# The command: generator, with a scripted agent writing the same two kernels.
+# The command: generator, with a scripted agent writing the same kernels. Its sandbox hides the
+# task folder (where a task's own candidates are) and gives it a /tmp of its own: the kernels go
+# to a folder of the checkout, which it reads.
+[[ $GENERATORS == *" command "* ]] || exit 0
 echo "===== command"
-state=$(mktemp); rm -f "$state"
+kdir=$(mktemp -d "$PWD/.scripted-kernels.XXXXXX")
+agent_kernels=()
+for i in "${!KERNELS[@]}"; do
+  cp "${KERNELS[$i]}" "$kdir/$i-$(basename "${KERNELS[$i]}")"; agent_kernels+=("$kdir/$i-$(basename "${KERNELS[$i]}")")
+done
 timeout 300 "$K" optimize "$TASK" --from "$TASK/reference.cu" --budget $BUDGET --drafts 1 --in-flight 1 \
-  --generator "command:sh $PWD/bench/scripted_agent.sh $state ${KERNELS[*]/#/$PWD/}" \
+  --generator "command:sh $PWD/bench/scripted_agent.sh ${agent_kernels[*]}" \
   --store /tmp/kp-llm-command --json > "$OUT/optimize_command.json" 2> "$OUT/optimize_command.log"
 echo "exit $?"
 grep -E '"event":"(evaluated|promote|stop)"' "$OUT/optimize_command.log" | cut -c1-300
+rm -rf "$kdir"

@@ -193,7 +193,9 @@ class CommandGenerator : public Generator {
     d.source_name = fmt::format("agent_n{}_d{}{}", ctx.parent_node, index, CandidateExtension(task_));
     std::string program = fs::path(options_.argv.front()).filename().string();
     auto failed = [&](const std::string& why) {
-      d.failure = why + " (" + run->Describe(options_.timeout_s) + "; stderr: …" + LastLines(run->err, 300) + ")";
+      // The agent's own stderr: the sandbox's report line is kept apart (the transcript has it).
+      d.failure = why + " (" + run->Describe(options_.timeout_s) +
+                  "; stderr: " + LastLines(WithoutSandboxReports(run->err), 300) + ")";
       d.summary = program + ": no candidate";
       return d;
     };

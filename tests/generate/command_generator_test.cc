@@ -205,6 +205,12 @@ TEST_F(CommandGeneratorTest, OnlyTheCandidateFileComesBack) {
   EXPECT_NE((*Propose(SystemProcessRunner()))[0].failure.find("not a regular file"), std::string::npos);
   options_.argv = {Agent(), "nothing"};
   EXPECT_NE((*Propose(SystemProcessRunner()))[0].failure.find("wrote no candidate.cpp"), std::string::npos);
+  // In the sandbox too, the failure quotes the agent's stderr and not the sandbox's report line.
+  options_.sandbox_runner = testing::RunnerPath();
+  const std::string why = (*Propose(SystemProcessRunner()))[0].failure;
+  EXPECT_NE(why.find("stderr: I could not do it"), std::string::npos) << why;
+  EXPECT_EQ(why.find("kpilot-sandbox-report"), std::string::npos) << why;
+  options_.sandbox_runner.clear();
   options_.argv = {Agent(), "same"};
   EXPECT_NE((*Propose(SystemProcessRunner()))[0].failure.find("same code as the parent"), std::string::npos);
 }

@@ -26,7 +26,7 @@ variant="int fake_agent_variant_$(od -An -N4 -tu4 /dev/urandom | tr -d ' ') = 0;
 case "$mode" in
   copy) { echo "// Summary: fake agent copy of $parent"; cat "parent/$parent"; echo "$variant"; } > "$KPILOT_CANDIDATE" ;;
   env) { cat "parent/$parent"; echo "$variant"; env | sort | sed 's|^|// env: |'; } > "$KPILOT_CANDIDATE" ;;
-  nothing) echo "I could not do it" ;;
+  nothing) echo "I could not do it" >&2 ;;
   hang) sleep 600 ;;
   extra) { cat "parent/$parent"; echo "$variant"; } > "$KPILOT_CANDIDATE"; echo junk > other.cpp; mkdir -p sub; echo x > sub/candidate.cpp ;;
   symlink) ln -s /etc/hostname "$KPILOT_CANDIDATE" ;;
