@@ -60,6 +60,9 @@ Result<std::unique_ptr<Allocation>> Allocation::Start(ProcessRunner& processes, 
   auto id = ParseSbatchJobId(submitted->out);
   if (!id.ok()) return id.status();
   a->job_id_ = *id;
+  // From sbatch's answer on, not once it runs: a signal while the job pends or starts must cancel
+  // it too.
+  CancelOnSignal::Register(a->job_id_, config.scancel);
 
   // Until it runs. Any error from here on cancels the job (the destructor).
   const auto deadline =
@@ -128,6 +131,7 @@ Result<JobInfo> Allocation::Query() {
 Status Allocation::Cancel() {
   if (cancelled_ || job_id_ <= 0) return Status::Ok();
   cancelled_ = true;
+  CancelOnSignal::Unregister(job_id_);
   auto r = RunCommand(processes_, config_, {config_.scancel, std::to_string(job_id_)}, "scancel");
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return Status::Internal(fmt::format("scancel {} failed: {}", job_id_, FirstLines(r->err)));

@@ -25,7 +25,6 @@ Result<std::unique_ptr<HeldAllocation>> HeldAllocation::Start(ProcessRunner& pro
   auto a = Allocation::Start(processes, clock, config, job_name, h->work_->path());
   if (!a.ok()) return a.status();
   h->allocation_ = std::move(a).value();
-  CancelOnSignal::Register(h->allocation_->job_id(), config.scancel);
   h->beat_ = std::thread([raw = h.get(), every = config.heartbeat_s] { raw->BeatLoop(every); });
   return h;
 }
@@ -37,7 +36,6 @@ HeldAllocation::~HeldAllocation() {
   }
   stop_cv_.notify_all();
   if (beat_.joinable()) beat_.join();
-  if (allocation_) CancelOnSignal::Unregister(allocation_->job_id());
   allocation_.reset();  // scancel
 }
 

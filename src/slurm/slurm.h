@@ -150,8 +150,8 @@ class Allocation {
 
 // Allocations to cancel if kpilot is interrupted (SIGINT, SIGTERM, SIGHUP): the first Register
 // installs handlers whose watcher thread runs scancel for every registered job, then ends the
-// process by the same signal. A ClusterRunner registers its allocation for its life. kill -9
-// cannot be caught: the keeper's heartbeat ends those allocations.
+// process by the same signal. Every Allocation is registered from sbatch's answer until it is
+// cancelled. kill -9 cannot be caught: the keeper's heartbeat ends those allocations.
 class CancelOnSignal {
  public:
   static void Register(int64_t job_id, const std::string& scancel);
