@@ -61,7 +61,7 @@ echo "===== command"
 kdir=$(mktemp -d "$PWD/.scripted-kernels.XXXXXX")
 agent_kernels=()
 for i in "${!KERNELS[@]}"; do
-  cp "${KERNELS[$i]}" "$kdir/$i-$(basename "${KERNELS[$i]}")"; agent_kernels+=("$kdir/$i-$(basename "${KERNELS[$i]}")")
+  copy="$kdir/$i-$(basename "${KERNELS[$i]}")"; cp "${KERNELS[$i]}" "$copy"; agent_kernels+=("$copy")
 done
 timeout 300 "$K" optimize "$TASK" --from "$TASK/reference.cu" --budget $BUDGET --drafts 1 --in-flight 1 \
   --generator "command:sh $PWD/bench/scripted_agent.sh ${agent_kernels[*]}" \

@@ -249,9 +249,6 @@ class Run:
             self.details["compile_s"] = time.perf_counter() - t0
             self.take_gpu_lock()
 
-    def out_of_memory(self, e):
-        return is_out_of_memory(self.torch, e)
-
     def memory_note(self, args):
         """One sentence on the memory a call needs and the device has (an out-of-memory verdict)."""
         torch = self.torch
@@ -335,7 +332,7 @@ class Run:
             ref_args = clone_args(args) if self.exploit else args
             saved = clone_args(args) if self.exploit else None
         except Exception as e:
-            if self.out_of_memory(e):
+            if is_out_of_memory(self.torch, e):
                 raise Verdict("error", "the GPU's memory cannot hold workload %s: %s" % (wl, self.memory_note(args)))
             raise
         names = self.problem.input_names(wl, args)
@@ -360,7 +357,7 @@ class Run:
         except Verdict:
             raise
         except Exception as e:
-            if self.out_of_memory(e):
+            if is_out_of_memory(self.torch, e):
                 raise Verdict("error", "the GPU's memory cannot hold workload %s: %s" % (wl, self.memory_note(args)))
             raise Verdict("error", "the reference failed on workload %s, seed %d:\n%s" % (wl, seed, traceback_tail()))
         self.res["phase"] = "correctness"
