@@ -308,7 +308,8 @@ fs::path FakeWorkerSuite(const fs::path& root) {
 }
 
 // A problem whose run crashed says why in every rendering, in the words of the worker's own
-// stderr and without the sandbox's report line.
+// stderr and without the sandbox's report line. The worker describes the problem (a description
+// cached by an earlier run would skip that) and dies running it.
 TEST(BenchCli, AFailedProblemSaysWhy) {
   fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
   ASSERT_TRUE(fs::exists(python)) << python << " is missing: run scripts/setup-torch-venv.sh";
@@ -317,7 +318,7 @@ TEST(BenchCli, AFailedProblemSaysWhy) {
   const fs::path root = d->path(), suite = FakeWorkerSuite(root);
   testing::ScopedEnv device("KPILOT_TORCH_DEVICE", "cpu");
   testing::ScopedEnv path("KPILOT_PYTHONPATH", (testing::SourceDir() / "tests" / "pytorch" / "fake_worker").string());
-  testing::ScopedEnv crash("KPILOT_FAKE_WORKER", "crash");
+  testing::ScopedEnv crash("KPILOT_FAKE_WORKER", "crash_running");
   auto r = testing::RunKpilot(root, {"bench", suite.string(), "--eval-reference", "--python", python.string(),
                                      "--store", (root / "store").string(), "--markdown", "kb.md"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

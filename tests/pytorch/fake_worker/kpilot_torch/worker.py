@@ -1,7 +1,7 @@
 """A stand-in for kpilot's torch worker (tests/pytorch): prints canned replies.
 
 Behaviour from $KPILOT_FAKE_WORKER: ok (default), error, junk_then_ok, no_torch, crash,
-incorrect. Every request is copied to $KPILOT_FAKE_WORKER_LOG when set (one JSON per line).
+crash_running (describes, then dies when asked to run), incorrect. Every request is copied to $KPILOT_FAKE_WORKER_LOG when set (one JSON per line).
 """
 import json
 import os
@@ -53,7 +53,7 @@ def main():
     behaviour = os.environ.get("KPILOT_FAKE_WORKER", "ok")
     if behaviour == "no_torch":
         raise ModuleNotFoundError("No module named 'torch'")
-    if behaviour == "crash":
+    if behaviour == "crash" or (behaviour == "crash_running" and mode != "describe"):
         sys.stderr.write("Fatal Python error: Segmentation fault\n")
         os._exit(139 - 128)
     if behaviour == "error":
