@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/status.h"
 #include "store/store.h"
 
@@ -116,6 +117,7 @@ struct ProblemResult {
   double speedup_eager = 0;       // best over the eager reference (the task's baseline); 0 unless passed
   double speedup_compile = 0;     // best over torch.compile; 0 unless passed and measured
   bool compile_measured = false;  // a torch.compile baseline exists for this problem
+  bool compile_cached = false;    // that baseline's time was read from the store's cache, not timed by this bench
   std::string candidate;          // the best (or evaluated) candidate's source file
   std::string where;              // where an evaluate-only problem ran ("slurm job 12 on n1"; "" = this machine)
   int64_t run_id = 0;             // the optimizer's run (0 with --eval-only)
@@ -124,6 +126,11 @@ struct ProblemResult {
   double cost_usd = 0;
   double gpu_s = 0;  // seconds the evaluation queue was busy (device time)
   double wall_s = 0;
+  // Which slice of the bench ran it (1: the run that created the bench, 2: its first --resume, …;
+  // 0: unknown, a result recorded before slices were) and when it finished, in seconds from that
+  // slice's start: the bench's own wall time is made of these.
+  int slice = 0;
+  double finished_at_s = 0;
   std::vector<WorkloadScore> workloads;
   ProblemSeconds seconds;
   std::vector<ReferenceFinding> reference_findings;
@@ -165,6 +172,15 @@ struct LevelReport {
   double cost_usd = 0, gpu_s = 0, wall_s = 0;
   ProblemSeconds seconds;  // summed over the level's problems
   int flawed = 0;          // problems with a reference finding
+  int compile_cached = 0;  // problems whose torch.compile time was read from the baseline cache
+};
+
+// One slice of a bench (a run of `kpilot bench`, or of `--resume`): the problems it finished and
+// its wall time, from its start to its last finished problem (a slice cut short counts up to there).
+struct SliceWall {
+  int slice = 0;
+  int problems = 0;
+  double wall_s = 0;
 };
 
 // flashinfer: the contest's score of one definition (mean per-workload speedup, 0 if any failed).
@@ -181,6 +197,8 @@ struct BenchReport {
   LevelReport total;                     // every problem
   std::vector<DefinitionScore> contest;  // flashinfer suites only
   std::vector<ProblemResult> results;
+  std::vector<SliceWall> slices;  // in order; problems of no known slice are left out
+  double wall_s = 0;              // the bench's wall time: its slices' summed
 };
 
 // Pure. `contest_score` is the contest's formula (ContestScore of src/pytorch), passed in so the
@@ -227,13 +245,14 @@ struct BenchState {
   nlohmann::json config;                                     // as CreateBench stored it
   std::vector<ProblemResult> finished;                       // in the order they finished
   std::vector<std::pair<std::string, int64_t>> interrupted;  // problem id → optimizer run, started and not finished
+  int slices = 0;                                            // slices started so far
 };
 
 Result<int64_t> CreateBench(Store& store, const Suite& suite, const nlohmann::json& config);
 // NotFound for an unknown id; InvalidInput when the id is an optimizer run, not a bench.
 Result<BenchState> LoadBench(Store& store, int64_t id);
 
-// Runs `problems` of bench `id` (those already finished in the store are skipped; an interrupted
+// Runs `problems` of bench `id` as its next slice (those already finished in the store are skipped; an interrupted
 // one continues its optimizer run) on `devices`, one problem per entry at a time (a device listed
 // twice runs two problems at once; an empty list:
 // one at a time, device −1). Every result is recorded as it finishes; the bench is marked finished
@@ -241,9 +260,9 @@ Result<BenchState> LoadBench(Store& store, int64_t id);
 // more alone at the end — a failure of the sharing (memory the others held) is not the problem's —
 // and only that result is recorded, with a warning naming the first failure. Returns every finished result of the
 // bench, old and new: those of `problems` in their order, then those of other problems (earlier slices) in the order
-// they finished. A Status error only when the store fails.
+// they finished. `clock` times each problem and the slice. A Status error only when the store fails.
 Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std::vector<BenchProblem>& problems,
                                             ProblemRunner& runner, const std::vector<int>& devices,
-                                            BenchProgress& progress);
+                                            BenchProgress& progress, Clock& clock);
 
 }  // namespace kpilot

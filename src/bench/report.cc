@@ -1,6 +1,7 @@
 // The metrics of a bench run and their renderings (table, JSON, Markdown).
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -81,6 +82,7 @@ LevelReport Level(const std::string& name, const std::vector<ProblemResult>& res
     l.wall_s += r.wall_s;
     Add(&l.seconds, r.seconds);
     l.flawed += !r.reference_findings.empty();
+    l.compile_cached += r.compile_measured && r.compile_cached;
   }
   l.correctness = l.problems ? static_cast<double>(l.correct) / l.problems : 0;
   l.eager = MetricsOver(results, Baseline::kEager);
@@ -111,7 +113,8 @@ json ToJson(const LevelReport& l) {
             {"gpu_s", l.gpu_s},
             {"wall_s", l.wall_s}}},
           {"seconds", ToJson(l.seconds)},
-          {"flawed_references", l.flawed}};
+          {"flawed_references", l.flawed},
+          {"compile_cached", l.compile_cached}};
 }
 
 // "83%"; a geomean "2.41×"; "—" for a baseline no correct problem was measured against.
@@ -164,6 +167,28 @@ std::string ProblemCell(const ProblemResult& p) {
   return fmt::format("{:.3f}× eager{}", p.speedup_eager,
                      p.compile_measured ? fmt::format(", {:.3f}× compile", p.speedup_compile) : "") +
          flaws;
+}
+
+// "Wall time 448 s (7.5 min) over 2 slices: 100 problems in 171 s, 150 in 277 s." ("" when no
+// result says its slice).
+std::string WallSentence(const BenchReport& r) {
+  if (r.slices.empty()) return "";
+  std::string s = fmt::format("Wall time {:.0f} s ({:.1f} min)", r.wall_s, r.wall_s / 60);
+  if (r.slices.size() > 1) {
+    s += fmt::format(" over {} slices:", r.slices.size());
+    for (size_t i = 0; i < r.slices.size(); ++i)
+      s += fmt::format("{} {}{} in {:.0f} s", i ? "," : "", r.slices[i].problems, i ? "" : " problems",
+                       r.slices[i].wall_s);
+  }
+  return s + ".";
+}
+
+// "torch.compile times: 248 of 250 read from the baseline cache, 2 timed." ("" when none was had).
+std::string CompileCacheSentence(const BenchReport& r) {
+  const int measured = r.total.compile.measured, cached = r.total.compile_cached;
+  if (measured == 0) return "";
+  return fmt::format("torch.compile times: {} of {} read from the baseline cache, {} timed.", cached, measured,
+                     measured - cached);
 }
 
 }  // namespace
@@ -229,6 +254,7 @@ json ToJson(const ProblemResult& r) {
           {"speedup_eager", r.speedup_eager},
           {"speedup_compile", r.speedup_compile},
           {"compile_measured", r.compile_measured},
+          {"compile_cached", r.compile_cached},
           {"candidate", r.candidate},
           {"where", r.where},
           {"run", r.run_id},
@@ -239,6 +265,8 @@ json ToJson(const ProblemResult& r) {
           {"cost_usd", r.cost_usd},
           {"gpu_s", r.gpu_s},
           {"wall_s", r.wall_s},
+          {"slice", r.slice},
+          {"finished_at_s", r.finished_at_s},
           {"workloads", w},
           {"seconds", ToJson(r.seconds)},
           {"reference_flaws", flaws},
@@ -258,6 +286,7 @@ Result<ProblemResult> ProblemResultFromJson(const json& j) {
     r.speedup_eager = j.value("speedup_eager", 0.0);
     r.speedup_compile = j.value("speedup_compile", 0.0);
     r.compile_measured = j.value("compile_measured", false);
+    r.compile_cached = j.value("compile_cached", false);
     r.candidate = j.value("candidate", "");
     r.where = j.value("where", "");
     r.run_id = j.value("run", int64_t{0});
@@ -268,6 +297,8 @@ Result<ProblemResult> ProblemResultFromJson(const json& j) {
     r.cost_usd = j.value("cost_usd", 0.0);
     r.gpu_s = j.value("gpu_s", 0.0);
     r.wall_s = j.value("wall_s", 0.0);
+    r.slice = j.value("slice", 0);
+    r.finished_at_s = j.value("finished_at_s", 0.0);
     for (const auto& w : j.value("workloads", json::array())) {
       WorkloadScore x{w.value("name", ""), w.value("passed", false), w.value("speedup", 0.0)};
       if (auto ci = w.find("ci"); ci != w.end() && ci->is_array() && ci->size() == 2) {
@@ -306,6 +337,18 @@ BenchReport Summarize(const std::string& suite, SuiteFormat format, const std::v
     rep.levels.push_back(Level(level, in));
   }
   rep.total = Level("all", results);
+  std::map<int, SliceWall> slices;
+  for (const auto& r : results) {
+    if (r.slice <= 0) continue;
+    SliceWall& w = slices[r.slice];
+    w.slice = r.slice;
+    ++w.problems;
+    w.wall_s = std::max(w.wall_s, r.finished_at_s);
+  }
+  for (const auto& [n, w] : slices) {
+    rep.slices.push_back(w);
+    rep.wall_s += w.wall_s;
+  }
   if (format == SuiteFormat::kFlashInfer && contest_score) {
     for (const auto& r : results) {
       DefinitionScore d;
@@ -331,8 +374,11 @@ json ToJson(const BenchReport& r) {
   for (const auto& l : r.levels) levels.push_back(ToJson(l));
   json problems = json::array();
   for (const auto& p : r.results) problems.push_back(ToJson(p));
-  json j = {{"suite", r.suite}, {"format", r.format},       {"fast_p_rule", "correct and speedup > p"},
-            {"levels", levels}, {"total", ToJson(r.total)}, {"problems", problems}};
+  json slices = json::array();
+  for (const auto& w : r.slices) slices.push_back({{"slice", w.slice}, {"problems", w.problems}, {"wall_s", w.wall_s}});
+  json j = {{"suite", r.suite},   {"format", r.format},       {"fast_p_rule", "correct and speedup > p"},
+            {"levels", levels},   {"total", ToJson(r.total)}, {"problems", problems},
+            {"wall_s", r.wall_s}, {"slices", slices}};
   if (!r.contest.empty()) {
     json c = json::array();
     for (const auto& d : r.contest)
@@ -343,7 +389,10 @@ json ToJson(const BenchReport& r) {
 }
 
 std::string ReportTable(const BenchReport& r) {
-  std::string s = fmt::format("suite {} ({}): {} problems\n\n", r.suite, r.format, r.total.problems);
+  std::string s = fmt::format("suite {} ({}): {} problems\n", r.suite, r.format, r.total.problems);
+  for (const std::string& line : {WallSentence(r), CompileCacheSentence(r)})
+    if (!line.empty()) s += line + "\n";
+  s += "\n";
   std::string head = fmt::format("{:<8} {:>5} {:>8}", "level", "n", "correct");
   for (double p : kFastP) head += fmt::format(" {:>7}", fmt::format("fast_{:g}", p));
   head += fmt::format(" {:>9}", "geomean");
@@ -397,6 +446,8 @@ std::string ReportMarkdown(const BenchReport& r) {
       "correct **and** more than p× faster than the baseline (KernelBench's rule; fast_0 is "
       "the correctness rate); the geometric mean is over correct problems.\n",
       r.suite, r.format, r.total.problems);
+  for (const std::string& line : {WallSentence(r), CompileCacheSentence(r)})
+    if (!line.empty()) s += "\n" + line + "\n";
   for (const char* base : {"eager", "torch.compile"}) {
     s += fmt::format("\n## Against {}\n\n| level | n | correct |", base);
     std::string rule = "|---|---:|---:|";

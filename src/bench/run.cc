@@ -46,6 +46,7 @@ Result<BenchState> LoadBench(Store& store, int64_t id) {
     json p = json::parse(e.payload_json, nullptr, false);
     if (!p.is_object()) continue;
     std::string problem = p.value("problem", "");
+    if (e.kind == "slice") ++s.slices;
     if (e.kind == "problem_start") started.insert(problem);
     if (e.kind == "problem_run") runs[problem] = p.value("run", int64_t{0});
     if (e.kind == "problem") {
@@ -62,7 +63,7 @@ Result<BenchState> LoadBench(Store& store, int64_t id) {
 
 Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std::vector<BenchProblem>& problems,
                                             ProblemRunner& runner, const std::vector<int>& devices,
-                                            BenchProgress& progress) {
+                                            BenchProgress& progress, Clock& clock) {
   auto state = LoadBench(store, id);
   if (!state.ok()) return state.status();
   std::map<std::string, ProblemResult> results;
@@ -82,6 +83,12 @@ Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std:
     std::lock_guard<std::mutex> lock(mu);
     if (!seq.ok() && first_error.ok()) first_error = seq.status();
   };
+  const Clock::TimePoint slice_start = clock.Now();
+  const int slice = state->slices + 1;
+  if (!todo.empty())
+    record("slice",
+           {{"slice", slice}, {"problems", todo.size()}, {"in_flight", devices.empty() ? size_t{1} : devices.size()}});
+  auto seconds_since = [&](Clock::TimePoint t) { return std::chrono::duration<double>(clock.Now() - t).count(); };
   std::vector<int> slots = devices.empty() ? std::vector<int>{-1} : devices;
   std::map<int, int> sharing;  // device → problems in flight on it at once
   for (int d : slots) ++sharing[d];
@@ -97,16 +104,18 @@ Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std:
   auto solve = [&](const BenchProblem& p, int device) {
     record("problem_start", {{"problem", p.id}, {"device", device}});
     int64_t resume = resume_runs.count(p.id) ? resume_runs.at(p.id) : 0;
-    auto t0 = std::chrono::steady_clock::now();
+    const Clock::TimePoint t0 = clock.Now();
     ProblemResult r = runner.Run(p, device, resume, [&](int64_t run) {
       if (run != resume) record("problem_run", {{"problem", p.id}, {"run", run}});
     });
     r.id = p.id;
     r.level = p.level;
-    if (r.wall_s <= 0) r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r.wall_s <= 0) r.wall_s = seconds_since(t0);
     return r;
   };
-  auto finish = [&](const BenchProblem& p, const ProblemResult& r) {
+  auto finish = [&](const BenchProblem& p, ProblemResult r) {
+    r.slice = slice;
+    r.finished_at_s = seconds_since(slice_start);
     record("problem", {{"problem", p.id}, {"result", ToJson(r)}});
     std::lock_guard<std::mutex> lock(mu);
     results[p.id] = r;
@@ -127,7 +136,7 @@ Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std:
         again.push_back({p, device, !r.error.empty() ? r.error : r.message});
         continue;
       }
-      finish(*p, r);
+      finish(*p, std::move(r));
     }
   };
   std::vector<std::thread> threads;
@@ -140,7 +149,7 @@ Result<std::vector<ProblemResult>> RunBench(Store& store, int64_t id, const std:
     ProblemResult r = solve(*a.problem, a.device);
     r.warnings.push_back(fmt::format("ran again alone on its GPU: it failed while {} problems shared the GPU ({})",
                                      sharing[a.device], Gist(a.why, 300)));
-    finish(*a.problem, r);
+    finish(*a.problem, std::move(r));
   }
   if (!first_error.ok()) return first_error.WithContext("recording bench " + std::to_string(id));
 

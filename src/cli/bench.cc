@@ -351,7 +351,7 @@ int RunBenchCommand(const BenchArgs& a) {
   if (!prior.ok()) return Fail(prior.status());
   const ReportSink sink{suite->name, suite->format, id, out, a.markdown};
   ReportAsYouGo progress(sink, suite->problems, prior->finished, a.json);
-  auto results = RunBench(**store, id, *problems, *runner, slots, progress);
+  auto results = RunBench(**store, id, *problems, *runner, slots, progress, SystemClock());
   if (!results.ok()) return Fail(results.status());
   InSuiteOrder(suite->problems, &*results);
   auto report = WriteReport(sink, *results, std::nullopt);

@@ -286,6 +286,7 @@ class LiveRunner : public ProblemRunner {
     }
     if ((*b)["compile"].is_object()) {
       r->compile_measured = true;
+      r->compile_cached = (*b)["compile"].value("cached", false);
       r->speedup_compile = (*b)["compile"].value("speedup", 0.0);
     }
     return Status::Ok();

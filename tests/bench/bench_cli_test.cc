@@ -372,6 +372,10 @@ TEST(BenchCli, ASecondBenchReadsTorchCompilesTimeFromTheCache) {
     EXPECT_TRUE(p["compile_measured"].get<bool>()) << "bench " << bench << ": " << p.dump();
     EXPECT_DOUBLE_EQ(p["speedup_compile"].get<double>(), 2.0) << "the fake's baseline takes 2 ms, its candidate 1 ms";
     EXPECT_EQ(compile_runs(), 1) << "bench " << bench << ": torch.compile is timed once, by the first bench";
+    EXPECT_EQ(p["compile_cached"].get<bool>(), bench == 2) << p.dump();
+    EXPECT_EQ(j["total"]["compile_cached"], bench == 2 ? 1 : 0);
+    ASSERT_EQ(j["slices"].size(), 1u) << "each bench is a slice of its own";
+    EXPECT_GT(j["wall_s"].get<double>(), 0);
   }
 }
 

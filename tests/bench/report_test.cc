@@ -174,6 +174,48 @@ TEST(Render, MarkdownAndTable) {
   EXPECT_NE(table.find("—"), std::string::npos) << "level 2 has no torch.compile figure";
 }
 
+// The bench's own wall time: per slice, from its start to its last finished problem, summed over
+// slices; and how many torch.compile times came from the baseline cache rather than a timing.
+TEST(Render, WallTimeOverSlicesAndCachedCompileTimes) {
+  ProblemResult a = Correct("level1/a", "1", 2.0, 1.1), b = Correct("level1/b", "1", 1.0, 0.9),
+                c = Correct("level2/c", "2", 1.25, 1.0), old = Correct("level2/d", "2", 1.0);
+  a.slice = b.slice = 1;
+  a.finished_at_s = 171;
+  b.finished_at_s = 40;
+  c.slice = 2;
+  c.finished_at_s = 277;
+  a.compile_cached = c.compile_cached = true;
+  old.compile_cached = true;  // no torch.compile figure: nothing was read
+  BenchReport r = Summarize("kb", SuiteFormat::kKernelBench, {a, b, c, old});
+  ASSERT_EQ(r.slices.size(), 2u) << "a result of no known slice adds none";
+  EXPECT_EQ(r.slices[0].problems, 2);
+  EXPECT_DOUBLE_EQ(r.slices[0].wall_s, 171);
+  EXPECT_DOUBLE_EQ(r.wall_s, 448);
+  EXPECT_EQ(r.total.compile_cached, 2);
+  EXPECT_EQ(r.levels[1].compile_cached, 1);
+  const std::string wall = "Wall time 448 s (7.5 min) over 2 slices: 2 problems in 171 s, 1 in 277 s.";
+  const std::string cache = "torch.compile times: 2 of 3 read from the baseline cache, 1 timed.";
+  for (const std::string& text : {ReportMarkdown(r), ReportTable(r)}) {
+    EXPECT_NE(text.find(wall), std::string::npos) << text;
+    EXPECT_NE(text.find(cache), std::string::npos) << text;
+  }
+  nlohmann::json j = ToJson(r);
+  EXPECT_DOUBLE_EQ(j["wall_s"].get<double>(), 448);
+  ASSERT_EQ(j["slices"].size(), 2u);
+  EXPECT_EQ(j["slices"][1], nlohmann::json({{"slice", 2}, {"problems", 1}, {"wall_s", 277.0}}));
+  EXPECT_EQ(j["total"]["compile_cached"], 2);
+  auto back = ProblemResultFromJson(j["problems"][0]);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->slice, 1);
+  EXPECT_DOUBLE_EQ(back->finished_at_s, 171);
+  EXPECT_TRUE(back->compile_cached);
+  // Results of one slice: no list of slices, the time alone.
+  BenchReport one = Summarize("kb", SuiteFormat::kKernelBench, {a, b});
+  EXPECT_NE(ReportMarkdown(one).find("\nWall time 171 s (2.9 min).\n"), std::string::npos) << ReportMarkdown(one);
+  // Results that say no slice (recorded before slices were): no wall time at all.
+  EXPECT_EQ(ReportMarkdown(Summarize("kb", SuiteFormat::kKernelBench, {old})).find("Wall time"), std::string::npos);
+}
+
 // Why a problem failed, as the verdict's summary said it: in the table and the Markdown on one
 // line (a traceback's first and last lines), whole in the JSON.
 TEST(Render, AFailedVerdictSaysWhy) {

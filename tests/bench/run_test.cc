@@ -14,6 +14,7 @@
 #include "bench/bench.h"
 #include "core/fs.h"
 #include "session/bench_runner.h"
+#include "support/fake_clock.h"
 #include "support/sync.h"
 
 namespace kpilot {
@@ -31,6 +32,7 @@ class FakeRunner : public ProblemRunner {
       devices.insert(device);
       max_per_device = std::max(max_per_device, now);
     }
+    if (clock) clock->Advance(run_time);
     int64_t run = resume_run > 0 ? resume_run : 100 + next_run_++;
     started(run);
     const bool met_others = Meet();
@@ -56,6 +58,8 @@ class FakeRunner : public ProblemRunner {
     r.evaluations = 3;
     return r;
   }
+  testing::FakeClock* clock = nullptr;  // when set, each run takes `run_time` on it
+  std::chrono::seconds run_time{0};
   std::mutex mu;
   std::vector<std::string> calls;
   std::map<std::string, int64_t> resumes;
@@ -137,11 +141,12 @@ class BenchRunTest : public ::testing::Test {
     runner.meet = 2;
     runner.meet_runs = 4;
     Quiet progress;
-    return RunBench(*store_, *id, suite_.problems, runner, {0, 0}, progress);
+    return RunBench(*store_, *id, suite_.problems, runner, {0, 0}, progress, clock_);
   }
   std::optional<TempDir> dir_;
   std::unique_ptr<Store> store_;
   Suite suite_;
+  testing::FakeClock clock_;
 };
 
 TEST_F(BenchRunTest, EveryProblemIsRecordedAndTheBenchFinishes) {
@@ -149,7 +154,7 @@ TEST_F(BenchRunTest, EveryProblemIsRecordedAndTheBenchFinishes) {
   ASSERT_TRUE(id.ok());
   FakeRunner runner;
   Quiet progress;
-  auto results = RunBench(*store_, *id, suite_.problems, runner, {}, progress);
+  auto results = RunBench(*store_, *id, suite_.problems, runner, {}, progress, clock_);
   ASSERT_TRUE(results.ok()) << results.status().ToString();
   ASSERT_EQ(results->size(), 4u);
   EXPECT_EQ((*results)[2].id, "level2/1_C") << "suite order";
@@ -168,6 +173,35 @@ TEST_F(BenchRunTest, EveryProblemIsRecordedAndTheBenchFinishes) {
   EXPECT_DOUBLE_EQ((*run)->best_speedup, 2.0);
 }
 
+// Each run of a bench is a slice: its problems say which and when they finished from its start,
+// so a bench run in slices (the time between them not counted) reports its own wall time.
+TEST_F(BenchRunTest, EachSliceTimesItsProblemsFromItsStart) {
+  auto id = CreateBench(*store_, suite_, json_config());
+  ASSERT_TRUE(id.ok());
+  FakeRunner runner;
+  runner.clock = &clock_;
+  runner.run_time = std::chrono::seconds(10);
+  Quiet progress;
+  const std::vector<BenchProblem> level1(suite_.problems.begin(), suite_.problems.begin() + 2);
+  ASSERT_TRUE(RunBench(*store_, *id, level1, runner, {}, progress, clock_).ok());
+  clock_.Advance(std::chrono::hours(2));  // the next call on a machine lent later
+  auto results = RunBench(*store_, *id, suite_.problems, runner, {}, progress, clock_);
+  ASSERT_TRUE(results.ok()) << results.status().ToString();
+  ASSERT_EQ(results->size(), 4u);
+  std::vector<std::pair<int, double>> when;
+  for (const auto& r : *results) when.push_back({r.slice, r.finished_at_s});
+  EXPECT_EQ(when, (std::vector<std::pair<int, double>>{{1, 10}, {1, 20}, {2, 10}, {2, 20}}));
+  EXPECT_DOUBLE_EQ((*results)[0].wall_s, 10);
+  auto state = LoadBench(*store_, *id);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->slices, 2);
+  BenchReport report = Summarize("kb", SuiteFormat::kKernelBench, state->finished);
+  EXPECT_DOUBLE_EQ(report.wall_s, 40) << "two slices of 20 s; the two hours between them are not the bench's";
+  // A resume with nothing left to run starts no slice.
+  ASSERT_TRUE(RunBench(*store_, *id, suite_.problems, runner, {}, progress, clock_).ok());
+  EXPECT_EQ(LoadBench(*store_, *id)->slices, 2);
+}
+
 TEST_F(BenchRunTest, AProblemThatFailsWhileSharingItsGpuRunsAgainAlone) {
   auto id = CreateBench(*store_, suite_, json_config());
   ASSERT_TRUE(id.ok());
@@ -176,7 +210,7 @@ TEST_F(BenchRunTest, AProblemThatFailsWhileSharingItsGpuRunsAgainAlone) {
   runner.meet = 2;  // 1_A and 2_B in flight together, then 1_C and 2_D
   runner.meet_runs = 4;
   Quiet progress;
-  auto results = RunBench(*store_, *id, suite_.problems, runner, {0, 0}, progress);
+  auto results = RunBench(*store_, *id, suite_.problems, runner, {0, 0}, progress, clock_);
   ASSERT_TRUE(results.ok()) << results.status().ToString();
   ASSERT_EQ(results->size(), 4u);
   for (const auto& r : *results) EXPECT_TRUE(r.correct()) << r.id << ": " << r.error;
@@ -220,7 +254,7 @@ TEST_F(BenchRunTest, AFailureAloneOnItsDeviceIsRecordedWithoutASecondTry) {
   FakeRunner runner;
   runner.always_fails = "level1/2_B";
   Quiet progress;
-  auto results = RunBench(*store_, *id, suite_.problems, runner, {0}, progress);
+  auto results = RunBench(*store_, *id, suite_.problems, runner, {0}, progress, clock_);
   ASSERT_TRUE(results.ok());
   EXPECT_EQ(runner.calls.size(), 4u) << "nothing shared the device: the failure is the problem's";
   EXPECT_FALSE((*results)[1].error.empty());
@@ -235,7 +269,7 @@ TEST_F(BenchRunTest, ResumeSkipsFinishedProblemsAndContinuesTheInterruptedRun) {
     runner.crash_on = "level2/1_C";
     Quiet progress;
     // The "crash": the runner throws out of the loop after C's run was recorded as started.
-    EXPECT_THROW((void)RunBench(*store_, *id, suite_.problems, runner, {}, progress), std::runtime_error);
+    EXPECT_THROW((void)RunBench(*store_, *id, suite_.problems, runner, {}, progress, clock_), std::runtime_error);
     EXPECT_EQ(progress.finished, (std::vector<std::string>{"level1/1_A", "level1/2_B"}));
   }
   auto state = LoadBench(*store_, *id);
@@ -249,7 +283,7 @@ TEST_F(BenchRunTest, ResumeSkipsFinishedProblemsAndContinuesTheInterruptedRun) {
 
   FakeRunner runner;
   Quiet progress;
-  auto results = RunBench(*store_, *id, suite_.problems, runner, {}, progress);
+  auto results = RunBench(*store_, *id, suite_.problems, runner, {}, progress, clock_);
   ASSERT_TRUE(results.ok()) << results.status().ToString();
   EXPECT_EQ(runner.calls, (std::vector<std::string>{"level2/1_C", "level2/2_D"})) << "A and B are not run again";
   EXPECT_EQ(runner.resumes["level2/1_C"], c_run) << "C continues its optimizer run";
@@ -271,7 +305,7 @@ TEST_F(BenchRunTest, OneProblemPerDeviceAtATime) {
   FakeRunner runner;
   runner.meet = 3;  // every device holds a problem before any finishes
   Quiet progress;
-  auto results = RunBench(*store_, *id, suite_.problems, runner, {0, 1, 2}, progress);
+  auto results = RunBench(*store_, *id, suite_.problems, runner, {0, 1, 2}, progress, clock_);
   ASSERT_TRUE(results.ok());
   EXPECT_EQ(results->size(), 12u);
   EXPECT_EQ(runner.max_per_device, 1);

@@ -99,10 +99,10 @@ TEST_F(ReportCli, ABenchsReportLinksEveryProblemsRunPage) {
   ASSERT_EQ(j["problem_pages"].size(), 1u) << "the problem's optimizer run has a page beside the bench's";
   const fs::path problem_page = j["problem_pages"][0].get<std::string>();
   EXPECT_TRUE(fs::is_regular_file(problem_page));
-  CheckInBrowser(
-      j["page"].get<std::string>(), "bench",
-      {"#bench-levels", "#fastp-chart", "#bench-table", "a[href=\"" + problem_page.filename().string() + "\"]"},
-      {"easy/saxpy"});
+  CheckInBrowser(j["page"].get<std::string>(), "bench",
+                 {"#bench-levels", "#fastp-chart", "#bench-table", "#fact-wall",
+                  "a[href=\"" + problem_page.filename().string() + "\"]"},
+                 {"easy/saxpy"});
   CheckInBrowser(problem_page, "tree", {"#tree-svg", "circle.node"});
 }
 

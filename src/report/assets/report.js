@@ -142,7 +142,7 @@
     const task = M.kind === 'bench' ? String(run.task || '').replace(/^bench:/, '') : run.task;
     h.append(el('h1', {text: `${task} — ${kindName} ${run.id}`}));
     const facts = el('div', {class: 'facts'});
-    const fact = (k, v) => facts.append(el('span', {}, k + ' ', el('b', {text: v})));
+    const fact = (k, v, id) => facts.append(el('span', id ? {id} : {}, k + ' ', el('b', {text: v})));
     fact('status', run.status + (run.stop_reason ? ' (' + run.stop_reason + ')' : ''));
     if (M.kind === 'run') {
       fact('nodes', String(nodes.length));
@@ -151,7 +151,14 @@
       if (cfg.generator) fact('generator', cfg.generator);
       if (cfg.policy) fact('policy', cfg.policy);
     }
-    if (M.kind === 'bench' && M.bench) fact('problems', String((M.bench.problems || []).length));
+    if (M.kind === 'bench' && M.bench) {
+      const B = M.bench, slices = (B.slices || []).length, total = B.total || {};
+      fact('problems', String((B.problems || []).length));
+      // The bench's own wall time, its slices' summed (docs/bench.md, "The report").
+      if (slices) fact('wall', `${Math.round(B.wall_s)} s` + (slices > 1 ? ` over ${slices} slices` : ''), 'fact-wall');
+      const measured = (total.compile || {}).measured || 0;
+      if (measured) fact('torch.compile cached', `${total.compile_cached || 0} of ${measured}`, 'fact-compile-cached');
+    }
     fact('started', run.created_at || '');
     fact('last record', run.updated_at || '');
     h.append(facts);
