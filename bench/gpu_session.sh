@@ -192,7 +192,8 @@ print(f'bench --devices {sys.argv[3]}: exit {sys.argv[4]}, {len(p)} problems, {n
     kbcoldwarm) # The suite's throughput with both baselines cached, one slice (KB_LEVELS, KB_PROBLEMS)
            # per call, needing nothing carried: the slice cold into a fresh store, which fills its
            # eager and torch.compile baseline caches, then warm, a second bench over that store.
-           # Each phase's kbreal output under $OUT/cold and $OUT/warm (its wall in kbreal.log), packed;
+           # Each phase's kbreal output under $OUT/cold and $OUT/warm (its wall in kbreal.log and the report,
+           # which counts the torch.compile times read from the cache), packed;
            # a cold phase cut short (its report partial) leaves the warm figure meaningless.
            rm -rf /tmp/kp-coldwarm
            for phase in cold warm; do

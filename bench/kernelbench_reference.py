@@ -71,6 +71,15 @@ def main():
             level, len(ps), len(passed), holds, len(dev), 100 * quantile(dev, 0.5), 100 * quantile(dev, 0.9),
             100 * worst[0], worst[1], sum(p.get("wall_s") or 0 for p in ps) / n,
             *(sum(s.get(k, 0) for s in sec) / n for k in ("compile", "lock_wait", "checks", "timing"))))
+    # The bench's own wall time (its slices', summed) and where its torch.compile times came from.
+    slices = bench.get("slices") or []
+    if slices:
+        print("\nWall time %.0f s (%.1f min): %s." % (bench.get("wall_s", 0), bench.get("wall_s", 0) / 60, ", ".join(
+            "slice %d, %d problems in %.0f s" % (w["slice"], w["problems"], w["wall_s"]) for w in slices)))
+    total = bench.get("total") or {}
+    measured = (total.get("compile") or {}).get("measured", 0)
+    if measured:
+        print("torch.compile times: %d of %d read from the baseline cache." % (total.get("compile_cached", 0), measured))
     if failed:
         print("\nNot passed:")
         for p in failed:
