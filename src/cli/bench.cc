@@ -3,6 +3,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -194,10 +195,12 @@ int RunBenchCommand(const BenchArgs& a) {
   if (!store.ok()) return Fail(store.status());
   json config;
   int64_t id = a.resume;
+  std::set<std::string> finished;  // problems a resumed bench has results for
   if (a.resume > 0) {
     auto state = LoadBench(**store, a.resume);
     if (!state.ok()) return Fail(state.status());
     config = state->config;
+    for (const auto& r : state->finished) finished.insert(r.id);
     // A bench run in slices (one call per level on a machine lent for minutes): --levels and
     // --problems on --resume choose the next slice; the report covers every finished problem.
     if (!a.levels.empty()) config["levels"] = SplitList(a.levels);
@@ -272,8 +275,10 @@ int RunBenchCommand(const BenchArgs& a) {
       devices = *chosen;
     }
   }
+  // Only problems left to run need a GPU: a finished bench resumed anywhere prints its report.
   bool needs_gpu = false;
   for (const auto& p : *problems) {
+    if (finished.count(p.id)) continue;
     if (suite->format != SuiteFormat::kTaskFolders) {
       Task probe;
       probe.backend = Backend::kCuda;

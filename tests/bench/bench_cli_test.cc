@@ -379,6 +379,27 @@ TEST(BenchCli, ASecondBenchReadsTorchCompilesTimeFromTheCache) {
   }
 }
 
+// A finished bench resumed on a machine without a GPU prints its report: nothing is left to run.
+TEST(BenchCli, AFinishedBenchResumedWithoutAGpuPrintsItsReport) {
+  fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
+  ASSERT_TRUE(fs::exists(python)) << python << " is missing: run scripts/setup-torch-venv.sh";
+  auto d = TempDir::Create("kpilot-bench-done-");
+  ASSERT_TRUE(d.ok());
+  const fs::path root = d->path(), suite = FakeWorkerSuite(root), store = root / "store";
+  testing::ScopedEnv path("KPILOT_PYTHONPATH", (testing::SourceDir() / "tests" / "pytorch" / "fake_worker").string());
+  {
+    testing::ScopedEnv device("KPILOT_TORCH_DEVICE", "cpu");
+    auto r = testing::RunKpilot(root, {"bench", suite.string(), "--eval-reference", "--python", python.string(),
+                                       "--store", store.string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  auto again = testing::RunKpilot(root, {"bench", "--resume", "1", "--store", store.string(), "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  json j = Report(again);
+  ASSERT_EQ(j["problems"].size(), 1u) << again.err;
+  EXPECT_EQ(j["problems"][0]["verdict"], "passed");
+}
+
 // The team's flashinfer-bench dataset on the CPU torch device: a Solution evaluated per definition,
 // the contest score, and Trace JSONL that flashinfer-bench's own classes read (when installed).
 TEST(BenchCli, FlashInferDatasetTracesAndContestScore) {
