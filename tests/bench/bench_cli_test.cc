@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -298,37 +300,50 @@ TEST(BenchCli, EachReferenceAsItsCandidateInSlicesThatCombine) {
   EXPECT_NE(both.err.find("--eval-reference and --eval-only"), std::string::npos) << both.err;
 }
 
-// A KernelBench layout whose problem the fake torch worker (tests/pytorch/fake_worker) answers for:
-// `root`/suite/level1/19_ReLU.py, the name its canned description gives.
-fs::path FakeWorkerSuite(const fs::path& root) {
-  fs::create_directories(root / "suite" / "level1");
-  fs::copy_file(testing::SourceDir() / "tests" / "python" / "fixtures" / "relu_problem.py",
-                root / "suite" / "level1" / "19_ReLU.py");
-  return root / "suite";
-}
+// A KernelBench layout whose problem the fake torch worker (tests/pytorch/fake_worker) answers for,
+// in a folder of its own: suite()/level1/19_ReLU.py, the name its canned description gives.
+class FakeWorkerBench : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(python_)) << python_ << " is missing: run scripts/setup-torch-venv.sh";
+    auto d = TempDir::Create("kpilot-bench-fake-");
+    ASSERT_TRUE(d.ok());
+    dir_.emplace(std::move(d).value());
+    fs::create_directories(suite() / "level1");
+    fs::copy_file(testing::SourceDir() / "tests" / "python" / "fixtures" / "relu_problem.py",
+                  suite() / "level1" / "19_ReLU.py");
+  }
+  fs::path root() const { return dir_->path(); }
+  fs::path suite() const { return root() / "suite"; }
+  fs::path store() const { return root() / "store"; }
+  // `kpilot bench` of the suite into store(), each problem's reference as its candidate, then `flags`.
+  ProcessResult Bench(const std::vector<std::string>& flags) {
+    std::vector<std::string> args = {"bench",          suite().string(), "--eval-reference", "--python",
+                                     python_.string(), "--store",        store().string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return testing::RunKpilot(root(), args);
+  }
+
+  const fs::path python_ = testing::SourceDir() / ".venv-torch" / "bin" / "python";
+  testing::ScopedEnv worker_{"KPILOT_PYTHONPATH",
+                             (testing::SourceDir() / "tests" / "pytorch" / "fake_worker").string()};
+  std::optional<TempDir> dir_;
+};
 
 // A problem whose run crashed says why in every rendering, in the words of the worker's own
 // stderr and without the sandbox's report line. The worker describes the problem (a description
 // cached by an earlier run would skip that) and dies running it.
-TEST(BenchCli, AFailedProblemSaysWhy) {
-  fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
-  ASSERT_TRUE(fs::exists(python)) << python << " is missing: run scripts/setup-torch-venv.sh";
-  auto d = TempDir::Create("kpilot-bench-why-");
-  ASSERT_TRUE(d.ok());
-  const fs::path root = d->path(), suite = FakeWorkerSuite(root);
+TEST_F(FakeWorkerBench, AFailedProblemSaysWhy) {
   testing::ScopedEnv device("KPILOT_TORCH_DEVICE", "cpu");
-  testing::ScopedEnv path("KPILOT_PYTHONPATH", (testing::SourceDir() / "tests" / "pytorch" / "fake_worker").string());
   testing::ScopedEnv crash("KPILOT_FAKE_WORKER", "crash_running");
-  auto r = testing::RunKpilot(root, {"bench", suite.string(), "--eval-reference", "--python", python.string(),
-                                     "--store", (root / "store").string(), "--markdown", "kb.md"});
+  auto r = Bench({"--markdown", "kb.md"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("level1/19_ReLU: runtime_error: the torch worker"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("Segmentation fault"), std::string::npos) << r.err;
-  auto md = ReadFile(root / "kb.md");
+  auto md = ReadFile(root() / "kb.md");
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->find("| level1/19_ReLU | runtime_error: the torch worker"), std::string::npos) << *md;
-  auto again = testing::RunKpilot(root, {"bench", suite.string(), "--eval-reference", "--python", python.string(),
-                                         "--store", (root / "store").string(), "--json"});
+  auto again = Bench({"--json"});
   json j = Report(again);
   ASSERT_EQ(j["problems"].size(), 1u) << again.err;
   const std::string message = j["problems"][0]["message"];
@@ -341,14 +356,9 @@ TEST(BenchCli, AFailedProblemSaysWhy) {
 // (the candidate's paired baseline) and reads torch.compile's time from the cache, starting no
 // torch.compile run. The fake worker logs each request (outside the sandbox, which would keep it
 // from writing the log).
-TEST(BenchCli, ASecondBenchReadsTorchCompilesTimeFromTheCache) {
-  fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
-  ASSERT_TRUE(fs::exists(python)) << python << " is missing: run scripts/setup-torch-venv.sh";
-  auto d = TempDir::Create("kpilot-bench-warm-");
-  ASSERT_TRUE(d.ok());
-  const fs::path root = d->path(), suite = FakeWorkerSuite(root), log = root / "requests.jsonl";
+TEST_F(FakeWorkerBench, ASecondBenchReadsTorchCompilesTimeFromTheCache) {
+  const fs::path log = root() / "requests.jsonl";
   testing::ScopedEnv device("KPILOT_TORCH_DEVICE", "cpu");
-  testing::ScopedEnv path("KPILOT_PYTHONPATH", (testing::SourceDir() / "tests" / "pytorch" / "fake_worker").string());
   testing::ScopedEnv sandbox("KPILOT_SANDBOX", "none");
   testing::ScopedEnv requests("KPILOT_FAKE_WORKER_LOG", log.string());
   auto compile_runs = [&] {
@@ -362,8 +372,7 @@ TEST(BenchCli, ASecondBenchReadsTorchCompilesTimeFromTheCache) {
     return n;
   };
   for (int bench = 1; bench <= 2; ++bench) {
-    auto r = testing::RunKpilot(root, {"bench", suite.string(), "--eval-reference", "--python", python.string(),
-                                       "--store", (root / "store").string(), "--json"});
+    auto r = Bench({"--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     json j = Report(r);
     ASSERT_EQ(j["problems"].size(), 1u) << r.err;
@@ -380,20 +389,13 @@ TEST(BenchCli, ASecondBenchReadsTorchCompilesTimeFromTheCache) {
 }
 
 // A finished bench resumed on a machine without a GPU prints its report: nothing is left to run.
-TEST(BenchCli, AFinishedBenchResumedWithoutAGpuPrintsItsReport) {
-  fs::path python = testing::SourceDir() / ".venv-torch" / "bin" / "python";
-  ASSERT_TRUE(fs::exists(python)) << python << " is missing: run scripts/setup-torch-venv.sh";
-  auto d = TempDir::Create("kpilot-bench-done-");
-  ASSERT_TRUE(d.ok());
-  const fs::path root = d->path(), suite = FakeWorkerSuite(root), store = root / "store";
-  testing::ScopedEnv path("KPILOT_PYTHONPATH", (testing::SourceDir() / "tests" / "pytorch" / "fake_worker").string());
+TEST_F(FakeWorkerBench, AFinishedBenchResumedWithoutAGpuPrintsItsReport) {
   {
     testing::ScopedEnv device("KPILOT_TORCH_DEVICE", "cpu");
-    auto r = testing::RunKpilot(root, {"bench", suite.string(), "--eval-reference", "--python", python.string(),
-                                       "--store", store.string(), "--json"});
+    auto r = Bench({"--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
-  auto again = testing::RunKpilot(root, {"bench", "--resume", "1", "--store", store.string(), "--json"});
+  auto again = testing::RunKpilot(root(), {"bench", "--resume", "1", "--store", store().string(), "--json"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   json j = Report(again);
   ASSERT_EQ(j["problems"].size(), 1u) << again.err;
