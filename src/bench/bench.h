@@ -226,6 +226,10 @@ class ProblemRunner {
                             const std::function<void(int64_t run_id)>& started) = 0;
 };
 
+// A slice's time left at its pace so far: `elapsed_s` for the `done` problems it has finished,
+// `left` still to run (0 when it has finished none, or has none left).
+double SecondsLeft(double elapsed_s, int done, int left);
+
 // One progress line per finished problem (and per started one); the CLI prints them.
 class BenchProgress {
  public:

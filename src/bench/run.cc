@@ -14,6 +14,8 @@ namespace kpilot {
 
 using nlohmann::json;
 
+double SecondsLeft(double elapsed_s, int done, int left) { return done > 0 && left > 0 ? elapsed_s / done * left : 0; }
+
 Result<int64_t> CreateBench(Store& store, const Suite& suite, const json& config) {
   RunRecord r;
   r.task_name = std::string(kBenchTaskPrefix) + suite.name;

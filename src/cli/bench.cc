@@ -74,12 +74,14 @@ class PrintBenchProgress : public BenchProgress {
       std::cerr << fmt::format("kpilot: {} started{}\n", p.id, device >= 0 ? fmt::format(" on GPU {}", device) : "");
   }
   void Finished(const ProblemResult& r, int done, int total) override {
+    const double left = SecondsLeft(r.finished_at_s, ++finished_, total - done);
     if (json_) {
       json j = ToJson(r);
       j.erase("traces");
       j["event"] = "problem";
       j["done"] = done;
       j["total"] = total;
+      j["seconds_left"] = left;
       std::cerr << j.dump() << "\n";
       return;
     }
@@ -88,8 +90,9 @@ class PrintBenchProgress : public BenchProgress {
                            ? r.verdict + (r.message.empty() ? "" : ": " + Gist(r.message, 200))
                            : fmt::format("{:.3f}× eager{}", r.speedup_eager,
                                          r.compile_measured ? fmt::format(", {:.3f}× compile", r.speedup_compile) : "");
-    std::cerr << fmt::format("[{}/{}] {}: {} ({} evaluations, {:.0f} s)\n", done, total, r.id, what, r.evaluations,
-                             r.wall_s);
+    std::cerr << fmt::format("[{}/{}] {}: {} ({} evaluations, {:.0f} s; {} elapsed{})\n", done, total, r.id, what,
+                             r.evaluations, r.wall_s, FormatSeconds(r.finished_at_s),
+                             left > 0 ? ", about " + FormatSeconds(left) + " left" : "");
     for (const auto& f : r.reference_findings)
       std::cerr << "        reference " << ReferenceFlawName(f.flaw) << ": " << f.evidence.substr(0, 300) << "\n";
     for (const auto& w : r.warnings) std::cerr << "        " << w.substr(0, 300) << "\n";
@@ -97,6 +100,7 @@ class PrintBenchProgress : public BenchProgress {
 
  private:
   bool json_;
+  int finished_ = 0;  // problems this slice finished so far (RunBench calls Finished under its lock)
 };
 
 // flashinfer suites: each definition's Trace records under OUT/traces/<op_type>/<name>.jsonl.

@@ -1,5 +1,7 @@
 #include "core/text.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -11,6 +13,14 @@ std::string FormatMs(double ms) {
   if (ms >= 100) return fmt::format("{:.1f} ms", ms);
   if (ms >= 1) return fmt::format("{:.3f} ms", ms);
   return fmt::format("{:.2f} µs", ms * 1000);
+}
+
+std::string FormatSeconds(double s) {
+  const long total = std::lround(std::max(0.0, s));
+  if (total < 60) return fmt::format("{} s", total);
+  if (total < 3600) return fmt::format("{}m{:02}s", total / 60, total % 60);
+  const long minutes = std::lround(std::max(0.0, s) / 60);
+  return fmt::format("{}h{:02}m", minutes / 60, minutes % 60);
 }
 
 std::string Trim(const std::string& s) {

@@ -17,6 +17,9 @@ std::string Gist(const std::string& message, size_t max);
 // A kernel time for people: "123.4 ms", "1.234 ms", "56.78 µs".
 std::string FormatMs(double ms);
 
+// A wall time for people, to the second: "45 s", "4m07s", "1h03m" (an hour and over: to the minute).
+std::string FormatSeconds(double s);
+
 // How much of a UTC timestamp FormatUtc writes.
 enum class UtcPrecision {
   kDate,     // 2026-11-30

@@ -78,14 +78,17 @@ TEST(BenchCli, HostSuiteWithTheParamsGeneratorThenResumeThenEvalOnly) {
     EXPECT_TRUE(fs::exists(p["candidate"].get<std::string>())) << p.dump();
   }
   EXPECT_GT(j["total"]["cost"]["gpu_s"].get<double>(), 0) << "evaluation time is counted";
-  // Progress: one JSON line per finished problem on stderr.
-  int lines = 0;
-  size_t pos = 0;
-  while ((pos = r.err.find("\"event\":\"problem\"", pos)) != std::string::npos) {
-    ++lines;
-    ++pos;
-  }
-  EXPECT_EQ(lines, 2) << r.err;
+  // Progress: one JSON line per finished problem on stderr, with the time the slice has left at
+  // its pace so far.
+  std::vector<json> finished;
+  std::istringstream err(r.err);
+  for (std::string line; std::getline(err, line);)
+    if (json e = json::parse(line, nullptr, false); e.is_object() && e.value("event", "") == "problem")
+      finished.push_back(e);
+  ASSERT_EQ(finished.size(), 2u) << r.err;
+  EXPECT_GT(finished[0]["seconds_left"].get<double>(), 0) << "one of two done: about as long again";
+  EXPECT_EQ(finished[1]["seconds_left"], 0) << "none left";
+  EXPECT_EQ(finished[1]["slice"], 1);
   auto md = ReadFile(root / "report.md");
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->find("## Against eager"), std::string::npos);

@@ -312,6 +312,12 @@ TEST_F(BenchRunTest, OneProblemPerDeviceAtATime) {
   EXPECT_EQ(runner.devices, (std::set<int>{0, 1, 2})) << "three problems at once, one on each device";
 }
 
+TEST(SecondsLeft, AtTheSlicesPaceSoFar) {
+  EXPECT_DOUBLE_EQ(SecondsLeft(60, 4, 6), 90);
+  EXPECT_DOUBLE_EQ(SecondsLeft(60, 0, 6), 0) << "no pace yet";
+  EXPECT_DOUBLE_EQ(SecondsLeft(60, 4, 0), 0) << "nothing left";
+}
+
 TEST(TorchThreadsPerProblem, AnEqualShareOfTheHostsCoresWhenProblemsShareIt) {
   EXPECT_EQ(TorchThreadsPerProblem(16, 0), 0);  // no GPU: one at a time
   EXPECT_EQ(TorchThreadsPerProblem(16, 1), 0);  // alone: torch's default

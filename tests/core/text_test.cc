@@ -12,6 +12,16 @@ TEST(Trim, DropsWhiteSpaceAtBothEndsOnly) {
   EXPECT_EQ(Trim(""), "");
 }
 
+TEST(FormatSeconds, SecondsMinutesAndHours) {
+  EXPECT_EQ(FormatSeconds(0), "0 s");
+  EXPECT_EQ(FormatSeconds(44.6), "45 s");
+  EXPECT_EQ(FormatSeconds(59.6), "1m00s");
+  EXPECT_EQ(FormatSeconds(247), "4m07s");
+  EXPECT_EQ(FormatSeconds(3599), "59m59s");
+  EXPECT_EQ(FormatSeconds(3780), "1h03m");
+  EXPECT_EQ(FormatSeconds(-3), "0 s") << "a clock's jitter never shows as a negative time";
+}
+
 TEST(Gist, FirstAndLastLinesOfAMessageOnOneLine) {
   EXPECT_EQ(Gist("all checks passed", 80), "all checks passed");
   EXPECT_EQ(Gist("", 80), "");
