@@ -16,10 +16,11 @@ std::string FormatMs(double ms) {
 }
 
 std::string FormatSeconds(double s) {
-  const long total = std::lround(std::max(0.0, s));
+  const double t = std::max(0.0, s);
+  const long total = std::lround(t);
   if (total < 60) return fmt::format("{} s", total);
   if (total < 3600) return fmt::format("{}m{:02}s", total / 60, total % 60);
-  const long minutes = std::lround(std::max(0.0, s) / 60);
+  const long minutes = std::lround(t / 60);
   return fmt::format("{}h{:02}m", minutes / 60, minutes % 60);
 }
 
